@@ -1,0 +1,1 @@
+//! lease-elect: client-go's leader election over a generic async lock.

@@ -1,0 +1,1 @@
+//! sched-core: kube-scheduler's scheduling core without a Kubernetes client.
