@@ -1,1 +1,3 @@
 //! sched-core: kube-scheduler's scheduling core without a Kubernetes client.
+
+pub mod model;

@@ -1,0 +1,18 @@
+//! The Kubernetes objects scheduling reads, with Kubernetes' own JSON field names.
+//!
+//! Only the fields the scheduler looks at are modelled; unknown fields in input JSON are ignored,
+//! so `kubectl get nodes -o json` and `kubectl get pods -A -o json` output deserializes directly.
+//! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
+
+mod load;
+mod objects;
+mod quantity;
+mod resources;
+
+pub use load::{LoadError, load_node_list, load_pod_list, parse_node, parse_pod};
+pub use objects::*;
+pub use quantity::{Quantity, QuantityError};
+pub use resources::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources, pod_limits,
+    pod_non_zero_requests, pod_requests,
+};

@@ -1,0 +1,628 @@
+//! Node, Pod and the objects inside them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Quantity;
+
+/// A resource list such as `requests`, `limits`, `capacity` or `allocatable`: resource name to quantity.
+pub type ResourceList = BTreeMap<String, Quantity>;
+
+/// Object metadata (`metadata`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectMeta {
+    /// Object name.
+    pub name: String,
+    /// Namespace (empty for cluster-scoped objects such as nodes).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Unique id.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Labels.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Owner references (the controller of a pod, for spreading and prefer-avoid-pods).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
+}
+
+/// An owner reference (`metadata.ownerReferences[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OwnerReference {
+    /// API version of the owner.
+    pub api_version: String,
+    /// Kind of the owner (`ReplicaSet`, `ReplicationController`, `StatefulSet`, ...).
+    pub kind: String,
+    /// Name of the owner.
+    pub name: String,
+    /// UID of the owner.
+    pub uid: String,
+    /// Whether this owner is the managing controller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+}
+
+/// A Kubernetes Node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Node {
+    /// Metadata: name and labels matter most.
+    pub metadata: ObjectMeta,
+    /// Spec: taints and the unschedulable flag.
+    pub spec: NodeSpec,
+    /// Status: capacity, allocatable, conditions, images.
+    pub status: NodeStatus,
+}
+
+/// `node.spec`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSpec {
+    /// Cordoned: no new pods unless they tolerate `node.kubernetes.io/unschedulable`.
+    pub unschedulable: bool,
+    /// Taints.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+}
+
+/// `node.status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeStatus {
+    /// Total resources of the node.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: ResourceList,
+    /// Resources available for pods (what scheduling uses).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: ResourceList,
+    /// Conditions (Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<NodeCondition>,
+    /// Container images present on the node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ContainerImage>,
+}
+
+/// A node condition (`status.conditions[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeCondition {
+    /// Condition type, e.g. `Ready`, `MemoryPressure`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+}
+
+/// An image on a node (`status.images[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerImage {
+    /// Names (tags and digests) of the image.
+    pub names: Vec<String>,
+    /// Size in bytes.
+    pub size_bytes: i64,
+}
+
+/// Taint effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TaintEffect {
+    /// Do not schedule new pods that do not tolerate it.
+    NoSchedule,
+    /// Try not to schedule pods that do not tolerate it.
+    PreferNoSchedule,
+    /// Evict running pods that do not tolerate it (and do not schedule new ones).
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// The effect's Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A node taint (`spec.taints[]`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Taint {
+    /// Taint key.
+    pub key: String,
+    /// Taint value (may be empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// Effect.
+    pub effect: TaintEffect,
+}
+
+/// Toleration operator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TolerationOperator {
+    /// Key and value must be equal (the default).
+    #[default]
+    Equal,
+    /// Any value of the key (an empty key with Exists tolerates everything).
+    Exists,
+}
+
+/// A pod toleration (`spec.tolerations[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Toleration {
+    /// Key to match (empty with `Exists` matches all keys).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    /// Operator; `Equal` when absent.
+    pub operator: TolerationOperator,
+    /// Value to match with `Equal`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// Effect to match; `None` (empty) matches all effects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<TaintEffect>,
+    /// For NoExecute: how long the pod stays bound after the taint appears.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// A Kubernetes Pod.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Pod {
+    /// Metadata: name, namespace, labels, owner references.
+    pub metadata: ObjectMeta,
+    /// Spec: what the pod asks for.
+    pub spec: PodSpec,
+    /// Status: the phase.
+    pub status: PodStatus,
+}
+
+/// `pod.status` (only the phase matters here).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodStatus {
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+}
+
+/// `pod.spec`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSpec {
+    /// The node the pod is bound to (empty while pending).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
+    /// Node selector: every pair must be a label of the node.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Node affinity, pod affinity and pod anti-affinity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Tolerations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Containers.
+    pub containers: Vec<Container>,
+    /// Init containers (run one at a time before the containers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<Container>,
+    /// Pod overhead (added to the requests).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub overhead: ResourceList,
+    /// Volumes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<Volume>,
+    /// Priority value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// Scheduler name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scheduler_name: String,
+}
+
+/// A container (`spec.containers[]` or `spec.initContainers[]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Container {
+    /// Container name.
+    pub name: String,
+    /// Image reference.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub image: String,
+    /// Requests and limits.
+    pub resources: ResourceRequirements,
+    /// Ports (host ports matter for scheduling).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<ContainerPort>,
+}
+
+/// `resources` of a container.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceRequirements {
+    /// Requests.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: ResourceList,
+    /// Limits.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: ResourceList,
+}
+
+/// A container port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerPort {
+    /// Port name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Port in the container.
+    pub container_port: i32,
+    /// Port on the host (0 = none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_port: i32,
+    /// `TCP` (default), `UDP` or `SCTP`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub protocol: String,
+    /// Host IP to bind (empty = 0.0.0.0).
+    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
+    pub host_ip: String,
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
+}
+
+/// A pod volume; only the kinds NoDiskConflict looks at are modelled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Volume {
+    /// Volume name.
+    pub name: String,
+    /// GCE persistent disk.
+    #[serde(rename = "gcePersistentDisk", skip_serializing_if = "Option::is_none")]
+    pub gce_persistent_disk: Option<GcePersistentDisk>,
+    /// AWS EBS volume.
+    #[serde(
+        rename = "awsElasticBlockStore",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub aws_elastic_block_store: Option<AwsElasticBlockStore>,
+    /// Ceph RBD volume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rbd: Option<RbdVolume>,
+    /// iSCSI volume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iscsi: Option<IscsiVolume>,
+    /// A claim (not a disk conflict source, kept for completeness).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<PersistentVolumeClaimSource>,
+}
+
+/// `gcePersistentDisk` volume source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GcePersistentDisk {
+    /// Disk name.
+    #[serde(rename = "pdName")]
+    pub pd_name: String,
+    /// Read-only mount.
+    pub read_only: bool,
+}
+
+/// `awsElasticBlockStore` volume source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AwsElasticBlockStore {
+    /// Volume id.
+    #[serde(rename = "volumeID")]
+    pub volume_id: String,
+    /// Read-only mount.
+    pub read_only: bool,
+}
+
+/// `rbd` volume source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RbdVolume {
+    /// Ceph monitors.
+    pub monitors: Vec<String>,
+    /// Pool (default `rbd`).
+    pub pool: String,
+    /// Image name.
+    pub image: String,
+    /// Read-only mount.
+    pub read_only: bool,
+}
+
+/// `iscsi` volume source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct IscsiVolume {
+    /// Target portal.
+    pub target_portal: String,
+    /// iSCSI qualified name.
+    pub iqn: String,
+    /// LUN.
+    pub lun: i32,
+    /// Read-only mount.
+    pub read_only: bool,
+}
+
+/// `persistentVolumeClaim` volume source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PersistentVolumeClaimSource {
+    /// Claim name.
+    pub claim_name: String,
+    /// Read-only mount.
+    pub read_only: bool,
+}
+
+/// `spec.affinity`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Affinity {
+    /// Node affinity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_affinity: Option<NodeAffinity>,
+    /// Pod affinity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_affinity: Option<PodAffinity>,
+    /// Pod anti-affinity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_anti_affinity: Option<PodAffinity>,
+}
+
+/// Node affinity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeAffinity {
+    /// Hard requirement: a node must match one of the terms.
+    #[serde(
+        rename = "requiredDuringSchedulingIgnoredDuringExecution",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub required: Option<NodeSelector>,
+    /// Soft preferences, weighted.
+    #[serde(
+        rename = "preferredDuringSchedulingIgnoredDuringExecution",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub preferred: Vec<PreferredSchedulingTerm>,
+}
+
+/// A node selector: the terms are ORed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSelector {
+    /// Terms; a node matches if it matches any term.
+    pub node_selector_terms: Vec<NodeSelectorTerm>,
+}
+
+/// A node selector term: the requirements are ANDed. An empty term matches no node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSelectorTerm {
+    /// Requirements on node labels.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<NodeSelectorRequirement>,
+    /// Requirements on node fields (only `metadata.name` is supported, as in Kubernetes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub match_fields: Vec<NodeSelectorRequirement>,
+}
+
+/// Operator of a node selector requirement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeSelectorOperator {
+    /// The label's value is in the set.
+    In,
+    /// The label is absent or its value is not in the set.
+    NotIn,
+    /// The label is present.
+    Exists,
+    /// The label is absent.
+    DoesNotExist,
+    /// The label's value, as an integer, is greater than the single value.
+    Gt,
+    /// The label's value, as an integer, is less than the single value.
+    Lt,
+}
+
+/// A requirement in a node selector term.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSelectorRequirement {
+    /// Label key (or field name for matchFields).
+    pub key: String,
+    /// Operator.
+    pub operator: NodeSelectorOperator,
+    /// Values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+/// A weighted node selector term.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PreferredSchedulingTerm {
+    /// Weight 1..=100.
+    pub weight: i32,
+    /// The term.
+    pub preference: NodeSelectorTerm,
+}
+
+/// Pod affinity or anti-affinity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodAffinity {
+    /// Hard terms: all must hold.
+    #[serde(
+        rename = "requiredDuringSchedulingIgnoredDuringExecution",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub required: Vec<PodAffinityTerm>,
+    /// Soft terms, weighted.
+    #[serde(
+        rename = "preferredDuringSchedulingIgnoredDuringExecution",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub preferred: Vec<WeightedPodAffinityTerm>,
+}
+
+/// A pod affinity term: pods matching the selector in the namespaces, within a topology domain.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodAffinityTerm {
+    /// Which pods (none = no pods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// Namespaces of those pods (empty = the pod's own namespace, unless a namespace selector is set).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Selects namespaces by label; an empty selector selects all namespaces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    /// Node label that defines the topology domain (e.g. `kubernetes.io/hostname`).
+    pub topology_key: String,
+}
+
+/// A weighted pod affinity term.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WeightedPodAffinityTerm {
+    /// Weight 1..=100.
+    pub weight: i32,
+    /// The term.
+    pub pod_affinity_term: PodAffinityTerm,
+}
+
+/// A label selector (`matchLabels` and `matchExpressions`, ANDed). An empty selector matches everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LabelSelector {
+    /// Exact label pairs.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    /// Expressions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+/// Operator of a label selector requirement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LabelSelectorOperator {
+    /// Value in the set.
+    In,
+    /// Label absent or value not in the set.
+    NotIn,
+    /// Label present.
+    Exists,
+    /// Label absent.
+    DoesNotExist,
+}
+
+/// A label selector requirement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelectorRequirement {
+    /// Label key.
+    pub key: String,
+    /// Operator.
+    pub operator: LabelSelectorOperator,
+    /// Values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+/// A Service, ReplicationController, ReplicaSet or StatefulSet as spreading sees it: a namespace
+/// and a selector over pod labels.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// What kind of object selects the pods.
+    pub kind: WorkloadKind,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Selector over pod labels. Services and ReplicationControllers use plain maps; an empty map
+    /// selects nothing for them.
+    pub selector: LabelSelector,
+}
+
+/// The kinds of [`Workload`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum WorkloadKind {
+    /// A Service.
+    Service,
+    /// A ReplicationController.
+    ReplicationController,
+    /// A ReplicaSet.
+    ReplicaSet,
+    /// A StatefulSet.
+    StatefulSet,
+}
+
+impl Pod {
+    /// `namespace/name`, the key kube uses for a pod.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    }
+
+    /// The controller owner reference, if any.
+    pub fn controller_ref(&self) -> Option<&OwnerReference> {
+        self.metadata
+            .owner_references
+            .iter()
+            .find(|o| o.controller == Some(true))
+    }
+
+    /// Whether the pod has pod affinity or anti-affinity terms (required or preferred).
+    pub fn has_pod_affinity_terms(&self) -> bool {
+        self.spec.affinity.as_ref().is_some_and(|a| {
+            a.pod_affinity
+                .as_ref()
+                .is_some_and(|p| !p.required.is_empty() || !p.preferred.is_empty())
+                || a.pod_anti_affinity
+                    .as_ref()
+                    .is_some_and(|p| !p.required.is_empty() || !p.preferred.is_empty())
+        })
+    }
+
+    /// Whether the pod has required anti-affinity terms.
+    pub fn has_required_anti_affinity(&self) -> bool {
+        self.spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .is_some_and(|p| !p.required.is_empty())
+    }
+
+    /// All containers' host ports that are set (host port != 0).
+    pub fn host_ports(&self) -> impl Iterator<Item = &ContainerPort> {
+        self.spec
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter())
+            .filter(|p| p.host_port != 0)
+    }
+}
+
+impl Node {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}

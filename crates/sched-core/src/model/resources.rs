@@ -1,0 +1,265 @@
+//! Resource arithmetic: a pod's requests and a node's allocatable, in integers as kube keeps them.
+
+use super::{Pod, ResourceList};
+
+/// Name of an extended or other scalar resource (e.g. `nvidia.com/gpu`, `hugepages-2Mi`).
+pub type ResourceName = String;
+
+/// CPU assumed for a container that sets no CPU request, when spreading by usage (100m).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory assumed for a container that sets no memory request, when spreading by usage (200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// A bundle of resources, as kube-scheduler's `framework.Resource`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Resources {
+    /// CPU in thousandths of a core.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Number of pods (only meaningful for allocatable).
+    pub allowed_pod_number: i64,
+    /// Scalar resources (extended resources, hugepages, attachable volumes), sorted by name.
+    pub scalar: Vec<(ResourceName, i64)>,
+}
+
+/// Whether kube treats `name` as a scalar resource (tracked by name, compared as an integer).
+pub(crate) fn is_scalar_resource_name(name: &str) -> bool {
+    if name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") {
+        return true;
+    }
+    // kube: extended (qualified, not native, not a quota `requests.` name) or prefixed native
+    // (`*kubernetes.io/*`).
+    if name.contains("kubernetes.io/") {
+        return true;
+    }
+    name.contains('/') && !name.starts_with("requests.")
+}
+
+impl Resources {
+    /// The resources of a resource list (`allocatable`, `requests`, ...).
+    pub fn from_list(list: &ResourceList) -> Resources {
+        let mut r = Resources::default();
+        r.add_list(list);
+        r
+    }
+
+    /// Adds a resource list, as kube's `Resource.Add`.
+    pub fn add_list(&mut self, list: &ResourceList) {
+        for (name, q) in list {
+            match name.as_str() {
+                "cpu" => self.milli_cpu += q.milli_value(),
+                "memory" => self.memory += q.value(),
+                "ephemeral-storage" => self.ephemeral_storage += q.value(),
+                "pods" => self.allowed_pod_number += q.value(),
+                n if is_scalar_resource_name(n) => self.add_scalar(n, q.value()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Raises each resource to at least the list's value, as kube's `Resource.SetMaxResource`.
+    pub fn set_max_list(&mut self, list: &ResourceList) {
+        for (name, q) in list {
+            match name.as_str() {
+                "cpu" => self.milli_cpu = self.milli_cpu.max(q.milli_value()),
+                "memory" => self.memory = self.memory.max(q.value()),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.max(q.value())
+                }
+                "pods" => self.allowed_pod_number = self.allowed_pod_number.max(q.value()),
+                n if is_scalar_resource_name(n) => {
+                    let v = q.value();
+                    if self.scalar(n) < v {
+                        self.set_scalar(n, v);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The amount of a scalar resource (0 when absent).
+    pub fn scalar(&self, name: &str) -> i64 {
+        match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => self.scalar[i].1,
+            Err(_) => 0,
+        }
+    }
+
+    /// Adds `v` to a scalar resource.
+    pub fn add_scalar(&mut self, name: &str, v: i64) {
+        match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => self.scalar[i].1 += v,
+            Err(i) => self.scalar.insert(i, (name.to_string(), v)),
+        }
+    }
+
+    /// Sets a scalar resource to `v`.
+    pub fn set_scalar(&mut self, name: &str, v: i64) {
+        match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => self.scalar[i].1 = v,
+            Err(i) => self.scalar.insert(i, (name.to_string(), v)),
+        }
+    }
+
+    /// Adds another bundle (used to keep node sums).
+    pub fn add(&mut self, other: &Resources) {
+        self.milli_cpu += other.milli_cpu;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.allowed_pod_number += other.allowed_pod_number;
+        for (n, v) in &other.scalar {
+            self.add_scalar(n, *v);
+        }
+    }
+
+    /// Subtracts another bundle. Scalars that reach zero and were absent before stay as zero
+    /// entries; use [`Resources::normalized`] to compare bundles.
+    pub fn sub(&mut self, other: &Resources) {
+        self.milli_cpu -= other.milli_cpu;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.allowed_pod_number -= other.allowed_pod_number;
+        for (n, v) in &other.scalar {
+            self.add_scalar(n, -*v);
+        }
+        self.scalar.retain(|(_, v)| *v != 0);
+    }
+
+    /// The same bundle with zero-valued scalar entries dropped.
+    pub fn normalized(&self) -> Resources {
+        let mut r = self.clone();
+        r.scalar.retain(|(_, v)| *v != 0);
+        r
+    }
+
+    /// Whether nothing is requested (no CPU, memory, ephemeral storage or scalar resource).
+    pub fn is_zero_request(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar.iter().all(|(_, v)| *v == 0)
+    }
+}
+
+/// The pod's effective requests, as kube-scheduler computes them for fitting:
+/// max(sum over containers, each init container) plus overhead.
+pub fn pod_requests(pod: &Pod) -> Resources {
+    let mut r = Resources::default();
+    for c in &pod.spec.containers {
+        r.add_list(&c.resources.requests);
+    }
+    for c in &pod.spec.init_containers {
+        r.set_max_list(&c.resources.requests);
+    }
+    r.add_list(&pod.spec.overhead);
+    r.scalar.retain(|(_, v)| *v != 0);
+    r
+}
+
+/// The pod's effective limits, computed the same way as [`pod_requests`] over `limits`.
+pub fn pod_limits(pod: &Pod) -> Resources {
+    let mut r = Resources::default();
+    for c in &pod.spec.containers {
+        r.add_list(&c.resources.limits);
+    }
+    for c in &pod.spec.init_containers {
+        r.set_max_list(&c.resources.limits);
+    }
+    r.add_list(&pod.spec.overhead);
+    r.scalar.retain(|(_, v)| *v != 0);
+    r
+}
+
+fn non_zero_cpu_mem(list: &ResourceList) -> (i64, i64) {
+    let cpu = list
+        .get("cpu")
+        .map_or(DEFAULT_MILLI_CPU_REQUEST, |q| q.milli_value());
+    let mem = list
+        .get("memory")
+        .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value());
+    (cpu, mem)
+}
+
+/// The pod's CPU (milli) and memory (bytes) requests where a container that sets no request
+/// counts as 100m CPU and 200 MiB memory (an explicit zero stays zero), as kube's
+/// `NonZeroRequested` sums: containers summed, init containers as a max, plus overhead.
+pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
+    let (mut cpu, mut mem) = (0i64, 0i64);
+    for c in &pod.spec.containers {
+        let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
+        cpu += c0;
+        mem += m0;
+    }
+    for c in &pod.spec.init_containers {
+        let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
+        cpu = cpu.max(c0);
+        mem = mem.max(m0);
+    }
+    if let Some(q) = pod.spec.overhead.get("cpu") {
+        cpu += q.milli_value();
+    }
+    if let Some(q) = pod.spec.overhead.get("memory") {
+        mem += q.value();
+    }
+    (cpu, mem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Container, Quantity};
+
+    fn list(pairs: &[(&str, &str)]) -> ResourceList {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.parse::<Quantity>().unwrap()))
+            .collect()
+    }
+
+    fn container(pairs: &[(&str, &str)]) -> Container {
+        let mut c = Container::default();
+        c.resources.requests = list(pairs);
+        c
+    }
+
+    #[test]
+    fn requests_take_max_of_sum_and_init_plus_overhead() {
+        let mut pod = Pod::default();
+        pod.spec.containers = vec![
+            container(&[("cpu", "1"), ("memory", "1Gi")]),
+            container(&[("cpu", "500m"), ("nvidia.com/gpu", "1")]),
+        ];
+        pod.spec.init_containers = vec![
+            container(&[("cpu", "2"), ("memory", "512Mi")]),
+            container(&[("nvidia.com/gpu", "2")]),
+        ];
+        pod.spec.overhead = list(&[("cpu", "100m"), ("memory", "10Mi")]);
+        let r = pod_requests(&pod);
+        assert_eq!(r.milli_cpu, 2100);
+        assert_eq!(r.memory, (1 << 30) + 10 * 1024 * 1024);
+        assert_eq!(r.scalar("nvidia.com/gpu"), 2);
+    }
+
+    #[test]
+    fn non_zero_defaults_apply_only_when_unset() {
+        let mut pod = Pod::default();
+        pod.spec.containers = vec![container(&[]), container(&[("cpu", "0")])];
+        assert_eq!(
+            pod_non_zero_requests(&pod),
+            (DEFAULT_MILLI_CPU_REQUEST, 2 * DEFAULT_MEMORY_REQUEST)
+        );
+    }
+
+    #[test]
+    fn scalar_names_follow_kube() {
+        assert!(is_scalar_resource_name("nvidia.com/gpu"));
+        assert!(is_scalar_resource_name("hugepages-2Mi"));
+        assert!(is_scalar_resource_name("attachable-volumes-aws-ebs"));
+        assert!(!is_scalar_resource_name("storage"));
+        assert!(!is_scalar_resource_name("requests.nvidia.com/gpu"));
+    }
+}
