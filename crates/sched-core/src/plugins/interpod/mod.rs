@@ -1,0 +1,1 @@
+//! Inter-pod affinity and anti-affinity: the MatchInterPodAffinity predicate and InterPodAffinityPriority.

@@ -1,0 +1,6 @@
+//! Built-in predicates and priorities, with kube-scheduler's legacy names and exact semantics.
+
+pub mod interpod;
+pub mod node;
+pub mod resource;
+pub mod spread;

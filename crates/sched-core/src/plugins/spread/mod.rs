@@ -1,0 +1,1 @@
+//! Spreading: SelectorSpreadPriority, ServiceSpreadingPriority and ServiceAntiAffinity.

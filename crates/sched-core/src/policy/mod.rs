@@ -1,0 +1,1 @@
+//! kube-scheduler's legacy Policy JSON, compiled once into a scheduler.
