@@ -1,0 +1,350 @@
+//! Cluster state for scheduling: [`NodeInfo`] per node, in a stable order, with a name index.
+//!
+//! A [`Snapshot`] is built once from nodes and pods and then updated incrementally. Besides the
+//! full objects it keeps, for each node, a [`NodeSummary`] of dense numbers and interned ids:
+//! that is what built-in plugins read on every pod, so filtering never touches label strings.
+
+mod intern;
+mod node_info;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use intern::{Interner, LabelIds, Sym};
+pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
+
+use crate::model::{Node, Pod, Workload};
+
+/// Why a snapshot update was refused. The snapshot is unchanged after an error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// A node with this name is already in the snapshot.
+    #[error("node {0:?} is already in the snapshot")]
+    DuplicateNode(String),
+    /// No node with this name.
+    #[error("node {0:?} is not in the snapshot")]
+    UnknownNode(String),
+    /// A pod with this `namespace/name` is already in the snapshot.
+    #[error("pod {0:?} is already in the snapshot")]
+    DuplicatePod(String),
+    /// No pod with this `namespace/name`.
+    #[error("pod {0:?} is not in the snapshot")]
+    UnknownPod(String),
+    /// The pod has no `spec.nodeName`, so it cannot be placed on a node.
+    #[error("pod {0:?} has no spec.nodeName")]
+    Unbound(String),
+    /// The node has no name.
+    #[error("a node has an empty metadata.name")]
+    UnnamedNode,
+}
+
+/// All nodes with their pods, in a stable order, plus a name index and the shared tables the
+/// built-in plugins use (interned strings, image spread, workloads for spreading).
+///
+/// ```
+/// use sched_core::model::{Node, Pod};
+/// use sched_core::snapshot::Snapshot;
+/// let mut node = Node::default();
+/// node.metadata.name = "n1".into();
+/// let mut snapshot = Snapshot::from_objects(vec![node], vec![])?;
+/// let mut pod = Pod::default();
+/// pod.metadata.name = "p".into();
+/// pod.metadata.namespace = "default".into();
+/// snapshot.assume(pod.clone(), "n1")?;
+/// assert_eq!(snapshot.node_of("default/p"), Some("n1"));
+/// assert_eq!(snapshot.forget("default/p")?, pod);
+/// # Ok::<(), sched_core::snapshot::SnapshotError>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    infos: Vec<NodeInfo>,
+    summaries: Vec<NodeSummary>,
+    by_name: HashMap<String, usize>,
+    pod_node: HashMap<String, usize>,
+    interner: Interner,
+    image_nodes: HashMap<Sym, u32>,
+    zone_nodes: HashMap<Sym, u32>,
+    workloads: Vec<Workload>,
+    skipped_pods: usize,
+    affinity_pods: usize,
+    required_anti_affinity_pods: usize,
+    generation: u64,
+}
+
+/// Whether kube-scheduler's cache would hold this pod: terminated pods are not counted.
+fn is_active(pod: &Pod) -> bool {
+    !matches!(pod.status.phase.as_str(), "Succeeded" | "Failed")
+}
+
+impl Snapshot {
+    /// An empty snapshot.
+    pub fn new() -> Snapshot {
+        Snapshot::default()
+    }
+
+    /// Builds a snapshot from nodes and pods. Pods with `spec.nodeName` land on that node;
+    /// pending pods (no node name), terminated pods (Succeeded/Failed) and pods bound to a node
+    /// that is not in the list are left out (counted by [`Snapshot::skipped_pods`]).
+    pub fn from_objects(nodes: Vec<Node>, pods: Vec<Pod>) -> Result<Snapshot, SnapshotError> {
+        let mut s = Snapshot::new();
+        s.infos.reserve(nodes.len());
+        s.summaries.reserve(nodes.len());
+        for n in nodes {
+            s.add_node(n)?;
+        }
+        for p in pods {
+            if p.spec.node_name.is_empty()
+                || !is_active(&p)
+                || !s.by_name.contains_key(&p.spec.node_name)
+            {
+                s.skipped_pods += 1;
+                continue;
+            }
+            s.add_pod(p)?;
+        }
+        Ok(s)
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Whether there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
+    /// All NodeInfos in the snapshot's stable order.
+    pub fn node_infos(&self) -> &[NodeInfo] {
+        &self.infos
+    }
+
+    /// The dense summaries, index-aligned with [`Snapshot::node_infos`].
+    pub fn summaries(&self) -> &[NodeSummary] {
+        &self.summaries
+    }
+
+    /// The node at `index`.
+    pub fn node(&self, index: usize) -> crate::framework::NodeRef<'_> {
+        crate::framework::NodeRef::new(index, &self.infos[index], &self.summaries[index])
+    }
+
+    /// The position of a node by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// A node by name.
+    pub fn get(&self, name: &str) -> Option<&NodeInfo> {
+        self.index_of(name).map(|i| &self.infos[i])
+    }
+
+    /// The name of the node a pod (`namespace/name`) is on.
+    pub fn node_of(&self, pod_key: &str) -> Option<&str> {
+        self.pod_node.get(pod_key).map(|&i| self.infos[i].name())
+    }
+
+    /// The string table of label keys and values, zone keys and image names.
+    pub fn interner(&self) -> &Interner {
+        &self.interner
+    }
+
+    /// On how many nodes an image (interned name) is present.
+    pub fn image_node_count(&self, image: Sym) -> u32 {
+        self.image_nodes.get(&image).copied().unwrap_or(0)
+    }
+
+    /// How many nodes are in each zone (interned zone key).
+    pub fn zone_node_counts(&self) -> &HashMap<Sym, u32> {
+        &self.zone_nodes
+    }
+
+    /// Services, controllers and stateful sets, for spreading.
+    pub fn workloads(&self) -> &[Workload] {
+        &self.workloads
+    }
+
+    /// Replaces the workloads used for spreading.
+    pub fn set_workloads(&mut self, workloads: Vec<Workload>) {
+        self.workloads = workloads;
+        self.generation += 1;
+    }
+
+    /// Number of pods in the whole snapshot with pod affinity or anti-affinity terms.
+    pub fn pods_with_affinity(&self) -> usize {
+        self.affinity_pods
+    }
+
+    /// Number of pods in the whole snapshot with required anti-affinity terms.
+    pub fn pods_with_required_anti_affinity(&self) -> usize {
+        self.required_anti_affinity_pods
+    }
+
+    /// Pods that [`Snapshot::from_objects`] left out (pending, terminated, or on unknown nodes).
+    pub fn skipped_pods(&self) -> usize {
+        self.skipped_pods
+    }
+
+    /// Number of pods placed on nodes.
+    pub fn pod_count(&self) -> usize {
+        self.pod_node.len()
+    }
+
+    /// Increases on every change; equal generations mean equal contents.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn refresh(&mut self, i: usize) {
+        self.summaries[i] = NodeSummary::of(&self.infos[i]);
+        self.generation += 1;
+    }
+
+    fn count_node_tables(&mut self, i: usize, delta: i64) {
+        let info = &self.infos[i];
+        for (img, _) in info.images() {
+            let c = self.image_nodes.entry(*img).or_insert(0);
+            *c = (*c as i64 + delta) as u32;
+            if *c == 0 {
+                self.image_nodes.remove(img);
+            }
+        }
+        let zone = info.zone();
+        if zone != Sym::NONE {
+            let c = self.zone_nodes.entry(zone).or_insert(0);
+            *c = (*c as i64 + delta) as u32;
+            if *c == 0 {
+                self.zone_nodes.remove(&zone);
+            }
+        }
+    }
+
+    /// Adds a node (with no pods) at the end of the order.
+    pub fn add_node(&mut self, node: Node) -> Result<(), SnapshotError> {
+        if node.metadata.name.is_empty() {
+            return Err(SnapshotError::UnnamedNode);
+        }
+        if self.by_name.contains_key(&node.metadata.name) {
+            return Err(SnapshotError::DuplicateNode(node.metadata.name));
+        }
+        let i = self.infos.len();
+        self.by_name.insert(node.metadata.name.clone(), i);
+        self.infos
+            .push(NodeInfo::new(Arc::new(node), &mut self.interner));
+        self.summaries.push(NodeSummary::default());
+        self.count_node_tables(i, 1);
+        self.refresh(i);
+        Ok(())
+    }
+
+    /// Replaces a node object (same name), keeping its pods and its place in the order.
+    pub fn update_node(&mut self, node: Node) -> Result<(), SnapshotError> {
+        let i = self
+            .index_of(&node.metadata.name)
+            .ok_or_else(|| SnapshotError::UnknownNode(node.metadata.name.clone()))?;
+        self.count_node_tables(i, -1);
+        self.infos[i].set_node(Arc::new(node), &mut self.interner);
+        self.count_node_tables(i, 1);
+        self.refresh(i);
+        Ok(())
+    }
+
+    /// Removes a node and returns its pods (which leave the snapshot with it).
+    pub fn remove_node(&mut self, name: &str) -> Result<Vec<Pod>, SnapshotError> {
+        let i = self
+            .index_of(name)
+            .ok_or_else(|| SnapshotError::UnknownNode(name.to_string()))?;
+        self.count_node_tables(i, -1);
+        let info = self.infos.remove(i);
+        self.summaries.remove(i);
+        self.by_name.remove(name);
+        for v in self.by_name.values_mut() {
+            if *v > i {
+                *v -= 1;
+            }
+        }
+        let mut pods = Vec::with_capacity(info.pods().len());
+        for p in info.pods() {
+            self.pod_node.remove(p.key());
+            self.affinity_pods -= usize::from(p.has_affinity());
+            self.required_anti_affinity_pods -= usize::from(p.has_required_anti_affinity());
+            pods.push(p.pod().clone());
+        }
+        for v in self.pod_node.values_mut() {
+            if *v > i {
+                *v -= 1;
+            }
+        }
+        self.generation += 1;
+        Ok(pods)
+    }
+
+    /// Adds a bound pod (its `spec.nodeName` names the node).
+    pub fn add_pod(&mut self, pod: Pod) -> Result<(), SnapshotError> {
+        let key = pod.key();
+        if pod.spec.node_name.is_empty() {
+            return Err(SnapshotError::Unbound(key));
+        }
+        if self.pod_node.contains_key(&key) {
+            return Err(SnapshotError::DuplicatePod(key));
+        }
+        let i = self
+            .index_of(&pod.spec.node_name)
+            .ok_or_else(|| SnapshotError::UnknownNode(pod.spec.node_name.clone()))?;
+        let info = PodInfo::new(Arc::new(pod), &mut self.interner);
+        self.affinity_pods += usize::from(info.has_affinity());
+        self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
+        self.infos[i].add_pod(info);
+        self.pod_node.insert(key, i);
+        self.refresh(i);
+        Ok(())
+    }
+
+    /// Removes a pod by `namespace/name` and returns it.
+    pub fn remove_pod(&mut self, key: &str) -> Result<Pod, SnapshotError> {
+        let i = *self
+            .pod_node
+            .get(key)
+            .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
+        let info = self.infos[i]
+            .remove_pod(key)
+            .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
+        self.pod_node.remove(key);
+        self.affinity_pods -= usize::from(info.has_affinity());
+        self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());
+        self.refresh(i);
+        Ok(Arc::unwrap_or_clone(info.pod_arc().clone()))
+    }
+
+    /// Replaces a pod (same key), possibly moving it to another node.
+    pub fn update_pod(&mut self, pod: Pod) -> Result<(), SnapshotError> {
+        let key = pod.key();
+        let old = self.remove_pod(&key)?;
+        if let Err(e) = self.add_pod(pod) {
+            // Restore: the old pod was valid where it was.
+            self.add_pod(old).ok();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Places a pending pod on a node as if bound (kube's "assume"), so the next scheduling
+    /// cycle sees its requests. [`Snapshot::forget`] is the exact inverse.
+    pub fn assume(&mut self, mut pod: Pod, node: &str) -> Result<(), SnapshotError> {
+        if self.index_of(node).is_none() {
+            return Err(SnapshotError::UnknownNode(node.to_string()));
+        }
+        pod.spec.node_name = node.to_string();
+        self.add_pod(pod)
+    }
+
+    /// Takes an assumed pod off its node and returns it as it was before [`Snapshot::assume`]
+    /// (with no node name).
+    pub fn forget(&mut self, pod_key: &str) -> Result<Pod, SnapshotError> {
+        let mut pod = self.remove_pod(pod_key)?;
+        pod.spec.node_name.clear();
+        Ok(pod)
+    }
+}

@@ -1,0 +1,487 @@
+//! A node with its pods and the sums scheduling reads.
+
+use std::sync::Arc;
+
+use crate::model::{Node, Pod, Resources, TaintEffect, pod_non_zero_requests, pod_requests};
+
+use super::intern::{Interner, LabelIds, Sym};
+
+/// Transport protocol of a host port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// TCP (the default when a port names none).
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+impl Protocol {
+    /// Parses a Kubernetes protocol name; empty means TCP. Unknown names are kept apart from
+    /// the three known ones by returning `None`.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s {
+            "" | "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+}
+
+/// A host port in use: IP (empty in the pod spec means `0.0.0.0`), protocol and port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    /// Host IP; `0.0.0.0` conflicts with every IP.
+    pub ip: String,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Port number.
+    pub port: i32,
+}
+
+impl HostPort {
+    /// The host ports a pod asks for, with kube's defaults applied.
+    pub fn of_pod(pod: &Pod) -> Vec<HostPort> {
+        pod.host_ports()
+            .map(|p| HostPort {
+                ip: if p.host_ip.is_empty() {
+                    "0.0.0.0".to_string()
+                } else {
+                    p.host_ip.clone()
+                },
+                protocol: Protocol::parse(&p.protocol).unwrap_or(Protocol::Tcp),
+                port: p.host_port,
+            })
+            .collect()
+    }
+
+    /// Whether two host ports cannot both be bound (same protocol and port, and the same IP or
+    /// either is `0.0.0.0`).
+    pub fn conflicts_with(&self, other: &HostPort) -> bool {
+        self.protocol == other.protocol
+            && self.port == other.port
+            && (self.ip == other.ip || self.ip == "0.0.0.0" || other.ip == "0.0.0.0")
+    }
+}
+
+/// A pod as a NodeInfo keeps it: the object plus what scheduling computes from it once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodInfo {
+    pod: Arc<Pod>,
+    key: String,
+    requests: Resources,
+    non_zero: (i64, i64),
+    labels: LabelIds,
+    ports: Vec<HostPort>,
+    has_affinity: bool,
+    has_required_anti_affinity: bool,
+}
+
+impl PodInfo {
+    /// Precomputes a pod's requests, interned labels and ports.
+    pub fn new(pod: Arc<Pod>, interner: &mut Interner) -> PodInfo {
+        PodInfo {
+            key: pod.key(),
+            requests: pod_requests(&pod),
+            non_zero: pod_non_zero_requests(&pod),
+            labels: LabelIds::intern(interner, &pod.metadata.labels),
+            ports: HostPort::of_pod(&pod),
+            has_affinity: pod.has_pod_affinity_terms(),
+            has_required_anti_affinity: pod.has_required_anti_affinity(),
+            pod,
+        }
+    }
+
+    /// The pod.
+    pub fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    /// The shared pod object.
+    pub fn pod_arc(&self) -> &Arc<Pod> {
+        &self.pod
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Effective requests (see [`crate::model::pod_requests`]).
+    pub fn requests(&self) -> &Resources {
+        &self.requests
+    }
+
+    /// Non-zero CPU (milli) and memory (bytes) requests.
+    pub fn non_zero_requests(&self) -> (i64, i64) {
+        self.non_zero
+    }
+
+    /// Interned labels.
+    pub fn labels(&self) -> &LabelIds {
+        &self.labels
+    }
+
+    /// Host ports in use.
+    pub fn host_ports(&self) -> &[HostPort] {
+        &self.ports
+    }
+
+    /// Whether the pod has pod affinity or anti-affinity terms.
+    pub fn has_affinity(&self) -> bool {
+        self.has_affinity
+    }
+
+    /// Whether the pod has required anti-affinity terms.
+    pub fn has_required_anti_affinity(&self) -> bool {
+        self.has_required_anti_affinity
+    }
+}
+
+/// One node, the pods on it, and precomputed sums, as kube-scheduler's `NodeInfo`.
+///
+/// Invariant: every sum equals the sum over [`NodeInfo::pods`]; adding or removing a pod updates
+/// them in O(size of the pod).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    pods: Vec<PodInfo>,
+    requested: Resources,
+    non_zero_requested: (i64, i64),
+    allocatable: Resources,
+    used_ports: Vec<HostPort>,
+    labels: LabelIds,
+    images: Vec<(Sym, i64)>,
+    zone: Sym,
+    affinity_pods: usize,
+    required_anti_affinity_pods: usize,
+    disk_volume_pods: usize,
+}
+
+/// kube's zone key: region and zone labels (GA name first, then the beta one).
+fn zone_key(node: &Node) -> Option<String> {
+    let l = &node.metadata.labels;
+    let zone = l
+        .get("topology.kubernetes.io/zone")
+        .or_else(|| l.get("failure-domain.beta.kubernetes.io/zone"))
+        .map_or("", String::as_str);
+    let region = l
+        .get("topology.kubernetes.io/region")
+        .or_else(|| l.get("failure-domain.beta.kubernetes.io/region"))
+        .map_or("", String::as_str);
+    if zone.is_empty() && region.is_empty() {
+        None
+    } else {
+        Some(format!("{region}:\x00:{zone}"))
+    }
+}
+
+pub(crate) fn has_disk_volumes(pod: &Pod) -> bool {
+    pod.spec.volumes.iter().any(|v| {
+        v.gce_persistent_disk.is_some()
+            || v.aws_elastic_block_store.is_some()
+            || v.rbd.is_some()
+            || v.iscsi.is_some()
+    })
+}
+
+impl NodeInfo {
+    /// A node with no pods.
+    pub fn new(node: Arc<Node>, interner: &mut Interner) -> NodeInfo {
+        let mut info = NodeInfo {
+            node: node.clone(),
+            pods: Vec::new(),
+            requested: Resources::default(),
+            non_zero_requested: (0, 0),
+            allocatable: Resources::default(),
+            used_ports: Vec::new(),
+            labels: LabelIds::default(),
+            images: Vec::new(),
+            zone: Sym::NONE,
+            affinity_pods: 0,
+            required_anti_affinity_pods: 0,
+            disk_volume_pods: 0,
+        };
+        info.set_node(node, interner);
+        info
+    }
+
+    /// Replaces the node object (labels, taints, allocatable...), keeping the pods.
+    pub(crate) fn set_node(&mut self, node: Arc<Node>, interner: &mut Interner) {
+        self.allocatable = Resources::from_list(&node.status.allocatable);
+        self.labels = LabelIds::intern(interner, &node.metadata.labels);
+        self.zone = zone_key(&node).map_or(Sym::NONE, |z| interner.intern(&z));
+        let mut images: Vec<(Sym, i64)> = node
+            .status
+            .images
+            .iter()
+            .flat_map(|img| img.names.iter().map(move |n| (n, img.size_bytes)))
+            .map(|(n, size)| (interner.intern(n), size))
+            .collect();
+        images.sort_unstable();
+        images.dedup_by_key(|(s, _)| *s);
+        self.images = images;
+        self.node = node;
+    }
+
+    /// Adds a pod and updates the sums.
+    pub(crate) fn add_pod(&mut self, pod: PodInfo) {
+        self.requested.add(&pod.requests);
+        self.non_zero_requested.0 += pod.non_zero.0;
+        self.non_zero_requested.1 += pod.non_zero.1;
+        self.used_ports.extend(pod.ports.iter().cloned());
+        self.affinity_pods += usize::from(pod.has_affinity);
+        self.required_anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
+        self.disk_volume_pods += usize::from(has_disk_volumes(&pod.pod));
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with `key` and updates the sums; `None` if it is not here.
+    pub(crate) fn remove_pod(&mut self, key: &str) -> Option<PodInfo> {
+        let i = self.pods.iter().position(|p| p.key == key)?;
+        let pod = self.pods.remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero_requested.0 -= pod.non_zero.0;
+        self.non_zero_requested.1 -= pod.non_zero.1;
+        for port in &pod.ports {
+            if let Some(j) = self.used_ports.iter().position(|p| p == port) {
+                self.used_ports.remove(j);
+            }
+        }
+        self.affinity_pods -= usize::from(pod.has_affinity);
+        self.required_anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
+        self.disk_volume_pods -= usize::from(has_disk_volumes(&pod.pod));
+        Some(pod)
+    }
+
+    /// The node.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.node.metadata.name
+    }
+
+    /// The pods on the node, in the order they were added.
+    pub fn pods(&self) -> &[PodInfo] {
+        &self.pods
+    }
+
+    /// Pods with pod affinity or anti-affinity terms.
+    pub fn pods_with_affinity(&self) -> impl Iterator<Item = &PodInfo> {
+        let any = self.affinity_pods > 0;
+        self.pods.iter().filter(move |p| any && p.has_affinity)
+    }
+
+    /// Pods with required anti-affinity terms.
+    pub fn pods_with_required_anti_affinity(&self) -> impl Iterator<Item = &PodInfo> {
+        let any = self.required_anti_affinity_pods > 0;
+        self.pods
+            .iter()
+            .filter(move |p| any && p.has_required_anti_affinity)
+    }
+
+    /// Sum of the pods' effective requests.
+    pub fn requested(&self) -> &Resources {
+        &self.requested
+    }
+
+    /// Sum of the pods' non-zero CPU (milli) and memory (bytes) requests.
+    pub fn non_zero_requested(&self) -> (i64, i64) {
+        self.non_zero_requested
+    }
+
+    /// The node's allocatable resources.
+    pub fn allocatable(&self) -> &Resources {
+        &self.allocatable
+    }
+
+    /// Host ports used by the pods (one entry per pod port).
+    pub fn used_ports(&self) -> &[HostPort] {
+        &self.used_ports
+    }
+
+    /// Interned node labels.
+    pub fn labels(&self) -> &LabelIds {
+        &self.labels
+    }
+
+    /// Size of the image named `name` (interned) on this node, if present.
+    pub fn image_size(&self, name: Sym) -> Option<i64> {
+        self.images
+            .binary_search_by(|(s, _)| s.cmp(&name))
+            .ok()
+            .map(|i| self.images[i].1)
+    }
+
+    /// Interned image names on the node with their sizes, sorted by id.
+    pub fn images(&self) -> &[(Sym, i64)] {
+        &self.images
+    }
+
+    /// The interned zone key (region and zone), or [`Sym::NONE`].
+    pub fn zone(&self) -> Sym {
+        self.zone
+    }
+
+    /// Number of pods that use a GCE PD, AWS EBS, RBD or iSCSI volume.
+    pub fn disk_volume_pods(&self) -> usize {
+        self.disk_volume_pods
+    }
+}
+
+/// Bit flags of a [`NodeSummary`].
+pub mod flags {
+    /// `spec.unschedulable` is set.
+    pub const UNSCHEDULABLE: u32 = 1;
+    /// The node has a NoSchedule or NoExecute taint.
+    pub const HARD_TAINTS: u32 = 1 << 1;
+    /// The Ready condition is not True (or missing).
+    pub const NOT_READY: u32 = 1 << 2;
+    /// NetworkUnavailable is True.
+    pub const NETWORK_UNAVAILABLE: u32 = 1 << 3;
+    /// MemoryPressure is True.
+    pub const MEMORY_PRESSURE: u32 = 1 << 4;
+    /// DiskPressure is True.
+    pub const DISK_PRESSURE: u32 = 1 << 5;
+    /// PIDPressure is True.
+    pub const PID_PRESSURE: u32 = 1 << 6;
+    /// The node has the `scheduler.alpha.kubernetes.io/preferAvoidPods` annotation.
+    pub const PREFER_AVOID_PODS: u32 = 1 << 7;
+    /// Allocatable or requested has scalar (extended) resources.
+    pub const SCALAR_RESOURCES: u32 = 1 << 8;
+    /// Some pod uses a host port.
+    pub const USED_PORTS: u32 = 1 << 9;
+    /// Some pod uses a disk-conflict volume kind.
+    pub const DISK_VOLUMES: u32 = 1 << 10;
+    /// The node lists images.
+    pub const IMAGES: u32 = 1 << 11;
+    /// The node has taints of any effect.
+    pub const ANY_TAINTS: u32 = 1 << 12;
+}
+
+/// The dense per-node numbers the built-in plugins read on every pod, kept current by the
+/// [`crate::snapshot::Snapshot`] as a pure function of the [`NodeInfo`] (so it never disagrees
+/// with it). One cache-friendly array of these is what makes filtering thousands of nodes cheap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeSummary {
+    /// Allocatable milli-CPU.
+    pub alloc_milli_cpu: i64,
+    /// Allocatable memory bytes.
+    pub alloc_memory: i64,
+    /// Allocatable ephemeral storage bytes.
+    pub alloc_ephemeral: i64,
+    /// Allocatable pod count.
+    pub alloc_pods: i64,
+    /// Requested milli-CPU.
+    pub req_milli_cpu: i64,
+    /// Requested memory bytes.
+    pub req_memory: i64,
+    /// Requested ephemeral storage bytes.
+    pub req_ephemeral: i64,
+    /// Non-zero requested milli-CPU (100m for containers without a CPU request).
+    pub nz_milli_cpu: i64,
+    /// Non-zero requested memory (200 MiB for containers without a memory request).
+    pub nz_memory: i64,
+    /// Pods on the node.
+    pub pod_count: u32,
+    /// [`flags`] bits.
+    pub flags: u32,
+    /// Number of PreferNoSchedule taints.
+    pub prefer_no_schedule_taints: u32,
+    /// Interned zone key or [`Sym::NONE`].
+    pub zone: Sym,
+}
+
+impl NodeSummary {
+    /// Computes the summary of a NodeInfo.
+    pub fn of(info: &NodeInfo) -> NodeSummary {
+        let node = info.node();
+        let cond = |t: &str| {
+            node.status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| c.status.as_str())
+        };
+        let mut f = 0u32;
+        if node.spec.unschedulable {
+            f |= flags::UNSCHEDULABLE;
+        }
+        if node
+            .spec
+            .taints
+            .iter()
+            .any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+        {
+            f |= flags::HARD_TAINTS;
+        }
+        if !node.spec.taints.is_empty() {
+            f |= flags::ANY_TAINTS;
+        }
+        if cond("Ready") != Some("True") {
+            f |= flags::NOT_READY;
+        }
+        if cond("NetworkUnavailable") == Some("True") {
+            f |= flags::NETWORK_UNAVAILABLE;
+        }
+        if cond("MemoryPressure") == Some("True") {
+            f |= flags::MEMORY_PRESSURE;
+        }
+        if cond("DiskPressure") == Some("True") {
+            f |= flags::DISK_PRESSURE;
+        }
+        if cond("PIDPressure") == Some("True") {
+            f |= flags::PID_PRESSURE;
+        }
+        if node
+            .metadata
+            .annotations
+            .contains_key("scheduler.alpha.kubernetes.io/preferAvoidPods")
+        {
+            f |= flags::PREFER_AVOID_PODS;
+        }
+        if !info.allocatable.scalar.is_empty() || !info.requested.scalar.is_empty() {
+            f |= flags::SCALAR_RESOURCES;
+        }
+        if !info.used_ports.is_empty() {
+            f |= flags::USED_PORTS;
+        }
+        if info.disk_volume_pods > 0 {
+            f |= flags::DISK_VOLUMES;
+        }
+        if !info.images.is_empty() {
+            f |= flags::IMAGES;
+        }
+        NodeSummary {
+            alloc_milli_cpu: info.allocatable.milli_cpu,
+            alloc_memory: info.allocatable.memory,
+            alloc_ephemeral: info.allocatable.ephemeral_storage,
+            alloc_pods: info.allocatable.allowed_pod_number,
+            req_milli_cpu: info.requested.milli_cpu,
+            req_memory: info.requested.memory,
+            req_ephemeral: info.requested.ephemeral_storage,
+            nz_milli_cpu: info.non_zero_requested.0,
+            nz_memory: info.non_zero_requested.1,
+            pod_count: info.pods.len() as u32,
+            flags: f,
+            prefer_no_schedule_taints: node
+                .spec
+                .taints
+                .iter()
+                .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
+                .count() as u32,
+            zone: info.zone,
+        }
+    }
+
+    /// Whether the flag bit(s) are set.
+    #[inline]
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+}
