@@ -1,0 +1,243 @@
+//! Test servers as child processes: started from the test, stopped and restarted by it (for
+//! the fault checks), and never outliving it.
+//!
+//! A server runs under a small `sh` wrapper that holds a pipe from the test process on its
+//! standard input. When the test process exits for any reason (even `SIGKILL` or a panic in
+//! a static's constructor) the pipe closes, and the wrapper stops the server. So no server is
+//! left behind by a crashed test run.
+
+use std::io::{self, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The signal the wrapper sends to stop a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopSignal {
+    /// `SIGTERM`: the usual graceful stop (Redis, etcd).
+    Term,
+    /// `SIGINT`: PostgreSQL's fast shutdown.
+    Int,
+    /// `SIGKILL`: a crash.
+    Kill,
+}
+
+impl StopSignal {
+    fn name(self) -> &'static str {
+        match self {
+            StopSignal::Term => "TERM",
+            StopSignal::Int => "INT",
+            StopSignal::Kill => "KILL",
+        }
+    }
+}
+
+/// How to start a server: program, arguments, the user to run as, the log file.
+#[derive(Clone, Debug)]
+pub struct ServerCommand {
+    program: PathBuf,
+    args: Vec<String>,
+    user: Option<(u32, u32)>,
+    log: Option<PathBuf>,
+    stop: StopSignal,
+}
+
+impl ServerCommand {
+    /// `program` with no arguments, run as the current user, stopped with `SIGTERM`.
+    #[must_use]
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        ServerCommand {
+            program: program.into(),
+            args: Vec::new(),
+            user: None,
+            log: None,
+            stop: StopSignal::Term,
+        }
+    }
+
+    /// Adds arguments.
+    #[must_use]
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runs the server as this user and group id (PostgreSQL refuses to run as root).
+    #[must_use]
+    pub fn user(mut self, uid: u32, gid: u32) -> Self {
+        self.user = Some((uid, gid));
+        self
+    }
+
+    /// Appends the server's output to this file (default: discarded).
+    #[must_use]
+    pub fn log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.log = Some(path.into());
+        self
+    }
+
+    /// The signal [`ServerProcess::stop`] sends.
+    #[must_use]
+    pub fn stop_signal(mut self, signal: StopSignal) -> Self {
+        self.stop = signal;
+        self
+    }
+}
+
+/// A running server started by [`ServerProcess::start`]; stopped on [`stop`](Self::stop), on
+/// drop, and when the test process exits.
+#[derive(Debug)]
+pub struct ServerProcess {
+    command: ServerCommand,
+    child: Option<Child>,
+}
+
+impl ServerProcess {
+    /// Starts the server. It is not yet ready to answer: poll it (see [`wait_for_port`]).
+    ///
+    /// # Errors
+    /// When the wrapper cannot be spawned.
+    pub fn start(command: ServerCommand) -> io::Result<Self> {
+        let mut server = ServerProcess {
+            command,
+            child: None,
+        };
+        server.restart()?;
+        Ok(server)
+    }
+
+    /// Starts the server again after [`stop`](Self::stop) (same program, arguments, data).
+    /// Does nothing when it runs.
+    ///
+    /// # Errors
+    /// When the wrapper cannot be spawned.
+    pub fn restart(&mut self) -> io::Result<()> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let c = &self.command;
+        let script = format!(
+            "\"$@\" & pid=$!; read -r _ignored; kill -{sig} \"$pid\" 2>/dev/null; wait \"$pid\"",
+            sig = c.stop.name()
+        );
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(script)
+            .arg("lease-elect-test-server")
+            .arg(&c.program)
+            .args(&c.args)
+            .stdin(Stdio::piped());
+        match &c.log {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?;
+                cmd.stdout(file.try_clone()?).stderr(file);
+            }
+            None => {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            }
+        }
+        if let Some((uid, gid)) = c.user {
+            use std::os::unix::process::CommandExt as _;
+            cmd.uid(uid).gid(gid);
+        }
+        self.child = Some(cmd.spawn()?);
+        Ok(())
+    }
+
+    /// Stops the server with its stop signal and waits until it has exited.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(b"stop\n");
+            }
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether the server was started and not stopped.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the OS picked it).
+///
+/// # Panics
+/// When no port can be bound.
+#[must_use]
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// Waits until something accepts TCP connections on 127.0.0.1:`port`, at most `limit`.
+///
+/// # Errors
+/// When nothing accepted within `limit`.
+pub fn wait_for_port(port: u16, limit: Duration) -> io::Result<()> {
+    let start = Instant::now();
+    loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(_) => return Ok(()),
+            Err(e) if start.elapsed() >= limit => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Finds `program` in `PATH` (or checks it when it contains a `/`).
+#[must_use]
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Reports that a test cannot find its server (`what` says which and how to get it).
+///
+/// With the environment variable `CI` set (to anything but `false` or `0`) this panics: in
+/// CI a backend test without its server fails, it never passes silently. Elsewhere it prints a
+/// loud `SKIPPED` line to the terminal (not captured by the test harness), so a developer
+/// without the server can still run `cargo test`.
+///
+/// # Panics
+/// Under `CI`, always.
+pub fn server_missing(what: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    assert!(
+        !ci,
+        "{what}; CI is set, so this test fails instead of skipping (run it under scripts/servers.sh)"
+    );
+    let _ = writeln!(
+        io::stderr().lock(),
+        "\n*** SKIPPED: {what}. Run the tests under `bash scripts/servers.sh` (or set CI=1 to make this fail). ***"
+    );
+}
