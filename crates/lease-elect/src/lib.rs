@@ -1,13 +1,77 @@
-//! lease-elect: client-go's leader election over a generic async lock.
+//! lease-elect: client-go's leader election over a generic async lock, with an injectable
+//! clock, fencing tokens and backends beyond Kubernetes.
 //!
-//! Start here: implement or pick a [`ResourceLock`], then run a `LeaderElector` on it.
-//! Records interoperate with client-go ([`LeaderElectionRecord`]).
+//! # Start here
+//! 1. Pick a [`ResourceLock`]: [`FileLock`] for several processes on one machine,
+//!    [`MemoryLock`] for one process and tests, or a backend crate (PostgreSQL, etcd, Redis,
+//!    Kubernetes Lease). Records interoperate with client-go ([`LeaderElectionRecord`]).
+//! 2. Build an [`ElectionConfig`] (validated once, client-go's rules and defaults).
+//! 3. Run a [`LeaderElector`] with your [`LeaderCallbacks`]; the leader's work receives a
+//!    [`LeaderGuard`] with a strictly increasing [`FencingToken`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use lease_elect::{
+//!     ElectionConfig, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock, MemoryStore,
+//! };
+//!
+//! struct Worker;
+//!
+//! #[async_trait::async_trait]
+//! impl LeaderCallbacks for Worker {
+//!     async fn on_started_leading(&self, guard: LeaderGuard) {
+//!         println!("leading with token {}", guard.token());
+//!         guard.lost().await;
+//!     }
+//!     fn on_stopped_leading(&self) {
+//!         println!("stopped leading");
+//!     }
+//!     fn on_new_leader(&self, identity: &str) {
+//!         println!("leader is now {identity}");
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build()?.block_on(async {
+//! let store = MemoryStore::new("example");
+//! let config = ElectionConfig::builder()
+//!     .lock(MemoryLock::new(&store, "node-a"))
+//!     .release_on_cancel(true)
+//!     .build()?;
+//! let elector = LeaderElector::new(config);
+//! // Lead for a minute, then shut down (and release the lease).
+//! elector.run(&Worker, tokio::time::sleep(Duration::from_secs(60))).await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Safety and its assumptions
+//! A candidate takes over only after it has seen the record unchanged for the lease
+//! duration on its own monotonic clock; a leader stops leading once no renewal started within
+//! the renew deadline succeeded. Two electors therefore never lead at once as long as clock
+//! *rates* differ by less than a factor lease duration / renew deadline (1.5 at the defaults)
+//! and the lock honours the [`ResourceLock`] contract. Wall clocks may be arbitrarily wrong:
+//! remote timestamps are never compared with local time.
 
+mod clock;
+mod config;
+mod elector;
+mod file;
+mod lfl;
 mod lock;
+mod memory;
 mod record;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
+pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
+pub use elector::{
+    HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, RunOutcome,
+};
+pub use file::FileLock;
+pub use lfl::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
+pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
 pub use record::{LeaderElectionRecord, format_rfc3339, parse_rfc3339};

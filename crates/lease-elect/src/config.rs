@@ -1,0 +1,324 @@
+//! Election configuration, validated once.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{Clock, ResourceLock, TokioClock};
+
+/// client-go's jitter factor: candidates wait between 1 and 1.2 retry periods between
+/// attempts, and the renew deadline must exceed 1.2 retry periods.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+/// Why an [`ElectionConfig`] is invalid. Checked in client-go's order; each message is
+/// client-go's where client-go has one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The lease duration is not longer than the renew deadline.
+    #[error("leaseDuration must be greater than renewDeadline")]
+    LeaseNotAboveRenewDeadline,
+    /// The renew deadline is not longer than 1.2 retry periods.
+    #[error("renewDeadline must be greater than retryPeriod*JitterFactor")]
+    RenewDeadlineNotAboveJitteredRetry,
+    /// The lease duration is zero.
+    #[error("leaseDuration must be greater than zero")]
+    ZeroLeaseDuration,
+    /// The renew deadline is zero.
+    #[error("renewDeadline must be greater than zero")]
+    ZeroRenewDeadline,
+    /// The retry period is zero.
+    #[error("retryPeriod must be greater than zero")]
+    ZeroRetryPeriod,
+    /// The lease duration has a fraction of a second; the record stores whole seconds, so
+    /// other candidates would expire the lease early.
+    #[error("leaseDuration must be a whole number of seconds (the record stores seconds)")]
+    FractionalLeaseDuration,
+    /// The per-attempt timeout is zero.
+    #[error("attemptTimeout must be greater than zero")]
+    ZeroAttemptTimeout,
+    /// No lock was given.
+    #[error("Lock must not be nil")]
+    MissingLock,
+    /// The lock's identity is empty.
+    #[error("Lock identity is empty")]
+    EmptyIdentity,
+}
+
+/// A validated election configuration: the lock, the timings, the clock and the options.
+/// Build it with [`ElectionConfig::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use lease_elect::{ElectionConfig, MemoryLock, MemoryStore};
+///
+/// let store = MemoryStore::new("example");
+/// let config = ElectionConfig::builder()
+///     .lock(MemoryLock::new(&store, "node-a"))
+///     .lease_duration(Duration::from_secs(15))
+///     .renew_deadline(Duration::from_secs(10))
+///     .retry_period(Duration::from_secs(2))
+///     .release_on_cancel(true)
+///     .build()?;
+/// assert_eq!(config.identity(), "node-a");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ElectionConfig {
+    pub(crate) lock: Arc<dyn ResourceLock>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_deadline: Duration,
+    pub(crate) retry_period: Duration,
+    pub(crate) attempt_timeout: Duration,
+    pub(crate) release_on_cancel: bool,
+    pub(crate) name: String,
+    pub(crate) seed: Option<u64>,
+}
+
+impl fmt::Debug for ElectionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElectionConfig")
+            .field("lock", &self.lock.describe())
+            .field("identity", &self.lock.identity())
+            .field("lease_duration", &self.lease_duration)
+            .field("renew_deadline", &self.renew_deadline)
+            .field("retry_period", &self.retry_period)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("release_on_cancel", &self.release_on_cancel)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ElectionConfig {
+    /// A builder with client-go's defaults: 15 s lease, 10 s renew deadline, 2 s retry
+    /// period, the real [`TokioClock`], no release on cancel.
+    pub fn builder() -> ElectionConfigBuilder {
+        ElectionConfigBuilder::default()
+    }
+
+    /// The lock.
+    #[must_use]
+    pub fn lock(&self) -> &Arc<dyn ResourceLock> {
+        &self.lock
+    }
+
+    /// The clock.
+    #[must_use]
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// This participant's identity (the lock's).
+    #[must_use]
+    pub fn identity(&self) -> &str {
+        self.lock.identity()
+    }
+
+    /// How long candidates wait without seeing the record change before taking over.
+    #[must_use]
+    pub fn lease_duration(&self) -> Duration {
+        self.lease_duration
+    }
+
+    /// How long the leader keeps trying to renew before it gives up leadership.
+    #[must_use]
+    pub fn renew_deadline(&self) -> Duration {
+        self.renew_deadline
+    }
+
+    /// The period between attempts.
+    #[must_use]
+    pub fn retry_period(&self) -> Duration {
+        self.retry_period
+    }
+
+    /// The bound on one lock attempt (get plus write).
+    #[must_use]
+    pub fn attempt_timeout(&self) -> Duration {
+        self.attempt_timeout
+    }
+
+    /// Whether `run` releases the lock when it is cancelled while leading.
+    #[must_use]
+    pub fn release_on_cancel(&self) -> bool {
+        self.release_on_cancel
+    }
+
+    /// The election's name, for logs (defaults to the lock's description).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Builds an [`ElectionConfig`]; see [`ElectionConfig::builder`].
+#[derive(Clone)]
+#[must_use]
+pub struct ElectionConfigBuilder {
+    lock: Option<Arc<dyn ResourceLock>>,
+    clock: Option<Arc<dyn Clock>>,
+    lease_duration: Duration,
+    renew_deadline: Duration,
+    retry_period: Duration,
+    attempt_timeout: Option<Duration>,
+    release_on_cancel: bool,
+    name: Option<String>,
+    seed: Option<u64>,
+}
+
+impl Default for ElectionConfigBuilder {
+    fn default() -> Self {
+        ElectionConfigBuilder {
+            lock: None,
+            clock: None,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            attempt_timeout: None,
+            release_on_cancel: false,
+            name: None,
+            seed: None,
+        }
+    }
+}
+
+impl fmt::Debug for ElectionConfigBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElectionConfigBuilder")
+            .field("lease_duration", &self.lease_duration)
+            .field("renew_deadline", &self.renew_deadline)
+            .field("retry_period", &self.retry_period)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ElectionConfigBuilder {
+    /// The lock to compete for (required). Its identity is this participant's.
+    pub fn lock(mut self, lock: impl ResourceLock + 'static) -> Self {
+        self.lock = Some(Arc::new(lock));
+        self
+    }
+
+    /// The lock, already shared.
+    pub fn shared_lock(mut self, lock: Arc<dyn ResourceLock>) -> Self {
+        self.lock = Some(lock);
+        self
+    }
+
+    /// The clock (default: [`TokioClock`]).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The clock, already shared.
+    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Lease duration (default 15 s): how long candidates wait without seeing the record
+    /// change before they take over. Whole seconds.
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+
+    /// Renew deadline (default 10 s): the leader gives up leadership when no renewal
+    /// started within this long before succeeded.
+    pub fn renew_deadline(mut self, d: Duration) -> Self {
+        self.renew_deadline = d;
+        self
+    }
+
+    /// Retry period (default 2 s): between renewals, and (times a jitter in [1, 1.2])
+    /// between acquire attempts.
+    pub fn retry_period(mut self, d: Duration) -> Self {
+        self.retry_period = d;
+        self
+    }
+
+    /// Bound on each lock attempt (default: the retry period).
+    pub fn attempt_timeout(mut self, d: Duration) -> Self {
+        self.attempt_timeout = Some(d);
+        self
+    }
+
+    /// Release the lock when `run` is cancelled while leading (default false). Only set it
+    /// when the guarded work has stopped by the time you cancel.
+    pub fn release_on_cancel(mut self, yes: bool) -> Self {
+        self.release_on_cancel = yes;
+        self
+    }
+
+    /// A name for logs (default: the lock's description).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Seed for the jitter's random numbers (default: from the OS), for deterministic
+    /// simulations.
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Validates in client-go's order and builds the configuration.
+    ///
+    /// # Errors
+    /// The first rule broken, as a [`ConfigError`].
+    pub fn build(self) -> Result<ElectionConfig, ConfigError> {
+        let ElectionConfigBuilder {
+            lock,
+            clock,
+            lease_duration,
+            renew_deadline,
+            retry_period,
+            attempt_timeout,
+            release_on_cancel,
+            name,
+            seed,
+        } = self;
+        if lease_duration <= renew_deadline {
+            return Err(ConfigError::LeaseNotAboveRenewDeadline);
+        }
+        if renew_deadline <= retry_period.mul_f64(JITTER_FACTOR) {
+            return Err(ConfigError::RenewDeadlineNotAboveJitteredRetry);
+        }
+        if lease_duration.is_zero() {
+            return Err(ConfigError::ZeroLeaseDuration);
+        }
+        if renew_deadline.is_zero() {
+            return Err(ConfigError::ZeroRenewDeadline);
+        }
+        if retry_period.is_zero() {
+            return Err(ConfigError::ZeroRetryPeriod);
+        }
+        if lease_duration.subsec_nanos() != 0 {
+            return Err(ConfigError::FractionalLeaseDuration);
+        }
+        let attempt_timeout = attempt_timeout.unwrap_or(retry_period);
+        if attempt_timeout.is_zero() {
+            return Err(ConfigError::ZeroAttemptTimeout);
+        }
+        let lock = lock.ok_or(ConfigError::MissingLock)?;
+        if lock.identity().is_empty() {
+            return Err(ConfigError::EmptyIdentity);
+        }
+        let name = name.unwrap_or_else(|| lock.describe());
+        Ok(ElectionConfig {
+            lock,
+            clock: clock.unwrap_or_else(|| Arc::new(TokioClock::new())),
+            lease_duration,
+            renew_deadline,
+            retry_period,
+            attempt_timeout,
+            release_on_cancel,
+            name,
+            seed,
+        })
+    }
+}

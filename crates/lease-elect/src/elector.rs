@@ -1,0 +1,797 @@
+//! The leader elector: client-go's algorithm over a [`ResourceLock`](crate::ResourceLock) and a [`Clock`].
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::JITTER_FACTOR;
+use crate::{
+    Clock, ElectionConfig, ElectionEvent, FencingToken, Instant, LeaderElectionRecord, LockError,
+    Version,
+};
+
+pub(crate) fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the elector knows about leadership, published on [`LeaderElector::watch`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Leadership {
+    /// The holder of the last observed record (`None`: nobody holds it, or nothing seen yet).
+    pub leader: Option<String>,
+    /// This elector's fencing token while it leads; `None` when it does not.
+    pub token: Option<FencingToken>,
+}
+
+impl Leadership {
+    /// Whether this elector leads.
+    #[must_use]
+    pub fn is_self(&self) -> bool {
+        self.token.is_some()
+    }
+}
+
+/// The elector is unhealthy: it believes it leads but has not renewed for longer than the
+/// lease duration plus the tolerance (client-go's `HealthzAdaptor`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("failed election to renew leadership on lease {name}: last renewal {since_renew:?} ago")]
+pub struct HealthError {
+    /// The election's name.
+    pub name: String,
+    /// Time since the last successful renewal.
+    pub since_renew: Duration,
+}
+
+/// How [`LeaderElector::run`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// The shutdown future resolved (before or while leading).
+    Cancelled,
+    /// The elector led and then lost leadership (renew deadline passed or deposed).
+    LostLeadership,
+}
+
+#[derive(Debug)]
+pub(crate) struct Term {
+    pub(crate) token: FencingToken,
+    pub(crate) valid_until: Mutex<Instant>,
+    pub(crate) last_renew: Mutex<Instant>,
+    pub(crate) lost: CancellationToken,
+}
+
+impl Term {
+    pub(crate) fn new(token: FencingToken, start: Instant, valid_until: Instant) -> Arc<Term> {
+        Arc::new(Term {
+            token,
+            valid_until: Mutex::new(valid_until),
+            last_renew: Mutex::new(start),
+            lost: CancellationToken::new(),
+        })
+    }
+
+    fn valid_at(&self, now: Instant) -> bool {
+        !self.lost.is_cancelled() && now < *locked(&self.valid_until)
+    }
+}
+
+/// Proof of leadership for one term, handed to
+/// [`LeaderCallbacks::on_started_leading`]. Cheap to clone.
+///
+/// Carries the term's [`FencingToken`]; [`is_valid`](LeaderGuard::is_valid) says whether the
+/// term still holds at this instant (judged by the elector's clock, so it turns false at the
+/// renew deadline even if the elector's task is starved); [`lost`](LeaderGuard::lost) resolves
+/// when the term ends.
+#[derive(Clone)]
+pub struct LeaderGuard {
+    term: Arc<Term>,
+    clock: Arc<dyn Clock>,
+    identity: Arc<str>,
+}
+
+impl std::fmt::Debug for LeaderGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderGuard")
+            .field("identity", &self.identity)
+            .field("token", &self.term.token)
+            .field("valid", &self.is_valid())
+            .finish()
+    }
+}
+
+impl LeaderGuard {
+    pub(crate) fn new(term: Arc<Term>, clock: Arc<dyn Clock>, identity: Arc<str>) -> Self {
+        LeaderGuard {
+            term,
+            clock,
+            identity,
+        }
+    }
+
+    pub(crate) fn end(&self) {
+        self.term.lost.cancel();
+    }
+
+    /// The term's fencing token, strictly greater than any earlier term's on this lock.
+    #[must_use]
+    pub fn token(&self) -> FencingToken {
+        self.term.token
+    }
+
+    /// The leader's identity.
+    #[must_use]
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Whether this term still holds now.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        self.term.valid_at(self.clock.now())
+    }
+
+    /// The instant (on the elector's clock) at which the term ends unless renewed.
+    #[must_use]
+    pub fn valid_until(&self) -> Instant {
+        *locked(&self.term.valid_until)
+    }
+
+    /// Resolves when leadership of this term is lost (or given up).
+    pub async fn lost(&self) {
+        self.term.lost.cancelled().await;
+    }
+
+    /// A cancellation token cancelled when this term ends (a child: cancelling it does not
+    /// end the term).
+    #[must_use]
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.term.lost.child_token()
+    }
+}
+
+/// What to do on leadership transitions (client-go's `LeaderCallbacks`).
+///
+/// `on_started_leading` returns the leader's work as a future. [`LeaderElector::run`] polls
+/// it next to the renew loop and drops it when the term ends, so the work cannot outlive
+/// leadership; await [`LeaderGuard::lost`] to stop at a clean point first. If the work
+/// finishes early, the elector keeps leading until cancelled or deposed.
+#[async_trait]
+pub trait LeaderCallbacks: Send + Sync {
+    /// This elector started leading; run the leader's work.
+    async fn on_started_leading(&self, guard: LeaderGuard);
+
+    /// This elector stopped leading. Called only after it led, once per term.
+    fn on_stopped_leading(&self) {}
+
+    /// A new holder was observed (the first one included). Called once per change of a
+    /// non-empty holder; a release (empty holder) is not reported.
+    fn on_new_leader(&self, identity: &str) {
+        let _ = identity;
+    }
+
+    /// `run` is about to return, whether or not this elector led.
+    fn on_run_ended(&self) {}
+}
+
+#[derive(Debug, Default)]
+struct State {
+    observed: Option<LeaderElectionRecord>,
+    observed_version: Option<Version>,
+    observed_time: Instant,
+    max_transitions: Option<u64>,
+    term: Option<Arc<Term>>,
+    reported_leader: Option<String>,
+}
+
+struct Inner {
+    config: ElectionConfig,
+    identity: Arc<str>,
+    state: Mutex<State>,
+    attempt: tokio::sync::Mutex<()>,
+    rng: Mutex<StdRng>,
+    watch: watch::Sender<Leadership>,
+}
+
+/// A leader election client with client-go's semantics over any [`ResourceLock`](crate::ResourceLock).
+///
+/// Cheap to clone; clones share state (give one to a health endpoint).
+///
+/// ```
+/// use std::time::Duration;
+/// use lease_elect::{ElectionConfig, LeaderElector, MemoryLock, MemoryStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+/// let store = MemoryStore::new("example");
+/// let elector = LeaderElector::new(
+///     ElectionConfig::builder().lock(MemoryLock::new(&store, "a")).build()?,
+/// );
+/// assert!(elector.try_acquire_or_renew().await?);
+/// assert!(elector.is_leader());
+/// assert_eq!(elector.leader().as_deref(), Some("a"));
+/// elector.release().await?;
+/// assert!(!elector.is_leader());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct LeaderElector {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("config", &self.inner.config)
+            .field("leadership", &*self.inner.watch.borrow())
+            .finish()
+    }
+}
+
+enum Mode {
+    /// May start a new term.
+    Acquire,
+    /// Renew the current term only.
+    Renew,
+}
+
+impl LeaderElector {
+    /// An elector for a validated configuration.
+    #[must_use]
+    pub fn new(config: ElectionConfig) -> Self {
+        let seed = config.seed.unwrap_or_else(rand::random);
+        let identity: Arc<str> = config.lock.identity().into();
+        LeaderElector {
+            inner: Arc::new(Inner {
+                identity,
+                config,
+                state: Mutex::new(State::default()),
+                attempt: tokio::sync::Mutex::new(()),
+                rng: Mutex::new(StdRng::seed_from_u64(seed)),
+                watch: watch::channel(Leadership::default()).0,
+            }),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ElectionConfig {
+        &self.inner.config
+    }
+
+    /// This participant's identity.
+    #[must_use]
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// Whether this elector leads now (holds a term whose renew deadline has not passed).
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        let now = self.clock().now();
+        locked(&self.inner.state)
+            .term
+            .as_ref()
+            .is_some_and(|t| t.valid_at(now))
+    }
+
+    /// The holder of the last observed record, `None` when nobody holds it or nothing was
+    /// observed yet (client-go's `GetLeader`).
+    #[must_use]
+    pub fn leader(&self) -> Option<String> {
+        locked(&self.inner.state)
+            .observed
+            .as_ref()
+            .filter(|r| r.is_held())
+            .map(|r| r.holder_identity.clone())
+    }
+
+    /// A watch of [`Leadership`]: the observed holder and whether this elector leads.
+    #[must_use]
+    pub fn watch(&self) -> watch::Receiver<Leadership> {
+        self.inner.watch.subscribe()
+    }
+
+    /// The guard of the current term, if this elector leads.
+    #[must_use]
+    pub fn guard(&self) -> Option<LeaderGuard> {
+        let now = self.clock().now();
+        let term = locked(&self.inner.state).term.clone()?;
+        term.valid_at(now).then(|| self.guard_for(term))
+    }
+
+    /// The health check of client-go's `HealthzAdaptor`: an error only when this elector
+    /// believes it leads but has not renewed for longer than the lease duration plus
+    /// `max_tolerable_expired_lease` (its renew loop is stuck).
+    ///
+    /// # Errors
+    /// [`HealthError`] in that case.
+    pub fn check(&self, max_tolerable_expired_lease: Duration) -> Result<(), HealthError> {
+        let Some(term) = locked(&self.inner.state).term.clone() else {
+            return Ok(());
+        };
+        if term.lost.is_cancelled() {
+            return Ok(());
+        }
+        let since = self
+            .clock()
+            .now()
+            .saturating_duration_since(*locked(&term.last_renew));
+        if since > self.inner.config.lease_duration + max_tolerable_expired_lease {
+            return Err(HealthError {
+                name: self.inner.config.name.clone(),
+                since_renew: since,
+            });
+        }
+        Ok(())
+    }
+
+    /// One attempt to acquire the lease, or renew it when this elector leads.
+    ///
+    /// - No record: create one naming this elector.
+    /// - Leading: the fast path updates the last observed version without reading; if that
+    ///   fails, fall back to a read and a compare-and-swap.
+    /// - Held by another: `Ok(false)` until this elector has seen the record unchanged for
+    ///   the record's `leaseDurationSeconds` on its own monotonic clock; then take it over
+    ///   (`leaderTransitions` + 1).
+    /// - Held by this identity but no current term (restart, lost reply, expired term): a new
+    ///   term at once.
+    ///
+    /// `Ok(true)` means this elector leads after the call.
+    ///
+    /// # Errors
+    /// The lock's error; [`LockError::Conflict`] when another writer won a race.
+    pub async fn try_acquire_or_renew(&self) -> Result<bool, LockError> {
+        self.attempt(Mode::Acquire).await
+    }
+
+    /// Gives the lease up: stops leading, then blanks the holder with a compare-and-swap
+    /// that succeeds only if the stored record still names this elector (retried on
+    /// conflicts while it does). Never blanks another holder.
+    ///
+    /// Returns `Ok(true)` when the record no longer names this elector.
+    ///
+    /// # Errors
+    /// The lock's error when reading or writing fails.
+    pub async fn release(&self) -> Result<bool, LockError> {
+        let _attempt = self.inner.attempt.lock().await;
+        self.end_term("released");
+        let lock = &self.inner.config.lock;
+        let mut cached = {
+            let st = locked(&self.inner.state);
+            st.observed.clone().zip(st.observed_version.clone())
+        };
+        for _ in 0..5 {
+            let (current, version) = match cached.take() {
+                Some(c) => c,
+                None => match lock.get().await? {
+                    Some((r, v)) => {
+                        self.observe(r.clone(), v.clone());
+                        (r, v)
+                    }
+                    None => return Ok(true),
+                },
+            };
+            if current.holder_identity != *self.inner.identity {
+                return Ok(true);
+            }
+            let now = self.clock().wall();
+            let released = LeaderElectionRecord {
+                holder_identity: String::new(),
+                lease_duration_seconds: 1,
+                acquire_time: Some(now),
+                renew_time: Some(now),
+                leader_transitions: current.leader_transitions,
+                strategy: current.strategy.clone(),
+                preferred_holder: current.preferred_holder.clone(),
+            };
+            match lock.update(&version, &released).await {
+                Ok(v2) => {
+                    self.observe(released, v2);
+                    tracing::info!(
+                        lock = %lock.describe(),
+                        identity = %self.inner.identity,
+                        "released leader lease"
+                    );
+                    lock.record_event(&ElectionEvent::Released);
+                    return Ok(true);
+                }
+                Err(e) if e.is_conflict() => {
+                    tracing::debug!(error = %e, "release conflicted; reading again");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, lock = %lock.describe(), "failed to release lock");
+                    return Err(e);
+                }
+            }
+        }
+        Err(LockError::Conflict(
+            "release kept conflicting with concurrent writes".into(),
+        ))
+    }
+
+    /// Runs the election: acquire (retrying every retry period with jitter, waking at the
+    /// exact expiry of an observed lease and on lock change notifications), lead (polling
+    /// `on_started_leading`'s future) while renewing, and return when leadership is lost or
+    /// `shutdown` resolves. With release-on-cancel, a cancelled leader releases the lock.
+    pub async fn run<C: LeaderCallbacks + ?Sized>(
+        &self,
+        callbacks: &C,
+        shutdown: impl Future<Output = ()>,
+    ) -> RunOutcome {
+        let mut shutdown = pin!(shutdown);
+        let lock = &self.inner.config.lock;
+        tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, "attempting to acquire leader lease");
+        let guard = tokio::select! {
+            g = self.acquire(callbacks) => g,
+            () = &mut shutdown => {
+                callbacks.on_run_ended();
+                return RunOutcome::Cancelled;
+            }
+        };
+        let outcome = {
+            let work = callbacks.on_started_leading(guard.clone());
+            let mut work = pin!(work);
+            let mut work_done = false;
+            let renew = self.renew_loop(&guard);
+            let mut renew = pin!(renew);
+            loop {
+                tokio::select! {
+                    () = &mut renew => break RunOutcome::LostLeadership,
+                    () = &mut work, if !work_done => work_done = true,
+                    () = &mut shutdown => break RunOutcome::Cancelled,
+                }
+            }
+        };
+        self.end_term(match outcome {
+            RunOutcome::Cancelled => "cancelled",
+            RunOutcome::LostLeadership => "lost",
+        });
+        if outcome == RunOutcome::Cancelled
+            && self.inner.config.release_on_cancel
+            && let Err(e) = self.release().await
+        {
+            tracing::warn!(error = %e, "release on cancel failed");
+        }
+        callbacks.on_stopped_leading();
+        callbacks.on_run_ended();
+        outcome
+    }
+
+    /// Retries [`try_acquire_or_renew`](Self::try_acquire_or_renew) until this elector
+    /// leads, and returns the term's guard. Waits between attempts: a jittered retry period
+    /// (uniform in [1, 1.2] x retry period), cut short at the exact local instant an observed
+    /// lease expires and when the lock reports a change. Cancel by dropping the future.
+    pub async fn acquire<C: LeaderCallbacks + ?Sized>(&self, callbacks: &C) -> LeaderGuard {
+        let clock = self.clock().clone();
+        let lock = self.inner.config.lock.clone();
+        loop {
+            let result = self.attempt_bounded(Mode::Acquire).await;
+            self.report_new_leader(callbacks);
+            match &result {
+                Ok(true) => {
+                    if let Some(guard) = self.guard() {
+                        return guard;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, lock = %lock.describe(), "failed to acquire lease");
+                }
+            }
+            let now = clock.now();
+            let factor = 1.0 + locked(&self.inner.rng).random::<f64>() * (JITTER_FACTOR - 1.0);
+            let mut wake = now + self.inner.config.retry_period.mul_f64(factor);
+            if let Some(expiry) = self.observed_expiry()
+                && expiry > now
+                && expiry < wake
+            {
+                wake = expiry;
+            }
+            let seen = locked(&self.inner.state).observed_version.clone();
+            let use_hint = matches!(result, Ok(false));
+            tokio::select! {
+                () = clock.sleep_until(wake) => {}
+                () = lock.wait_for_change(seen.as_ref()), if use_hint => {}
+            }
+        }
+    }
+
+    async fn renew_loop(&self, guard: &LeaderGuard) {
+        let clock = self.clock().clone();
+        let term = guard.term.clone();
+        let cfg = &self.inner.config;
+        let mut failing = false;
+        loop {
+            let start = clock.now();
+            let valid_until = *locked(&term.valid_until);
+            if start >= valid_until || term.lost.is_cancelled() {
+                return;
+            }
+            let deadline = (start + cfg.attempt_timeout).min(valid_until);
+            let result = tokio::select! {
+                r = self.attempt(Mode::Renew) => Some(r),
+                () = clock.sleep_until(deadline) => None,
+            };
+            if term.lost.is_cancelled() {
+                return;
+            }
+            match result {
+                Some(Ok(true)) => {
+                    if failing {
+                        tracing::info!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "renewed lease after failures");
+                    }
+                    failing = false;
+                }
+                Some(Ok(false)) => return,
+                Some(Err(e)) => {
+                    failing = true;
+                    tracing::warn!(error = %e, lock = %cfg.lock.describe(), "failed to renew lease");
+                }
+                None => {
+                    failing = true;
+                    tracing::warn!(lock = %cfg.lock.describe(), "lease renewal timed out");
+                }
+            }
+            let valid_until = *locked(&term.valid_until);
+            let next = (start + cfg.retry_period).min(valid_until);
+            tokio::select! {
+                () = clock.sleep_until(next) => {}
+                () = term.lost.cancelled() => return,
+            }
+        }
+    }
+
+    async fn attempt_bounded(&self, mode: Mode) -> Result<bool, LockError> {
+        let clock = self.clock().clone();
+        let deadline = clock.now() + self.inner.config.attempt_timeout;
+        tokio::select! {
+            r = self.attempt(mode) => r,
+            () = clock.sleep_until(deadline) => Err(LockError::Timeout),
+        }
+    }
+
+    async fn attempt(&self, mode: Mode) -> Result<bool, LockError> {
+        let _attempt = self.inner.attempt.lock().await;
+        let cfg = &self.inner.config;
+        let lock = &cfg.lock;
+        let clock = self.clock();
+        let id = &*self.inner.identity;
+        let start = clock.now();
+        let wall = clock.wall();
+        let lease_secs = u32::try_from(cfg.lease_duration.as_secs()).unwrap_or(u32::MAX);
+
+        // End a term whose deadline passed.
+        let term = {
+            let st = locked(&self.inner.state);
+            st.term.clone()
+        };
+        let term = match term {
+            Some(t) if t.valid_at(start) => Some(t),
+            Some(_) => {
+                self.end_term("renew deadline passed");
+                None
+            }
+            None => None,
+        };
+        if term.is_none() && matches!(mode, Mode::Renew) {
+            return Ok(false);
+        }
+
+        // 1. Fast path: the leader updates the version it last wrote.
+        if let Some(term) = &term {
+            let (observed, version) = {
+                let st = locked(&self.inner.state);
+                (st.observed.clone(), st.observed_version.clone())
+            };
+            if let (Some(obs), Some(v)) = (observed, version)
+                && obs.holder_identity == id
+            {
+                {
+                    let record = LeaderElectionRecord {
+                        holder_identity: id.to_owned(),
+                        lease_duration_seconds: lease_secs,
+                        acquire_time: obs.acquire_time,
+                        renew_time: Some(wall),
+                        leader_transitions: obs.leader_transitions,
+                        strategy: obs.strategy.clone(),
+                        preferred_holder: obs.preferred_holder.clone(),
+                    };
+                    match lock.update(&v, &record).await {
+                        Ok(v2) => {
+                            self.observe(record, v2);
+                            self.extend(term, start);
+                            return Ok(true);
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "optimistic renew failed; falling back to a read");
+                        }
+                    }
+                }
+            }
+        }
+
+        // 2. Read (or create) the record.
+        let Some((current, version)) = lock.get().await? else {
+            let transitions = locked(&self.inner.state)
+                .max_transitions
+                .map_or(0, |t| t + 1);
+            let record = LeaderElectionRecord {
+                leader_transitions: transitions,
+                ..LeaderElectionRecord::new(id, lease_secs, wall)
+            };
+            let v = lock.create(&record).await?;
+            self.end_term("record was deleted");
+            let token = token_for(&v, &record);
+            self.observe(record, v);
+            self.start_term(token, start);
+            return Ok(true);
+        };
+        self.observe(current.clone(), version.clone());
+        let now = clock.now();
+
+        if current.holder_identity != id {
+            if term.is_some() {
+                self.end_term("another holder took the lease");
+                if matches!(mode, Mode::Renew) {
+                    return Ok(false);
+                }
+            }
+            if current.is_held() {
+                let observed_time = locked(&self.inner.state).observed_time;
+                if now < observed_time + current.lease_duration() {
+                    return Ok(false);
+                }
+            }
+        }
+
+        // 3. Compare-and-swap: renew our term, or start a new one.
+        let renewing = term.is_some() && current.holder_identity == id;
+        let record = LeaderElectionRecord {
+            holder_identity: id.to_owned(),
+            lease_duration_seconds: lease_secs,
+            acquire_time: if renewing {
+                current.acquire_time
+            } else {
+                Some(wall)
+            },
+            renew_time: Some(wall),
+            leader_transitions: if renewing {
+                current.leader_transitions
+            } else {
+                current.leader_transitions + 1
+            },
+            strategy: current.strategy.clone(),
+            preferred_holder: current.preferred_holder.clone(),
+        };
+        let v2 = lock.update(&version, &record).await?;
+        let token = token_for(&v2, &record);
+        self.observe(record, v2);
+        match (&term, renewing) {
+            (Some(t), true) => self.extend(t, start),
+            _ => self.start_term(token, start),
+        }
+        Ok(true)
+    }
+
+    fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.config.clock
+    }
+
+    fn guard_for(&self, term: Arc<Term>) -> LeaderGuard {
+        LeaderGuard::new(term, self.clock().clone(), self.inner.identity.clone())
+    }
+
+    fn observed_expiry(&self) -> Option<Instant> {
+        let st = locked(&self.inner.state);
+        let rec = st.observed.as_ref()?;
+        (rec.is_held() && rec.holder_identity != *self.inner.identity)
+            .then(|| st.observed_time + rec.lease_duration())
+    }
+
+    /// Records what was read or written; the observed time moves only when the version
+    /// changes (expiry runs from the last change this elector saw).
+    fn observe(&self, record: LeaderElectionRecord, version: Version) {
+        let now = self.clock().now();
+        let mut st = locked(&self.inner.state);
+        st.max_transitions = Some(st.max_transitions.map_or(record.leader_transitions, |m| {
+            m.max(record.leader_transitions)
+        }));
+        if st.observed_version.as_ref() != Some(&version) {
+            st.observed_version = Some(version);
+            st.observed_time = now;
+        }
+        let holder_changed =
+            st.observed.as_ref().map(|r| &r.holder_identity) != Some(&record.holder_identity);
+        st.observed = Some(record);
+        if holder_changed {
+            let leader = st
+                .observed
+                .as_ref()
+                .filter(|r| r.is_held())
+                .map(|r| r.holder_identity.clone());
+            let token = st.term.as_ref().map(|t| t.token);
+            drop(st);
+            self.inner.watch.send_if_modified(|l| {
+                let new = Leadership {
+                    leader: leader.clone(),
+                    token,
+                };
+                let changed = *l != new;
+                *l = new;
+                changed
+            });
+        }
+    }
+
+    fn extend(&self, term: &Arc<Term>, start: Instant) {
+        *locked(&term.valid_until) = start + self.inner.config.renew_deadline;
+        *locked(&term.last_renew) = start;
+    }
+
+    fn start_term(&self, token: FencingToken, start: Instant) {
+        let term = Term::new(token, start, start + self.inner.config.renew_deadline);
+        let lock = &self.inner.config.lock;
+        {
+            let mut st = locked(&self.inner.state);
+            st.term = Some(term);
+        }
+        self.inner.watch.send_replace(Leadership {
+            leader: Some(self.inner.identity.to_string()),
+            token: Some(token),
+        });
+        tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = token.0, "successfully acquired lease");
+        lock.record_event(&ElectionEvent::BecameLeader { token });
+    }
+
+    fn end_term(&self, reason: &str) {
+        let term = locked(&self.inner.state).term.take();
+        if let Some(term) = term {
+            term.lost.cancel();
+            let lock = &self.inner.config.lock;
+            self.inner.watch.send_modify(|l| l.token = None);
+            tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = term.token.0, reason, "stopped leading");
+            lock.record_event(&ElectionEvent::StoppedLeading);
+        }
+    }
+
+    fn report_new_leader<C: LeaderCallbacks + ?Sized>(&self, callbacks: &C) {
+        let holder = {
+            let mut st = locked(&self.inner.state);
+            let Some(holder) = st
+                .observed
+                .as_ref()
+                .filter(|r| r.is_held())
+                .map(|r| r.holder_identity.clone())
+            else {
+                return;
+            };
+            if st.reported_leader.as_deref() == Some(holder.as_str()) {
+                return;
+            }
+            st.reported_leader = Some(holder.clone());
+            holder
+        };
+        tracing::info!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, leader = %holder, "new leader observed");
+        self.inner
+            .config
+            .lock
+            .record_event(&ElectionEvent::NewLeaderObserved {
+                holder: holder.clone(),
+            });
+        callbacks.on_new_leader(&holder);
+    }
+}
+
+/// The fencing token of a term that started with a write returning `version` of `record`.
+pub(crate) fn token_for(version: &Version, record: &LeaderElectionRecord) -> FencingToken {
+    FencingToken(version.sequence().unwrap_or(record.leader_transitions))
+}

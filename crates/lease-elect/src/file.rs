@@ -1,0 +1,329 @@
+//! A lock in a local file, for several processes on one machine.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Clock, ElectionEvent, LeaderElectionRecord, LockError, ResourceLock, TokioClock, Version,
+};
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored {
+    version: u64,
+    record: Option<LeaderElectionRecord>,
+}
+
+/// A [`ResourceLock`] in a file: the embedded default for several processes on one machine.
+///
+/// - The file holds `{"version":N,"record":{...client-go record...}}`; `N` is a write
+///   counter that also survives deletes (`"record":null`), so versions carry
+///   [sequences](Version::sequence) and fencing tokens strictly increase.
+/// - Every write is a read-modify-write under an exclusive OS file lock on `<path>.lock`
+///   (held only for the few microseconds of the write, released by the OS if the process
+///   dies), checking the expected version.
+/// - The new content goes to a temporary file that is fsynced and atomically renamed over
+///   the record, then the directory is fsynced: a crash at any point leaves either the old
+///   or the new record, never a torn one.
+/// - A file that does not parse is [`LockError::Corrupt`]: the elector reports it and never
+///   takes over.
+/// - Waiting candidates poll the file's version every 100 ms (configurable), so a release
+///   is handed over within about one poll interval.
+///
+/// Blocking file I/O runs on tokio's blocking pool.
+///
+/// ```no_run
+/// use lease_elect::{ElectionConfig, FileLock, LeaderElector};
+///
+/// let lock = FileLock::new("/run/my-controller/leader.json", "host-1");
+/// let elector = LeaderElector::new(ElectionConfig::builder().lock(lock).build()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct FileLock {
+    inner: Arc<FileInner>,
+}
+
+struct FileInner {
+    path: PathBuf,
+    lock_path: PathBuf,
+    identity: String,
+    clock: Arc<dyn Clock>,
+    poll_interval: Duration,
+    tmp_counter: AtomicU64,
+}
+
+impl std::fmt::Debug for FileLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileLock")
+            .field("path", &self.inner.path)
+            .field("identity", &self.inner.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FileLock {
+    /// A handle on the record at `path` for participant `identity`. The file and its
+    /// `<path>.lock` companion are created on first write; the directory must exist.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>, identity: impl Into<String>) -> Self {
+        Self::build(
+            path.into(),
+            identity.into(),
+            Arc::new(TokioClock::new()),
+            None,
+        )
+    }
+
+    /// Sets how often waiting candidates poll the file for changes (default 100 ms).
+    #[must_use]
+    pub fn with_poll_interval(self, interval: Duration) -> Self {
+        let i = &self.inner;
+        Self::build(
+            i.path.clone(),
+            i.identity.clone(),
+            i.clock.clone(),
+            Some(interval),
+        )
+    }
+
+    /// Sets the clock the change poll sleeps on (default [`TokioClock`]).
+    #[must_use]
+    pub fn with_clock(self, clock: impl Clock) -> Self {
+        let i = &self.inner;
+        Self::build(
+            i.path.clone(),
+            i.identity.clone(),
+            Arc::new(clock),
+            Some(i.poll_interval),
+        )
+    }
+
+    fn build(
+        path: PathBuf,
+        identity: String,
+        clock: Arc<dyn Clock>,
+        poll: Option<Duration>,
+    ) -> Self {
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        FileLock {
+            inner: Arc::new(FileInner {
+                path,
+                lock_path: lock_path.into(),
+                identity,
+                clock,
+                poll_interval: poll.unwrap_or(Duration::from_millis(100)),
+                tmp_counter: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The record file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&FileInner) -> Result<T, LockError> + Send + 'static,
+    ) -> Result<T, LockError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(LockError::retryable)?
+    }
+}
+
+fn io_error(e: std::io::Error) -> LockError {
+    let retryable = !matches!(
+        e.kind(),
+        ErrorKind::PermissionDenied | ErrorKind::NotFound | ErrorKind::ReadOnlyFilesystem
+    );
+    LockError::Backend {
+        source: Box::new(e),
+        retryable,
+    }
+}
+
+impl FileInner {
+    fn read(&self) -> Result<Option<Stored>, LockError> {
+        let bytes = match fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(e)),
+        };
+        serde_json::from_slice::<Stored>(&bytes)
+            .map(Some)
+            .map_err(|e| LockError::Corrupt {
+                detail: format!("{} does not hold a lock record", self.path.display()),
+                source: Some(Box::new(e)),
+            })
+    }
+
+    /// Runs `f` on the current content under the exclusive OS lock; writes what it returns.
+    fn modify(
+        &self,
+        f: impl FnOnce(Option<Stored>) -> Result<Stored, LockError>,
+    ) -> Result<u64, LockError> {
+        let guard = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock_path)
+            .map_err(io_error)?;
+        guard.lock().map_err(io_error)?;
+        let current = self.read()?;
+        let next = f(current)?;
+        self.write_atomically(&next)?;
+        drop(guard); // closing the file releases the OS lock
+        Ok(next.version)
+    }
+
+    fn write_atomically(&self, stored: &Stored) -> Result<(), LockError> {
+        let text = serde_json::to_vec(stored).map_err(LockError::permanent)?;
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(format!(
+            ".tmp.{}.{}",
+            std::process::id(),
+            self.tmp_counter.fetch_add(1, Ordering::Relaxed)
+        ));
+        let tmp = PathBuf::from(tmp);
+        let result = (|| {
+            let mut file = File::create(&tmp)?;
+            file.write_all(&text)?;
+            file.sync_all()?;
+            fs::rename(&tmp, &self.path)?;
+            if let Some(dir) = self.path.parent() {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                // Persist the rename; not every platform can open a directory.
+                if let Ok(d) = File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map_err(io_error)
+    }
+}
+
+fn current_version(stored: Option<&Stored>) -> Option<u64> {
+    stored.and_then(|s| s.record.as_ref().map(|_| s.version))
+}
+
+#[async_trait]
+impl ResourceLock for FileLock {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        self.blocking(|i| {
+            Ok(i.read()?.and_then(|s| {
+                let v = s.version;
+                s.record.map(|r| (r, Version::from_sequence(v)))
+            }))
+        })
+        .await
+    }
+
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
+        let record = record.clone();
+        self.blocking(move |i| {
+            i.modify(|cur| {
+                if current_version(cur.as_ref()).is_some() {
+                    return Err(LockError::Conflict("record already exists".into()));
+                }
+                Ok(Stored {
+                    version: cur.map_or(0, |s| s.version) + 1,
+                    record: Some(record),
+                })
+            })
+            .map(Version::from_sequence)
+        })
+        .await
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        let record = record.clone();
+        let expected = expected.sequence();
+        self.blocking(move |i| {
+            i.modify(|cur| {
+                let found = current_version(cur.as_ref());
+                if found.is_none() || found != expected {
+                    return Err(LockError::Conflict(format!(
+                        "expected version {expected:?}, found {found:?}"
+                    )));
+                }
+                Ok(Stored {
+                    version: cur.map_or(0, |s| s.version) + 1,
+                    record: Some(record),
+                })
+            })
+            .map(Version::from_sequence)
+        })
+        .await
+    }
+
+    async fn delete(&self, expected: &Version) -> Result<(), LockError> {
+        let expected = expected.sequence();
+        self.blocking(move |i| {
+            i.modify(|cur| {
+                let found = current_version(cur.as_ref());
+                if found.is_none() || found != expected {
+                    return Err(LockError::Conflict(format!(
+                        "expected version {expected:?}, found {found:?}"
+                    )));
+                }
+                // Keep the counter so later versions (and tokens) keep increasing.
+                Ok(Stored {
+                    version: cur.map_or(0, |s| s.version) + 1,
+                    record: None,
+                })
+            })
+            .map(|_| ())
+        })
+        .await
+    }
+
+    async fn wait_for_change(&self, seen: Option<&Version>) {
+        let seen = seen.and_then(Version::sequence);
+        loop {
+            self.inner.clock.sleep(self.inner.poll_interval).await;
+            let now = self
+                .blocking(|i| Ok(current_version(i.read()?.as_ref())))
+                .await;
+            match now {
+                Ok(v) if v == seen => {}
+                _ => return,
+            }
+        }
+    }
+
+    fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    fn describe(&self) -> String {
+        format!("file:{}", self.inner.path.display())
+    }
+
+    fn record_event(&self, event: &ElectionEvent) {
+        tracing::debug!(lock = %self.describe(), identity = %self.inner.identity, %event, "election event");
+    }
+}
