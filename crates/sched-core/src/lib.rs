@@ -4,4 +4,5 @@ pub mod framework;
 pub mod model;
 pub mod plugins;
 pub mod policy;
+pub mod scheduler;
 pub mod snapshot;

@@ -231,7 +231,10 @@ impl NodeInfo {
         self.requested.add(&pod.requests);
         self.non_zero_requested.0 += pod.non_zero.0;
         self.non_zero_requested.1 += pod.non_zero.1;
-        self.used_ports.extend(pod.ports.iter().cloned());
+        for port in &pod.ports {
+            let at = self.used_ports.partition_point(|p| p <= port);
+            self.used_ports.insert(at, port.clone());
+        }
         self.affinity_pods += usize::from(pod.has_affinity);
         self.required_anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
         self.disk_volume_pods += usize::from(has_disk_volumes(&pod.pod));
@@ -246,7 +249,7 @@ impl NodeInfo {
         self.non_zero_requested.0 -= pod.non_zero.0;
         self.non_zero_requested.1 -= pod.non_zero.1;
         for port in &pod.ports {
-            if let Some(j) = self.used_ports.iter().position(|p| p == port) {
+            if let Ok(j) = self.used_ports.binary_search(port) {
                 self.used_ports.remove(j);
             }
         }
@@ -300,7 +303,7 @@ impl NodeInfo {
         &self.allocatable
     }
 
-    /// Host ports used by the pods (one entry per pod port).
+    /// Host ports used by the pods (one entry per pod port), sorted.
     pub fn used_ports(&self) -> &[HostPort] {
         &self.used_ports
     }

@@ -1,0 +1,853 @@
+//! The scheduling cycle: filter, score, select (kube-scheduler's `genericScheduler`).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rand::{Rng, RngCore, SeedableRng};
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, PluginError, PluginState, Predicate, Prepared, PreparedScore,
+    Priority, Reason,
+};
+use crate::model::Pod;
+use crate::snapshot::Snapshot;
+
+/// kube's floor on how many feasible nodes to look for before stopping.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube's floor on the adaptive percentage of nodes to score.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How many feasible nodes to find before scoring, as kube-scheduler's
+/// `numFeasibleNodesToFind`: all nodes below 100 nodes or at 100 %; `percentage` 0 means
+/// adaptive (50 - nodes/125, at least 5 %); never fewer than 100 nodes.
+///
+/// ```
+/// use sched_core::scheduler::num_feasible_nodes_to_find;
+/// assert_eq!(num_feasible_nodes_to_find(5_000, 0), 500); // 10 %
+/// assert_eq!(num_feasible_nodes_to_find(15_000, 0), 750); // floor of 5 %
+/// assert_eq!(num_feasible_nodes_to_find(150, 0), 100);
+/// assert_eq!(num_feasible_nodes_to_find(5_000, 100), 5_000);
+/// ```
+pub fn num_feasible_nodes_to_find(num_all_nodes: usize, percentage: u32) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
+        return num_all_nodes;
+    }
+    let mut pct = percentage as i64;
+    if pct <= 0 {
+        pct = 50 - (num_all_nodes / 125) as i64;
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND as i64 {
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND as i64;
+        }
+    }
+    let n = (num_all_nodes as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// `select_host` was given no scores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("empty priority list: no node to select")]
+pub struct EmptyScores;
+
+/// Picks the index of a highest score in one pass, choosing uniformly among ties by reservoir
+/// sampling with the given RNG (kube's `selectHost`).
+///
+/// ```
+/// use rand::SeedableRng;
+/// let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+/// let i = sched_core::scheduler::select_host(&[3, 9, 1, 9], &mut rng)?;
+/// assert!(i == 1 || i == 3);
+/// # Ok::<(), sched_core::scheduler::EmptyScores>(())
+/// ```
+pub fn select_host<R: RngCore + ?Sized>(scores: &[i64], rng: &mut R) -> Result<usize, EmptyScores> {
+    let (&first, rest) = scores.split_first().ok_or(EmptyScores)?;
+    let (mut best, mut selected, mut ties) = (first, 0usize, 1u32);
+    for (i, &s) in rest.iter().enumerate() {
+        if s > best {
+            best = s;
+            selected = i + 1;
+            ties = 1;
+        } else if s == best {
+            ties += 1;
+            if rng.random_range(0..ties) == 0 {
+                selected = i + 1;
+            }
+        }
+    }
+    Ok(selected)
+}
+
+/// Why a scheduler could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A priority weight is zero or negative.
+    #[error("priority {name:?} has weight {weight}; weights must be > 0")]
+    NonPositiveWeight {
+        /// Priority name.
+        name: String,
+        /// The weight given.
+        weight: i64,
+    },
+    /// The sum of weight x 100 over all priorities overflows.
+    #[error(
+        "total priority weight overflows: the sum of weight x {MAX_NODE_SCORE} must fit in i64"
+    )]
+    WeightOverflow,
+    /// percentageOfNodesToScore outside 0..=100.
+    #[error("percentageOfNodesToScore {0} is out of range 0..=100")]
+    Percentage(u32),
+    /// Zero threads.
+    #[error("threads must be at least 1")]
+    ZeroThreads,
+    /// Two plugins with one name.
+    #[error("{kind} {name:?} is listed twice")]
+    Duplicate {
+        /// `predicate` or `priority`.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+}
+
+/// Why a pod was not scheduled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// The snapshot has no nodes.
+    #[error("no nodes available to schedule pods")]
+    NoNodes,
+    /// No node passed filtering; the error explains every node.
+    #[error(transparent)]
+    Unschedulable(#[from] FitError),
+    /// A plugin failed while preparing for the pod.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// A priority gave a normalized score outside 0..=100.
+    #[error(
+        "priority {plugin:?} gave node {node:?} the score {score}, outside 0..={MAX_NODE_SCORE}"
+    )]
+    InvalidScore {
+        /// Priority name.
+        plugin: String,
+        /// Node name.
+        node: String,
+        /// The score.
+        score: i64,
+    },
+}
+
+/// One rejected node and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFailure {
+    /// Node name.
+    pub node: String,
+    /// Failed predicates with their codes (the first only, unless alwaysCheckAllPredicates).
+    pub codes: Vec<(String, Reason)>,
+    /// kube's messages for those codes.
+    pub messages: Vec<String>,
+}
+
+/// No node can take the pod: every node's reasons, and kube's summary as `Display`
+/// ("0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu.").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FitError {
+    /// `namespace/name` of the pod.
+    pub pod: String,
+    /// Number of nodes in the snapshot.
+    pub num_all_nodes: usize,
+    /// Each rejected node, in snapshot order.
+    pub failures: Vec<NodeFailure>,
+}
+
+impl FitError {
+    /// Count of nodes per message, sorted as kube sorts the summary ("N message" as strings).
+    pub fn histogram(&self) -> Vec<(usize, String)> {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &self.failures {
+            for m in &f.messages {
+                *counts.entry(m).or_default() += 1;
+            }
+        }
+        let mut out: Vec<(String, usize, String)> = counts
+            .into_iter()
+            .map(|(m, n)| (format!("{n} {m}"), n, m.to_string()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.into_iter().map(|(_, n, m)| (n, m)).collect()
+    }
+}
+
+impl fmt::Display for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} nodes are available", self.num_all_nodes)?;
+        let h = self.histogram();
+        if !h.is_empty() {
+            f.write_str(": ")?;
+            for (i, (n, m)) in h.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{n} {m}")?;
+            }
+        }
+        f.write_str(".")
+    }
+}
+
+impl std::error::Error for FitError {}
+
+/// Where the pod goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleResult {
+    /// The chosen node's name.
+    pub node: String,
+    /// The chosen node's index in the snapshot.
+    pub node_index: usize,
+    /// Nodes filtered in this cycle (feasible plus rejected).
+    pub evaluated_nodes: usize,
+    /// Nodes that passed filtering.
+    pub feasible_nodes: usize,
+    /// The chosen node's weighted total score (0 when only one node was feasible and scoring
+    /// was skipped, as kube does).
+    pub score: i64,
+}
+
+/// Builds a [`Scheduler`] in code; [`crate::policy`] builds one from a Policy document.
+#[must_use]
+pub struct SchedulerBuilder {
+    predicates: Vec<Arc<dyn Predicate>>,
+    priorities: Vec<(Arc<dyn Priority>, i64)>,
+    always_check_all_predicates: bool,
+    percentage_of_nodes_to_score: u32,
+    threads: usize,
+    parallel_threshold: usize,
+    rng: Option<Box<dyn RngCore + Send + Sync>>,
+}
+
+impl fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerBuilder")
+            .field(
+                "predicates",
+                &self
+                    .predicates
+                    .iter()
+                    .map(|p| p.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "priorities",
+                &self
+                    .priorities
+                    .iter()
+                    .map(|(p, w)| (p.name().to_string(), *w))
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "always_check_all_predicates",
+                &self.always_check_all_predicates,
+            )
+            .field(
+                "percentage_of_nodes_to_score",
+                &self.percentage_of_nodes_to_score,
+            )
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl Default for SchedulerBuilder {
+    fn default() -> Self {
+        SchedulerBuilder {
+            predicates: Vec::new(),
+            priorities: Vec::new(),
+            always_check_all_predicates: false,
+            percentage_of_nodes_to_score: 0,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallel_threshold: 2_000,
+            rng: None,
+        }
+    }
+}
+
+impl SchedulerBuilder {
+    /// An empty pipeline (no predicates, no priorities), adaptive percentage, one thread per core.
+    pub fn new() -> Self {
+        SchedulerBuilder::default()
+    }
+
+    /// Adds a predicate; predicates run in the order added.
+    pub fn predicate(self, p: impl Predicate + 'static) -> Self {
+        self.predicate_arc(Arc::new(p))
+    }
+
+    /// Adds a shared predicate.
+    pub fn predicate_arc(mut self, p: Arc<dyn Predicate>) -> Self {
+        self.predicates.push(p);
+        self
+    }
+
+    /// Adds a priority with a weight (> 0).
+    pub fn priority(self, p: impl Priority + 'static, weight: i64) -> Self {
+        self.priority_arc(Arc::new(p), weight)
+    }
+
+    /// Adds a shared priority with a weight (> 0).
+    pub fn priority_arc(mut self, p: Arc<dyn Priority>, weight: i64) -> Self {
+        self.priorities.push((p, weight));
+        self
+    }
+
+    /// Check every predicate on a node even after one failed (kube's alwaysCheckAllPredicates),
+    /// so explanations list every reason.
+    pub fn always_check_all_predicates(mut self, on: bool) -> Self {
+        self.always_check_all_predicates = on;
+        self
+    }
+
+    /// percentageOfNodesToScore: 0 = adaptive, 100 = all nodes.
+    pub fn percentage_of_nodes_to_score(mut self, pct: u32) -> Self {
+        self.percentage_of_nodes_to_score = pct;
+        self
+    }
+
+    /// Number of filtering threads (default: available cores).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// Clusters smaller than this are filtered on the calling thread only (thread hand-off
+    /// costs more than it saves there). Default 2,000 nodes.
+    pub fn parallel_threshold(mut self, nodes: usize) -> Self {
+        self.parallel_threshold = nodes;
+        self
+    }
+
+    /// Seeds the tie-breaking RNG (ChaCha8), making runs reproducible.
+    pub fn seed(self, seed: u64) -> Self {
+        self.rng(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// Uses this RNG for tie-breaking.
+    pub fn rng(mut self, rng: impl RngCore + Send + Sync + 'static) -> Self {
+        self.rng = Some(Box::new(rng));
+        self
+    }
+
+    /// Validates and builds.
+    pub fn build(self) -> Result<Scheduler, BuildError> {
+        if self.percentage_of_nodes_to_score > 100 {
+            return Err(BuildError::Percentage(self.percentage_of_nodes_to_score));
+        }
+        if self.threads == 0 {
+            return Err(BuildError::ZeroThreads);
+        }
+        let mut total: i64 = 0;
+        for (p, w) in &self.priorities {
+            if *w <= 0 {
+                return Err(BuildError::NonPositiveWeight {
+                    name: p.name().to_string(),
+                    weight: *w,
+                });
+            }
+            total = w
+                .checked_mul(MAX_NODE_SCORE)
+                .and_then(|x| total.checked_add(x))
+                .ok_or(BuildError::WeightOverflow)?;
+        }
+        for (i, p) in self.predicates.iter().enumerate() {
+            if self.predicates[..i].iter().any(|q| q.name() == p.name()) {
+                return Err(BuildError::Duplicate {
+                    kind: "predicate",
+                    name: p.name().to_string(),
+                });
+            }
+        }
+        for (i, (p, _)) in self.priorities.iter().enumerate() {
+            if self.priorities[..i]
+                .iter()
+                .any(|(q, _)| q.name() == p.name())
+            {
+                return Err(BuildError::Duplicate {
+                    kind: "priority",
+                    name: p.name().to_string(),
+                });
+            }
+        }
+        let pool = if self.threads > 1 {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .thread_name(|i| format!("sched-filter-{i}"))
+                .build()
+                .ok()
+                .map(Arc::new)
+        } else {
+            None
+        };
+        Ok(Scheduler {
+            predicates: self.predicates,
+            priorities: self.priorities,
+            always_check_all_predicates: self.always_check_all_predicates,
+            percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
+            threads: self.threads,
+            parallel_threshold: self.parallel_threshold,
+            pool,
+            rng: self
+                .rng
+                .unwrap_or_else(|| Box::new(ChaCha8Rng::from_os_rng())),
+            next_start_index: 0,
+            scratch: Scratch::default(),
+        })
+    }
+}
+
+type Outcome = Result<(), (u16, Reason)>;
+
+#[derive(Default)]
+struct Scratch {
+    /// Snapshot indices of feasible nodes, in evaluation order.
+    feasible: Vec<u32>,
+    /// Rejected nodes: (snapshot index, predicate index, first reason).
+    failures: Vec<(u32, u16, Reason)>,
+    /// Per-chunk outcomes for parallel filtering.
+    chunks: Vec<Mutex<Vec<Outcome>>>,
+    /// Per priority, per feasible node, final scores (priority-major).
+    table: Vec<i64>,
+    /// Weighted totals aligned with `feasible`.
+    totals: Vec<i64>,
+}
+
+/// A compiled scheduling pipeline: predicates, weighted priorities, and the cycle settings.
+///
+/// `schedule` takes `&mut self`: it keeps the round-robin start index, the RNG and scratch
+/// buffers that make the hot path allocation-free. Build one per scheduling thread.
+pub struct Scheduler {
+    predicates: Vec<Arc<dyn Predicate>>,
+    priorities: Vec<(Arc<dyn Priority>, i64)>,
+    always_check_all_predicates: bool,
+    percentage_of_nodes_to_score: u32,
+    threads: usize,
+    parallel_threshold: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    rng: Box<dyn RngCore + Send + Sync>,
+    next_start_index: usize,
+    scratch: Scratch,
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("predicates", &self.predicate_names().collect::<Vec<_>>())
+            .field("priorities", &self.priority_weights().collect::<Vec<_>>())
+            .field(
+                "always_check_all_predicates",
+                &self.always_check_all_predicates,
+            )
+            .field(
+                "percentage_of_nodes_to_score",
+                &self.percentage_of_nodes_to_score,
+            )
+            .field("threads", &self.threads)
+            .field("next_start_index", &self.next_start_index)
+            .finish()
+    }
+}
+
+const CHUNK: usize = 256;
+
+/// A view of the scores of the last successful cycle.
+#[derive(Debug)]
+pub struct ScoreTable<'a> {
+    feasible: &'a [u32],
+    table: &'a [i64],
+    totals: &'a [i64],
+    names: Vec<(&'a str, i64)>,
+}
+
+impl<'a> ScoreTable<'a> {
+    /// Priority names and weights, in pipeline order.
+    pub fn priorities(&self) -> &[(&'a str, i64)] {
+        &self.names
+    }
+
+    /// Number of scored nodes.
+    pub fn len(&self) -> usize {
+        self.feasible.len()
+    }
+
+    /// Whether no node was scored.
+    pub fn is_empty(&self) -> bool {
+        self.feasible.is_empty()
+    }
+
+    /// The `i`-th scored node: snapshot index, weighted total, and each priority's normalized
+    /// (unweighted) score in pipeline order.
+    pub fn row(&self, i: usize) -> (usize, i64, Vec<i64>) {
+        let n = self.feasible.len();
+        let per = (0..self.names.len())
+            .map(|p| self.table[p * n + i])
+            .collect();
+        (self.feasible[i] as usize, self.totals[i], per)
+    }
+}
+
+impl Scheduler {
+    /// Starts a builder.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::new()
+    }
+
+    /// Predicate names in order.
+    pub fn predicate_names(&self) -> impl Iterator<Item = &str> {
+        self.predicates.iter().map(|p| p.name())
+    }
+
+    /// Priority names with weights in order.
+    pub fn priority_weights(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.priorities.iter().map(|(p, w)| (p.name(), *w))
+    }
+
+    /// The round-robin index the next cycle starts filtering at.
+    pub fn next_start_index(&self) -> usize {
+        self.next_start_index
+    }
+
+    /// The scores of the last cycle that scored more than one node.
+    pub fn last_scores(&self) -> ScoreTable<'_> {
+        ScoreTable {
+            feasible: &self.scratch.feasible,
+            table: &self.scratch.table,
+            totals: &self.scratch.totals,
+            names: self
+                .priorities
+                .iter()
+                .map(|(p, w)| (p.name(), *w))
+                .collect(),
+        }
+    }
+
+    /// Schedules one pod: filter (at most `numFeasibleNodesToFind` feasible nodes, starting at
+    /// the round-robin index), score when more than one node fits, and select a best node.
+    pub fn schedule(
+        &mut self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let n = snapshot.len();
+        if n == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        let cx = CycleContext::new(pod, snapshot);
+        let mut active: Vec<(u16, PluginState)> = Vec::with_capacity(self.predicates.len());
+        for (i, p) in self.predicates.iter().enumerate() {
+            match p.prepare(&cx)? {
+                Prepared::Skip => {}
+                Prepared::Run(state) => active.push((i as u16, state)),
+            }
+        }
+        let to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
+        let start = self.next_start_index % n;
+        let processed = if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty()
+        {
+            self.filter_parallel(&cx, &active, start, to_find)
+        } else {
+            self.filter_sequential(&cx, &active, start, to_find)
+        };
+        self.next_start_index = (start + processed) % n;
+
+        let feasible = self.scratch.feasible.len();
+        let evaluated = feasible + self.scratch.failures.len();
+        if feasible == 0 {
+            return Err(ScheduleError::Unschedulable(self.fit_error(&cx)));
+        }
+        if feasible == 1 {
+            let idx = self.scratch.feasible[0] as usize;
+            self.scratch.table.clear();
+            self.scratch.totals.clear();
+            self.scratch.totals.push(0);
+            return Ok(ScheduleResult {
+                node: snapshot.node_infos()[idx].name().to_string(),
+                node_index: idx,
+                evaluated_nodes: evaluated,
+                feasible_nodes: 1,
+                score: 0,
+            });
+        }
+        self.prioritize(&cx)?;
+        let pick =
+            select_host(&self.scratch.totals, &mut self.rng).map_err(|_| ScheduleError::NoNodes)?;
+        let idx = self.scratch.feasible[pick] as usize;
+        Ok(ScheduleResult {
+            node: snapshot.node_infos()[idx].name().to_string(),
+            node_index: idx,
+            evaluated_nodes: evaluated,
+            feasible_nodes: feasible,
+            score: self.scratch.totals[pick],
+        })
+    }
+
+    /// Schedules the pod and, on success, assumes it onto the chosen node in the snapshot.
+    pub fn schedule_and_assume(
+        &mut self,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let r = self.schedule(pod, snapshot)?;
+        snapshot
+            .assume(pod.clone(), &r.node)
+            .map_err(|e| PluginError {
+                plugin: "assume".into(),
+                message: e.to_string(),
+            })?;
+        Ok(r)
+    }
+
+    #[inline]
+    fn check_node(
+        predicates: &[Arc<dyn Predicate>],
+        active: &[(u16, PluginState)],
+        always_all: bool,
+        cx: &CycleContext<'_>,
+        idx: usize,
+    ) -> Outcome {
+        let node = cx.snapshot().node(idx);
+        let mut first: Option<(u16, Reason)> = None;
+        for (pi, state) in active {
+            if let Err(r) = predicates[*pi as usize].filter(cx, state, node) {
+                if first.is_none() {
+                    first = Some((*pi, r));
+                }
+                if !always_all {
+                    break;
+                }
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(f) => Err(f),
+        }
+    }
+
+    fn filter_sequential(
+        &mut self,
+        cx: &CycleContext<'_>,
+        active: &[(u16, PluginState)],
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        let n = cx.snapshot().len();
+        let s = &mut self.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        if active.is_empty() {
+            // No filter to run: kube takes the first `to_find` nodes from the start index.
+            s.feasible
+                .extend((0..to_find).map(|i| ((start + i) % n) as u32));
+            return to_find;
+        }
+        for pos in 0..n {
+            let idx = (start + pos) % n;
+            match Self::check_node(
+                &self.predicates,
+                active,
+                self.always_check_all_predicates,
+                cx,
+                idx,
+            ) {
+                Ok(()) => {
+                    s.feasible.push(idx as u32);
+                    if s.feasible.len() >= to_find {
+                        return pos + 1;
+                    }
+                }
+                Err((pi, r)) => s.failures.push((idx as u32, pi, r)),
+            }
+        }
+        n
+    }
+
+    /// Filters on the pool. Workers take chunks of positions in increasing order; a chunk is
+    /// skipped only when earlier chunks already hold `to_find` feasible nodes, so the merged
+    /// result (feasible nodes in position order, cut at `to_find`) equals the sequential one.
+    fn filter_parallel(
+        &mut self,
+        cx: &CycleContext<'_>,
+        active: &[(u16, PluginState)],
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        let n = cx.snapshot().len();
+        let chunks = n.div_ceil(CHUNK);
+        while self.scratch.chunks.len() < chunks {
+            self.scratch
+                .chunks
+                .push(Mutex::new(Vec::with_capacity(CHUNK)));
+        }
+        let next = AtomicUsize::new(0);
+        let found = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        {
+            let predicates = &self.predicates;
+            let always_all = self.always_check_all_predicates;
+            let slots = &self.scratch.chunks[..chunks];
+            let work = || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= chunks {
+                        break;
+                    }
+                    let mut out = slots[k].lock().unwrap_or_else(|e| e.into_inner());
+                    out.clear();
+                    if found.load(Ordering::Acquire) >= to_find {
+                        // Enough feasible nodes in earlier chunks: leave this one unevaluated.
+                        continue;
+                    }
+                    let lo = k * CHUNK;
+                    let hi = (lo + CHUNK).min(n);
+                    let mut ok = 0;
+                    for pos in lo..hi {
+                        let o =
+                            Self::check_node(predicates, active, always_all, cx, (start + pos) % n);
+                        ok += usize::from(o.is_ok());
+                        out.push(o);
+                    }
+                    found.fetch_add(ok, Ordering::AcqRel);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            let threads = self.threads.min(chunks);
+            match &self.pool {
+                Some(pool) => pool.scope(|sc| {
+                    for _ in 1..threads {
+                        sc.spawn(|_| work());
+                    }
+                    work();
+                }),
+                None => work(),
+            }
+        }
+        let s = &mut self.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        for k in 0..chunks {
+            let out = s.chunks[k].lock().unwrap_or_else(|e| e.into_inner());
+            for (j, o) in out.iter().enumerate() {
+                let pos = k * CHUNK + j;
+                let idx = ((start + pos) % n) as u32;
+                match o {
+                    Ok(()) => {
+                        s.feasible.push(idx);
+                        if s.feasible.len() >= to_find {
+                            return pos + 1;
+                        }
+                    }
+                    Err((pi, r)) => s.failures.push((idx, *pi, *r)),
+                }
+            }
+        }
+        n
+    }
+
+    fn prioritize(&mut self, cx: &CycleContext<'_>) -> Result<(), ScheduleError> {
+        let s = &mut self.scratch;
+        let f = s.feasible.len();
+        s.totals.clear();
+        s.table.clear();
+        if self.priorities.is_empty() {
+            // kube: with no priorities every node scores 1.
+            s.totals.resize(f, 1);
+            return Ok(());
+        }
+        s.totals.resize(f, 0);
+        s.table.resize(f * self.priorities.len(), 0);
+        for (pi, (p, w)) in self.priorities.iter().enumerate() {
+            let row = &mut s.table[pi * f..(pi + 1) * f];
+            match p.prepare(cx, &s.feasible)? {
+                PreparedScore::Constant(c) => row.fill(c),
+                PreparedScore::Run(state) => {
+                    for (slot, &idx) in row.iter_mut().zip(&s.feasible) {
+                        *slot = p.score(cx, &state, cx.snapshot().node(idx as usize));
+                    }
+                    p.normalize(cx, &state, row);
+                }
+            }
+            for (i, (&v, t)) in row.iter().zip(s.totals.iter_mut()).enumerate() {
+                if !(0..=MAX_NODE_SCORE).contains(&v) {
+                    return Err(ScheduleError::InvalidScore {
+                        plugin: p.name().to_string(),
+                        node: cx.snapshot().node_infos()[s.feasible[i] as usize]
+                            .name()
+                            .to_string(),
+                        score: v,
+                    });
+                }
+                *t += v * w;
+            }
+        }
+        Ok(())
+    }
+
+    fn fit_error(&self, cx: &CycleContext<'_>) -> FitError {
+        let snapshot = cx.snapshot();
+        let mut failures: Vec<(u32, u16, Reason)> = self.scratch.failures.clone();
+        failures.sort_by_key(|f| f.0);
+        let mut prepared: Vec<Option<PluginState>> = Vec::new();
+        if self.always_check_all_predicates {
+            for p in &self.predicates {
+                prepared.push(match p.prepare(cx) {
+                    Ok(Prepared::Run(s)) => Some(s),
+                    _ => None,
+                });
+            }
+        }
+        let failures = failures
+            .into_iter()
+            .map(|(idx, pi, reason)| {
+                let node_ref = snapshot.node(idx as usize);
+                let mut codes: Vec<(usize, Reason)> = vec![(pi as usize, reason)];
+                if self.always_check_all_predicates {
+                    codes.clear();
+                    for (i, p) in self.predicates.iter().enumerate() {
+                        if let Some(state) = &prepared[i]
+                            && let Err(r) = p.filter(cx, state, node_ref)
+                        {
+                            codes.push((i, r));
+                        }
+                    }
+                }
+                let mut messages = Vec::new();
+                for (i, r) in &codes {
+                    match r {
+                        Reason::Custom(code) => {
+                            messages.push(self.predicates[*i].explain(*code).into_owned())
+                        }
+                        _ => r.write_messages(
+                            cx.requests(),
+                            node_ref.node(),
+                            &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
+                        ),
+                    }
+                }
+                NodeFailure {
+                    node: node_ref.info().name().to_string(),
+                    codes: codes
+                        .into_iter()
+                        .map(|(i, r)| (self.predicates[i].name().to_string(), r))
+                        .collect(),
+                    messages,
+                }
+            })
+            .collect();
+        FitError {
+            pod: cx.pod().key(),
+            num_all_nodes: snapshot.len(),
+            failures,
+        }
+    }
+}
