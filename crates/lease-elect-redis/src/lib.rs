@@ -1,1 +1,369 @@
-//! A Redis lock for lease-elect: one key per lock, SET NX to create and a Lua compare-and-swap to update.
+//! A Redis lock for [`lease_elect`]: one key per lock, `SET NX` to create, a Lua
+//! compare-and-swap to update, and pub/sub to wake waiting candidates.
+//!
+//! # Start here
+//! ```no_run
+//! use lease_elect_redis::RedisLock;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let lock = RedisLock::builder("redis://127.0.0.1:6379/", "my-controller", "pod-a")
+//!     .build()?;
+//! // Hand `lock` to an `ElectionConfig` (lease_elect), or use the `ResourceLock` methods.
+//! # let _ = lock; Ok(()) }
+//! ```
+//!
+//! # Storage
+//! Lock `NAME` (with the default key prefix `lease-elect:`) uses:
+//! - the key `lease-elect:{NAME}`: a string `VERSION\nRECORD`, where `VERSION` is a decimal
+//!   write sequence and `RECORD` the [`LeaderElectionRecord`] in client-go's JSON annotation
+//!   format (times to the second);
+//! - the key `lease-elect:{NAME}:seq`: the counter that hands out versions (`INCR`). It is
+//!   never deleted, so versions strictly increase over every write, also across deletes; they
+//!   carry a [`Version::sequence`], from which fencing tokens are derived;
+//! - the pub/sub channel `lease-elect:{NAME}`, on which every write publishes its version.
+//!
+//! Both keys share the hash tag `{NAME}`, so they live in one slot of a Redis Cluster.
+//! `create` runs `SET .. NX` inside a Lua script that also takes the next version; `update` and
+//! `delete` compare the stored version with the expected one inside a Lua script, so each is
+//! one atomic step on the server.
+//!
+//! # Durability
+//! The lock is only as durable as the server. Run Redis with the append-only file
+//! (`appendonly yes`, ideally `appendfsync always`): a server restarted without its data
+//! forgets the record *and* the version counter, and fencing tokens would then start again
+//! from 1. The conformance suite's fault test runs Redis with `appendfsync always`.
+//!
+//! # Errors
+//! Connection, I/O and timeout errors, and a server that is still loading its data, are
+//! retryable [`LockError::Backend`] errors; the handle reconnects by itself on the next call.
+//! A stored value it cannot read is [`LockError::Corrupt`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt as _;
+use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncCommands as _, Client, RedisError, Script};
+
+const CREATE: &str = r"
+local seq = redis.call('INCR', KEYS[2])
+if not redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[1], 'NX') then
+  return -1
+end
+redis.call('PUBLISH', ARGV[2], seq)
+return seq
+";
+
+const UPDATE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then return -1 end
+local nl = string.find(cur, '\n', 1, true)
+if not nl or string.sub(cur, 1, nl - 1) ~= ARGV[1] then return -1 end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[2])
+redis.call('PUBLISH', ARGV[3], seq)
+return seq
+";
+
+const DELETE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then return -1 end
+local nl = string.find(cur, '\n', 1, true)
+if not nl or string.sub(cur, 1, nl - 1) ~= ARGV[1] then return -1 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'deleted')
+return 0
+";
+
+/// Builds a [`RedisLock`]; see [`RedisLock::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct RedisLockBuilder {
+    url: String,
+    name: String,
+    identity: String,
+    prefix: String,
+    timeout: Duration,
+}
+
+impl RedisLockBuilder {
+    /// The prefix of the lock's keys and channel. Default `lease-elect:`.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one connection attempt or one command may take before it fails with a
+    /// retryable error. Default 2 s. Keep it below the elector's renew deadline.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Creates the lock. It connects lazily, on the first call, so the server need not be up.
+    ///
+    /// # Errors
+    /// When the URL is invalid, or the name or identity is empty.
+    pub fn build(self) -> Result<RedisLock, LockError> {
+        if self.name.is_empty() || self.identity.is_empty() {
+            return Err(LockError::permanent(
+                "a Redis lock needs a non-empty name and identity",
+            ));
+        }
+        let client = Client::open(self.url.as_str()).map_err(LockError::permanent)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(100));
+        let conn =
+            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(classify)?;
+        let key = format!("{}{{{}}}", self.prefix, self.name);
+        Ok(RedisLock {
+            inner: Arc::new(Inner {
+                seq_key: format!("{key}:seq"),
+                channel: key.clone(),
+                key,
+                describe: format!("redis:{}/{}", redact(&self.url), self.name),
+                client,
+                conn,
+                timeout: self.timeout,
+            }),
+            identity: self.identity,
+        })
+    }
+}
+
+/// A [`ResourceLock`] on a Redis server; see the [crate docs](crate) for the storage layout.
+///
+/// Cheap to clone; clones share one connection. Open one handle per participant (identity).
+#[derive(Clone)]
+pub struct RedisLock {
+    inner: Arc<Inner>,
+    identity: String,
+}
+
+struct Inner {
+    key: String,
+    seq_key: String,
+    channel: String,
+    describe: String,
+    client: Client,
+    conn: ConnectionManager,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLock")
+            .field("lock", &self.inner.describe)
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+impl RedisLock {
+    /// A builder for lock `name` on the server at `url` (`redis://host:port/db`), for the
+    /// participant `identity`.
+    pub fn builder(
+        url: impl Into<String>,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> RedisLockBuilder {
+        RedisLockBuilder {
+            url: url.into(),
+            name: name.into(),
+            identity: identity.into(),
+            prefix: "lease-elect:".to_owned(),
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The key holding the record.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    async fn bounded<T>(
+        &self,
+        fut: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, LockError> {
+        match tokio::time::timeout(self.inner.timeout, fut).await {
+            Ok(r) => r.map_err(classify),
+            Err(_) => Err(LockError::Timeout),
+        }
+    }
+
+    async fn read(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        let mut conn = self.inner.conn.clone();
+        let raw: Option<Vec<u8>> = self.bounded(conn.get(&self.inner.key)).await?;
+        raw.map(|raw| parse(&raw)).transpose()
+    }
+}
+
+fn parse(raw: &[u8]) -> Result<(LeaderElectionRecord, Version), LockError> {
+    let corrupt = |detail: &str| LockError::Corrupt {
+        detail: detail.to_owned(),
+        source: None,
+    };
+    let nl = raw
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| corrupt("no version line"))?;
+    let seq: u64 = std::str::from_utf8(&raw[..nl])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| corrupt("the version is not a number"))?;
+    let record: LeaderElectionRecord =
+        serde_json::from_slice(&raw[nl + 1..]).map_err(|e| LockError::Corrupt {
+            detail: "the record is not valid JSON".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
+    Ok((record, Version::from_sequence(seq)))
+}
+
+fn encode(record: &LeaderElectionRecord) -> Result<String, LockError> {
+    record.to_json().map_err(LockError::permanent)
+}
+
+fn classify(e: RedisError) -> LockError {
+    let retryable = e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(
+                redis::ServerErrorKind::BusyLoading
+                    | redis::ServerErrorKind::TryAgain
+                    | redis::ServerErrorKind::ClusterDown
+                    | redis::ServerErrorKind::MasterDown
+                    | redis::ServerErrorKind::ReadOnly
+            )
+        );
+    LockError::Backend {
+        source: Box::new(e),
+        retryable,
+    }
+}
+
+/// The URL without a password, for logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***{}", &url[..s], &url[at..]),
+        _ => url.to_owned(),
+    }
+}
+
+fn conflict(what: &str, key: &str) -> LockError {
+    LockError::Conflict(format!("{what} {key}"))
+}
+
+#[async_trait]
+impl ResourceLock for RedisLock {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        self.read().await
+    }
+
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
+        let body = encode(record)?;
+        let mut conn = self.inner.conn.clone();
+        let script = Script::new(CREATE);
+        let mut inv = script.key(&self.inner.key);
+        inv.key(&self.inner.seq_key)
+            .arg(body)
+            .arg(&self.inner.channel);
+        let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        u64::try_from(seq)
+            .map(Version::from_sequence)
+            .map_err(|_| conflict("create: the record exists at", &self.inner.key))
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        let body = encode(record)?;
+        let mut conn = self.inner.conn.clone();
+        let script = Script::new(UPDATE);
+        let mut inv = script.key(&self.inner.key);
+        inv.key(&self.inner.seq_key)
+            .arg(expected.tag())
+            .arg(body)
+            .arg(&self.inner.channel);
+        let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        u64::try_from(seq)
+            .map(Version::from_sequence)
+            .map_err(|_| conflict("update: the version changed at", &self.inner.key))
+    }
+
+    async fn delete(&self, expected: &Version) -> Result<(), LockError> {
+        let mut conn = self.inner.conn.clone();
+        let script = Script::new(DELETE);
+        let mut inv = script.key(&self.inner.key);
+        inv.arg(expected.tag()).arg(&self.inner.channel);
+        let r: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        if r < 0 {
+            return Err(conflict("delete: the version changed at", &self.inner.key));
+        }
+        Ok(())
+    }
+
+    /// Subscribes to the lock's channel, then resolves on the first message or at once when
+    /// the stored version already differs from `seen`. While the server cannot be reached it
+    /// never resolves (the elector's timers take over).
+    async fn wait_for_change(&self, seen: Option<&Version>) {
+        let Ok(Ok(mut pubsub)) =
+            tokio::time::timeout(self.inner.timeout, self.inner.client.get_async_pubsub()).await
+        else {
+            return std::future::pending().await;
+        };
+        if pubsub.subscribe(&self.inner.channel).await.is_err() {
+            return std::future::pending().await;
+        }
+        match self.read().await {
+            Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
+            Ok(_) | Err(LockError::Corrupt { .. }) => {}
+            Err(_) => return std::future::pending().await,
+        }
+        let mut messages = pubsub.on_message();
+        if messages.next().await.is_none() {
+            // The connection closed: fall back to the timers.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_rejects_garbage() {
+        assert!(matches!(parse(b"x"), Err(LockError::Corrupt { .. })));
+        assert!(matches!(parse(b"x\n{}"), Err(LockError::Corrupt { .. })));
+        assert!(matches!(parse(b"1\n{"), Err(LockError::Corrupt { .. })));
+        let (r, v) = parse(b"7\n{\"holderIdentity\":\"a\"}").expect("valid");
+        assert_eq!(r.holder_identity, "a");
+        assert_eq!(v.sequence(), Some(7));
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("redis://u:pw@h:1/"), "redis://***@h:1/");
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+    }
+}

@@ -1,0 +1,103 @@
+//! The lease-elect conformance suite against a real Redis server.
+//!
+//! The server is the one named by `LEASE_ELECT_REDIS_URL` (see `scripts/servers.sh`); without
+//! it the test starts its own `redis-server` on a free loopback port. Without either, the tests
+//! fail under `CI` and are skipped loudly elsewhere.
+
+use std::sync::{Arc, OnceLock};
+
+use lease_elect::ResourceLock;
+use lease_elect::testing::LockFactory;
+use lease_elect::testing::process::{
+    ServerCommand, ServerProcess, find_program, free_port, server_missing, wait_for_port,
+};
+use lease_elect_redis::RedisLock;
+
+struct Factory {
+    url: String,
+}
+
+impl LockFactory for Factory {
+    async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+        Arc::new(
+            RedisLock::builder(&self.url, name, identity)
+                .build()
+                .expect("build a RedisLock"),
+        )
+    }
+
+    fn notifies_changes(&self) -> bool {
+        true
+    }
+
+    async fn corrupt(&self, name: &str) -> bool {
+        let client = redis::Client::open(self.url.as_str()).expect("url");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
+        let key = format!("lease-elect:{{{name}}}");
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg("42\n{not json")
+            .query_async(&mut conn)
+            .await
+            .expect("SET");
+        true
+    }
+}
+
+/// Starts `redis-server` on a free port (with the append-only file when `dir` is given).
+fn start_redis(port: u16, dir: Option<&std::path::Path>) -> Option<ServerProcess> {
+    let program = find_program("redis-server")?;
+    let mut args = vec![
+        "--port".to_owned(),
+        port.to_string(),
+        "--bind".to_owned(),
+        "127.0.0.1".to_owned(),
+        "--save".to_owned(),
+        String::new(),
+    ];
+    match dir {
+        Some(dir) => args.extend([
+            "--dir".to_owned(),
+            dir.display().to_string(),
+            "--appendonly".to_owned(),
+            "yes".to_owned(),
+            "--appendfsync".to_owned(),
+            "always".to_owned(),
+        ]),
+        None => args.extend([
+            "--appendonly".to_owned(),
+            "no".to_owned(),
+            "--dir".to_owned(),
+            std::env::temp_dir().display().to_string(),
+        ]),
+    }
+    let server =
+        ServerProcess::start(ServerCommand::new(program).args(args)).expect("spawn redis-server");
+    wait_for_port(port, std::time::Duration::from_secs(10)).expect("redis-server did not start");
+    Some(server)
+}
+
+async fn factory() -> Option<Factory> {
+    if let Ok(url) = std::env::var("LEASE_ELECT_REDIS_URL") {
+        return Some(Factory { url });
+    }
+    static OWN: OnceLock<Option<(ServerProcess, String)>> = OnceLock::new();
+    let own = OWN.get_or_init(|| {
+        let port = free_port();
+        start_redis(port, None).map(|s| (s, format!("redis://127.0.0.1:{port}/")))
+    });
+    match own {
+        Some((_, url)) => Some(Factory { url: url.clone() }),
+        None => {
+            server_missing(
+                "no Redis server: LEASE_ELECT_REDIS_URL is not set and redis-server is not installed",
+            );
+            None
+        }
+    }
+}
+
+lease_elect::contract_tests!(factory);
