@@ -6,3 +6,4 @@ pub mod plugins;
 pub mod policy;
 pub mod scheduler;
 pub mod snapshot;
+pub mod synth;
