@@ -208,7 +208,26 @@ impl SimClock {
 
     fn local_elapsed(&self) -> Duration {
         let global = tokio::time::Instant::now().saturating_duration_since(self.origin);
-        global.mul_f64(self.rate)
+        self.to_local(global)
+    }
+
+    fn to_local(&self, global: Duration) -> Duration {
+        if self.rate == 1.0 {
+            return global;
+        }
+        duration_from_nanos_f64((global.as_nanos() as f64 * self.rate).floor())
+    }
+
+    /// The earliest simulated time (since the origin) at which this clock reads `local`.
+    fn to_global(&self, local: Duration) -> Duration {
+        if self.rate == 1.0 {
+            return local;
+        }
+        let mut global = duration_from_nanos_f64((local.as_nanos() as f64 / self.rate).ceil());
+        while self.to_local(global) < local {
+            global += Duration::from_nanos(1);
+        }
+        global
     }
 }
 
@@ -229,10 +248,18 @@ impl Clock for SimClock {
 
     fn sleep_until(&self, deadline: Instant) -> Sleep {
         let local = deadline.0.saturating_sub(self.offset);
-        // Round up so that, on waking, now() >= deadline despite float rounding.
-        let global = local.div_f64(self.rate) + Duration::from_nanos(1);
+        let global = self.to_global(local);
         Box::pin(tokio::time::sleep_until(self.origin + global))
     }
+}
+
+fn duration_from_nanos_f64(nanos: f64) -> Duration {
+    if nanos <= 0.0 {
+        return Duration::ZERO;
+    }
+    let secs = (nanos / 1e9).floor();
+    let rem = nanos - secs * 1e9;
+    Duration::new(secs as u64, (rem as u32).min(999_999_999))
 }
 
 #[cfg(test)]

@@ -514,6 +514,7 @@ impl LeaderElector {
             let start = clock.now();
             let valid_until = *locked(&term.valid_until);
             if start >= valid_until || term.lost.is_cancelled() {
+                self.end_term_if(&term, "renew deadline passed");
                 return;
             }
             let deadline = (start + cfg.attempt_timeout).min(valid_until);
@@ -752,6 +753,17 @@ impl LeaderElector {
         lock.record_event(&ElectionEvent::BecameLeader { token });
     }
 
+    /// Ends `term` if it is still the current one.
+    fn end_term_if(&self, term: &Arc<Term>, reason: &str) {
+        let current = locked(&self.inner.state)
+            .term
+            .as_ref()
+            .is_some_and(|t| Arc::ptr_eq(t, term));
+        if current {
+            self.end_term(reason);
+        }
+    }
+
     fn end_term(&self, reason: &str) {
         let term = locked(&self.inner.state).term.take();
         if let Some(term) = term {
@@ -781,12 +793,6 @@ impl LeaderElector {
             holder
         };
         tracing::info!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, leader = %holder, "new leader observed");
-        self.inner
-            .config
-            .lock
-            .record_event(&ElectionEvent::NewLeaderObserved {
-                holder: holder.clone(),
-            });
         callbacks.on_new_leader(&holder);
     }
 }

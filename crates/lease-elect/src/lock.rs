@@ -194,11 +194,6 @@ pub enum ElectionEvent {
     StoppedLeading,
     /// This elector released the lock voluntarily.
     Released,
-    /// This elector observed a new holder (empty when the lock was released).
-    NewLeaderObserved {
-        /// The holder's identity.
-        holder: String,
-    },
 }
 
 impl fmt::Display for ElectionEvent {
@@ -207,9 +202,6 @@ impl fmt::Display for ElectionEvent {
             ElectionEvent::BecameLeader { token } => write!(f, "became leader (token {token})"),
             ElectionEvent::StoppedLeading => f.write_str("stopped leading"),
             ElectionEvent::Released => f.write_str("released the lock"),
-            ElectionEvent::NewLeaderObserved { holder } => {
-                write!(f, "new leader observed: {holder:?}")
-            }
         }
     }
 }

@@ -99,8 +99,9 @@ impl MemoryStore {
 
 /// Faults a [`MemoryLock`] handle injects into its calls; change them at any time through
 /// [`MemoryLock::faults`]. Latencies are slept on tokio time (simulated under paused time).
+///
+/// Build one with struct update syntax: `Faults { error_rate: 0.1, ..Faults::none() }`.
 #[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
 pub struct Faults {
     /// Probability that a call fails with a retryable error before reaching the store.
     pub error_rate: f64,
