@@ -1,1 +1,167 @@
 //! kube-scheduler's legacy Policy JSON, compiled once into a scheduler.
+//!
+//! Start here: [`Policy::from_json`] parses and validates a document, [`Policy::plan`] resolves
+//! it into the built-ins to construct ([`PolicyPlan`]), and `Policy::compile` builds the
+//! scheduler.
+//!
+//! ```
+//! use sched_core::policy::Policy;
+//!
+//! let policy = Policy::from_json(r#"{
+//!     "kind": "Policy", "apiVersion": "v1",
+//!     "predicates": [{"name": "PodFitsResources"}, {"name": "PodFitsPorts"}],
+//!     "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]
+//! }"#)?;
+//! let plan = policy.plan()?;
+//! // The mandatory predicates are always added, and predicates run in kube's order.
+//! let names: Vec<&str> = plan.predicates().iter().map(|p| p.name()).collect();
+//! assert_eq!(
+//!     names,
+//!     ["CheckNodeUnschedulable", "PodFitsHostPorts", "PodFitsResources", "PodToleratesNodeTaints"]
+//! );
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The format
+//!
+//! The document is kube's `Policy` (`k8s.io/kube-scheduler/config/v1`), with kube's JSON field
+//! names, plus `percentageOfNodesToScore` (a `KubeSchedulerConfiguration` field in kube):
+//!
+//! - `predicates` omitted: kube's default predicates ([`DEFAULT_PREDICATES`]); an empty list: only
+//!   the mandatory ones ([`MANDATORY_PREDICATES`]), which are added to every list.
+//! - `priorities` omitted: kube's default priorities ([`DEFAULT_PRIORITIES`]); an empty list: no
+//!   scoring.
+//! - a name that is not built in defines a custom predicate or priority through its `argument`,
+//!   which must set exactly one member (`labelsPresence`, `serviceAffinity`, `labelPreference`,
+//!   `serviceAntiAffinity`, `requestedToCapacityRatioArguments`), as in kube.
+//! - aliases: `PodFitsPorts` is `PodFitsHostPorts`.
+//!
+//! Parsing is strict where kube's is lenient: an unknown key at any level is an error that names
+//! its path and lists the valid keys (Go's decoder ignores unknown keys and matches keys
+//! case-insensitively), an unknown name is an error listing the known ones, and a name given
+//! twice is an error (kube merges repeated custom predicate names and keeps the last weight of a
+//! repeated priority).
+//!
+//! # Validation (kube's rules)
+//!
+//! `kind` must be `Policy` and `apiVersion` `v1` when present; weights must be > 0 and the sum of
+//! weight x 100 must fit in an i64; `percentageOfNodesToScore` and
+//! `hardPodAffinitySymmetricWeight` must be in 0..=100; requestedToCapacityRatio shapes need at
+//! least one point, utilization strictly increasing in 0..=100, scores in 0..=10; only one
+//! requestedToCapacityRatio priority; labelPreference priorities all with one weight, and
+//! serviceAntiAffinity priorities too; `extenders` must be empty (no HTTP client here).
+
+mod document;
+mod error;
+mod names;
+mod plan;
+mod schema;
+
+pub use document::{
+    LabelPreference, LabelsPresence, Policy, PredicateArgument, PredicatePolicy, PriorityArgument,
+    PriorityPolicy, RequestedToCapacityRatioArguments, ResourceSpec, ServiceAffinity,
+    ServiceAntiAffinity, UtilizationShapePoint,
+};
+pub use error::PolicyError;
+pub use names::{
+    DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
+    MANDATORY_PREDICATES, PredicateKind, PriorityKind,
+};
+pub use plan::{
+    MAX_CUSTOM_PRIORITY_SCORE, PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec,
+    RequestedToCapacityRatioSpec,
+};
+
+use std::str::FromStr;
+
+impl Policy {
+    /// Parses and validates a Policy document.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] naming the offending field and value: bad JSON, unknown or missing key,
+    /// wrong value type, unknown name, bad weight, bad argument (see the variants).
+    pub fn from_json(json: &str) -> Result<Policy, PolicyError> {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            let mut message = e.to_string();
+            if let Some(at) = message.rfind(" at line ") {
+                message.truncate(at);
+            }
+            PolicyError::Json {
+                message,
+                line: e.line(),
+                column: e.column(),
+            }
+        })?;
+        if !value.is_object() {
+            return Err(PolicyError::InvalidValue {
+                path: String::new(),
+                message: format!("a Policy is a JSON object, found {}", json_type(&value)),
+            });
+        }
+        schema::check_keys(&value)?;
+        let policy: Policy = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            PolicyError::InvalidValue {
+                path: if path == "." { String::new() } else { path },
+                message: e.into_inner().to_string(),
+            }
+        })?;
+        policy.plan()?;
+        Ok(policy)
+    }
+
+    /// Validates the Policy and resolves it into the built-ins to construct, in order.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn plan(&self) -> Result<PolicyPlan, PolicyError> {
+        plan::plan(self)
+    }
+
+    /// kube's default Policy written out: [`DEFAULT_PREDICATES`] and [`DEFAULT_PRIORITIES`] as
+    /// explicit lists (it compiles to the same scheduler as a Policy that omits both lists).
+    pub fn kube_default() -> Policy {
+        Policy {
+            kind: Some("Policy".into()),
+            api_version: Some("v1".into()),
+            predicates: Some(
+                DEFAULT_PREDICATES
+                    .iter()
+                    .map(|k| PredicatePolicy::new(k.name()))
+                    .collect(),
+            ),
+            priorities: Some(
+                DEFAULT_PRIORITIES
+                    .iter()
+                    .map(|(k, w)| PriorityPolicy::new(k.name(), *w))
+                    .collect(),
+            ),
+            ..Policy::default()
+        }
+    }
+
+    /// The document as pretty-printed JSON (absent fields left out).
+    pub fn to_json_pretty(&self) -> String {
+        // Serializing these plain structs cannot fail; fall back to compact form regardless.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+impl FromStr for Policy {
+    type Err = PolicyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Policy::from_json(s)
+    }
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

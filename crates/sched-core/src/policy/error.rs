@@ -1,0 +1,263 @@
+//! Why a Policy was rejected.
+
+use std::fmt;
+
+/// Why a Policy document was rejected. Every variant names the offending field (as a path such
+/// as `priorities[2].weight`) and value; none is retryable: fix the document.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The text is not JSON.
+    #[error("policy is not valid JSON: {message} (line {line}, column {column})")]
+    Json {
+        /// serde_json's description.
+        message: String,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+    },
+    /// A key that the Policy format does not have at that place.
+    #[error(
+        "unknown field `{field}` {}; valid fields: {}{}",
+        Place(path),
+        valid.join(", "),
+        suggestion.map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+    )]
+    UnknownField {
+        /// Where the object with the unknown key is (empty: the top level).
+        path: String,
+        /// The unknown key.
+        field: String,
+        /// The keys allowed there.
+        valid: &'static [&'static str],
+        /// A valid key that differs only in letter case (Go's JSON decoder would accept it).
+        suggestion: Option<&'static str>,
+    },
+    /// A required key is absent.
+    #[error("missing field `{field}` {}", Place(path))]
+    MissingField {
+        /// Where the object lacking the key is.
+        path: String,
+        /// The missing key.
+        field: &'static str,
+    },
+    /// A value has the wrong JSON type or does not fit the field (e.g. a string where a list of
+    /// strings belongs, a number too large).
+    #[error("invalid value {}: {message}", Place(path))]
+    InvalidValue {
+        /// The field.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// `kind` is present and is not `Policy`.
+    #[error("`kind` must be \"Policy\", found {found:?}")]
+    WrongKind {
+        /// The value found.
+        found: String,
+    },
+    /// `apiVersion` is present and is not `v1`.
+    #[error("`apiVersion` must be \"v1\", found {found:?}")]
+    WrongApiVersion {
+        /// The value found.
+        found: String,
+    },
+    /// A predicate name that is neither built in nor defined by an argument.
+    #[error(
+        "`{path}.name`: unknown predicate {name:?}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
+        known.join(", ")
+    )]
+    UnknownPredicate {
+        /// The entry, e.g. `predicates[3]`.
+        path: String,
+        /// The name.
+        name: String,
+        /// The built-in predicate names (aliases included).
+        known: &'static [&'static str],
+    },
+    /// A priority name that is neither built in nor defined by an argument.
+    #[error(
+        "`{path}.name`: unknown priority {name:?}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
+        known.join(", ")
+    )]
+    UnknownPriority {
+        /// The entry, e.g. `priorities[1]`.
+        path: String,
+        /// The name.
+        name: String,
+        /// The built-in priority names (aliases included).
+        known: &'static [&'static str],
+    },
+    /// A kube-scheduler predicate or priority that this crate does not implement.
+    #[error(
+        "`{path}.name`: {name:?} is a kube-scheduler {what} that sched-core does not implement: {reason}"
+    )]
+    Unsupported {
+        /// The entry.
+        path: String,
+        /// `predicate` or `priority`.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// Why it is not implemented.
+        reason: &'static str,
+    },
+    /// A priority weight that is zero or negative.
+    #[error("`{path}.weight`: priority {name:?} must have a positive weight, found {weight}")]
+    NonPositiveWeight {
+        /// The entry.
+        path: String,
+        /// The priority name.
+        name: String,
+        /// The weight found.
+        weight: i64,
+    },
+    /// Weights so large that weight x 100 (the maximum node score), summed over all priorities,
+    /// overflows i64 (kube's MaxTotalScore check).
+    #[error(
+        "`{path}.weight`: priority {name:?} with weight {weight} makes the total score (sum of weight x 100) overflow i64"
+    )]
+    WeightOverflow {
+        /// The entry whose weight made the total overflow.
+        path: String,
+        /// The priority name.
+        name: String,
+        /// Its weight.
+        weight: i64,
+    },
+    /// A built-in that needs an argument was given none.
+    #[error("`{path}.argument`: {name:?} requires an argument with `{expected}`")]
+    MissingArgument {
+        /// The entry.
+        path: String,
+        /// The name.
+        name: String,
+        /// The argument member it needs.
+        expected: &'static str,
+    },
+    /// A built-in that takes no argument was given one.
+    #[error("`{path}.argument`: {name:?} takes no argument")]
+    UnexpectedArgument {
+        /// The entry.
+        path: String,
+        /// The name.
+        name: String,
+    },
+    /// A built-in was given an argument of another kind.
+    #[error("`{path}.argument`: {name:?} requires `{expected}`, found `{found}`")]
+    WrongArgument {
+        /// The entry.
+        path: String,
+        /// The name.
+        name: String,
+        /// The member it needs.
+        expected: &'static str,
+        /// The member given.
+        found: &'static str,
+    },
+    /// An argument must set exactly one member.
+    #[error(
+        "`{path}.argument`: exactly one of {} must be set, found {}",
+        allowed.join(", "),
+        if found.is_empty() { "none".to_string() } else { found.join(", ") }
+    )]
+    ArgumentCount {
+        /// The entry.
+        path: String,
+        /// The members that were set.
+        found: Vec<&'static str>,
+        /// The members allowed.
+        allowed: &'static [&'static str],
+    },
+    /// An argument value is out of its domain (an empty label list, an empty label).
+    #[error("`{path}`: {message}")]
+    InvalidArgument {
+        /// The field.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A bad requestedToCapacityRatio shape or resource list.
+    #[error("`{path}`: {message}")]
+    InvalidShape {
+        /// The field, e.g. `priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score`.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// `percentageOfNodesToScore` outside 0..=100.
+    #[error("`percentageOfNodesToScore` must be in 0..=100, found {value}")]
+    PercentageOutOfRange {
+        /// The value found.
+        value: i64,
+    },
+    /// `hardPodAffinitySymmetricWeight` outside 0..=100.
+    #[error("`hardPodAffinitySymmetricWeight` must be in 0..=100, found {value}")]
+    HardPodAffinityWeightOutOfRange {
+        /// The value found.
+        value: i64,
+    },
+    /// The same name twice in one list (aliases count as their target).
+    #[error("`{path}.name`: duplicate {what} name {name:?}, already given at `{first}`")]
+    DuplicateName {
+        /// The second entry.
+        path: String,
+        /// `predicate` or `priority`.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// The first entry with that name.
+        first: String,
+    },
+    /// A custom priority kind that kube allows only once (RequestedToCapacityRatio).
+    #[error("`{path}`: priority {name:?} redeclares {kind}, already declared by {first:?}")]
+    Redeclared {
+        /// The second entry.
+        path: String,
+        /// Its name.
+        name: String,
+        /// The kind declared twice.
+        kind: &'static str,
+        /// The name of the first declaration.
+        first: String,
+    },
+    /// Priorities of a kind kube merges (labelPreference, serviceAntiAffinity) with different
+    /// weights; kube requires them equal.
+    #[error(
+        "`{path}.weight`: {kind} priority {name:?} has weight {weight}, but {first:?} of the same kind has {first_weight}; kube requires equal weights"
+    )]
+    DifferentWeights {
+        /// The later entry.
+        path: String,
+        /// Its name.
+        name: String,
+        /// The argument kind.
+        kind: &'static str,
+        /// Its weight.
+        weight: i64,
+        /// The name of the first entry of that kind.
+        first: String,
+        /// Its weight.
+        first_weight: i64,
+    },
+    /// Non-empty `extenders`: this crate has no HTTP extender client.
+    #[error("`extenders`: HTTP extenders are not supported (found {count}); remove them")]
+    ExtendersUnsupported {
+        /// How many were given.
+        count: usize,
+    },
+}
+
+/// Renders "at `path`" or "at the top level".
+struct Place<'a>(&'a str);
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("at the top level of the policy")
+        } else {
+            write!(f, "at `{}`", self.0)
+        }
+    }
+}

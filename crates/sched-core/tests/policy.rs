@@ -1,0 +1,868 @@
+//! Policy documents: kube's own examples parse and resolve as kube would, every kind of
+//! malformed document gets an error naming the offending field and value.
+
+use sched_core::policy::{
+    DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
+    MANDATORY_PREDICATES, Policy, PolicyError, PredicateKind, PredicatePolicy, PredicateSpec,
+    PriorityArgs, PriorityKind, PriorityPolicy,
+};
+
+fn predicate_names(p: &Policy) -> Vec<String> {
+    p.plan()
+        .unwrap()
+        .predicates()
+        .iter()
+        .map(|s| s.name().to_string())
+        .collect()
+}
+
+fn priority_weights(p: &Policy) -> Vec<(String, i64)> {
+    p.plan()
+        .unwrap()
+        .priorities()
+        .iter()
+        .map(|s| (s.name.clone(), s.weight))
+        .collect()
+}
+
+/// Parses, expecting an error; returns it with its message.
+fn reject(json: &str) -> (PolicyError, String) {
+    match Policy::from_json(json) {
+        Ok(p) => panic!("accepted: {p:?}"),
+        Err(e) => {
+            let msg = e.to_string();
+            (e, msg)
+        }
+    }
+}
+
+fn assert_mentions(msg: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(msg.contains(part), "{msg:?} does not mention {part:?}");
+    }
+}
+
+/// kubernetes/examples/scheduler-policy-config.json.
+const KUBE_EXAMPLE: &str = r#"{
+"kind" : "Policy",
+"apiVersion" : "v1",
+"predicates" : [
+	{"name" : "PodFitsPorts"},
+	{"name" : "PodFitsResources"},
+	{"name" : "NoDiskConflict"},
+	{"name" : "MatchNodeSelector"},
+	{"name" : "HostName"}
+	],
+"priorities" : [
+	{"name" : "LeastRequestedPriority", "weight" : 1},
+	{"name" : "BalancedResourceAllocation", "weight" : 1},
+	{"name" : "ServiceSpreadingPriority", "weight" : 1},
+	{"name" : "EqualPriority", "weight" : 1}
+	]
+}
+"#;
+
+#[test]
+fn kube_example_policy_resolves_in_kube_order_with_mandatory_predicates() {
+    let p = Policy::from_json(KUBE_EXAMPLE).unwrap();
+    assert_eq!(
+        predicate_names(&p),
+        [
+            "CheckNodeUnschedulable",
+            "HostName",
+            "PodFitsHostPorts",
+            "MatchNodeSelector",
+            "PodFitsResources",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints",
+        ]
+    );
+    assert_eq!(
+        priority_weights(&p),
+        [
+            ("LeastRequestedPriority".to_string(), 1),
+            ("BalancedResourceAllocation".to_string(), 1),
+            ("ServiceSpreadingPriority".to_string(), 1),
+            ("EqualPriority".to_string(), 1),
+        ]
+    );
+    let plan = p.plan().unwrap();
+    assert!(!plan.always_check_all_predicates());
+    assert_eq!(plan.hard_pod_affinity_symmetric_weight(), 1);
+    assert_eq!(plan.percentage_of_nodes_to_score(), 0);
+    assert_eq!(plan.max_total_score(), 400);
+}
+
+/// kube's scheduler factory test "policy with arguments" (the second `TestZoneAffinity` renamed:
+/// kube merges repeated custom names, we reject them).
+const KUBE_ARGUMENTS_EXAMPLE: &str = r#"{
+    "kind" : "Policy",
+    "apiVersion" : "v1",
+    "predicates" : [
+        {"name" : "TestZoneAffinity", "argument" : {"serviceAffinity" : {"labels" : ["zone"]}}},
+        {"name" : "TestFooAffinity", "argument" : {"serviceAffinity" : {"labels" : ["foo"]}}},
+        {"name" : "TestRequireZone", "argument" : {"labelsPresence" : {"labels" : ["zone"], "presence" : true}}},
+        {"name" : "TestNoFooLabel", "argument" : {"labelsPresence" : {"labels" : ["foo"], "presence" : false}}}
+    ],
+    "priorities" : [
+        {"name" : "RackSpread", "weight" : 3, "argument" : {"serviceAntiAffinity" : {"label" : "rack"}}},
+        {"name" : "ZoneSpread", "weight" : 3, "argument" : {"serviceAntiAffinity" : {"label" : "zone"}}},
+        {
+            "name": "RequestedToCapacityRatioPriority",
+            "weight": 2,
+            "argument": {
+                "requestedToCapacityRatioArguments": {
+                    "shape": [
+                        {"utilization": 0,  "score": 0},
+                        {"utilization": 50, "score": 7}
+                    ]
+                }
+            }
+        },
+        {"name" : "LabelPreference1", "weight" : 3, "argument" : {"labelPreference" : {"label" : "l1", "presence": true}}},
+        {"name" : "LabelPreference2", "weight" : 3, "argument" : {"labelPreference" : {"label" : "l2", "presence": false}}},
+        {"name" : "NodeAffinityPriority", "weight" : 2},
+        {"name" : "InterPodAffinityPriority", "weight" : 1}
+    ]
+}"#;
+
+#[test]
+fn kube_policy_with_arguments_resolves_every_custom_kind() {
+    let p = Policy::from_json(KUBE_ARGUMENTS_EXAMPLE).unwrap();
+    let plan = p.plan().unwrap();
+    assert_eq!(
+        plan.predicates(),
+        [
+            PredicateSpec::Builtin(PredicateKind::CheckNodeUnschedulable),
+            PredicateSpec::Builtin(PredicateKind::PodToleratesNodeTaints),
+            PredicateSpec::LabelsPresence {
+                name: "TestRequireZone".into(),
+                labels: vec!["zone".into()],
+                presence: true
+            },
+            PredicateSpec::LabelsPresence {
+                name: "TestNoFooLabel".into(),
+                labels: vec!["foo".into()],
+                presence: false
+            },
+            PredicateSpec::ServiceAffinity {
+                name: "TestZoneAffinity".into(),
+                labels: vec!["zone".into()]
+            },
+            PredicateSpec::ServiceAffinity {
+                name: "TestFooAffinity".into(),
+                labels: vec!["foo".into()]
+            },
+        ]
+    );
+    let pr = plan.priorities();
+    assert_eq!(pr.len(), 7);
+    assert_eq!(pr[0].kind, PriorityKind::ServiceAntiAffinity);
+    assert_eq!(
+        pr[1].argument,
+        PriorityArgs::ServiceAntiAffinity {
+            label: "zone".into()
+        }
+    );
+    assert_eq!(pr[2].kind, PriorityKind::RequestedToCapacityRatioPriority);
+    let PriorityArgs::RequestedToCapacityRatio(r) = &pr[2].argument else {
+        panic!("{:?}", pr[2].argument)
+    };
+    assert_eq!(r.shape, [(0, 0), (50, 7)]);
+    assert_eq!(r.scaled_shape(), [(0, 0), (50, 70)]);
+    assert_eq!(
+        r.resources,
+        [("cpu".to_string(), 1), ("memory".to_string(), 1)]
+    );
+    assert_eq!(pr[3].kind, PriorityKind::NodeLabelPriority);
+    assert_eq!(
+        pr[4].argument,
+        PriorityArgs::LabelPreference {
+            label: "l2".into(),
+            presence: false
+        }
+    );
+    assert_eq!(plan.max_total_score(), (3 + 3 + 2 + 3 + 3 + 2 + 1) * 100);
+}
+
+/// Every built-in name, every argument member and every top-level field at once.
+const EVERYTHING: &str = r#"{
+    "kind": "Policy",
+    "apiVersion": "v1",
+    "predicates": [
+        {"name": "MatchInterPodAffinity"},
+        {"name": "CheckNodeCondition"},
+        {"name": "CheckNodeUnschedulable"},
+        {"name": "GeneralPredicates"},
+        {"name": "HostName"},
+        {"name": "PodFitsPorts"},
+        {"name": "MatchNodeSelector"},
+        {"name": "PodFitsResources"},
+        {"name": "NoDiskConflict"},
+        {"name": "PodToleratesNodeTaints"},
+        {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": true}}},
+        {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"]}}},
+        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+        {"name": "CheckNodeMemoryPressure"},
+        {"name": "CheckNodePIDPressure"},
+        {"name": "CheckNodeDiskPressure"}
+    ],
+    "priorities": [
+        {"name": "LeastRequestedPriority", "weight": 1},
+        {"name": "MostRequestedPriority", "weight": 2},
+        {"name": "BalancedResourceAllocation", "weight": 3},
+        {"name": "SelectorSpreadPriority", "weight": 4},
+        {"name": "ServiceSpreadingPriority", "weight": 5},
+        {"name": "InterPodAffinityPriority", "weight": 6},
+        {"name": "NodeAffinityPriority", "weight": 7},
+        {"name": "TaintTolerationPriority", "weight": 8},
+        {"name": "ImageLocalityPriority", "weight": 9},
+        {"name": "NodePreferAvoidPodsPriority", "weight": 10000},
+        {"name": "RequestedToCapacityRatioPriority", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {
+            "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+            "resources": [{"name": "cpu", "weight": 2}, {"name": "nvidia.com/gpu"}]}}},
+        {"name": "ResourceLimitsPriority", "weight": 1},
+        {"name": "NodeLabelPriority", "weight": 2, "argument": {"labelPreference": {"label": "ssd", "presence": true}}},
+        {"name": "PreferNoSpot", "weight": 2, "argument": {"labelPreference": {"label": "spot"}}},
+        {"name": "ServiceAntiAffinity", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+        {"name": "EqualPriority", "weight": 1}
+    ],
+    "extenders": [],
+    "hardPodAffinitySymmetricWeight": 10,
+    "alwaysCheckAllPredicates": true,
+    "percentageOfNodesToScore": 50
+}"#;
+
+#[test]
+fn a_policy_using_every_name_and_argument() {
+    let p = Policy::from_json(EVERYTHING).unwrap();
+    let plan = p.plan().unwrap();
+    let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
+    let mut sorted = kinds.clone();
+    sorted.sort();
+    assert_eq!(kinds, sorted, "predicates run in kube's order");
+    for k in PredicateKind::ALL {
+        assert!(kinds.contains(k), "{k:?} missing");
+    }
+    assert_eq!(plan.predicates().len(), PredicateKind::ALL.len() + 1);
+    for k in PriorityKind::ALL {
+        assert!(
+            plan.priorities().iter().any(|s| s.kind == *k),
+            "{k:?} missing"
+        );
+    }
+    let PriorityArgs::RequestedToCapacityRatio(r) = &plan.priorities()[10].argument else {
+        panic!()
+    };
+    assert_eq!(r.scaled_shape(), [(0, 100), (100, 0)]);
+    assert_eq!(
+        r.resources,
+        [("cpu".to_string(), 2), ("nvidia.com/gpu".to_string(), 1)]
+    );
+    assert!(plan.always_check_all_predicates());
+    assert_eq!(plan.hard_pod_affinity_symmetric_weight(), 10);
+    assert_eq!(plan.percentage_of_nodes_to_score(), 50);
+}
+
+#[test]
+fn omitted_lists_mean_kube_defaults() {
+    let p = Policy::from_json(r#"{"kind": "Policy", "apiVersion": "v1"}"#).unwrap();
+    let plan = p.plan().unwrap();
+    let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
+    assert_eq!(kinds, DEFAULT_PREDICATES);
+    let prios: Vec<(PriorityKind, i64)> = plan
+        .priorities()
+        .iter()
+        .map(|s| (s.kind, s.weight))
+        .collect();
+    assert_eq!(prios, DEFAULT_PRIORITIES);
+    // An entirely empty document is the same.
+    assert_eq!(Policy::from_json("{}").unwrap().plan().unwrap(), plan);
+}
+
+#[test]
+fn empty_predicate_list_means_only_the_mandatory_ones() {
+    let p = Policy::from_json(r#"{"predicates": [], "priorities": []}"#).unwrap();
+    let plan = p.plan().unwrap();
+    let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
+    assert_eq!(kinds, MANDATORY_PREDICATES);
+    assert!(plan.priorities().is_empty());
+    assert_eq!(plan.max_total_score(), 0);
+}
+
+#[test]
+fn mandatory_predicates_are_not_added_twice() {
+    let p = Policy::from_json(
+        r#"{"predicates": [{"name": "PodToleratesNodeTaints"}, {"name": "CheckNodeUnschedulable"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        predicate_names(&p),
+        ["CheckNodeUnschedulable", "PodToleratesNodeTaints"]
+    );
+}
+
+#[test]
+fn kube_default_written_out_resolves_like_omitted_lists() {
+    let explicit = Policy::kube_default();
+    assert_eq!(explicit.plan().unwrap(), Policy::default().plan().unwrap());
+    let round_trip = Policy::from_json(&explicit.to_json_pretty()).unwrap();
+    assert_eq!(round_trip, explicit);
+}
+
+#[test]
+fn a_policy_built_in_code_validates_like_json() {
+    let mut p = Policy {
+        predicates: Some(vec![PredicatePolicy::new("PodFitsResources")]),
+        priorities: Some(vec![PriorityPolicy::new("LeastRequestedPriority", 0)]),
+        ..Policy::default()
+    };
+    assert!(matches!(
+        p.plan(),
+        Err(PolicyError::NonPositiveWeight { weight: 0, .. })
+    ));
+    p.priorities = Some(vec![PriorityPolicy::new("LeastRequestedPriority", 2)]);
+    assert_eq!(p.plan().unwrap().max_total_score(), 200);
+}
+
+#[test]
+fn example_data_files_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data");
+    let demo = std::fs::read_to_string(format!("{dir}/policy-demo.json")).unwrap();
+    let demo = Policy::from_json(&demo).unwrap();
+    assert_eq!(demo, Policy::from_json(KUBE_EXAMPLE).unwrap());
+    let default = std::fs::read_to_string(format!("{dir}/policy-default.json")).unwrap();
+    assert_eq!(Policy::from_json(&default).unwrap(), Policy::kube_default());
+}
+
+// ---- malformed documents -------------------------------------------------------------------
+
+#[test]
+fn bad_json_reports_line_and_column() {
+    let (e, msg) = reject("{\n  \"predicates\": [\n    {\"name\": \"HostName\",}\n  ]\n}");
+    assert!(matches!(e, PolicyError::Json { line: 3, .. }), "{e:?}");
+    assert_mentions(&msg, &["not valid JSON", "line 3"]);
+    let (e, _) = reject("");
+    assert!(matches!(e, PolicyError::Json { .. }));
+}
+
+#[test]
+fn a_document_that_is_not_an_object() {
+    let (e, msg) = reject("[]");
+    assert!(matches!(e, PolicyError::InvalidValue { .. }));
+    assert_mentions(&msg, &["JSON object", "an array", "top level"]);
+}
+
+#[test]
+fn unknown_top_level_key_lists_the_valid_ones() {
+    let (e, msg) = reject(r#"{"kind": "Policy", "predicate": []}"#);
+    assert!(
+        matches!(&e, PolicyError::UnknownField { path, field, .. } if path.is_empty() && field == "predicate"),
+        "{e:?}"
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "`predicate`",
+            "top level",
+            "kind, apiVersion, predicates, priorities, extenders, hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates, percentageOfNodesToScore",
+        ],
+    );
+}
+
+#[test]
+fn key_differing_only_in_case_gets_a_suggestion() {
+    let (_, msg) = reject(r#"{"Priorities": []}"#);
+    assert_mentions(&msg, &["`Priorities`", "did you mean `priorities`?"]);
+}
+
+#[test]
+fn unknown_key_inside_a_predicate() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "HostName"}, {"name": "PodFitsResources", "weight": 1}]}"#,
+    );
+    assert!(
+        matches!(&e, PolicyError::UnknownField { path, field, .. } if path == "predicates[1]" && field == "weight"),
+        "{e:?}"
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "`weight`",
+            "`predicates[1]`",
+            "valid fields: name, argument",
+        ],
+    );
+}
+
+#[test]
+fn unknown_key_inside_an_argument() {
+    let (_, msg) = reject(
+        r#"{"priorities": [{"name": "P", "weight": 1, "argument": {"labelPreference": {"label": "a", "present": true}}}]}"#,
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "`present`",
+            "`priorities[0].argument.labelPreference`",
+            "valid fields: label, presence",
+        ],
+    );
+    let (_, msg) =
+        reject(r#"{"predicates": [{"name": "P", "argument": {"nodeLabel": {"labels": ["a"]}}}]}"#);
+    assert_mentions(
+        &msg,
+        &[
+            "`nodeLabel`",
+            "`predicates[0].argument`",
+            "serviceAffinity, labelsPresence",
+        ],
+    );
+}
+
+#[test]
+fn missing_name_or_weight() {
+    let (e, msg) = reject(r#"{"predicates": [{"argument": null}]}"#);
+    assert_eq!(
+        e,
+        PolicyError::MissingField {
+            path: "predicates[0]".into(),
+            field: "name"
+        }
+    );
+    assert_mentions(&msg, &["missing field `name`", "`predicates[0]`"]);
+    let (e, _) = reject(r#"{"priorities": [{"name": "EqualPriority"}]}"#);
+    assert_eq!(
+        e,
+        PolicyError::MissingField {
+            path: "priorities[0]".into(),
+            field: "weight"
+        }
+    );
+}
+
+#[test]
+fn unknown_predicate_name_lists_the_known_ones() {
+    let (e, msg) = reject(r#"{"predicates": [{"name": "HostName"}, {"name": "PodFitsGPU"}]}"#);
+    assert!(
+        matches!(&e, PolicyError::UnknownPredicate { path, name, .. } if path == "predicates[1]" && name == "PodFitsGPU"),
+        "{e:?}"
+    );
+    assert_mentions(&msg, &["\"PodFitsGPU\"", "`predicates[1].name`"]);
+    for known in KNOWN_PREDICATES {
+        assert_mentions(&msg, &[known]);
+    }
+}
+
+#[test]
+fn unknown_priority_name_lists_the_known_ones() {
+    let (e, msg) = reject(r#"{"priorities": [{"name": "LeastRequested", "weight": 1}]}"#);
+    assert!(
+        matches!(&e, PolicyError::UnknownPriority { name, .. } if name == "LeastRequested"),
+        "{e:?}"
+    );
+    assert_mentions(&msg, &["\"LeastRequested\"", "`priorities[0].name`"]);
+    for known in KNOWN_PRIORITIES {
+        assert_mentions(&msg, &[known]);
+    }
+}
+
+#[test]
+fn kube_names_we_do_not_implement_say_why() {
+    let (e, msg) = reject(r#"{"predicates": [{"name": "NoVolumeZoneConflict"}]}"#);
+    assert!(
+        matches!(
+            e,
+            PolicyError::Unsupported {
+                what: "predicate",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_mentions(&msg, &["\"NoVolumeZoneConflict\"", "PersistentVolume"]);
+    let (_, msg) = reject(r#"{"priorities": [{"name": "EvenPodsSpreadPriority", "weight": 2}]}"#);
+    assert_mentions(
+        &msg,
+        &["\"EvenPodsSpreadPriority\"", "topologySpreadConstraints"],
+    );
+}
+
+#[test]
+fn zero_or_negative_weight() {
+    for w in [0, -1, i64::MIN] {
+        let (e, msg) = reject(&format!(
+            r#"{{"priorities": [{{"name": "EqualPriority", "weight": 1}}, {{"name": "LeastRequestedPriority", "weight": {w}}}]}}"#
+        ));
+        assert!(
+            matches!(&e, PolicyError::NonPositiveWeight { path, weight, .. } if path == "priorities[1]" && *weight == w),
+            "{e:?}"
+        );
+        assert_mentions(
+            &msg,
+            &[
+                "`priorities[1].weight`",
+                "\"LeastRequestedPriority\"",
+                &w.to_string(),
+            ],
+        );
+    }
+}
+
+#[test]
+fn total_weight_overflow() {
+    // One weight alone: weight x 100 overflows.
+    let (e, msg) = reject(&format!(
+        r#"{{"priorities": [{{"name": "EqualPriority", "weight": {}}}]}}"#,
+        i64::MAX / 100 + 1
+    ));
+    assert!(matches!(e, PolicyError::WeightOverflow { .. }), "{e:?}");
+    assert_mentions(&msg, &["`priorities[0].weight`", "overflow"]);
+    // Each fits, the sum does not.
+    let w = i64::MAX / 100 / 2 + 1;
+    let (e, msg) = reject(&format!(
+        r#"{{"priorities": [{{"name": "EqualPriority", "weight": {w}}}, {{"name": "ImageLocalityPriority", "weight": {w}}}]}}"#
+    ));
+    assert!(
+        matches!(&e, PolicyError::WeightOverflow { path, .. } if path == "priorities[1]"),
+        "{e:?}"
+    );
+    assert_mentions(&msg, &["\"ImageLocalityPriority\"", &w.to_string()]);
+    // The largest total that fits is accepted.
+    let ok = format!(
+        r#"{{"priorities": [{{"name": "EqualPriority", "weight": {}}}]}}"#,
+        i64::MAX / 100
+    );
+    assert!(Policy::from_json(&ok).is_ok());
+    // A weight beyond i64 is a value error.
+    let (e, msg) =
+        reject(r#"{"priorities": [{"name": "EqualPriority", "weight": 9223372036854775808}]}"#);
+    assert!(matches!(e, PolicyError::InvalidValue { .. }), "{e:?}");
+    assert_mentions(&msg, &["`priorities[0].weight`"]);
+}
+
+#[test]
+fn missing_argument() {
+    for (list, name, expected) in [
+        ("predicates", "CheckNodeLabelPresence", "labelsPresence"),
+        ("predicates", "CheckServiceAffinity", "serviceAffinity"),
+        ("priorities", "NodeLabelPriority", "labelPreference"),
+        ("priorities", "ServiceAntiAffinity", "serviceAntiAffinity"),
+        (
+            "priorities",
+            "RequestedToCapacityRatioPriority",
+            "requestedToCapacityRatioArguments",
+        ),
+    ] {
+        let weight = if list == "priorities" {
+            r#", "weight": 1"#
+        } else {
+            ""
+        };
+        let (e, msg) = reject(&format!(r#"{{"{list}": [{{"name": "{name}"{weight}}}]}}"#));
+        assert!(matches!(e, PolicyError::MissingArgument { .. }), "{e:?}");
+        assert_mentions(&msg, &[&format!("`{list}[0].argument`"), name, expected]);
+    }
+}
+
+#[test]
+fn argument_for_a_builtin_that_takes_none() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "HostName", "argument": {"labelsPresence": {"labels": ["a"]}}}]}"#,
+    );
+    assert!(matches!(e, PolicyError::UnexpectedArgument { .. }), "{e:?}");
+    assert_mentions(
+        &msg,
+        &["\"HostName\" takes no argument", "`predicates[0].argument`"],
+    );
+}
+
+#[test]
+fn argument_of_the_wrong_kind() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "CheckNodeLabelPresence", "argument": {"serviceAffinity": {"labels": ["a"]}}}]}"#,
+    );
+    assert!(matches!(e, PolicyError::WrongArgument { .. }), "{e:?}");
+    assert_mentions(
+        &msg,
+        &["requires `labelsPresence`", "found `serviceAffinity`"],
+    );
+    let (_, msg) = reject(
+        r#"{"priorities": [{"name": "NodeLabelPriority", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "a"}}}]}"#,
+    );
+    assert_mentions(
+        &msg,
+        &["requires `labelPreference`", "found `serviceAntiAffinity`"],
+    );
+}
+
+#[test]
+fn argument_must_set_exactly_one_member() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "Both", "argument": {"serviceAffinity": {"labels": ["a"]}, "labelsPresence": {"labels": ["b"]}}}]}"#,
+    );
+    assert!(matches!(e, PolicyError::ArgumentCount { .. }), "{e:?}");
+    assert_mentions(
+        &msg,
+        &["exactly one of", "found serviceAffinity, labelsPresence"],
+    );
+    let (_, msg) = reject(r#"{"priorities": [{"name": "Nothing", "weight": 1, "argument": {}}]}"#);
+    assert_mentions(&msg, &["`priorities[0].argument`", "found none"]);
+}
+
+#[test]
+fn wrong_argument_shape() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "P", "argument": {"labelsPresence": {"labels": "zone", "presence": true}}}]}"#,
+    );
+    assert!(
+        matches!(&e, PolicyError::InvalidValue { path, .. } if path == "predicates[0].argument.labelsPresence.labels"),
+        "{e:?}"
+    );
+    assert_mentions(&msg, &["\"zone\"", "expected a sequence"]);
+    let (_, msg) = reject(r#"{"priorities": [{"name": "EqualPriority", "weight": "1"}]}"#);
+    assert_mentions(&msg, &["`priorities[0].weight`", "expected i64"]);
+    let (_, msg) = reject(r#"{"priorities": [{"name": "EqualPriority", "weight": 1.5}]}"#);
+    assert_mentions(&msg, &["`priorities[0].weight`", "1.5"]);
+    let (_, msg) = reject(r#"{"predicates": {"name": "HostName"}}"#);
+    assert_mentions(&msg, &["`predicates`", "expected a sequence"]);
+    let (_, msg) = reject(r#"{"alwaysCheckAllPredicates": "yes"}"#);
+    assert_mentions(&msg, &["`alwaysCheckAllPredicates`", "expected a boolean"]);
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "P", "argument": {"labelsPresence": {"labels": []}}}]}"#,
+    );
+    assert!(matches!(e, PolicyError::InvalidArgument { .. }), "{e:?}");
+    assert_mentions(
+        &msg,
+        &[
+            "`predicates[0].argument.labelsPresence.labels`",
+            "at least one label",
+        ],
+    );
+    let (_, msg) = reject(
+        r#"{"priorities": [{"name": "P", "weight": 1, "argument": {"serviceAntiAffinity": {"label": ""}}}]}"#,
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "`priorities[0].argument.serviceAntiAffinity.label`",
+            "empty",
+        ],
+    );
+}
+
+#[test]
+fn bad_percentage_of_nodes_to_score() {
+    for v in [101, -1, 1000] {
+        let (e, msg) = reject(&format!(r#"{{"percentageOfNodesToScore": {v}}}"#));
+        assert_eq!(e, PolicyError::PercentageOutOfRange { value: v });
+        assert_mentions(
+            &msg,
+            &["percentageOfNodesToScore", &v.to_string(), "0..=100"],
+        );
+    }
+    for v in [0, 1, 100] {
+        let p = Policy::from_json(&format!(r#"{{"percentageOfNodesToScore": {v}}}"#)).unwrap();
+        assert_eq!(
+            i64::from(p.plan().unwrap().percentage_of_nodes_to_score()),
+            v
+        );
+    }
+}
+
+#[test]
+fn bad_hard_pod_affinity_symmetric_weight() {
+    let (e, msg) = reject(r#"{"hardPodAffinitySymmetricWeight": 101}"#);
+    assert_eq!(
+        e,
+        PolicyError::HardPodAffinityWeightOutOfRange { value: 101 }
+    );
+    assert_mentions(&msg, &["hardPodAffinitySymmetricWeight", "101"]);
+    let (e, _) = reject(r#"{"hardPodAffinitySymmetricWeight": -5}"#);
+    assert_eq!(
+        e,
+        PolicyError::HardPodAffinityWeightOutOfRange { value: -5 }
+    );
+    // 0 keeps kube's default of 1.
+    let p = Policy::from_json(r#"{"hardPodAffinitySymmetricWeight": 0}"#).unwrap();
+    assert_eq!(p.plan().unwrap().hard_pod_affinity_symmetric_weight(), 1);
+}
+
+#[test]
+fn wrong_kind_or_api_version() {
+    let (e, msg) = reject(r#"{"kind": "KubeSchedulerConfiguration", "apiVersion": "v1"}"#);
+    assert_eq!(
+        e,
+        PolicyError::WrongKind {
+            found: "KubeSchedulerConfiguration".into()
+        }
+    );
+    assert_mentions(&msg, &["`kind`", "\"KubeSchedulerConfiguration\""]);
+    let (e, msg) = reject(r#"{"kind": "Policy", "apiVersion": "kubescheduler.config.k8s.io/v1"}"#);
+    assert!(matches!(e, PolicyError::WrongApiVersion { .. }));
+    assert_mentions(
+        &msg,
+        &["`apiVersion`", "\"kubescheduler.config.k8s.io/v1\""],
+    );
+}
+
+#[test]
+fn duplicate_names() {
+    let (e, msg) = reject(
+        r#"{"predicates": [{"name": "HostName"}, {"name": "NoDiskConflict"}, {"name": "HostName"}]}"#,
+    );
+    assert_eq!(
+        e,
+        PolicyError::DuplicateName {
+            path: "predicates[2]".into(),
+            what: "predicate",
+            name: "HostName".into(),
+            first: "predicates[0]".into()
+        }
+    );
+    assert_mentions(
+        &msg,
+        &["duplicate predicate name \"HostName\"", "`predicates[0]`"],
+    );
+    // An alias counts as its target.
+    let (_, msg) =
+        reject(r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "PodFitsPorts"}]}"#);
+    assert_mentions(&msg, &["\"PodFitsPorts\"", "`predicates[1].name`"]);
+    // Custom names too.
+    let (_, msg) = reject(
+        r#"{"predicates": [
+            {"name": "Zone", "argument": {"serviceAffinity": {"labels": ["zone"]}}},
+            {"name": "Zone", "argument": {"serviceAffinity": {"labels": ["foo"]}}}]}"#,
+    );
+    assert_mentions(&msg, &["duplicate predicate name \"Zone\""]);
+    let (_, msg) = reject(
+        r#"{"priorities": [{"name": "EqualPriority", "weight": 1}, {"name": "EqualPriority", "weight": 2}]}"#,
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "duplicate priority name \"EqualPriority\"",
+            "`priorities[1].name`",
+        ],
+    );
+}
+
+#[test]
+fn kube_rules_for_repeated_custom_priorities() {
+    let ratio =
+        r#"{"requestedToCapacityRatioArguments": {"shape": [{"utilization": 0, "score": 0}]}}"#;
+    let (e, msg) = reject(&format!(
+        r#"{{"priorities": [{{"name": "A", "weight": 1, "argument": {ratio}}}, {{"name": "B", "weight": 1, "argument": {ratio}}}]}}"#
+    ));
+    assert!(matches!(e, PolicyError::Redeclared { .. }), "{e:?}");
+    assert_mentions(&msg, &["\"B\"", "RequestedToCapacityRatio", "\"A\""]);
+    let (e, msg) = reject(
+        r#"{"priorities": [
+            {"name": "L1", "weight": 1, "argument": {"labelPreference": {"label": "a"}}},
+            {"name": "L2", "weight": 2, "argument": {"labelPreference": {"label": "b"}}}]}"#,
+    );
+    assert!(matches!(e, PolicyError::DifferentWeights { .. }), "{e:?}");
+    assert_mentions(
+        &msg,
+        &[
+            "`priorities[1].weight`",
+            "\"L2\"",
+            "\"L1\"",
+            "labelPreference",
+        ],
+    );
+}
+
+#[test]
+fn bad_requested_to_capacity_ratio_shape() {
+    let doc = |args: &str| {
+        format!(
+            r#"{{"priorities": [{{"name": "RequestedToCapacityRatioPriority", "weight": 1, "argument": {{"requestedToCapacityRatioArguments": {args}}}}}]}}"#
+        )
+    };
+    let base = "priorities[0].argument.requestedToCapacityRatioArguments";
+    for (args, field, words) in [
+        (
+            r#"{"shape": []}"#,
+            "shape".to_string(),
+            "at least one point",
+        ),
+        (
+            r#"{"shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]}"#,
+            "shape[1].utilization".to_string(),
+            "strictly increasing",
+        ),
+        (
+            r#"{"shape": [{"utilization": 60, "score": 1}, {"utilization": 20, "score": 2}]}"#,
+            "shape[1].utilization".to_string(),
+            "found 20 after 60",
+        ),
+        (
+            r#"{"shape": [{"utilization": 101, "score": 1}]}"#,
+            "shape[0].utilization".to_string(),
+            "101 not in valid range [0, 100]",
+        ),
+        (
+            r#"{"shape": [{"utilization": -1, "score": 1}]}"#,
+            "shape[0].utilization".to_string(),
+            "-1 not in valid range",
+        ),
+        (
+            r#"{"shape": [{"utilization": 0, "score": 11}]}"#,
+            "shape[0].score".to_string(),
+            "11 not in valid range [0, 10]",
+        ),
+        (
+            r#"{"shape": [{"utilization": 0, "score": -1}]}"#,
+            "shape[0].score".to_string(),
+            "-1 not in valid range",
+        ),
+        (
+            r#"{"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": "cpu"}, {"name": "cpu", "weight": 2}]}"#,
+            "resources[1].name".to_string(),
+            "duplicate resource \"cpu\"",
+        ),
+        (
+            r#"{"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": "cpu", "weight": -3}]}"#,
+            "resources[0].weight".to_string(),
+            "-3",
+        ),
+        (
+            r#"{"shape": [{"utilization": 0, "score": 0}], "resources": [{"name": ""}]}"#,
+            "resources[0].name".to_string(),
+            "empty",
+        ),
+    ] {
+        let (e, msg) = reject(&doc(args));
+        let want = format!("{base}.{field}");
+        assert!(
+            matches!(&e, PolicyError::InvalidShape { path, .. } if *path == want),
+            "{args}: {e:?}"
+        );
+        assert_mentions(&msg, &[&want, words]);
+    }
+    // A point without its score is a missing key; a shape that is not a list a value error.
+    let (e, _) = reject(&doc(r#"{"shape": [{"utilization": 0}]}"#));
+    assert_eq!(
+        e,
+        PolicyError::MissingField {
+            path: format!("{base}.shape[0]"),
+            field: "score"
+        }
+    );
+    let (e, _) = reject(&doc(r#"{"shape": {"utilization": 0, "score": 0}}"#));
+    assert!(
+        matches!(&e, PolicyError::InvalidValue { path, .. } if *path == format!("{base}.shape")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn extenders_are_rejected_unless_empty() {
+    let (e, msg) = reject(
+        r#"{"extenders": [{"urlPrefix": "http://127.0.0.1:8888", "filterVerb": "filter"}]}"#,
+    );
+    assert_eq!(e, PolicyError::ExtendersUnsupported { count: 1 });
+    assert_mentions(&msg, &["`extenders`", "not supported"]);
+    assert!(Policy::from_json(r#"{"extenders": []}"#).is_ok());
+}
