@@ -1,1 +1,334 @@
-//! An etcd lock for lease-elect: one key per lock, transactions on create and mod revisions.
+//! An etcd lock for [`lease_elect`]: one key per lock, transactions on the key's create and
+//! mod revisions, and etcd watches to wake waiting candidates.
+//!
+//! # Start here
+//! ```no_run
+//! use lease_elect_etcd::EtcdLock;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let lock = EtcdLock::builder(["http://127.0.0.1:2379"], "my-controller", "pod-a")
+//!     .connect()
+//!     .await?;
+//! // Hand `lock` to an `ElectionConfig` (lease_elect), or use the `ResourceLock` methods.
+//! # let _ = lock; Ok(()) }
+//! ```
+//!
+//! # Storage
+//! Lock `NAME` is the key `/lease-elect/NAME` (the prefix can be changed). Its value is the
+//! [`LeaderElectionRecord`] in client-go's JSON annotation format (times to the second).
+//!
+//! - `create` is a transaction `if create_revision(key) == 0 then put`;
+//! - `update(expected)` and `delete(expected)` are transactions
+//!   `if mod_revision(key) == expected then put / delete`;
+//! - the version is the key's `mod_revision`: etcd's store revision, which strictly increases
+//!   over every write to the cluster and is never reused, so it is also the version's
+//!   [`Version::sequence`], from which fencing tokens are derived.
+//!
+//! # Errors
+//! Unavailable servers, timeouts and transport errors are retryable [`LockError::Backend`]
+//! errors; the client reconnects by itself. A value that is not a record is
+//! [`LockError::Corrupt`].
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, Error as EtcdError, Txn, TxnOp, WatchOptions,
+};
+use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+
+/// Builds an [`EtcdLock`]; see [`EtcdLock::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct EtcdLockBuilder {
+    endpoints: Vec<String>,
+    name: String,
+    identity: String,
+    prefix: String,
+    timeout: Duration,
+}
+
+impl EtcdLockBuilder {
+    /// The prefix of the lock's key. Default `/lease-elect/`.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one connection attempt or one request may take before it fails with a
+    /// retryable error. Default 2 s. Keep it below the elector's renew deadline.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Creates the lock with a client of its own. The client connects lazily, so the servers
+    /// need not be up yet.
+    ///
+    /// # Errors
+    /// When an endpoint is invalid, or the name or identity is empty.
+    pub async fn connect(self) -> Result<EtcdLock, LockError> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(self.timeout)
+            .with_timeout(self.timeout);
+        let client = Client::connect(&self.endpoints, Some(options))
+            .await
+            .map_err(classify)?;
+        self.with_client(client)
+    }
+
+    /// Creates the lock on an existing client (clones of one client share its connections).
+    ///
+    /// # Errors
+    /// When the name or identity is empty.
+    pub fn with_client(self, client: Client) -> Result<EtcdLock, LockError> {
+        if self.name.is_empty() || self.identity.is_empty() {
+            return Err(LockError::permanent(
+                "an etcd lock needs a non-empty name and identity",
+            ));
+        }
+        let key = format!("{}{}", self.prefix, self.name);
+        Ok(EtcdLock {
+            describe: format!("etcd:{}{}", self.endpoints.join(","), key),
+            key,
+            client,
+            identity: self.identity,
+            timeout: self.timeout,
+        })
+    }
+}
+
+/// A [`ResourceLock`] on an etcd cluster; see the [crate docs](crate) for the storage layout.
+#[derive(Clone)]
+pub struct EtcdLock {
+    key: String,
+    describe: String,
+    client: Client,
+    identity: String,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for EtcdLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdLock")
+            .field("lock", &self.describe)
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+impl EtcdLock {
+    /// A builder for lock `name` on the etcd cluster at `endpoints` (`http://host:port`), for
+    /// the participant `identity`.
+    pub fn builder<E, S>(
+        endpoints: E,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> EtcdLockBuilder
+    where
+        E: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        EtcdLockBuilder {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            name: name.into(),
+            identity: identity.into(),
+            prefix: "/lease-elect/".to_owned(),
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The key holding the record.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    async fn bounded<T>(
+        &self,
+        fut: impl Future<Output = Result<T, EtcdError>>,
+    ) -> Result<T, LockError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r.map_err(classify),
+            Err(_) => Err(LockError::Timeout),
+        }
+    }
+
+    async fn put_if(
+        &self,
+        compare: Compare,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        let value = record.to_json().map_err(LockError::permanent)?;
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([TxnOp::put(self.key.as_str(), value, None)]);
+        let mut client = self.client.clone();
+        let resp = self.bounded(client.txn(txn)).await?;
+        if !resp.succeeded() {
+            return Err(LockError::Conflict(format!(
+                "{}: the key changed",
+                self.key
+            )));
+        }
+        // The put is the transaction's only write, so the key's new mod_revision is the
+        // revision of the store after the transaction.
+        let revision = resp
+            .header()
+            .map(etcd_client::ResponseHeader::revision)
+            .ok_or_else(|| LockError::retryable("etcd returned no response header"))?;
+        sequence(revision)
+    }
+}
+
+fn sequence(revision: i64) -> Result<Version, LockError> {
+    u64::try_from(revision)
+        .ok()
+        .filter(|r| *r > 0)
+        .map(Version::from_sequence)
+        .ok_or_else(|| LockError::Corrupt {
+            detail: format!("etcd returned the revision {revision}"),
+            source: None,
+        })
+}
+
+fn expected_revision(expected: &Version) -> Option<i64> {
+    expected.sequence().and_then(|s| i64::try_from(s).ok())
+}
+
+fn classify(e: EtcdError) -> LockError {
+    use tonic_code::retryable_status;
+    let retryable = match &e {
+        EtcdError::IoError(_) | EtcdError::TransportError(_) => true,
+        EtcdError::GRpcStatus(status) => retryable_status(status.code()),
+        _ => false,
+    };
+    LockError::Backend {
+        source: Box::new(e),
+        retryable,
+    }
+}
+
+mod tonic_code {
+    /// gRPC codes after which the same request may succeed.
+    pub(crate) fn retryable_status(code: tonic::Code) -> bool {
+        use tonic::Code;
+        matches!(
+            code,
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Aborted
+                | Code::ResourceExhausted
+                | Code::Unknown
+                | Code::Internal
+                | Code::Cancelled
+        )
+    }
+}
+
+#[async_trait]
+impl ResourceLock for EtcdLock {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        let mut client = self.client.clone();
+        let resp = self.bounded(client.get(self.key.as_str(), None)).await?;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let record: LeaderElectionRecord =
+            serde_json::from_slice(kv.value()).map_err(|e| LockError::Corrupt {
+                detail: format!("{}: the value is not a leader election record", self.key),
+                source: Some(Box::new(e)),
+            })?;
+        Ok(Some((record, sequence(kv.mod_revision())?)))
+    }
+
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
+        self.put_if(
+            Compare::create_revision(self.key.as_str(), CompareOp::Equal, 0),
+            record,
+        )
+        .await
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        let Some(revision) = expected_revision(expected) else {
+            return Err(LockError::Conflict(format!(
+                "{}: {expected:?} is not an etcd revision",
+                self.key
+            )));
+        };
+        // A missing key has mod_revision 0, never equal to a real revision.
+        self.put_if(
+            Compare::mod_revision(self.key.as_str(), CompareOp::Equal, revision),
+            record,
+        )
+        .await
+    }
+
+    async fn delete(&self, expected: &Version) -> Result<(), LockError> {
+        let Some(revision) = expected_revision(expected) else {
+            return Err(LockError::Conflict(format!(
+                "{}: {expected:?} is not an etcd revision",
+                self.key
+            )));
+        };
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                self.key.as_str(),
+                CompareOp::Equal,
+                revision,
+            )])
+            .and_then([TxnOp::delete(self.key.as_str(), None)]);
+        let mut client = self.client.clone();
+        if self.bounded(client.txn(txn)).await?.succeeded() {
+            Ok(())
+        } else {
+            Err(LockError::Conflict(format!(
+                "{}: the key changed",
+                self.key
+            )))
+        }
+    }
+
+    /// Watches the key from the revision after `seen` (or after the current one when there is
+    /// no record), so a write that happened before the call still wakes it. Resolves on the
+    /// first event or when the watch ends; while the cluster cannot be reached it never
+    /// resolves (the elector's timers take over).
+    async fn wait_for_change(&self, seen: Option<&Version>) {
+        let mut client = self.client.clone();
+        let start = match seen.and_then(expected_revision) {
+            Some(r) => r + 1,
+            None => match self.bounded(client.get(self.key.as_str(), None)).await {
+                Ok(resp) if !resp.kvs().is_empty() => return,
+                Ok(resp) => resp.header().map_or(0, |h| h.revision()) + 1,
+                Err(_) => return std::future::pending().await,
+            },
+        };
+        let options = WatchOptions::new().with_start_revision(start);
+        let Ok(mut stream) = self
+            .bounded(client.watch(self.key.as_str(), Some(options)))
+            .await
+        else {
+            return std::future::pending().await;
+        };
+        loop {
+            match stream.message().await {
+                Ok(Some(resp)) if !resp.events().is_empty() || resp.canceled() => return,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return std::future::pending().await,
+            }
+        }
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+}

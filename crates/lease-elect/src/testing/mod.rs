@@ -48,11 +48,8 @@ pub trait LockFactory: Send + Sync {
     ///
     /// Panic when the backend cannot be reached: the suite is about the lock's behaviour, and
     /// a missing server must fail the test, never pass it.
-    fn open(
-        &self,
-        name: &str,
-        identity: &str,
-    ) -> impl Future<Output = Arc<dyn ResourceLock>> + Send;
+    fn open(&self, name: &str, identity: &str)
+    -> impl Future<Output = Arc<dyn ResourceLock>> + Send;
 
     /// The precision to which the backend stores the record's times (`acquireTime`,
     /// `renewTime`); times read back equal the written ones truncated toward the past to a
@@ -94,11 +91,7 @@ pub fn unique_name(prefix: &str) -> String {
         .take(20)
         .collect::<String>()
         .to_ascii_lowercase();
-    format!(
-        "{prefix}-{}-{:x}-{n}",
-        std::process::id(),
-        nanos % (1 << 48)
-    )
+    format!("{prefix}-{}-{:x}-{n}", std::process::id(), nanos % (1 << 48))
 }
 
 /// Truncates `time` toward the past to a multiple of `precision` since the Unix epoch.

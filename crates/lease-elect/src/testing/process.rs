@@ -42,6 +42,7 @@ pub struct ServerCommand {
     user: Option<(u32, u32)>,
     log: Option<PathBuf>,
     stop: StopSignal,
+    remove: Option<PathBuf>,
 }
 
 impl ServerCommand {
@@ -54,6 +55,7 @@ impl ServerCommand {
             user: None,
             log: None,
             stop: StopSignal::Term,
+            remove: None,
         }
     }
 
@@ -79,6 +81,15 @@ impl ServerCommand {
     #[must_use]
     pub fn log(mut self, path: impl Into<PathBuf>) -> Self {
         self.log = Some(path.into());
+        self
+    }
+
+    /// A directory (the server's data) to remove when the server stops for good: on drop of
+    /// the [`ServerProcess`] or when the test process exits, not on [`ServerProcess::stop`],
+    /// which keeps the data for a restart.
+    #[must_use]
+    pub fn remove_on_exit(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.remove = Some(dir.into());
         self
     }
 
@@ -122,14 +133,18 @@ impl ServerProcess {
             return Ok(());
         }
         let c = &self.command;
+        // `stop` keeps the data; anything else (drop, or EOF when the test process died)
+        // removes the data directory, if one was given.
         let script = format!(
-            "\"$@\" & pid=$!; read -r _ignored; kill -{sig} \"$pid\" 2>/dev/null; wait \"$pid\"",
+            "\"$@\" & pid=$!; read -r what; kill -{sig} \"$pid\" 2>/dev/null; wait \"$pid\"; \
+             if [ \"$what\" != stop ] && [ -n \"$REMOVE_DIR\" ]; then rm -rf \"$REMOVE_DIR\"; fi",
             sig = c.stop.name()
         );
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(script)
             .arg("lease-elect-test-server")
+            .env("REMOVE_DIR", c.remove.as_deref().unwrap_or(Path::new("")))
             .arg(&c.program)
             .args(&c.args)
             .stdin(Stdio::piped());
@@ -153,11 +168,16 @@ impl ServerProcess {
         Ok(())
     }
 
-    /// Stops the server with its stop signal and waits until it has exited.
+    /// Stops the server with its stop signal and waits until it has exited. Its data stays
+    /// for [`restart`](Self::restart).
     pub fn stop(&mut self) {
+        self.end(b"stop\n");
+    }
+
+    fn end(&mut self, what: &[u8]) {
         if let Some(mut child) = self.child.take() {
             if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(b"stop\n");
+                let _ = stdin.write_all(what);
             }
             let _ = child.wait();
         }
@@ -172,7 +192,10 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.stop();
+        self.end(b"exit\n");
+        if let Some(dir) = &self.command.remove {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
