@@ -1,1 +1,17 @@
-//! Spreading: SelectorSpreadPriority, ServiceSpreadingPriority and ServiceAntiAffinity.
+//! Spreading priorities: `SelectorSpreadPriority` ([`SelectorSpreadPriority`]),
+//! `ServiceSpreadingPriority` ([`ServiceSpreadingPriority`]) and the legacy `ServiceAntiAffinity`
+//! ([`ServiceAntiAffinity`]), with kube-scheduler's formulas.
+//!
+//! They count, per node, the pods of the same namespace selected by the Services, controllers
+//! and stateful sets ([`crate::model::Workload`]s of the snapshot) that select the pod being
+//! scheduled, and favour nodes (and zones, or values of a label) with fewer of them.
+
+mod selector_spread;
+mod service_anti_affinity;
+mod zone;
+
+#[cfg(test)]
+mod tests;
+
+pub use selector_spread::{SelectorSpreadPriority, ServiceSpreadingPriority};
+pub use service_anti_affinity::ServiceAntiAffinity;

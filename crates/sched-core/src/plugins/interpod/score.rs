@@ -1,0 +1,227 @@
+//! The InterPodAffinityPriority priority (kube 1.22 `interpodaffinity` PreScore, Score and
+//! NormalizeScore).
+
+use std::sync::Arc;
+
+use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
+};
+use crate::model::{PodAffinityTerm, WeightedPodAffinityTerm};
+use crate::snapshot::Sym;
+
+/// kube's default `hardPodAffinitySymmetricWeight`.
+pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
+
+/// Legacy priority `InterPodAffinityPriority`; its only parameter is the policy's top-level
+/// `hardPodAffinitySymmetricWeight` (default 1; 0 or less disables it).
+///
+/// For every existing pod, on the topology pair (key, value of the existing pod's node) of each
+/// term, it adds:
+/// - the weight of each of the pod's preferred affinity terms the existing pod matches,
+/// - minus the weight of each of the pod's preferred anti-affinity terms it matches,
+/// - `hardPodAffinitySymmetricWeight` for each of the existing pod's required affinity terms
+///   the pod matches,
+/// - the weight of each of the existing pod's preferred affinity terms the pod matches, minus
+///   the weight of each of its preferred anti-affinity terms the pod matches.
+///
+/// A node's raw score is the sum over topology keys of the entry for its value; normalization
+/// maps the range to 0..=100: `int64(100 * (float(s - min) / float(max - min)))`, all 0 when
+/// every node has the same score. When nothing was added, every node scores 0 (returned as a
+/// constant, as is the case of a pod without preferred terms in a snapshot without pods with
+/// affinity).
+#[derive(Clone, Debug)]
+pub struct InterPodAffinityPriority {
+    hard_pod_affinity_weight: i32,
+    namespaces: Arc<NamespaceLabels>,
+}
+
+impl Default for InterPodAffinityPriority {
+    fn default() -> Self {
+        InterPodAffinityPriority::new(DEFAULT_HARD_POD_AFFINITY_WEIGHT)
+    }
+}
+
+impl InterPodAffinityPriority {
+    /// The priority with this `hardPodAffinitySymmetricWeight`.
+    pub fn new(hard_pod_affinity_weight: i32) -> Self {
+        InterPodAffinityPriority {
+            hard_pod_affinity_weight,
+            namespaces: Arc::default(),
+        }
+    }
+
+    /// Uses these namespace labels for `namespaceSelector`.
+    #[must_use]
+    pub fn with_namespace_labels(mut self, namespaces: Arc<NamespaceLabels>) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// The `hardPodAffinitySymmetricWeight`.
+    pub fn hard_pod_affinity_weight(&self) -> i32 {
+        self.hard_pod_affinity_weight
+    }
+}
+
+/// Per-pod state: weights per topology pair and the keys to look up per node.
+#[derive(Debug, Default)]
+struct State {
+    weights: PairCounts,
+    keys: Vec<Sym>,
+}
+
+fn weighted(terms: &[WeightedPodAffinityTerm]) -> impl Iterator<Item = (i64, &PodAffinityTerm)> {
+    terms
+        .iter()
+        .map(|t| (i64::from(t.weight), &t.pod_affinity_term))
+}
+
+impl Priority for InterPodAffinityPriority {
+    fn name(&self) -> &str {
+        "InterPodAffinityPriority"
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        _feasible: &[u32],
+    ) -> Result<PreparedScore, PluginError> {
+        let pod = cx.pod();
+        let snapshot = cx.snapshot();
+        let interner = snapshot.interner();
+        let (aff, anti) = pod.spec.affinity.as_ref().map_or((None, None), |a| {
+            (a.pod_affinity.as_ref(), a.pod_anti_affinity.as_ref())
+        });
+        let pref_aff = aff.map_or(&[][..], |p| &p.preferred[..]);
+        let pref_anti = anti.map_or(&[][..], |p| &p.preferred[..]);
+        let has_constraints = !pref_aff.is_empty() || !pref_anti.is_empty();
+        if !has_constraints && snapshot.pods_with_affinity() == 0 {
+            return Ok(PreparedScore::Constant(0));
+        }
+        let name = self.name();
+        let ns = &self.namespaces;
+        let aff_terms = compile_terms(
+            name,
+            "preferredAffinityTerms",
+            pod,
+            weighted(pref_aff),
+            interner,
+            ns,
+        )?;
+        let anti_terms = compile_terms(
+            name,
+            "preferredAntiAffinityTerms",
+            pod,
+            weighted(pref_anti),
+            interner,
+            ns,
+        )?;
+        let ns_labels = ns.labels_of(&pod.metadata.namespace).unwrap_or(&NO_LABELS);
+        let hard = i64::from(self.hard_pod_affinity_weight);
+
+        let mut st = State::default();
+        for info in snapshot.node_infos() {
+            let node_labels = info.labels();
+            // Unless the pod has preferred terms, only pods with affinity can contribute.
+            let pods = info
+                .pods()
+                .iter()
+                .filter(|p| has_constraints || p.has_affinity());
+            for existing in pods {
+                for t in &aff_terms {
+                    if t.matches(existing) {
+                        st.weights.add(node_labels, t.topology_key, t.weight);
+                    }
+                }
+                for t in &anti_terms {
+                    if t.matches(existing) {
+                        st.weights.add(node_labels, t.topology_key, -t.weight);
+                    }
+                }
+                let ep = existing.pod();
+                let Some(ea) = ep.spec.affinity.as_ref() else {
+                    continue;
+                };
+                let owner_ns = &ep.metadata.namespace;
+                let mut apply = |t: &PodAffinityTerm, w: i64| {
+                    if existing_term_matches(t, owner_ns, pod, ns_labels) {
+                        st.weights
+                            .add(node_labels, interner.get(&t.topology_key), w);
+                    }
+                };
+                if let Some(pa) = &ea.pod_affinity {
+                    if hard > 0 {
+                        for t in &pa.required {
+                            apply(t, hard);
+                        }
+                    }
+                    for t in &pa.preferred {
+                        apply(&t.pod_affinity_term, i64::from(t.weight));
+                    }
+                }
+                if let Some(pa) = &ea.pod_anti_affinity {
+                    for t in &pa.preferred {
+                        apply(&t.pod_affinity_term, -i64::from(t.weight));
+                    }
+                }
+            }
+        }
+        if st.weights.is_empty() {
+            return Ok(PreparedScore::Constant(0));
+        }
+        st.keys = st.weights.keys();
+        Ok(PreparedScore::Run(PluginState::new(st)))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+        let Some(st) = state.get::<State>() else {
+            return 0;
+        };
+        let labels = node.info().labels();
+        st.keys
+            .iter()
+            .filter_map(|&k| st.weights.for_node(labels, k))
+            .sum()
+    }
+
+    fn normalize(&self, _cx: &CycleContext<'_>, _state: &PluginState, scores: &mut [i64]) {
+        normalize_min_max(scores);
+    }
+}
+
+/// kube 1.22 InterPodAffinity NormalizeScore: `int64(100 * (float(s - min) / float(max - min)))`
+/// with the true minimum and maximum; all 0 when they are equal.
+pub(crate) fn normalize_min_max(scores: &mut [i64]) {
+    let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
+        return;
+    };
+    let diff = max.saturating_sub(min);
+    for s in scores.iter_mut() {
+        let mut f = 0.0f64;
+        if diff > 0 {
+            f = MAX_NODE_SCORE as f64 * (s.saturating_sub(min) as f64 / diff as f64);
+        }
+        *s = f as i64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_min_max;
+
+    #[test]
+    fn normalize_uses_true_min_and_max() {
+        let mut s = [5, 10, 7];
+        normalize_min_max(&mut s);
+        assert_eq!(s, [0, 100, 40]);
+        let mut s = [-10, -4, -5];
+        normalize_min_max(&mut s);
+        assert_eq!(s, [0, 100, 83]);
+        let mut s = [3, 3];
+        normalize_min_max(&mut s);
+        assert_eq!(s, [0, 0]);
+        let mut s: [i64; 0] = [];
+        normalize_min_max(&mut s);
+    }
+}

@@ -1,0 +1,275 @@
+//! SelectorSpreadPriority and ServiceSpreadingPriority (kube 1.22 `selectorspread`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::zone::ZoneKeys;
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
+};
+use crate::model::{Pod, Workload, WorkloadKind};
+use crate::plugins::interpod::selector::{self, CompiledSelector};
+use crate::snapshot::{Interner, Sym};
+
+/// With zones, 2/3 of the score comes from zone spreading and 1/3 from node spreading.
+const ZONE_WEIGHTING: f64 = 2.0 / 3.0;
+
+const MAX: f64 = MAX_NODE_SCORE as f64;
+
+/// The normalized score of every node when no pod matches anywhere (all raw counts 0): 100,
+/// or `100 * (1 - 2/3) + 2/3 * 100` on zoned nodes, which kube's float arithmetic also makes
+/// exactly 100 (checked by a test).
+const ALL_ZERO_SCORE: i64 = MAX_NODE_SCORE;
+#[cfg(test)]
+pub(crate) const ALL_ZERO_ZONED_SCORE: i64 =
+    (MAX * (1.0 - ZONE_WEIGHTING) + ZONE_WEIGHTING * MAX) as i64;
+
+/// Whether a Service (or ReplicationController) map selector selects these labels; an empty map
+/// selects nothing (see [`Workload`]).
+pub(crate) fn map_selects(
+    map: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    !map.is_empty() && map.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// The Services in the pod's namespace whose selector selects the pod, in snapshot order. As
+/// kube's lister, a pod without a namespace sees the Services of all namespaces.
+pub(crate) fn pod_services<'a>(
+    pod: &'a Pod,
+    workloads: &'a [Workload],
+) -> impl Iterator<Item = &'a Workload> {
+    let ns = &pod.metadata.namespace;
+    workloads.iter().filter(move |w| {
+        w.kind == WorkloadKind::Service
+            && (ns.is_empty() || w.namespace == *ns)
+            && map_selects(&w.selector.match_labels, &pod.metadata.labels)
+    })
+}
+
+/// kube's `helper.DefaultSelector`: the merged selectors of the Services selecting the pod,
+/// then the pod's controller (owner reference with `controller: true`): a `v1`
+/// ReplicationController merges its map, an `apps/v1` ReplicaSet or StatefulSet adds its
+/// requirements. Controllers are found by name in the pod's namespace.
+pub(crate) fn default_selector(
+    pod: &Pod,
+    workloads: &[Workload],
+    interner: &Interner,
+    services_only: bool,
+) -> CompiledSelector {
+    let mut set: BTreeMap<String, String> = BTreeMap::new();
+    for s in pod_services(pod, workloads) {
+        set.extend(
+            s.selector
+                .match_labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+    }
+    let mut sel = CompiledSelector::from_map(&set, interner);
+    if services_only {
+        return sel;
+    }
+    let Some(owner) = pod.controller_ref() else {
+        return sel;
+    };
+    let (group, version) = match owner.api_version.split_once('/') {
+        Some((g, v)) if !v.contains('/') => (g, v),
+        Some(_) => return sel,
+        None => ("", owner.api_version.as_str()),
+    };
+    let kind = match (group, version, owner.kind.as_str()) {
+        ("", "v1", "ReplicationController") => WorkloadKind::ReplicationController,
+        ("apps", "v1", "ReplicaSet") => WorkloadKind::ReplicaSet,
+        ("apps", "v1", "StatefulSet") => WorkloadKind::StatefulSet,
+        _ => return sel,
+    };
+    let Some(w) = workloads
+        .iter()
+        .find(|w| w.kind == kind && w.namespace == pod.metadata.namespace && w.name == owner.name)
+    else {
+        return sel;
+    };
+    if kind == WorkloadKind::ReplicationController {
+        set.extend(
+            w.selector
+                .match_labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        sel = CompiledSelector::from_map(&set, interner);
+    } else if selector::validate(&w.selector).is_ok() {
+        sel.and(&CompiledSelector::compile(Some(&w.selector), interner));
+    }
+    sel
+}
+
+/// Per-pod state.
+#[derive(Debug)]
+struct State {
+    selector: CompiledSelector,
+    namespace: String,
+    feasible: Vec<u32>,
+    zones: ZoneKeys,
+}
+
+/// kube's `countMatchingPods`: pods on the node in `namespace` matching a non-empty selector.
+fn count_matching(st: &State, node: NodeRef<'_>) -> i64 {
+    if st.selector.is_empty() {
+        return 0;
+    }
+    node.info()
+        .pods()
+        .iter()
+        .filter(|p| p.pod().metadata.namespace == st.namespace && st.selector.matches(p.labels()))
+        .count() as i64
+}
+
+fn prepare(cx: &CycleContext<'_>, feasible: &[u32], services_only: bool) -> PreparedScore {
+    let snapshot = cx.snapshot();
+    let selector = default_selector(
+        cx.pod(),
+        snapshot.workloads(),
+        snapshot.interner(),
+        services_only,
+    );
+    if selector.is_empty() || selector.is_nothing() {
+        // Every count is 0, so every node gets the top score, zoned or not.
+        return PreparedScore::Constant(ALL_ZERO_SCORE);
+    }
+    PreparedScore::Run(PluginState::new(State {
+        selector,
+        namespace: cx.pod().metadata.namespace.clone(),
+        feasible: feasible.to_vec(),
+        zones: ZoneKeys::new(snapshot.interner()),
+    }))
+}
+
+/// kube 1.22 `SelectorSpread.NormalizeScore`.
+fn normalize(cx: &CycleContext<'_>, st: &State, scores: &mut [i64]) {
+    let snapshot = cx.snapshot();
+    let mut zone_index: HashMap<(Sym, Sym), usize> = HashMap::new();
+    let mut counts_by_zone: Vec<i64> = Vec::new();
+    let mut node_zone: Vec<Option<usize>> = Vec::with_capacity(scores.len());
+    let mut max_by_node = 0i64;
+    for (i, &s) in scores.iter().enumerate() {
+        max_by_node = max_by_node.max(s);
+        let zone = st
+            .feasible
+            .get(i)
+            .and_then(|&n| snapshot.node_infos().get(n as usize))
+            .and_then(|info| st.zones.zone_of(info.labels()));
+        let z = zone.map(|z| {
+            let next = counts_by_zone.len();
+            let idx = *zone_index.entry(z).or_insert(next);
+            if idx == next {
+                counts_by_zone.push(0);
+            }
+            counts_by_zone[idx] += s;
+            idx
+        });
+        node_zone.push(z);
+    }
+    let max_by_zone = counts_by_zone.iter().copied().max().unwrap_or(0).max(0);
+    let have_zones = !counts_by_zone.is_empty();
+    for (i, s) in scores.iter_mut().enumerate() {
+        let mut f = MAX;
+        if max_by_node > 0 {
+            f = MAX * ((max_by_node - *s) as f64 / max_by_node as f64);
+        }
+        if have_zones && let Some(z) = node_zone[i] {
+            let mut zone_score = MAX;
+            if max_by_zone > 0 {
+                zone_score = MAX * ((max_by_zone - counts_by_zone[z]) as f64 / max_by_zone as f64);
+            }
+            f = (f * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score);
+        }
+        *s = f as i64;
+    }
+}
+
+/// Legacy priority `SelectorSpreadPriority` (no argument): spreads the pods selected by the
+/// Services, ReplicationControllers, ReplicaSets and StatefulSets of the pod (kube's
+/// `DefaultSelector`: all Services selecting the pod, plus its controller by owner reference)
+/// across nodes and zones.
+///
+/// Raw score: the pods of the pod's namespace on the node that the selector matches. Normalized:
+/// `100 * (maxNode - count) / maxNode` (100 when no node has any), and, when some feasible node
+/// has a zone (kube's `GetZoneKey`: region and zone, `failure-domain.beta.kubernetes.io` labels
+/// first, then `topology.kubernetes.io`), on zoned nodes
+/// `score * 1/3 + 2/3 * 100 * (maxZone - zoneCount) / maxZone`, in float64 and truncated.
+///
+/// A pod no Service or controller selects gets 100 on every node (returned as a constant).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SelectorSpreadPriority;
+
+impl SelectorSpreadPriority {
+    /// The priority.
+    pub fn new() -> Self {
+        SelectorSpreadPriority
+    }
+}
+
+impl Priority for SelectorSpreadPriority {
+    fn name(&self) -> &str {
+        "SelectorSpreadPriority"
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        feasible: &[u32],
+    ) -> Result<PreparedScore, PluginError> {
+        Ok(prepare(cx, feasible, false))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+        state
+            .get::<State>()
+            .map_or(0, |st| count_matching(st, node))
+    }
+
+    fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {
+        if let Some(st) = state.get::<State>() {
+            normalize(cx, st, scores);
+        }
+    }
+}
+
+/// Legacy priority `ServiceSpreadingPriority` (no argument): [`SelectorSpreadPriority`] with
+/// Services only, as kube's legacy provider built it (`NewSelectorSpreadPriority` with empty
+/// controller, ReplicaSet and StatefulSet listers).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServiceSpreadingPriority;
+
+impl ServiceSpreadingPriority {
+    /// The priority.
+    pub fn new() -> Self {
+        ServiceSpreadingPriority
+    }
+}
+
+impl Priority for ServiceSpreadingPriority {
+    fn name(&self) -> &str {
+        "ServiceSpreadingPriority"
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        feasible: &[u32],
+    ) -> Result<PreparedScore, PluginError> {
+        Ok(prepare(cx, feasible, true))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+        state
+            .get::<State>()
+            .map_or(0, |st| count_matching(st, node))
+    }
+
+    fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {
+        if let Some(st) = state.get::<State>() {
+            normalize(cx, st, scores);
+        }
+    }
+}
