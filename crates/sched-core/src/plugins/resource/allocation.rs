@@ -1,0 +1,681 @@
+//! The request/allocatable arithmetic shared by the resource-allocation scorers (kube's
+//! `resourceAllocationScorer`), and the least- and most-requested priorities built on it.
+
+use crate::framework::{
+    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
+};
+use crate::snapshot::flags;
+
+/// A resource and its weight, as kube's `ResourceSpec` (`{"name": "cpu", "weight": 1}`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResourceSpec {
+    /// Resource name: `cpu`, `memory`, `ephemeral-storage` or a scalar resource such as
+    /// `nvidia.com/gpu`. Other names (for example `pods`) never contribute to a score.
+    pub name: String,
+    /// Weight of this resource in the node's weighted average.
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    /// A resource with a weight.
+    pub fn new(name: impl Into<String>, weight: i64) -> ResourceSpec {
+        ResourceSpec {
+            name: name.into(),
+            weight,
+        }
+    }
+
+    /// kube's default resources for these scorers: `cpu` and `memory`, weight 1 each.
+    pub fn cpu_and_memory() -> Vec<ResourceSpec> {
+        vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
+    }
+}
+
+/// How a resource is looked up on a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    /// A scalar resource, by name.
+    Scalar(String),
+    /// A name kube does not score (`pods`, unknown native names): always (0, 0).
+    Ignored,
+}
+
+/// Whether kube treats `name` as a scalar resource (extended, hugepages, attachable volumes,
+/// prefixed native), as `v1helper.IsScalarResourceName`.
+pub(crate) fn is_scalar_resource_name(name: &str) -> bool {
+    if name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") {
+        return true;
+    }
+    if name.contains("kubernetes.io/") {
+        return true;
+    }
+    name.contains('/') && !name.starts_with("requests.")
+}
+
+impl Kind {
+    fn of(name: &str) -> Kind {
+        match name {
+            "cpu" => Kind::Cpu,
+            "memory" => Kind::Memory,
+            "ephemeral-storage" => Kind::EphemeralStorage,
+            n if is_scalar_resource_name(n) => Kind::Scalar(n.to_string()),
+            _ => Kind::Ignored,
+        }
+    }
+}
+
+/// The resources a scorer looks at, with weights, deduplicated by name as kube's
+/// `resourceToWeightMap` (a later entry replaces an earlier one's weight).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WeightedResources {
+    items: Vec<(Kind, i64)>,
+}
+
+/// One resource of the pod being scheduled: which scorer item, its weight, and the pod's
+/// request for it (non-zero defaults for CPU and memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PodResource {
+    item: usize,
+    pub(crate) weight: i64,
+    pod_request: i64,
+}
+
+impl WeightedResources {
+    pub(crate) fn from_specs(specs: &[ResourceSpec]) -> WeightedResources {
+        let mut items: Vec<(Kind, i64)> = Vec::with_capacity(specs.len());
+        for s in specs {
+            let kind = Kind::of(&s.name);
+            match items
+                .iter_mut()
+                .find(|(k, _)| *k == kind && kind != Kind::Ignored)
+            {
+                Some(e) => e.1 = s.weight,
+                None => items.push((kind, s.weight)),
+            }
+        }
+        WeightedResources { items }
+    }
+
+    /// The pod's side of kube's `calculateResourceAllocatableRequest`, resolved once per pod.
+    /// Resources that give (0, 0) on every node for this pod (a scalar the pod does not
+    /// request, a name kube does not score) are left out: kube drops them from the maps too.
+    pub(crate) fn prepare(&self, cx: &CycleContext<'_>) -> Vec<PodResource> {
+        let (nz_cpu, nz_mem) = cx.non_zero_requests();
+        let req = cx.requests();
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(|(item, (kind, weight))| {
+                let pod_request = match kind {
+                    Kind::Cpu => nz_cpu,
+                    Kind::Memory => nz_mem,
+                    Kind::EphemeralStorage => req.ephemeral_storage,
+                    Kind::Scalar(name) => {
+                        let v = req.scalar(name);
+                        if v == 0 {
+                            return None;
+                        }
+                        v
+                    }
+                    Kind::Ignored => return None,
+                };
+                Some(PodResource {
+                    item,
+                    weight: *weight,
+                    pod_request,
+                })
+            })
+            .collect()
+    }
+
+    /// (allocatable, requested including the pod) of one resource on a node. CPU and memory use
+    /// the non-zero requested sums, as kube does.
+    #[inline]
+    pub(crate) fn alloc_and_request(&self, r: &PodResource, node: NodeRef<'_>) -> (i64, i64) {
+        let s = node.summary();
+        match &self.items[r.item].0 {
+            Kind::Cpu => (
+                s.alloc_milli_cpu,
+                s.nz_milli_cpu.wrapping_add(r.pod_request),
+            ),
+            Kind::Memory => (s.alloc_memory, s.nz_memory.wrapping_add(r.pod_request)),
+            Kind::EphemeralStorage => (
+                s.alloc_ephemeral,
+                s.req_ephemeral.wrapping_add(r.pod_request),
+            ),
+            Kind::Scalar(name) => {
+                if !s.has(flags::SCALAR_RESOURCES) {
+                    return (0, 0);
+                }
+                let info = node.info();
+                (
+                    info.allocatable().scalar(name),
+                    info.requested().scalar(name).wrapping_add(r.pod_request),
+                )
+            }
+            Kind::Ignored => (0, 0),
+        }
+    }
+
+    /// kube 1.22's weighted average `sum(score_r * w) / sum(w)` over the resources the node
+    /// has (allocatable != 0); 0 when there are none.
+    #[inline]
+    pub(crate) fn weighted_average(
+        &self,
+        pod: &[PodResource],
+        node: NodeRef<'_>,
+        resource_score: impl Fn(i64, i64) -> i64,
+    ) -> i64 {
+        let (mut sum, mut weights) = (0i64, 0i64);
+        for r in pod {
+            let (alloc, req) = self.alloc_and_request(r, node);
+            if alloc == 0 {
+                continue;
+            }
+            sum = sum.wrapping_add(resource_score(req, alloc).wrapping_mul(r.weight));
+            weights = weights.wrapping_add(r.weight);
+        }
+        if weights == 0 {
+            return 0;
+        }
+        sum.wrapping_div(weights)
+    }
+}
+
+/// Validates weights as kube's `validateResources` (1..=100 for least/most allocated).
+fn validate_weights(specs: &[ResourceSpec]) -> Result<(), String> {
+    for s in specs {
+        if s.weight <= 0 {
+            return Err(format!(
+                "resource Weight of {} should be a positive value, got {}",
+                s.name, s.weight
+            ));
+        }
+        if s.weight > MAX_NODE_SCORE {
+            return Err(format!(
+                "resource Weight of {} should be less than 100, got {}",
+                s.name, s.weight
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// kube's `leastRequestedScore`: the unused share of a resource on 0..=100; 0 when the node
+/// has none or the requests exceed it.
+#[inline]
+pub(crate) fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    capacity
+        .wrapping_sub(requested)
+        .wrapping_mul(MAX_NODE_SCORE)
+        .wrapping_div(capacity)
+}
+
+/// kube's `mostRequestedScore` (1.22): the used share of a resource on 0..=100; requests above
+/// the capacity (possible with the non-zero defaults) count as the full capacity.
+#[inline]
+pub(crate) fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested
+        .min(capacity)
+        .wrapping_mul(MAX_NODE_SCORE)
+        .wrapping_div(capacity)
+}
+
+/// `LeastRequestedPriority`: favours nodes with more unrequested CPU and memory.
+///
+/// kube 1.22's NodeResourcesLeastAllocated with weights cpu:1, memory:1: per resource
+/// `(allocatable - requested) * 100 / allocatable` (0 when over capacity), where requested is
+/// the node's non-zero requests (100m / 200 MiB for containers without requests) plus the
+/// pod's; the node score is the weighted average with integer division over the resources
+/// the node has (a resource with zero allocatable is left out, as in 1.22). No argument in the
+/// Policy; [`LeastRequestedPriority::with_resources`] gives the plugin's `resources` argument.
+#[derive(Clone, Debug)]
+pub struct LeastRequestedPriority {
+    resources: WeightedResources,
+}
+
+impl LeastRequestedPriority {
+    /// The legacy Policy name.
+    pub const NAME: &'static str = "LeastRequestedPriority";
+
+    /// With kube's default resources (cpu and memory, weight 1 each).
+    pub fn new() -> LeastRequestedPriority {
+        LeastRequestedPriority {
+            resources: WeightedResources::from_specs(&ResourceSpec::cpu_and_memory()),
+        }
+    }
+
+    /// With other resources and weights (NodeResourcesLeastAllocatedArgs); each weight must be
+    /// in 1..=100. The error text is kube's.
+    pub fn with_resources(
+        resources: &[ResourceSpec],
+    ) -> Result<LeastRequestedPriority, PluginError> {
+        validate_weights(resources).map_err(|message| PluginError {
+            plugin: Self::NAME.to_string(),
+            message,
+        })?;
+        Ok(LeastRequestedPriority {
+            resources: WeightedResources::from_specs(resources),
+        })
+    }
+}
+
+impl Default for LeastRequestedPriority {
+    fn default() -> Self {
+        LeastRequestedPriority::new()
+    }
+}
+
+impl Priority for LeastRequestedPriority {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        _feasible: &[u32],
+    ) -> Result<PreparedScore, PluginError> {
+        let pod = self.resources.prepare(cx);
+        if pod.is_empty() {
+            return Ok(PreparedScore::Constant(0));
+        }
+        Ok(PreparedScore::Run(PluginState::new(pod)))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+        let Some(pod) = state.get::<Vec<PodResource>>() else {
+            return 0;
+        };
+        self.resources
+            .weighted_average(pod, node, least_requested_score)
+    }
+}
+
+/// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin packing).
+///
+/// kube 1.22's NodeResourcesMostAllocated with weights cpu:1, memory:1: per resource
+/// `min(requested, allocatable) * 100 / allocatable` (an overcommitted resource scores 100, as
+/// in 1.22 and the last 1.20/1.21 patches), requested being the non-zero requests plus the
+/// pod's; the node score is the weighted average with integer division over the resources the
+/// node has. No argument in the Policy; [`MostRequestedPriority::with_resources`] gives the
+/// plugin's `resources` argument.
+#[derive(Clone, Debug)]
+pub struct MostRequestedPriority {
+    resources: WeightedResources,
+}
+
+impl MostRequestedPriority {
+    /// The legacy Policy name.
+    pub const NAME: &'static str = "MostRequestedPriority";
+
+    /// With kube's default resources (cpu and memory, weight 1 each).
+    pub fn new() -> MostRequestedPriority {
+        MostRequestedPriority {
+            resources: WeightedResources::from_specs(&ResourceSpec::cpu_and_memory()),
+        }
+    }
+
+    /// With other resources and weights (NodeResourcesMostAllocatedArgs); each weight must be
+    /// in 1..=100. The error text is kube's.
+    pub fn with_resources(
+        resources: &[ResourceSpec],
+    ) -> Result<MostRequestedPriority, PluginError> {
+        validate_weights(resources).map_err(|message| PluginError {
+            plugin: Self::NAME.to_string(),
+            message,
+        })?;
+        Ok(MostRequestedPriority {
+            resources: WeightedResources::from_specs(resources),
+        })
+    }
+}
+
+impl Default for MostRequestedPriority {
+    fn default() -> Self {
+        MostRequestedPriority::new()
+    }
+}
+
+impl Priority for MostRequestedPriority {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        _feasible: &[u32],
+    ) -> Result<PreparedScore, PluginError> {
+        let pod = self.resources.prepare(cx);
+        if pod.is_empty() {
+            return Ok(PreparedScore::Constant(0));
+        }
+        Ok(PreparedScore::Run(PluginState::new(pod)))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+        let Some(pod) = state.get::<Vec<PodResource>>() else {
+            return 0;
+        };
+        self.resources
+            .weighted_average(pod, node, most_requested_score)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Pod;
+    use crate::plugins::resource::testutil::*;
+
+    fn cpu_only(node: &str) -> Pod {
+        pod_on(
+            node,
+            vec![
+                container(&[("cpu", "1000m"), ("memory", "0")]),
+                container(&[("cpu", "2000m"), ("memory", "0")]),
+            ],
+        )
+    }
+
+    fn cpu_and_memory(node: &str) -> Pod {
+        pod_on(
+            node,
+            vec![
+                container(&[("cpu", "1000m"), ("memory", "2000")]),
+                container(&[("cpu", "2000m"), ("memory", "3000")]),
+            ],
+        )
+    }
+
+    fn no_resources() -> Pod {
+        pod_on("", vec![])
+    }
+
+    // kube: least_allocated_test.go TestNodeResourcesLeastAllocated.
+    #[test]
+    fn least_requested_kube_table() {
+        let p = LeastRequestedPriority::new();
+        let cases: Vec<Case> = vec![
+            (
+                "nothing scheduled, nothing requested",
+                no_resources(),
+                vec![node("m1", 4000, 10000), node("m2", 4000, 10000)],
+                vec![],
+                vec![100, 100],
+            ),
+            (
+                "nothing scheduled, resources requested, differently sized machines",
+                cpu_and_memory(""),
+                vec![node("m1", 4000, 10000), node("m2", 6000, 10000)],
+                vec![],
+                vec![37, 50],
+            ),
+            (
+                "no resources requested, pods scheduled",
+                no_resources(),
+                vec![node("m1", 4000, 10000), node("m2", 4000, 10000)],
+                vec![
+                    pod_on("m1", vec![]),
+                    pod_on("m1", vec![]),
+                    pod_on("m2", vec![]),
+                    pod_on("m2", vec![]),
+                ],
+                vec![100, 100],
+            ),
+            (
+                "no resources requested, pods scheduled with resources",
+                no_resources(),
+                vec![node("m1", 10000, 20000), node("m2", 10000, 20000)],
+                vec![
+                    cpu_only("m1"),
+                    cpu_only("m1"),
+                    cpu_only("m2"),
+                    cpu_and_memory("m2"),
+                ],
+                vec![70, 57],
+            ),
+            (
+                "resources requested, pods scheduled with resources",
+                cpu_and_memory(""),
+                vec![node("m1", 10000, 20000), node("m2", 10000, 20000)],
+                vec![cpu_only("m1"), cpu_and_memory("m2")],
+                vec![57, 45],
+            ),
+            (
+                "resources requested, pods scheduled with resources, differently sized machines",
+                cpu_and_memory(""),
+                vec![node("m1", 10000, 20000), node("m2", 10000, 50000)],
+                vec![cpu_only("m1"), cpu_and_memory("m2")],
+                vec![57, 60],
+            ),
+            (
+                "requested resources exceed node capacity",
+                cpu_only(""),
+                vec![node("m1", 4000, 10000), node("m2", 4000, 10000)],
+                vec![cpu_only("m1"), cpu_and_memory("m2")],
+                vec![50, 25],
+            ),
+            (
+                "zero node resources, pods scheduled with resources",
+                no_resources(),
+                vec![node("m1", 0, 0), node("m2", 0, 0)],
+                vec![cpu_only("m1"), cpu_and_memory("m2")],
+                vec![0, 0],
+            ),
+        ];
+        for (name, pod, nodes, pods, want) in cases {
+            assert_eq!(run(&p, &pod, nodes, pods), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn least_requested_weights() {
+        // kube: "nothing scheduled, resources requested with different weight on CPU and memory".
+        let p = LeastRequestedPriority::with_resources(&[
+            ResourceSpec::new("memory", 2),
+            ResourceSpec::new("cpu", 1),
+        ])
+        .unwrap();
+        let got = run(
+            &p,
+            &cpu_and_memory(""),
+            vec![node("m1", 4000, 10000), node("m2", 6000, 10000)],
+            vec![],
+        );
+        assert_eq!(got, vec![41, 50]);
+        for (w, msg) in [
+            (
+                -1,
+                "resource Weight of memory should be a positive value, got -1",
+            ),
+            (
+                0,
+                "resource Weight of memory should be a positive value, got 0",
+            ),
+            (
+                101,
+                "resource Weight of memory should be less than 100, got 101",
+            ),
+        ] {
+            let e = LeastRequestedPriority::with_resources(&[ResourceSpec::new("memory", w)])
+                .unwrap_err();
+            assert_eq!(e.message, msg);
+        }
+    }
+
+    #[test]
+    fn least_requested_uses_non_zero_defaults() {
+        // A container without requests counts 100m / 200 MiB.
+        let mi = 1024 * 1024;
+        let pod = pod_on("", vec![container(&[])]);
+        let got = run(
+            &LeastRequestedPriority::new(),
+            &pod,
+            vec![node("m1", 1000, 1000 * mi)],
+            vec![pod_on("m1", vec![container(&[])])],
+        );
+        // cpu (1000-200)*100/1000 = 80, memory (1000-400)*100/1000 = 60 -> 70.
+        assert_eq!(got, vec![70]);
+    }
+
+    #[test]
+    fn zero_allocatable_resource_is_left_out() {
+        // kube 1.22: a resource with zero allocatable is not in the average at all.
+        let got = run(
+            &LeastRequestedPriority::new(),
+            &cpu_and_memory(""),
+            vec![node("m1", 6000, 0), node("m2", 0, 10000)],
+            vec![],
+        );
+        assert_eq!(got, vec![50, 50]);
+        let got = run(
+            &MostRequestedPriority::new(),
+            &cpu_and_memory(""),
+            vec![node("m1", 6000, 0), node("m2", 0, 10000)],
+            vec![],
+        );
+        assert_eq!(got, vec![50, 50]);
+    }
+
+    // kube: most_allocated_test.go TestNodeResourcesMostAllocated (1.22 expectations).
+    #[test]
+    fn most_requested_kube_table() {
+        let p = MostRequestedPriority::new();
+        let big = pod_on(
+            "",
+            vec![
+                container(&[("cpu", "2000m"), ("memory", "4000")]),
+                container(&[("cpu", "3000m"), ("memory", "5000")]),
+            ],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "nothing scheduled, nothing requested",
+                no_resources(),
+                vec![node("m1", 4000, 10000), node("m2", 4000, 10000)],
+                vec![],
+                vec![0, 0],
+            ),
+            (
+                "nothing scheduled, resources requested, differently sized machines",
+                cpu_and_memory(""),
+                vec![node("m1", 4000, 10000), node("m2", 6000, 10000)],
+                vec![],
+                vec![62, 50],
+            ),
+            (
+                "no resources requested, pods scheduled with resources",
+                no_resources(),
+                vec![node("m1", 10000, 20000), node("m2", 10000, 20000)],
+                vec![
+                    cpu_only("m1"),
+                    cpu_only("m1"),
+                    cpu_only("m2"),
+                    cpu_and_memory("m2"),
+                ],
+                vec![30, 42],
+            ),
+            (
+                "resources requested, pods scheduled with resources",
+                cpu_and_memory(""),
+                vec![node("m1", 10000, 20000), node("m2", 10000, 20000)],
+                vec![cpu_only("m1"), cpu_and_memory("m2")],
+                vec![42, 55],
+            ),
+            (
+                "resources requested equal node capacity",
+                big.clone(),
+                vec![node("m1", 5000, 10000), node("m2", 10000, 9000)],
+                vec![],
+                vec![95, 75],
+            ),
+            (
+                "resources requested with more than the node (overcommit scores 100 since 1.22)",
+                big,
+                vec![node("m1", 4000, 10000), node("m2", 10000, 8000)],
+                vec![],
+                vec![95, 75],
+            ),
+        ];
+        for (name, pod, nodes, pods, want) in cases {
+            assert_eq!(run(&p, &pod, nodes, pods), want, "{name}");
+        }
+        let p = MostRequestedPriority::with_resources(&[
+            ResourceSpec::new("memory", 2),
+            ResourceSpec::new("cpu", 1),
+        ])
+        .unwrap();
+        let got = run(
+            &p,
+            &cpu_and_memory(""),
+            vec![node("m1", 4000, 10000), node("m2", 6000, 10000)],
+            vec![],
+        );
+        assert_eq!(got, vec![58, 50]);
+    }
+
+    #[test]
+    fn extended_resources_follow_kube_1_22() {
+        // kube: "bypass extended resource if the pod does not request" and "honor extended
+        // resource if the pod requests" (least allocated, cpu:1 memory:1 foo:1).
+        let specs = [
+            ResourceSpec::new("cpu", 1),
+            ResourceSpec::new("memory", 1),
+            ResourceSpec::new("example.com/foo", 1),
+        ];
+        let p = LeastRequestedPriority::with_resources(&specs).unwrap();
+        let nodes = || {
+            vec![
+                node_with(
+                    "n1",
+                    &[("cpu", "6"), ("memory", "10000"), ("example.com/foo", "4")],
+                ),
+                node_with(
+                    "n2",
+                    &[("cpu", "6"), ("memory", "10000"), ("example.com/foo", "10")],
+                ),
+            ]
+        };
+        let plain = pod_on(
+            "",
+            vec![
+                container(&[("cpu", "1"), ("memory", "2000")]),
+                container(&[("cpu", "2"), ("memory", "3000")]),
+            ],
+        );
+        assert_eq!(run(&p, &plain, nodes(), vec![]), vec![50, 50]);
+        let with_foo = pod_on(
+            "",
+            vec![
+                container(&[("cpu", "1"), ("memory", "2000"), ("example.com/foo", "2")]),
+                container(&[("cpu", "2"), ("memory", "3000")]),
+            ],
+        );
+        assert_eq!(run(&p, &with_foo, nodes(), vec![]), vec![50, 60]);
+    }
+
+    #[test]
+    fn formulas_never_panic() {
+        for (r, c) in [
+            (i64::MAX, 1),
+            (1, i64::MAX),
+            (-5, -1),
+            (i64::MIN, -1),
+            (0, 0),
+        ] {
+            let _ = least_requested_score(r, c);
+            let _ = most_requested_score(r, c);
+        }
+    }
+}
