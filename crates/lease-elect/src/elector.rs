@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -196,7 +196,7 @@ struct Inner {
     identity: Arc<str>,
     state: Mutex<State>,
     attempt: tokio::sync::Mutex<()>,
-    rng: Mutex<StdRng>,
+    rng: Mutex<SmallRng>,
     watch: watch::Sender<Leadership>,
 }
 
@@ -255,7 +255,7 @@ impl LeaderElector {
                 config,
                 state: Mutex::new(State::default()),
                 attempt: tokio::sync::Mutex::new(()),
-                rng: Mutex::new(StdRng::seed_from_u64(seed)),
+                rng: Mutex::new(SmallRng::seed_from_u64(seed)),
                 watch: watch::channel(Leadership::default()).0,
             }),
         }
@@ -609,8 +609,7 @@ impl LeaderElector {
                     match lock.update(&v, &record).await {
                         Ok(v2) => {
                             self.observe(record, v2);
-                            self.extend(term, start);
-                            return Ok(true);
+                            return Ok(self.extend(term, start));
                         }
                         Err(e) => {
                             tracing::debug!(error = %e, "optimistic renew failed; falling back to a read");
@@ -677,10 +676,12 @@ impl LeaderElector {
         let token = token_for(&v2, &record);
         self.observe(record, v2);
         match (&term, renewing) {
-            (Some(t), true) => self.extend(t, start),
-            _ => self.start_term(token, start),
+            (Some(t), true) => Ok(self.extend(t, start)),
+            _ => {
+                self.start_term(token, start);
+                Ok(true)
+            }
         }
-        Ok(true)
     }
 
     fn clock(&self) -> &Arc<dyn Clock> {
@@ -733,9 +734,16 @@ impl LeaderElector {
         }
     }
 
-    fn extend(&self, term: &Arc<Term>, start: Instant) {
+    /// Extends `term` after a renewal that started at `start`. A term that ended while the
+    /// write was in flight stays ended: validity is one contiguous interval.
+    fn extend(&self, term: &Arc<Term>, start: Instant) -> bool {
+        if !term.valid_at(self.clock().now()) {
+            self.end_term_if(term, "renew deadline passed during the renewal");
+            return false;
+        }
         *locked(&term.valid_until) = start + self.inner.config.renew_deadline;
         *locked(&term.last_renew) = start;
+        true
     }
 
     fn start_term(&self, token: FencingToken, start: Instant) {

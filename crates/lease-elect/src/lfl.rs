@@ -5,7 +5,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::elector::{Term, locked, token_for};
@@ -68,7 +68,7 @@ pub struct LeaderForLife {
     lock: Arc<dyn ResourceLock>,
     clock: Arc<dyn Clock>,
     backoff: Backoff,
-    rng: Mutex<StdRng>,
+    rng: Mutex<SmallRng>,
 }
 
 impl std::fmt::Debug for LeaderForLife {
@@ -89,7 +89,7 @@ impl LeaderForLife {
             lock: Arc::new(lock),
             clock: Arc::new(TokioClock::new()),
             backoff: Backoff::default(),
-            rng: Mutex::new(StdRng::seed_from_u64(rand::random())),
+            rng: Mutex::new(SmallRng::seed_from_u64(rand::random())),
         }
     }
 
@@ -110,7 +110,7 @@ impl LeaderForLife {
     /// Seeds the jitter's random numbers.
     #[must_use]
     pub fn with_rng_seed(self, seed: u64) -> Self {
-        *locked(&self.rng) = StdRng::seed_from_u64(seed);
+        *locked(&self.rng) = SmallRng::seed_from_u64(seed);
         self
     }
 

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
@@ -24,7 +24,7 @@ struct Stored {
 struct StoreInner {
     name: String,
     stored: Mutex<Stored>,
-    changed: watch::Sender<Option<u64>>,
+    changed: watch::Sender<(Option<u64>, Option<String>)>,
     notify: bool,
 }
 
@@ -50,7 +50,7 @@ impl MemoryStore {
     }
 
     fn build(name: String, notify: bool) -> Self {
-        let (changed, _) = watch::channel(None);
+        let (changed, _) = watch::channel((None, None));
         MemoryStore {
             inner: Arc::new(StoreInner {
                 name,
@@ -77,7 +77,7 @@ impl MemoryStore {
         if st.record.take().is_some() {
             st.sequence += 1;
             drop(st);
-            self.inner.changed.send_replace(None);
+            self.inner.changed.send_replace((None, None));
         }
     }
 
@@ -86,14 +86,19 @@ impl MemoryStore {
         let mut st = locked(&self.inner.stored);
         st.sequence += 1;
         let seq = st.sequence;
+        let holder = record.holder_identity.clone();
         st.record = Some((record, seq));
         drop(st);
-        self.inner.changed.send_replace(Some(seq));
+        self.inner.changed.send_replace((Some(seq), Some(holder)));
         Version::from_sequence(seq)
     }
 
-    fn current(&self) -> Option<u64> {
-        locked(&self.inner.stored).record.as_ref().map(|(_, s)| *s)
+    fn current(&self) -> (Option<u64>, Option<String>) {
+        let st = locked(&self.inner.stored);
+        match &st.record {
+            Some((r, s)) => (Some(*s), Some(r.holder_identity.clone())),
+            None => (None, None),
+        }
     }
 }
 
@@ -127,7 +132,7 @@ impl Faults {
 #[derive(Debug)]
 struct FaultState {
     faults: Faults,
-    rng: StdRng,
+    rng: SmallRng,
 }
 
 /// A fault-injection handle shared between a [`MemoryLock`] and the test that drives it.
@@ -161,6 +166,14 @@ impl FaultInjector {
     fn plan(&self) -> Plan {
         let mut st = locked(&self.state);
         let FaultState { faults, rng } = &mut *st;
+        if *faults == Faults::none() {
+            return Plan {
+                before: Duration::ZERO,
+                after: Duration::ZERO,
+                fail: false,
+                lose_reply: false,
+            };
+        }
         let total = if faults.max_latency > faults.min_latency {
             let span = (faults.max_latency - faults.min_latency).as_nanos() as u64;
             faults.min_latency + Duration::from_nanos(rng.random_range(0..=span))
@@ -192,8 +205,9 @@ async fn pause(d: Duration) {
 
 /// One participant's handle on a [`MemoryStore`]: a [`ResourceLock`] for electors in one
 /// process, with fault injection for tests. Versions carry sequences, so fencing tokens are
-/// write sequence numbers. Candidates waiting on it are woken at once by changes (unless the
-/// store was made [without notifications](MemoryStore::without_notifications)).
+/// write sequence numbers. Candidates waiting on it are woken at once when the holder changes,
+/// a release in particular (unless the store was made
+/// [without notifications](MemoryStore::without_notifications)); renewals do not wake them.
 ///
 /// ```
 /// use lease_elect::{MemoryLock, MemoryStore, ResourceLock, LeaderElectionRecord, LockError};
@@ -235,7 +249,7 @@ impl MemoryLock {
             faults: FaultInjector {
                 state: Arc::new(Mutex::new(FaultState {
                     faults: Faults::none(),
-                    rng: StdRng::seed_from_u64(seed),
+                    rng: SmallRng::seed_from_u64(seed),
                 })),
             },
             events: Arc::default(),
@@ -275,7 +289,10 @@ impl MemoryLock {
             let mut st = locked(&self.store.inner.stored);
             let before = st.sequence;
             let result = op(&mut st);
-            let changed = (st.sequence != before).then(|| st.record.as_ref().map(|(_, s)| *s));
+            let changed = (st.sequence != before).then(|| match &st.record {
+                Some((r, s)) => (Some(*s), Some(r.holder_identity.clone())),
+                None => (None, None),
+            });
             (result, changed)
         };
         if let Some(current) = changed {
@@ -355,11 +372,13 @@ impl ResourceLock for MemoryLock {
         }
         let seen = seen.and_then(Version::sequence);
         let mut rx = self.store.inner.changed.subscribe();
-        if self.store.current() != seen {
+        let (current, holder) = self.store.current();
+        if current != seen {
             return;
         }
-        // The sender lives as long as the store we hold, so this only ends on a change.
-        let _ = rx.wait_for(|cur| *cur != seen).await;
+        // Renewals are not worth a wake-up; a change of holder (a release, a takeover, a
+        // delete) is. The sender lives as long as the store we hold.
+        let _ = rx.wait_for(|(_, h)| *h != holder).await;
     }
 
     fn identity(&self) -> &str {

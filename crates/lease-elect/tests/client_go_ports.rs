@@ -472,7 +472,15 @@ async fn tokens_increase_when_the_same_identity_acquires_again() {
 fn config_validation_in_client_go_order() {
     let store = MemoryStore::new("t");
     let s = Duration::from_secs;
-    let cases: Vec<(u64, u64, Duration, Option<&str>, ConfigError, &str)> = vec![
+    type Case = (
+        u64,
+        u64,
+        Duration,
+        Option<&'static str>,
+        ConfigError,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
         (
             10,
             10,
