@@ -31,8 +31,8 @@ use crate::snapshot::Sym;
 /// namespace; `namespaceSelector` is evaluated against [`NamespaceLabels`] (see
 /// [`MatchInterPodAffinity::with_namespace_labels`]).
 ///
-/// The predicate is skipped when the pod has no required terms and no pod in the snapshot has
-/// required anti-affinity. A selector Kubernetes would reject in the pod's terms is a
+/// The predicate is skipped when the pod has no required affinity terms and no anti-affinity
+/// term matches (the pod's own against existing pods, or existing pods' against the pod). A selector Kubernetes would reject in the pod's terms is a
 /// [`PluginError`] (kube fails the pod with "parsing pod").
 #[derive(Clone, Debug, Default)]
 pub struct MatchInterPodAffinity {
@@ -154,6 +154,11 @@ impl Predicate for MatchInterPodAffinity {
                     }
                 }
             }
+        }
+        if affinity.is_empty() && st.anti_counts.is_empty() && st.existing_keys.is_empty() {
+            // Nothing can fail: no affinity terms, and no pod matches an anti-affinity term
+            // either way.
+            return Ok(Prepared::Skip);
         }
         Ok(Prepared::Run(PluginState::new(st)))
     }

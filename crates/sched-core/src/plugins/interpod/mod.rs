@@ -13,6 +13,8 @@ pub mod selector;
 mod terms;
 
 #[cfg(test)]
+mod reference_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;

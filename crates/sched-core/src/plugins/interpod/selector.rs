@@ -1,7 +1,7 @@
 //! Label selectors over pod labels, with Kubernetes' semantics (`k8s.io/apimachinery/pkg/labels`).
 //!
 //! Two forms:
-//! - [`matches`] / [`matches_opt`] evaluate a [`LabelSelector`] against a label map of strings.
+//! - [`matches()`] / [`matches_opt`] evaluate a [`LabelSelector`] against a label map of strings.
 //!   Used where only one pod is checked (an existing pod's term against the pod being scheduled).
 //! - [`CompiledSelector`] resolves the selector once against the snapshot's [`Interner`], then
 //!   matches interned [`LabelIds`] with integer comparisons and no allocation. Used when a
@@ -37,7 +37,7 @@ pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
         })
 }
 
-/// Like [`matches`], where a missing selector matches nothing.
+/// Like [`matches()`], where a missing selector matches nothing.
 pub fn matches_opt(sel: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
     sel.is_some_and(|s| matches(s, labels))
 }

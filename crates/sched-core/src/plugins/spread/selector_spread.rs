@@ -199,6 +199,9 @@ fn normalize(cx: &CycleContext<'_>, st: &State, scores: &mut [i64]) {
 /// `score * 1/3 + 2/3 * 100 * (maxZone - zoneCount) / maxZone`, in float64 and truncated.
 ///
 /// A pod no Service or controller selects gets 100 on every node (returned as a constant).
+///
+/// Not modelled: kube skips this priority for pods with `topologySpreadConstraints` and ignores
+/// pods being deleted; the model has neither field.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SelectorSpreadPriority;
 
