@@ -1,0 +1,75 @@
+//! The lease-elect conformance suite against a real PostgreSQL server.
+//!
+//! The server is the one named by `LEASE_ELECT_PG_URL` (see `scripts/servers.sh`); without
+//! it the test starts its own (`initdb` + `postgres` from `LEASE_ELECT_PG_BINDIR` or
+//! `/usr/lib/postgresql/*/bin`, as an unprivileged user when run as root). Without either, the
+//! tests fail under `CI` and are skipped loudly elsewhere.
+
+mod pg;
+
+use std::sync::{Arc, OnceLock};
+
+use lease_elect::ResourceLock;
+use lease_elect::testing::LockFactory;
+use lease_elect::testing::process::server_missing;
+use lease_elect_postgres::PostgresLock;
+
+struct Factory {
+    url: String,
+}
+
+impl LockFactory for Factory {
+    async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+        Arc::new(
+            PostgresLock::builder(&self.url, name, identity)
+                .build()
+                .expect("build a PostgresLock"),
+        )
+    }
+
+    fn time_precision(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(1)
+    }
+
+    fn notifies_changes(&self) -> bool {
+        true
+    }
+
+    async fn corrupt(&self, name: &str) -> bool {
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        let n = client
+            .execute(
+                "UPDATE lease_elect_locks SET lease_duration_seconds = -1,
+                 version = nextval('lease_elect_locks_version') WHERE name = $1",
+                &[&name],
+            )
+            .await
+            .expect("corrupt the row");
+        assert_eq!(n, 1, "the row to corrupt must exist");
+        true
+    }
+}
+
+async fn factory() -> Option<Factory> {
+    if let Ok(url) = std::env::var("LEASE_ELECT_PG_URL") {
+        return Some(Factory { url });
+    }
+    static OWN: OnceLock<Option<pg::OwnPostgres>> = OnceLock::new();
+    let own = OWN.get_or_init(pg::start_postgres);
+    match own {
+        Some(own) => Some(Factory {
+            url: own.url.clone(),
+        }),
+        None => {
+            server_missing(
+                "no PostgreSQL server: LEASE_ELECT_PG_URL is not set and no initdb/postgres found",
+            );
+            None
+        }
+    }
+}
+
+lease_elect::contract_tests!(factory);
