@@ -65,6 +65,9 @@ mod record;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+/// Re-exported so implementations of [`LeaderCallbacks`] and [`ResourceLock`] need no extra
+/// dependency.
+pub use async_trait::async_trait;
 pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
 pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
 pub use elector::{

@@ -359,3 +359,18 @@ fn busy_hour_smoke() {
         wall.elapsed()
     );
 }
+
+/// The checker catches a real violation: with clock rates 2x apart (beyond the documented
+/// tolerance lease / renew deadline = 1.5) a partitioned slow leader still believes it leads
+/// when the fast candidate takes over.
+#[test]
+fn skew_beyond_the_tolerance_is_caught() {
+    let s = Scenario {
+        seed: 1,
+        rates: vec![0.5, 1.0],
+        notify: false,
+        events: vec![(100, 0, Action::Partition(true))],
+    };
+    let out = run_scenario(&s);
+    assert!(!out.violations.is_empty(), "expected an overlap");
+}
