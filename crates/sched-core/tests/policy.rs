@@ -1,11 +1,14 @@
 //! Policy documents: kube's own examples parse and resolve as kube would, every kind of
 //! malformed document gets an error naming the offending field and value.
 
+use sched_core::model::{Node, Pod, parse_node, parse_pod};
 use sched_core::policy::{
     DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
     MANDATORY_PREDICATES, Policy, PolicyError, PredicateKind, PredicatePolicy, PredicateSpec,
     PriorityArgs, PriorityKind, PriorityPolicy,
 };
+use sched_core::scheduler::{ScheduleError, Scheduler};
+use sched_core::snapshot::Snapshot;
 
 fn predicate_names(p: &Policy) -> Vec<String> {
     p.plan()
@@ -93,14 +96,13 @@ fn kube_example_policy_resolves_in_kube_order_with_mandatory_predicates() {
     assert_eq!(plan.max_total_score(), 400);
 }
 
-/// kube's scheduler factory test "policy with arguments" (the second `TestZoneAffinity` renamed:
-/// kube merges repeated custom names, we reject them).
+/// kube's scheduler factory test "policy with arguments", verbatim.
 const KUBE_ARGUMENTS_EXAMPLE: &str = r#"{
     "kind" : "Policy",
     "apiVersion" : "v1",
     "predicates" : [
         {"name" : "TestZoneAffinity", "argument" : {"serviceAffinity" : {"labels" : ["zone"]}}},
-        {"name" : "TestFooAffinity", "argument" : {"serviceAffinity" : {"labels" : ["foo"]}}},
+        {"name" : "TestZoneAffinity", "argument" : {"serviceAffinity" : {"labels" : ["foo"]}}},
         {"name" : "TestRequireZone", "argument" : {"labelsPresence" : {"labels" : ["zone"], "presence" : true}}},
         {"name" : "TestNoFooLabel", "argument" : {"labelsPresence" : {"labels" : ["foo"], "presence" : false}}}
     ],
@@ -126,9 +128,43 @@ const KUBE_ARGUMENTS_EXAMPLE: &str = r#"{
     ]
 }"#;
 
+/// kube's example without its two `serviceAffinity` predicates (kube merges the repeated
+/// custom name; sched-core rejects repeated names and has no ServiceAffinity filter).
+fn kube_arguments_example_supported() -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(KUBE_ARGUMENTS_EXAMPLE).unwrap();
+    let preds = doc["predicates"].as_array_mut().unwrap();
+    preds.retain(|p| p["argument"].get("serviceAffinity").is_none());
+    assert_eq!(preds.len(), 2);
+    doc.to_string()
+}
+
+#[test]
+fn kube_policy_with_arguments_what_we_reject_is_named() {
+    let (e, msg) = reject(KUBE_ARGUMENTS_EXAMPLE);
+    assert!(
+        matches!(&e, PolicyError::Unsupported { path, name, .. } if path == "predicates[0].argument.serviceAffinity" && name == "TestZoneAffinity"),
+        "{e:?}"
+    );
+    assert_mentions(
+        &msg,
+        &["\"TestZoneAffinity\"", "ServiceAffinity", "not supported"],
+    );
+    let (_, msg) = reject(
+        r#"{"predicates": [{"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["zone"]}}}]}"#,
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "`predicates[0].name`",
+            "\"CheckServiceAffinity\"",
+            "not supported",
+        ],
+    );
+}
+
 #[test]
 fn kube_policy_with_arguments_resolves_every_custom_kind() {
-    let p = Policy::from_json(KUBE_ARGUMENTS_EXAMPLE).unwrap();
+    let p = Policy::from_json(&kube_arguments_example_supported()).unwrap();
     let plan = p.plan().unwrap();
     assert_eq!(
         plan.predicates(),
@@ -144,14 +180,6 @@ fn kube_policy_with_arguments_resolves_every_custom_kind() {
                 name: "TestNoFooLabel".into(),
                 labels: vec!["foo".into()],
                 presence: false
-            },
-            PredicateSpec::ServiceAffinity {
-                name: "TestZoneAffinity".into(),
-                labels: vec!["zone".into()]
-            },
-            PredicateSpec::ServiceAffinity {
-                name: "TestFooAffinity".into(),
-                labels: vec!["foo".into()]
             },
         ]
     );
@@ -202,7 +230,6 @@ const EVERYTHING: &str = r#"{
         {"name": "PodToleratesNodeTaints"},
         {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": true}}},
         {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"]}}},
-        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["region"]}}},
         {"name": "CheckNodeMemoryPressure"},
         {"name": "CheckNodePIDPressure"},
         {"name": "CheckNodeDiskPressure"}
@@ -545,7 +572,6 @@ fn total_weight_overflow() {
 fn missing_argument() {
     for (list, name, expected) in [
         ("predicates", "CheckNodeLabelPresence", "labelsPresence"),
-        ("predicates", "CheckServiceAffinity", "serviceAffinity"),
         ("priorities", "NodeLabelPriority", "labelPreference"),
         ("priorities", "ServiceAntiAffinity", "serviceAntiAffinity"),
         (
@@ -731,8 +757,8 @@ fn duplicate_names() {
     // Custom names too.
     let (_, msg) = reject(
         r#"{"predicates": [
-            {"name": "Zone", "argument": {"serviceAffinity": {"labels": ["zone"]}}},
-            {"name": "Zone", "argument": {"serviceAffinity": {"labels": ["foo"]}}}]}"#,
+            {"name": "Zone", "argument": {"labelsPresence": {"labels": ["zone"]}}},
+            {"name": "Zone", "argument": {"labelsPresence": {"labels": ["foo"]}}}]}"#,
     );
     assert_mentions(&msg, &["duplicate predicate name \"Zone\""]);
     let (_, msg) = reject(
@@ -865,4 +891,308 @@ fn extenders_are_rejected_unless_empty() {
     assert_eq!(e, PolicyError::ExtendersUnsupported { count: 1 });
     assert_mentions(&msg, &["`extenders`", "not supported"]);
     assert!(Policy::from_json(r#"{"extenders": []}"#).is_ok());
+}
+
+// ---- compilation into a scheduler ----------------------------------------------------------
+
+fn compiled(json: &str) -> Scheduler {
+    Policy::from_json(json)
+        .unwrap()
+        .builder()
+        .unwrap()
+        .threads(1)
+        .seed(7)
+        .build()
+        .unwrap()
+}
+
+fn names_of(s: &Scheduler) -> Vec<&str> {
+    s.predicate_names().collect()
+}
+
+fn weights_of(s: &Scheduler) -> Vec<(&str, i64)> {
+    s.priority_weights().collect()
+}
+
+#[test]
+fn kube_example_compiles_to_the_listed_plugins() {
+    let s = Policy::from_json(KUBE_EXAMPLE).unwrap().compile().unwrap();
+    assert_eq!(
+        names_of(&s),
+        [
+            "CheckNodeUnschedulable",
+            "HostName",
+            "PodFitsHostPorts",
+            "MatchNodeSelector",
+            "PodFitsResources",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints",
+        ]
+    );
+    assert_eq!(
+        weights_of(&s),
+        [
+            ("LeastRequestedPriority", 1),
+            ("BalancedResourceAllocation", 1),
+            ("ServiceSpreadingPriority", 1),
+            ("EqualPriority", 1),
+        ]
+    );
+}
+
+#[test]
+fn default_policy_compiles_to_kube_defaults() {
+    for s in [
+        Policy::default().compile().unwrap(),
+        Policy::kube_default().compile().unwrap(),
+    ] {
+        assert_eq!(
+            names_of(&s),
+            [
+                "CheckNodeUnschedulable",
+                "GeneralPredicates",
+                "NoDiskConflict",
+                "PodToleratesNodeTaints",
+                "MatchInterPodAffinity",
+            ]
+        );
+        assert_eq!(
+            weights_of(&s),
+            [
+                ("SelectorSpreadPriority", 1),
+                ("InterPodAffinityPriority", 1),
+                ("LeastRequestedPriority", 1),
+                ("BalancedResourceAllocation", 1),
+                ("NodePreferAvoidPodsPriority", 10000),
+                ("NodeAffinityPriority", 1),
+                ("TaintTolerationPriority", 1),
+                ("ImageLocalityPriority", 1),
+            ]
+        );
+    }
+}
+
+#[test]
+fn general_predicates_cover_their_parts_and_split_when_all_reasons_are_wanted() {
+    let doc = r#"{"predicates": [{"name": "HostName"}, {"name": "GeneralPredicates"},
+        {"name": "PodFitsResources"}, {"name": "NoDiskConflict"}], "priorities": []}"#;
+    assert_eq!(
+        names_of(&compiled(doc)),
+        [
+            "CheckNodeUnschedulable",
+            "GeneralPredicates",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints"
+        ]
+    );
+    let all = doc.replace(
+        "\"priorities\": []",
+        "\"priorities\": [], \"alwaysCheckAllPredicates\": true",
+    );
+    assert_eq!(
+        names_of(&compiled(&all)),
+        [
+            "CheckNodeUnschedulable",
+            "PodFitsResources",
+            "HostName",
+            "PodFitsHostPorts",
+            "MatchNodeSelector",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints"
+        ]
+    );
+}
+
+#[test]
+fn kube_policy_with_arguments_compiles_like_kube() {
+    let s = compiled(&kube_arguments_example_supported());
+    // The labelsPresence predicates form one NodeLabel filter.
+    assert_eq!(
+        names_of(&s),
+        [
+            "CheckNodeUnschedulable",
+            "PodToleratesNodeTaints",
+            "CheckNodeLabelPresence"
+        ]
+    );
+    // The labelPreference priorities form one NodeLabel score with weight 2 x 3.
+    assert_eq!(
+        weights_of(&s),
+        [
+            ("RackSpread", 3),
+            ("ZoneSpread", 3),
+            ("RequestedToCapacityRatioPriority", 2),
+            ("NodeLabelPriority", 6),
+            ("NodeAffinityPriority", 2),
+            ("InterPodAffinityPriority", 1),
+        ]
+    );
+}
+
+#[test]
+fn a_policy_using_every_name_and_argument_compiles() {
+    let s = compiled(EVERYTHING);
+    let names = names_of(&s);
+    assert_eq!(
+        names,
+        [
+            "CheckNodeCondition",
+            "CheckNodeUnschedulable",
+            "PodFitsResources",
+            "HostName",
+            "PodFitsHostPorts",
+            "MatchNodeSelector",
+            "NoDiskConflict",
+            "PodToleratesNodeTaints",
+            "CheckNodeLabelPresence",
+            "CheckNodeMemoryPressure",
+            "CheckNodePIDPressure",
+            "CheckNodeDiskPressure",
+            "MatchInterPodAffinity",
+        ]
+    );
+    // alwaysCheckAllPredicates: GeneralPredicates runs as its four parts.
+    assert!(!names.contains(&"GeneralPredicates"));
+    let weights = weights_of(&s);
+    assert_eq!(weights.len(), 15, "{weights:?}");
+    assert!(weights.contains(&("NodeLabelPriority", 4)));
+    assert!(weights.contains(&("ServiceAntiAffinity", 1)));
+    assert!(weights.contains(&("RequestedToCapacityRatioPriority", 2)));
+}
+
+#[test]
+fn example_data_files_compile() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data");
+    for file in ["policy-demo.json", "policy-default.json"] {
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        let s = Policy::from_json(&text).unwrap().compile();
+        assert!(s.is_ok(), "{file}: {s:?}");
+    }
+}
+
+fn node(name: &str, labels: &str, extra_spec: &str) -> Node {
+    parse_node(&format!(
+        r#"{{"metadata": {{"name": "{name}", "labels": {{{labels}}}}},
+            "spec": {{{extra_spec}}},
+            "status": {{"allocatable": {{"cpu": "4", "memory": "8Gi", "pods": "110"}},
+                        "capacity": {{"cpu": "4", "memory": "8Gi", "pods": "110"}}}}}}"#
+    ))
+    .unwrap()
+}
+
+fn pod(name: &str) -> Pod {
+    parse_pod(&format!(
+        r#"{{"metadata": {{"name": "{name}", "namespace": "default"}},
+            "spec": {{"containers": [{{"name": "c", "resources": {{"requests": {{"cpu": "100m", "memory": "100Mi"}}}}}}]}}}}"#
+    ))
+    .unwrap()
+}
+
+fn cluster() -> Snapshot {
+    Snapshot::from_objects(
+        vec![
+            node("ssd-1", r#""ssd": "true""#, ""),
+            node("plain", "", r#""unschedulable": true"#),
+            node(
+                "ssd-gpu",
+                r#""ssd": "true""#,
+                r#""taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]"#,
+            ),
+        ],
+        Vec::new(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn compiled_policy_filters_and_scores_as_written() {
+    let snapshot = cluster();
+    // Only mandatory predicates plus an ssd requirement: "plain" lacks the label and is
+    // unschedulable, "ssd-gpu" is tainted.
+    let doc = r#"{"predicates": [{"name": "NeedSsd", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": true}}}],
+                  "priorities": [{"name": "PreferSsd", "weight": 5, "argument": {"labelPreference": {"label": "ssd", "presence": true}}}]}"#;
+    let mut s = compiled(doc);
+    let r = s.schedule(&pod("p"), &snapshot).unwrap();
+    assert_eq!(
+        (r.node.as_str(), r.feasible_nodes, r.evaluated_nodes),
+        ("ssd-1", 1, 3)
+    );
+
+    // A pod nothing fits: the first failing predicate per node...
+    let snapshot = Snapshot::from_objects(
+        vec![
+            node("plain", "", r#""unschedulable": true"#),
+            node(
+                "ssd-gpu",
+                r#""ssd": "true""#,
+                r#""taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]"#,
+            ),
+        ],
+        Vec::new(),
+    )
+    .unwrap();
+    let Err(ScheduleError::Unschedulable(fit)) = s.schedule(&pod("p"), &snapshot) else {
+        panic!("scheduled")
+    };
+    let plain = &fit.failures[0];
+    assert_eq!(plain.node, "plain");
+    assert_eq!(plain.codes.len(), 1);
+    // ...or every one with alwaysCheckAllPredicates.
+    let all = doc.replacen('{', r#"{"alwaysCheckAllPredicates": true, "#, 1);
+    let mut s = compiled(&all);
+    let Err(ScheduleError::Unschedulable(fit)) = s.schedule(&pod("p"), &snapshot) else {
+        panic!("scheduled")
+    };
+    let plain = &fit.failures[0];
+    let failed: Vec<&str> = plain.codes.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(failed, ["CheckNodeUnschedulable", "CheckNodeLabelPresence"]);
+    assert_eq!(fit.num_all_nodes, 2);
+    assert!(
+        fit.to_string().starts_with("0/2 nodes are available: "),
+        "{fit}"
+    );
+}
+
+#[test]
+fn compiled_priorities_decide_between_feasible_nodes() {
+    let snapshot = Snapshot::from_objects(
+        vec![node("plain", "", ""), node("ssd", r#""ssd": "true""#, "")],
+        Vec::new(),
+    )
+    .unwrap();
+    for (presence, want) in [(true, "ssd"), (false, "plain")] {
+        let doc = format!(
+            r#"{{"predicates": [], "priorities": [{{"name": "NodeLabelPriority", "weight": 5,
+                "argument": {{"labelPreference": {{"label": "ssd", "presence": {presence}}}}}}}]}}"#
+        );
+        let mut s = compiled(&doc);
+        for _ in 0..10 {
+            let r = s.schedule(&pod("p"), &snapshot).unwrap();
+            assert_eq!(r.node, want);
+            assert_eq!(r.score, 500);
+            assert_eq!(r.feasible_nodes, 2);
+        }
+    }
+}
+
+#[test]
+fn percentage_of_nodes_to_score_reaches_the_scheduler() {
+    let nodes: Vec<Node> = (0..300).map(|i| node(&format!("n{i}"), "", "")).collect();
+    let snapshot = Snapshot::from_objects(nodes, Vec::new()).unwrap();
+    let mut s = compiled(r#"{"percentageOfNodesToScore": 50, "priorities": []}"#);
+    assert_eq!(
+        s.schedule(&pod("p"), &snapshot).unwrap().feasible_nodes,
+        150
+    );
+    let mut s = compiled(r#"{"percentageOfNodesToScore": 100, "priorities": []}"#);
+    assert_eq!(
+        s.schedule(&pod("p"), &snapshot).unwrap().feasible_nodes,
+        300
+    );
+    // Adaptive: 50 - 300/125 = 48 %, but never fewer than 100 nodes.
+    let mut s = compiled(r#"{"priorities": []}"#);
+    assert_eq!(
+        s.schedule(&pod("p"), &snapshot).unwrap().feasible_nodes,
+        144
+    );
 }

@@ -90,11 +90,9 @@ pub enum PolicyError {
         known: &'static [&'static str],
     },
     /// A kube-scheduler predicate or priority that this crate does not implement.
-    #[error(
-        "`{path}.name`: {name:?} is a kube-scheduler {what} that sched-core does not implement: {reason}"
-    )]
+    #[error("`{path}`: {what} {name:?} is not supported by sched-core: {reason}")]
     Unsupported {
-        /// The entry.
+        /// The entry's `name` field, or the argument member that makes it unsupported.
         path: String,
         /// `predicate` or `priority`.
         what: &'static str,
@@ -241,6 +239,9 @@ pub enum PolicyError {
         /// Its weight.
         first_weight: i64,
     },
+    /// The scheduler refused the compiled pipeline (validation normally catches this first).
+    #[error("building the scheduler: {0}")]
+    Build(#[from] crate::scheduler::BuildError),
     /// Non-empty `extenders`: this crate has no HTTP extender client.
     #[error("`extenders`: HTTP extenders are not supported (found {count}); remove them")]
     ExtendersUnsupported {

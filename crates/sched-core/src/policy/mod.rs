@@ -1,8 +1,9 @@
 //! kube-scheduler's legacy Policy JSON, compiled once into a scheduler.
 //!
-//! Start here: [`Policy::from_json`] parses and validates a document, [`Policy::plan`] resolves
-//! it into the built-ins to construct ([`PolicyPlan`]), and `Policy::compile` builds the
-//! scheduler.
+//! Start here: [`Policy::from_json`] parses and validates a document, [`Policy::compile`] builds
+//! the [`Scheduler`](crate::scheduler::Scheduler) (or [`Policy::builder`] returns the
+//! [`SchedulerBuilder`](crate::scheduler::SchedulerBuilder) to set threads, a seed or extra
+//! plugins first), and [`Policy::plan`] shows what will be built ([`PolicyPlan`]).
 //!
 //! ```
 //! use sched_core::policy::Policy;
@@ -12,6 +13,8 @@
 //!     "predicates": [{"name": "PodFitsResources"}, {"name": "PodFitsPorts"}],
 //!     "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]
 //! }"#)?;
+//! let mut scheduler = policy.builder()?.seed(42).build()?;
+//! assert_eq!(scheduler.priority_weights().count(), 1);
 //! let plan = policy.plan()?;
 //! // The mandatory predicates are always added, and predicates run in kube's order.
 //! let names: Vec<&str> = plan.predicates().iter().map(|p| p.name()).collect();
@@ -51,6 +54,7 @@
 //! requestedToCapacityRatio priority; labelPreference priorities all with one weight, and
 //! serviceAntiAffinity priorities too; `extenders` must be empty (no HTTP client here).
 
+mod compile;
 mod document;
 mod error;
 mod names;

@@ -25,8 +25,6 @@ pub enum PredicateKind {
     PodToleratesNodeTaints,
     /// `CheckNodeLabelPresence`: labels present (or absent); needs `labelsPresence`.
     CheckNodeLabelPresence,
-    /// `CheckServiceAffinity`: a service's pods share label values; needs `serviceAffinity`.
-    CheckServiceAffinity,
     /// `CheckNodeMemoryPressure`: no MemoryPressure for BestEffort pods.
     CheckNodeMemoryPressure,
     /// `CheckNodePIDPressure`: no PIDPressure.
@@ -50,7 +48,6 @@ impl PredicateKind {
         PredicateKind::NoDiskConflict,
         PredicateKind::PodToleratesNodeTaints,
         PredicateKind::CheckNodeLabelPresence,
-        PredicateKind::CheckServiceAffinity,
         PredicateKind::CheckNodeMemoryPressure,
         PredicateKind::CheckNodePIDPressure,
         PredicateKind::CheckNodeDiskPressure,
@@ -70,7 +67,6 @@ impl PredicateKind {
             PredicateKind::NoDiskConflict => "NoDiskConflict",
             PredicateKind::PodToleratesNodeTaints => "PodToleratesNodeTaints",
             PredicateKind::CheckNodeLabelPresence => "CheckNodeLabelPresence",
-            PredicateKind::CheckServiceAffinity => "CheckServiceAffinity",
             PredicateKind::CheckNodeMemoryPressure => "CheckNodeMemoryPressure",
             PredicateKind::CheckNodePIDPressure => "CheckNodePIDPressure",
             PredicateKind::CheckNodeDiskPressure => "CheckNodeDiskPressure",
@@ -90,7 +86,6 @@ impl PredicateKind {
     pub const fn argument(self) -> Option<&'static str> {
         match self {
             PredicateKind::CheckNodeLabelPresence => Some("labelsPresence"),
-            PredicateKind::CheckServiceAffinity => Some("serviceAffinity"),
             _ => None,
         }
     }
@@ -204,7 +199,6 @@ pub const KNOWN_PREDICATES: &[&str] = &[
     "NoDiskConflict",
     "PodToleratesNodeTaints",
     "CheckNodeLabelPresence",
-    "CheckServiceAffinity",
     "CheckNodeMemoryPressure",
     "CheckNodePIDPressure",
     "CheckNodeDiskPressure",
@@ -280,6 +274,7 @@ pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
     ("MaxCSIVolumeCountPred", VOLUME_REASON),
     ("CheckVolumeBinding", VOLUME_REASON),
     ("EvenPodsSpread", SPREAD_REASON),
+    ("CheckServiceAffinity", SERVICE_AFFINITY_REASON),
     (
         "PodToleratesNodeNoExecuteTaints",
         "removed from kube-scheduler in 1.14; PodToleratesNodeTaints covers NoExecute taints",
@@ -291,6 +286,8 @@ pub(crate) const UNSUPPORTED_PRIORITIES: &[(&str, &str)] =
     &[("EvenPodsSpreadPriority", SPREAD_REASON)];
 
 const VOLUME_REASON: &str = "it reads PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSINode objects, which the model does not carry";
+/// Why `serviceAffinity` predicates are rejected.
+pub(crate) const SERVICE_AFFINITY_REASON: &str = "kube's ServiceAffinity filter (CheckServiceAffinity, or a custom predicate with a `serviceAffinity` argument) is not implemented";
 const SPREAD_REASON: &str =
     "topologySpreadConstraints (PodTopologySpread) are not part of the model";
 

@@ -8,8 +8,8 @@ use super::document::{
 };
 use super::names::{
     DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
-    MANDATORY_PREDICATES, PredicateKind, PriorityKind, UNSUPPORTED_PREDICATES,
-    UNSUPPORTED_PRIORITIES,
+    MANDATORY_PREDICATES, PredicateKind, PriorityKind, SERVICE_AFFINITY_REASON,
+    UNSUPPORTED_PREDICATES, UNSUPPORTED_PRIORITIES,
 };
 use super::schema::{PREDICATE_ARGUMENT_FIELDS, PRIORITY_ARGUMENT_FIELDS};
 use crate::framework::MAX_NODE_SCORE;
@@ -83,13 +83,6 @@ pub enum PredicateSpec {
         /// Whether the labels must be present (`true`) or absent.
         presence: bool,
     },
-    /// `CheckServiceAffinity` or a custom predicate with `serviceAffinity`.
-    ServiceAffinity {
-        /// The name in the Policy.
-        name: String,
-        /// Label keys, non-empty.
-        labels: Vec<String>,
-    },
 }
 
 impl PredicateSpec {
@@ -98,7 +91,6 @@ impl PredicateSpec {
         match self {
             PredicateSpec::Builtin(k) => *k,
             PredicateSpec::LabelsPresence { .. } => PredicateKind::CheckNodeLabelPresence,
-            PredicateSpec::ServiceAffinity { .. } => PredicateKind::CheckServiceAffinity,
         }
     }
 
@@ -106,8 +98,7 @@ impl PredicateSpec {
     pub fn name(&self) -> &str {
         match self {
             PredicateSpec::Builtin(k) => k.name(),
-            PredicateSpec::LabelsPresence { name, .. }
-            | PredicateSpec::ServiceAffinity { name, .. } => name,
+            PredicateSpec::LabelsPresence { name, .. } => name,
         }
     }
 }
@@ -335,7 +326,7 @@ fn resolve_predicate(path: &str, p: &PredicatePolicy) -> Result<PredicateSpec, P
         && let Some((_, reason)) = UNSUPPORTED_PREDICATES.iter().find(|(n, _)| *n == p.name)
     {
         return Err(PolicyError::Unsupported {
-            path: path.to_string(),
+            path: format!("{path}.name"),
             what: "predicate",
             name: p.name.clone(),
             reason,
@@ -390,14 +381,12 @@ fn custom_predicate(path: &str, p: &PredicatePolicy) -> Result<PredicateSpec, Po
             presence: *presence,
         });
     }
-    if let Some(sa) = arg.and_then(|a| a.service_affinity.as_ref()) {
-        check_labels(
-            &format!("{path}.argument.serviceAffinity.labels"),
-            &sa.labels,
-        )?;
-        return Ok(PredicateSpec::ServiceAffinity {
+    if arg.and_then(|a| a.service_affinity.as_ref()).is_some() {
+        return Err(PolicyError::Unsupported {
+            path: format!("{path}.argument.serviceAffinity"),
+            what: "predicate",
             name: p.name.clone(),
-            labels: sa.labels.clone(),
+            reason: SERVICE_AFFINITY_REASON,
         });
     }
     // Unreachable after predicate_argument_member, but never panic on input.
@@ -520,7 +509,7 @@ fn resolve_priority(path: &str, p: &PriorityPolicy) -> Result<PrioritySpec, Poli
         && let Some((_, reason)) = UNSUPPORTED_PRIORITIES.iter().find(|(n, _)| *n == p.name)
     {
         return Err(PolicyError::Unsupported {
-            path: path.to_string(),
+            path: format!("{path}.name"),
             what: "priority",
             name: p.name.clone(),
             reason,

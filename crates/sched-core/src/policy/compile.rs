@@ -1,0 +1,261 @@
+//! A [`PolicyPlan`] turned into a [`SchedulerBuilder`] holding the built-in plugins.
+
+use std::sync::Arc;
+
+use super::names::{PredicateKind, PriorityKind};
+use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
+use super::{Policy, PolicyError};
+use crate::framework::{Predicate, Priority};
+use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
+use crate::plugins::{interpod, node, resource, spread};
+use crate::scheduler::{Scheduler, SchedulerBuilder};
+
+/// A priority with its weight.
+type Weighted = (Arc<dyn Priority>, i64);
+
+impl Policy {
+    /// Validates the Policy and returns a [`SchedulerBuilder`] with its predicates, priorities
+    /// and settings, so that threads, the RNG seed or extra plugins can be set before building.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn builder(&self) -> Result<SchedulerBuilder, PolicyError> {
+        self.plan()?.builder()
+    }
+
+    /// Validates the Policy and builds the scheduler (default threads, RNG seeded from the OS;
+    /// use [`Policy::builder`] to choose them).
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn compile(&self) -> Result<Scheduler, PolicyError> {
+        Ok(self.builder()?.build()?)
+    }
+}
+
+impl PolicyPlan {
+    /// A [`SchedulerBuilder`] with the plan's built-ins and settings.
+    ///
+    /// Plugins are built as kube 1.18+ configures them from a Policy:
+    /// - `GeneralPredicates` stands for PodFitsResources, HostName, PodFitsHostPorts and
+    ///   MatchNodeSelector, which are then not run a second time when also listed. With
+    ///   `alwaysCheckAllPredicates` the four run as separate predicates so that every reason is
+    ///   reported; otherwise the combined predicate runs them in the same order and stops at the
+    ///   first failure, which gives the same result with one pass.
+    /// - all `labelsPresence` predicates form one `CheckNodeLabelPresence` (labels required
+    ///   present and labels required absent), and all `labelPreference` priorities form one
+    ///   `NodeLabelPriority` averaging over the labels, with weight n x w (kube's NodeLabel
+    ///   plugin; validation made the n weights equal).
+    /// - each `serviceAntiAffinity` priority is its own `ServiceAntiAffinity`, named as in the
+    ///   Policy.
+    /// - `hardPodAffinitySymmetricWeight` goes to `InterPodAffinityPriority`.
+    ///
+    /// # Errors
+    /// [`PolicyError::InvalidShape`] if a requestedToCapacityRatio argument is refused by the
+    /// priority itself (validation normally catches it first).
+    pub fn builder(&self) -> Result<SchedulerBuilder, PolicyError> {
+        let mut b = SchedulerBuilder::new()
+            .always_check_all_predicates(self.always_check_all_predicates())
+            .percentage_of_nodes_to_score(u32::from(self.percentage_of_nodes_to_score()));
+        for p in self.build_predicates() {
+            b = b.predicate_arc(p);
+        }
+        for (p, w) in self.build_priorities()? {
+            b = b.priority_arc(p, w);
+        }
+        Ok(b)
+    }
+
+    fn build_predicates(&self) -> Vec<Arc<dyn Predicate>> {
+        let specs = self.predicates();
+        let general = specs
+            .iter()
+            .any(|s| s.kind() == PredicateKind::GeneralPredicates);
+        let split_general = self.always_check_all_predicates();
+        let mut out: Vec<Arc<dyn Predicate>> = Vec::with_capacity(specs.len() + 3);
+        let mut labels_done = false;
+        for spec in specs {
+            match spec.kind() {
+                PredicateKind::CheckNodeCondition => {
+                    out.push(Arc::new(node::CheckNodeCondition::new()));
+                }
+                PredicateKind::CheckNodeUnschedulable => {
+                    out.push(Arc::new(node::CheckNodeUnschedulable::new()));
+                }
+                PredicateKind::GeneralPredicates if split_general => {
+                    out.push(Arc::new(node::PodFitsResources::new()));
+                    out.push(Arc::new(node::HostName::new()));
+                    out.push(Arc::new(node::PodFitsHostPorts::new()));
+                    out.push(Arc::new(node::MatchNodeSelector::new()));
+                }
+                PredicateKind::GeneralPredicates => {
+                    out.push(Arc::new(node::GeneralPredicates::new()));
+                }
+                PredicateKind::HostName
+                | PredicateKind::PodFitsHostPorts
+                | PredicateKind::MatchNodeSelector
+                | PredicateKind::PodFitsResources
+                    if general => {}
+                PredicateKind::HostName => out.push(Arc::new(node::HostName::new())),
+                PredicateKind::PodFitsHostPorts => {
+                    out.push(Arc::new(node::PodFitsHostPorts::new()));
+                }
+                PredicateKind::MatchNodeSelector => {
+                    out.push(Arc::new(node::MatchNodeSelector::new()));
+                }
+                PredicateKind::PodFitsResources => {
+                    out.push(Arc::new(node::PodFitsResources::new()));
+                }
+                PredicateKind::NoDiskConflict => out.push(Arc::new(node::NoDiskConflict::new())),
+                PredicateKind::PodToleratesNodeTaints => {
+                    out.push(Arc::new(node::PodToleratesNodeTaints::new()));
+                }
+                PredicateKind::CheckNodeLabelPresence if labels_done => {}
+                PredicateKind::CheckNodeLabelPresence => {
+                    labels_done = true;
+                    let (mut present, mut absent) = (Vec::new(), Vec::new());
+                    for s in specs {
+                        if let PredicateSpec::LabelsPresence {
+                            labels, presence, ..
+                        } = s
+                        {
+                            let list = if *presence { &mut present } else { &mut absent };
+                            list.extend(labels.iter().cloned());
+                        }
+                    }
+                    out.push(Arc::new(node::CheckNodeLabelPresence::from_lists(
+                        present, absent,
+                    )));
+                }
+                PredicateKind::CheckNodeMemoryPressure => {
+                    out.push(Arc::new(node::CheckNodeMemoryPressure::new()));
+                }
+                PredicateKind::CheckNodePIDPressure => {
+                    out.push(Arc::new(node::CheckNodePIDPressure::new()));
+                }
+                PredicateKind::CheckNodeDiskPressure => {
+                    out.push(Arc::new(node::CheckNodeDiskPressure::new()));
+                }
+                PredicateKind::MatchInterPodAffinity => {
+                    out.push(Arc::new(interpod::MatchInterPodAffinity::new()));
+                }
+            }
+        }
+        out
+    }
+
+    fn build_priorities(&self) -> Result<Vec<Weighted>, PolicyError> {
+        let specs = self.priorities();
+        let mut out: Vec<Weighted> = Vec::with_capacity(specs.len());
+        let mut labels_done = false;
+        for spec in specs {
+            let w = spec.weight;
+            let p: Arc<dyn Priority> = match spec.kind {
+                PriorityKind::LeastRequestedPriority => {
+                    Arc::new(resource::LeastRequestedPriority::new())
+                }
+                PriorityKind::MostRequestedPriority => {
+                    Arc::new(resource::MostRequestedPriority::new())
+                }
+                PriorityKind::BalancedResourceAllocation => {
+                    Arc::new(resource::BalancedResourceAllocation::new())
+                }
+                PriorityKind::SelectorSpreadPriority => {
+                    Arc::new(spread::SelectorSpreadPriority::new())
+                }
+                PriorityKind::ServiceSpreadingPriority => {
+                    Arc::new(spread::ServiceSpreadingPriority::new())
+                }
+                PriorityKind::InterPodAffinityPriority => {
+                    Arc::new(interpod::InterPodAffinityPriority::new(
+                        self.hard_pod_affinity_symmetric_weight(),
+                    ))
+                }
+                PriorityKind::NodeAffinityPriority => Arc::new(node::NodeAffinityPriority::new()),
+                PriorityKind::TaintTolerationPriority => {
+                    Arc::new(node::TaintTolerationPriority::new())
+                }
+                PriorityKind::ImageLocalityPriority => {
+                    Arc::new(resource::ImageLocalityPriority::new())
+                }
+                PriorityKind::NodePreferAvoidPodsPriority => {
+                    Arc::new(resource::NodePreferAvoidPodsPriority::new())
+                }
+                PriorityKind::RequestedToCapacityRatioPriority => ratio_priority(spec)?,
+                PriorityKind::ResourceLimitsPriority => {
+                    Arc::new(resource::ResourceLimitsPriority::new())
+                }
+                PriorityKind::NodeLabelPriority if labels_done => continue,
+                PriorityKind::NodeLabelPriority => {
+                    labels_done = true;
+                    let (mut present, mut absent) = (Vec::new(), Vec::new());
+                    for s in specs {
+                        if let PriorityArgs::LabelPreference { label, presence } = &s.argument {
+                            let list = if *presence { &mut present } else { &mut absent };
+                            list.push(label.clone());
+                        }
+                    }
+                    // kube: weight x number of labels; the weights are equal (validated) and
+                    // their sum x 100 fits in i64, so this cannot overflow.
+                    let n = (present.len() + absent.len()) as i64;
+                    out.push((
+                        Arc::new(node::NodeLabelPriority::from_lists(present, absent)),
+                        w.saturating_mul(n),
+                    ));
+                    continue;
+                }
+                PriorityKind::ServiceAntiAffinity => match &spec.argument {
+                    PriorityArgs::ServiceAntiAffinity { label } => Arc::new(
+                        spread::ServiceAntiAffinity::new(label.clone())
+                            .with_name(spec.name.clone()),
+                    ),
+                    other => return Err(argument_mismatch(spec, other)),
+                },
+                PriorityKind::EqualPriority => Arc::new(resource::EqualPriority::new()),
+            };
+            out.push((p, w));
+        }
+        Ok(out)
+    }
+}
+
+fn ratio_priority(spec: &PrioritySpec) -> Result<Arc<dyn Priority>, PolicyError> {
+    let PriorityArgs::RequestedToCapacityRatio(r) = &spec.argument else {
+        return Err(argument_mismatch(spec, &spec.argument));
+    };
+    let path = format!(
+        "requestedToCapacityRatioArguments of priority {:?}",
+        spec.name
+    );
+    let mut shape = Vec::with_capacity(r.shape.len());
+    for &(u, s) in &r.shape {
+        // Validated to 0..=100 and 0..=10.
+        let (Ok(u), Ok(s)) = (i32::try_from(u), i32::try_from(s)) else {
+            return Err(PolicyError::InvalidShape {
+                path,
+                message: format!("point ({u}, {s}) out of range"),
+            });
+        };
+        shape.push(UtilizationShapePoint::new(u, s));
+    }
+    let resources: Vec<ResourceSpec> = r
+        .resources
+        .iter()
+        .map(|(n, w)| ResourceSpec::new(n.clone(), *w))
+        .collect();
+    let p = resource::RequestedToCapacityRatioPriority::new(&shape, &resources).map_err(|e| {
+        PolicyError::InvalidShape {
+            path,
+            message: e.to_string(),
+        }
+    })?;
+    Ok(Arc::new(p))
+}
+
+/// A plan whose argument does not fit its kind; validation never produces one.
+fn argument_mismatch(spec: &PrioritySpec, found: &PriorityArgs) -> PolicyError {
+    PolicyError::InvalidArgument {
+        path: format!("priority {:?}", spec.name),
+        message: format!("argument {found:?} does not fit {}", spec.kind.name()),
+    }
+}
