@@ -332,4 +332,55 @@ mod tests {
             (vec![100, 100], true)
         );
     }
+
+    // kube (legacy): predicates_test.go TestNodeLabelPresence.
+    #[test]
+    fn legacy_node_label_presence() {
+        let snap = snapshot(
+            vec![labeled("machine1", &[("foo", "bar"), ("bar", "foo")])],
+            vec![],
+        );
+        let cases: &[(&[&str], bool, bool)] = &[
+            (&["baz"], true, false),
+            (&["baz"], false, true),
+            (&["foo", "baz"], true, false),
+            (&["foo", "baz"], false, false),
+            (&["foo", "bar"], true, true),
+            (&["foo", "bar"], false, false),
+        ];
+        for (i, (labels, presence, fits)) in cases.iter().enumerate() {
+            let p = CheckNodeLabelPresence::new(strings(labels), *presence);
+            assert_eq!(filter(&p, &pod(), &snap, 0).is_ok(), *fits, "case {i}");
+        }
+    }
+
+    // kube (legacy): priorities/node_label_test.go TestNewNodeLabelPriority, on the framework
+    // scale (MaxPriority 10 becomes 100).
+    #[test]
+    fn legacy_node_label_priority() {
+        let snap = snapshot(
+            vec![
+                labeled("machine1", &[("foo", "bar")]),
+                labeled("machine2", &[("bar", "foo")]),
+                labeled("machine3", &[("bar", "baz")]),
+            ],
+            vec![],
+        );
+        let cases: &[(&str, bool, [i64; 3])] = &[
+            ("baz", true, [0, 0, 0]),
+            ("baz", false, [100, 100, 100]),
+            ("foo", true, [100, 0, 0]),
+            ("foo", false, [0, 100, 100]),
+            ("bar", true, [0, 100, 100]),
+            ("bar", false, [100, 0, 0]),
+        ];
+        for (label, presence, want) in cases {
+            let p = NodeLabelPriority::new(*label, *presence);
+            assert_eq!(
+                scores(&p, &pod(), &snap),
+                want.to_vec(),
+                "{label} {presence}"
+            );
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::framework::{
 use crate::model::{Taint, TaintEffect, Toleration};
 use crate::snapshot::flags;
 
-use super::util::{tolerates_all_with_effect, tolerations_tolerate};
+use super::util::{tolerates_all_with_effect, tolerates_parts, tolerations_tolerate};
 
 /// The taint key of cordoned nodes.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
@@ -203,13 +203,11 @@ impl CheckNodeUnschedulable {
     }
 }
 
+/// Whether the tolerations tolerate `node.kubernetes.io/unschedulable:NoSchedule`.
 fn tolerates_unschedulable(tolerations: &[Toleration]) -> bool {
-    let taint = Taint {
-        key: TAINT_NODE_UNSCHEDULABLE.to_string(),
-        value: String::new(),
-        effect: TaintEffect::NoSchedule,
-    };
-    tolerations_tolerate(tolerations, &taint)
+    tolerations
+        .iter()
+        .any(|t| tolerates_parts(t, TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule))
 }
 
 impl Predicate for CheckNodeUnschedulable {

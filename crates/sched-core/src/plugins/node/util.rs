@@ -7,16 +7,21 @@ use crate::model::{Pod, Taint, TaintEffect, Toleration, TolerationOperator};
 /// kube's `Toleration.ToleratesTaint`: the effect (when set) and key (when set) must match;
 /// `Equal` compares values, `Exists` matches any value.
 pub(crate) fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = t.effect
-        && effect != taint.effect
+    tolerates_parts(t, &taint.key, &taint.value, taint.effect)
+}
+
+/// [`tolerates`] for a taint given by its parts (no taint needs to be built).
+pub(crate) fn tolerates_parts(t: &Toleration, key: &str, value: &str, effect: TaintEffect) -> bool {
+    if let Some(e) = t.effect
+        && e != effect
     {
         return false;
     }
-    if !t.key.is_empty() && t.key != taint.key {
+    if !t.key.is_empty() && t.key != key {
         return false;
     }
     match t.operator {
-        TolerationOperator::Equal => t.value == taint.value,
+        TolerationOperator::Equal => t.value == value,
         TolerationOperator::Exists => true,
     }
 }
