@@ -308,6 +308,13 @@ fn omitted_lists_mean_kube_defaults() {
 }
 
 #[test]
+fn null_lists_mean_kube_defaults_too() {
+    // Go decodes `null` into a nil slice, which kube treats as omitted.
+    let p = Policy::from_json(r#"{"predicates": null, "priorities": null}"#).unwrap();
+    assert_eq!(p.plan().unwrap(), Policy::default().plan().unwrap());
+}
+
+#[test]
 fn empty_predicate_list_means_only_the_mandatory_ones() {
     let p = Policy::from_json(r#"{"predicates": [], "priorities": []}"#).unwrap();
     let plan = p.plan().unwrap();
@@ -651,7 +658,36 @@ fn wrong_argument_shape() {
     let (_, msg) = reject(r#"{"priorities": [{"name": "EqualPriority", "weight": 1.5}]}"#);
     assert_mentions(&msg, &["`priorities[0].weight`", "1.5"]);
     let (_, msg) = reject(r#"{"predicates": {"name": "HostName"}}"#);
-    assert_mentions(&msg, &["`predicates`", "expected a sequence"]);
+    assert_mentions(
+        &msg,
+        &[
+            "`predicates`",
+            "expected a list of objects with fields name, argument",
+            "found an object",
+        ],
+    );
+    let (e, msg) = reject(r#"{"predicates": [{"name": "HostName"}, "NoDiskConflict"]}"#);
+    assert!(
+        matches!(&e, PolicyError::InvalidValue { path, .. } if path == "predicates[1]"),
+        "{e:?}"
+    );
+    assert_mentions(
+        &msg,
+        &[
+            "expected an object with fields name, argument",
+            "found a string",
+        ],
+    );
+    let (_, msg) =
+        reject(r#"{"priorities": [{"name": "P", "weight": 1, "argument": ["labelPreference"]}]}"#);
+    assert_mentions(
+        &msg,
+        &[
+            "`priorities[0].argument`",
+            "serviceAntiAffinity, labelPreference, requestedToCapacityRatioArguments",
+            "found an array",
+        ],
+    );
     let (_, msg) = reject(r#"{"alwaysCheckAllPredicates": "yes"}"#);
     assert_mentions(&msg, &["`alwaysCheckAllPredicates`", "expected a boolean"]);
     let (e, msg) = reject(
@@ -1195,4 +1231,222 @@ fn percentage_of_nodes_to_score_reaches_the_scheduler() {
         s.schedule(&pod("p"), &snapshot).unwrap().feasible_nodes,
         144
     );
+}
+
+// ---- properties ----------------------------------------------------------------------------
+
+mod properties {
+    use proptest::prelude::*;
+    use sched_core::policy::{
+        LabelPreference, LabelsPresence, Policy, PolicyError, PredicateArgument, PredicateKind,
+        PredicatePolicy, PriorityArgument, PriorityKind, PriorityPolicy,
+    };
+
+    fn builtin_predicates() -> impl Strategy<Value = Vec<PredicatePolicy>> {
+        let names: Vec<&'static str> = PredicateKind::ALL
+            .iter()
+            .filter(|k| k.argument().is_none())
+            .map(|k| k.name())
+            .collect();
+        proptest::sample::subsequence(names.clone(), 0..=names.len()).prop_flat_map(|v| {
+            Just(v)
+                .prop_shuffle()
+                .prop_map(|v| v.into_iter().map(PredicatePolicy::new).collect())
+        })
+    }
+
+    fn builtin_priorities() -> impl Strategy<Value = Vec<PriorityPolicy>> {
+        let names: Vec<&'static str> = PriorityKind::ALL
+            .iter()
+            .filter(|k| k.argument().is_none())
+            .map(|k| k.name())
+            .collect();
+        let n = names.len();
+        (
+            proptest::sample::subsequence(names, 0..=n),
+            proptest::collection::vec(1i64..=10_000, n),
+        )
+            .prop_map(|(names, weights)| {
+                names
+                    .into_iter()
+                    .zip(weights)
+                    .map(|(name, w)| PriorityPolicy::new(name, w))
+                    .collect()
+            })
+    }
+
+    fn policies() -> impl Strategy<Value = Policy> {
+        (
+            proptest::option::of(builtin_predicates()),
+            proptest::option::of(builtin_priorities()),
+            proptest::option::of(proptest::collection::vec(
+                ("[a-z]{1,8}", any::<bool>()),
+                1..3,
+            )),
+            proptest::option::of(0i64..=100),
+            proptest::option::of(0i64..=100),
+            proptest::option::of(any::<bool>()),
+        )
+            .prop_map(|(preds, prios, labels, pct, hard, all)| {
+                let mut preds = preds;
+                let mut prios = prios;
+                if let Some(labels) = labels {
+                    for (i, (l, presence)) in labels.into_iter().enumerate() {
+                        preds.get_or_insert_with(Vec::new).push(
+                            PredicatePolicy::new(format!("Labels{i}")).with_argument(
+                                PredicateArgument {
+                                    labels_presence: Some(LabelsPresence {
+                                        labels: vec![l.clone()],
+                                        presence,
+                                    }),
+                                    ..PredicateArgument::default()
+                                },
+                            ),
+                        );
+                        prios.get_or_insert_with(Vec::new).push(
+                            PriorityPolicy::new(format!("Prefer{i}"), 3).with_argument(
+                                PriorityArgument {
+                                    label_preference: Some(LabelPreference { label: l, presence }),
+                                    ..PriorityArgument::default()
+                                },
+                            ),
+                        );
+                    }
+                }
+                Policy {
+                    kind: Some("Policy".into()),
+                    api_version: Some("v1".into()),
+                    predicates: preds,
+                    priorities: prios,
+                    percentage_of_nodes_to_score: pct,
+                    hard_pod_affinity_symmetric_weight: hard,
+                    always_check_all_predicates: all,
+                    ..Policy::default()
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn valid_policies_round_trip_and_compile(p in policies()) {
+            let json = p.to_json_pretty();
+            let parsed = Policy::from_json(&json).unwrap();
+            prop_assert_eq!(&parsed, &p);
+            let plan = parsed.plan().unwrap();
+            let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
+            let mut sorted = kinds.clone();
+            sorted.sort();
+            prop_assert_eq!(&kinds, &sorted);
+            prop_assert!(kinds.contains(&PredicateKind::CheckNodeUnschedulable));
+            prop_assert!(kinds.contains(&PredicateKind::PodToleratesNodeTaints));
+            let s = parsed.builder().unwrap().threads(1).build().unwrap();
+            let total: i64 = s.priority_weights().map(|(_, w)| w * 100).sum();
+            prop_assert_eq!(total, plan.max_total_score());
+        }
+
+        #[test]
+        fn an_inserted_unknown_key_is_always_named(p in policies(), key in "[a-z]{3,10}X", at in any::<proptest::sample::Index>()) {
+            // Insert the key into one of the objects of the document.
+            let mut doc: serde_json::Value = serde_json::from_str(&p.to_json_pretty()).unwrap();
+            let count = count_objects(&doc);
+            let mut n = 0;
+            insert_nth(&mut doc, at.index(count), &key, &mut n);
+            let err = Policy::from_json(&doc.to_string()).unwrap_err();
+            prop_assert!(matches!(&err, PolicyError::UnknownField { field, .. } if *field == key), "{:?}", err);
+            prop_assert!(err.to_string().contains("valid fields: "));
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+            let _ = Policy::from_json(&s);
+        }
+
+        #[test]
+        fn arbitrary_json_never_panics(v in arb_json()) {
+            let _ = Policy::from_json(&v.to_string());
+            if let Ok(p) = Policy::from_json(&v.to_string()) {
+                prop_assert!(p.compile().is_ok());
+            }
+        }
+    }
+
+    fn count_objects(v: &serde_json::Value) -> usize {
+        match v {
+            serde_json::Value::Object(m) => 1 + m.values().map(count_objects).sum::<usize>(),
+            serde_json::Value::Array(a) => a.iter().map(count_objects).sum(),
+            _ => 0,
+        }
+    }
+
+    fn insert_nth(v: &mut serde_json::Value, target: usize, key: &str, n: &mut usize) -> bool {
+        match v {
+            serde_json::Value::Object(m) => {
+                if *n == target {
+                    m.insert(key.to_string(), serde_json::Value::Bool(true));
+                    return true;
+                }
+                *n += 1;
+                m.iter_mut().any(|(_, c)| insert_nth(c, target, key, n))
+            }
+            serde_json::Value::Array(a) => a.iter_mut().any(|c| insert_nth(c, target, key, n)),
+            _ => false,
+        }
+    }
+
+    /// JSON shaped like a Policy, with names and values drawn from plausible pools.
+    fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            (-200i64..20_000).prop_map(|n| serde_json::json!(n)),
+            proptest::sample::select(vec![
+                "HostName",
+                "PodFitsPorts",
+                "GeneralPredicates",
+                "EqualPriority",
+                "Policy",
+                "v1",
+                "cpu",
+                "zone",
+                "",
+                "NodeLabelPriority",
+                "CheckNodeLabelPresence",
+            ])
+            .prop_map(|s| serde_json::json!(s)),
+        ];
+        let keys = proptest::sample::select(vec![
+            "kind",
+            "apiVersion",
+            "predicates",
+            "priorities",
+            "name",
+            "weight",
+            "argument",
+            "labelsPresence",
+            "labelPreference",
+            "labels",
+            "label",
+            "presence",
+            "shape",
+            "utilization",
+            "score",
+            "resources",
+            "requestedToCapacityRatioArguments",
+            "serviceAntiAffinity",
+            "percentageOfNodesToScore",
+            "hardPodAffinitySymmetricWeight",
+            "alwaysCheckAllPredicates",
+            "extenders",
+        ]);
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                proptest::collection::btree_map(keys.clone(), inner, 0..4).prop_map(|m| {
+                    serde_json::Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    )
+                }),
+            ]
+        })
+    }
 }

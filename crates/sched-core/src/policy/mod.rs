@@ -99,7 +99,10 @@ impl Policy {
         if !value.is_object() {
             return Err(PolicyError::InvalidValue {
                 path: String::new(),
-                message: format!("a Policy is a JSON object, found {}", json_type(&value)),
+                message: format!(
+                    "a Policy is a JSON object, found {}",
+                    schema::json_type(&value)
+                ),
             });
         }
         schema::check_keys(&value)?;
@@ -156,16 +159,5 @@ impl FromStr for Policy {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Policy::from_json(s)
-    }
-}
-
-fn json_type(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }

@@ -164,17 +164,35 @@ fn check_object(v: &Value, schema: &'static Schema, path: &mut String) -> Result
         path.push_str(key);
         match &schema.children[i] {
             Leaf => {}
-            Object(child) => check_object(value, child, path)?,
-            ListOf(child) => {
-                if let Value::Array(items) = value {
+            Object(child) => match value {
+                Value::Null => {}
+                Value::Object(_) => check_object(value, child, path)?,
+                other => return Err(not_an_object(path, child, other)),
+            },
+            ListOf(child) => match value {
+                Value::Null => {}
+                Value::Array(items) => {
                     for (j, item) in items.iter().enumerate() {
                         let len = path.len();
                         path.push_str(&format!("[{j}]"));
+                        if !item.is_object() {
+                            return Err(not_an_object(path, child, item));
+                        }
                         check_object(item, child, path)?;
                         path.truncate(len);
                     }
                 }
-            }
+                other => {
+                    return Err(PolicyError::InvalidValue {
+                        path: path.clone(),
+                        message: format!(
+                            "expected a list of objects with fields {}, found {}",
+                            child.names.join(", "),
+                            json_type(other)
+                        ),
+                    });
+                }
+            },
         }
         path.truncate(len);
     }
@@ -187,6 +205,29 @@ fn check_object(v: &Value, schema: &'static Schema, path: &mut String) -> Result
         }
     }
     Ok(())
+}
+
+fn not_an_object(path: &str, schema: &Schema, found: &Value) -> PolicyError {
+    PolicyError::InvalidValue {
+        path: path.to_string(),
+        message: format!(
+            "expected an object with fields {}, found {}",
+            schema.names.join(", "),
+            json_type(found)
+        ),
+    }
+}
+
+/// "a string", "an array", ... for messages.
+pub(crate) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 #[cfg(test)]
