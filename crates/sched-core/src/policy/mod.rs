@@ -35,8 +35,9 @@
 //! - `priorities` omitted: kube's default priorities ([`DEFAULT_PRIORITIES`]); an empty list: no
 //!   scoring.
 //! - a name that is not built in defines a custom predicate or priority through its `argument`,
-//!   which must set exactly one member (`labelsPresence`, `serviceAffinity`, `labelPreference`,
-//!   `serviceAntiAffinity`, `requestedToCapacityRatioArguments`), as in kube.
+//!   which must set exactly one member (`labelsPresence`, `labelPreference`,
+//!   `serviceAntiAffinity`, `requestedToCapacityRatioArguments`; kube's `serviceAffinity` is
+//!   parsed but not supported), as in kube.
 //! - aliases: `PodFitsPorts` is `PodFitsHostPorts`.
 //!
 //! Parsing is strict where kube's is lenient: an unknown key at any level is an error that names
@@ -53,6 +54,21 @@
 //! least one point, utilization strictly increasing in 0..=100, scores in 0..=10; only one
 //! requestedToCapacityRatio priority; labelPreference priorities all with one weight, and
 //! serviceAntiAffinity priorities too; `extenders` must be empty (no HTTP client here).
+//!
+//! # Differences from kube-scheduler
+//!
+//! - Not implemented, rejected with the reason: the volume predicates (NoVolumeZoneConflict,
+//!   MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCinderVolumeCount,
+//!   MaxCSIVolumeCountPred, CheckVolumeBinding), EvenPodsSpread / EvenPodsSpreadPriority,
+//!   CheckServiceAffinity and `serviceAffinity` predicates, HTTP extenders. The defaults leave the
+//!   volume and topology-spread entries out (see [`DEFAULT_PREDICATES`]).
+//! - `EqualPriority` is kept as a priority that gives every node 1 (kube 1.18+ drops it from a
+//!   Policy). It never changes the chosen node; it adds its weight to every total.
+//! - `ServiceSpreadingPriority` is kube's legacy services-only spreading, not an alias of
+//!   `SelectorSpreadPriority` as in kube 1.18+.
+//! - Each `serviceAntiAffinity` priority scores on its own (kube up to 1.17); all
+//!   `labelPreference` priorities form one NodeLabel score averaged over the labels (kube 1.18+).
+//!   With one label of each kind, as almost every Policy has, the versions agree.
 
 mod compile;
 mod document;

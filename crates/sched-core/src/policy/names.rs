@@ -277,7 +277,7 @@ pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
     ("CheckServiceAffinity", SERVICE_AFFINITY_REASON),
     (
         "PodToleratesNodeNoExecuteTaints",
-        "removed from kube-scheduler in 1.14; PodToleratesNodeTaints covers NoExecute taints",
+        "it checked NoExecute taints only and is gone from kube-scheduler's legacy registry; PodToleratesNodeTaints checks NoExecute taints as well",
     ),
 ];
 
