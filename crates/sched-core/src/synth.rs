@@ -36,7 +36,7 @@ pub fn benchmark_node(i: usize) -> Node {
         type_: "Ready".into(),
         status: "True".into(),
     });
-    if i % 10 == 0 {
+    if i.is_multiple_of(10) {
         n.spec.taints.push(Taint {
             key: "dedicated".into(),
             value: "gpu".into(),

@@ -160,16 +160,17 @@ pub struct NodeInfo {
     disk_volume_pods: usize,
 }
 
-/// kube's zone key: region and zone labels (GA name first, then the beta one).
+/// kube's zone key (`utilnode.GetZoneKey`): region and zone, the beta `failure-domain` labels
+/// first, then the GA `topology.kubernetes.io` ones.
 fn zone_key(node: &Node) -> Option<String> {
     let l = &node.metadata.labels;
     let zone = l
-        .get("topology.kubernetes.io/zone")
-        .or_else(|| l.get("failure-domain.beta.kubernetes.io/zone"))
+        .get("failure-domain.beta.kubernetes.io/zone")
+        .or_else(|| l.get("topology.kubernetes.io/zone"))
         .map_or("", String::as_str);
     let region = l
-        .get("topology.kubernetes.io/region")
-        .or_else(|| l.get("failure-domain.beta.kubernetes.io/region"))
+        .get("failure-domain.beta.kubernetes.io/region")
+        .or_else(|| l.get("topology.kubernetes.io/region"))
         .map_or("", String::as_str);
     if zone.is_empty() && region.is_empty() {
         None
