@@ -72,4 +72,4 @@ async fn factory() -> Option<Factory> {
     }
 }
 
-lease_elect::contract_tests!(factory);
+lease_elect::conformance_tests!(factory);

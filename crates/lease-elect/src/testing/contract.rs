@@ -74,7 +74,10 @@ pub async fn create_twice_conflicts(factory: &impl LockFactory) {
     let b = factory.open(&name, "b").await;
     let ra = sample_record("a");
     let va = must_create(&*a, &ra).await;
-    assert_conflict(b.create(&sample_record("b")).await, "create on an existing lock");
+    assert_conflict(
+        b.create(&sample_record("b")).await,
+        "create on an existing lock",
+    );
     assert_conflict(a.create(&ra).await, "create again by the creator");
     let (got, v) = must_get(&*b, "after create").await;
     assert_eq!(v, va, "get must return the version create returned");
@@ -108,7 +111,10 @@ pub async fn stale_update_conflicts(factory: &impl LockFactory) {
         "update from a stale version (same writer)",
     );
     let (got, v) = must_get(&*a, "after a stale update").await;
-    assert_eq!(v, v2, "get must return the version of the last successful write");
+    assert_eq!(
+        v, v2,
+        "get must return the version of the last successful write"
+    );
     assert_eq!(got, as_stored(&rb, factory.time_precision()));
     // The current version still works.
     let v3 = a
@@ -341,7 +347,11 @@ pub async fn describe_stable_identity_kept(factory: &impl LockFactory) {
     assert!(!d.is_empty(), "describe must not be empty");
     let _ = a.get().await;
     assert_eq!(a.describe(), d, "describe must be stable");
-    assert_eq!(b.describe(), d, "all handles of one lock must describe it alike");
+    assert_eq!(
+        b.describe(),
+        d,
+        "all handles of one lock must describe it alike"
+    );
     let other = factory.open(&unique_name("describe"), "alpha").await;
     assert_ne!(
         other.describe(),
@@ -377,7 +387,10 @@ pub async fn corrupt_is_error(factory: &impl LockFactory) {
         Err(e) => panic!("get of a corrupt record must give LockError::Corrupt, got {e}"),
         Ok(r) => panic!("get of a corrupt record must give LockError::Corrupt, got {r:?}"),
     }
-    assert_conflict(lock.create(&sample_record("a")).await, "create over a corrupt record");
+    assert_conflict(
+        lock.create(&sample_record("a")).await,
+        "create over a corrupt record",
+    );
     match lock.update(&v, &sample_record("a")).await {
         Err(LockError::Conflict(_) | LockError::Corrupt { .. }) => {}
         other => panic!("update from a version older than the corruption must fail: {other:?}"),

@@ -18,18 +18,22 @@
 //!
 //! async fn factory() -> Option<MyFactory> { /* connect, or report the missing server */ }
 //!
-//! // One #[tokio::test] per check of the contract:
-//! lease_elect::contract_tests!(factory);
+//! // One #[tokio::test] per check of the contract, and an election:
+//! lease_elect::conformance_tests!(factory);
 //! ```
 //!
 //! Every check opens locks under a fresh, unique name, so checks can run in parallel on one
 //! server and leave no state that matters to a later run. A failed check panics with a message
 //! that says which rule broke.
 //!
-//! The checks are also plain `pub async fn`s in [`contract`] so a backend can call them
-//! one by one, with its own setup around them.
+//! The checks are also plain `pub async fn`s in [`contract`] and [`election`] so a backend
+//! can call them one by one, with its own setup around them; [`election::server_outage`]
+//! (the fault check) needs a way to stop and start the server
+//! ([`election::ServerControl`]), so backends call it themselves. [`process`] starts test
+//! servers as child processes that never outlive the test.
 
 pub mod contract;
+pub mod election;
 pub mod process;
 
 use std::future::Future;
@@ -48,8 +52,11 @@ pub trait LockFactory: Send + Sync {
     ///
     /// Panic when the backend cannot be reached: the suite is about the lock's behaviour, and
     /// a missing server must fail the test, never pass it.
-    fn open(&self, name: &str, identity: &str)
-    -> impl Future<Output = Arc<dyn ResourceLock>> + Send;
+    fn open(
+        &self,
+        name: &str,
+        identity: &str,
+    ) -> impl Future<Output = Arc<dyn ResourceLock>> + Send;
 
     /// The precision to which the backend stores the record's times (`acquireTime`,
     /// `renewTime`); times read back equal the written ones truncated toward the past to a
@@ -91,7 +98,11 @@ pub fn unique_name(prefix: &str) -> String {
         .take(20)
         .collect::<String>()
         .to_ascii_lowercase();
-    format!("{prefix}-{}-{:x}-{n}", std::process::id(), nanos % (1 << 48))
+    format!(
+        "{prefix}-{}-{:x}-{n}",
+        std::process::id(),
+        nanos % (1 << 48)
+    )
 }
 
 /// Truncates `time` toward the past to a multiple of `precision` since the Unix epoch.
@@ -114,6 +125,33 @@ fn nanos_to_duration(n: u128) -> Duration {
     let secs = u64::try_from(n / 1_000_000_000).unwrap_or(u64::MAX);
     let sub = u32::try_from(n % 1_000_000_000).unwrap_or(0);
     Duration::new(secs, sub)
+}
+
+/// Generates the whole suite for a backend: [`contract_tests!`] plus
+/// `conformance_election`, which runs [`election::election`] with the default
+/// [`election::Timing`] and prints what it measured.
+///
+/// ```ignore
+/// lease_elect::conformance_tests!(my_factory);
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:path) => {
+        $crate::contract_tests!($factory);
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn conformance_election() {
+            let Some(factory) = $factory().await else {
+                return;
+            };
+            let report = $crate::testing::election::election(
+                &factory,
+                $crate::testing::election::Timing::default(),
+            )
+            .await;
+            println!("{report:?}");
+        }
+    };
 }
 
 /// Generates one `#[tokio::test]` per check of [`contract`] for a backend.

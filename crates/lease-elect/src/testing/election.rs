@@ -1,0 +1,591 @@
+//! Elections over a backend with a real clock: three electors, one leader, hand-over on a
+//! graceful release and on a crash, fencing tokens that never go backwards, and the behaviour
+//! while the server is down ([`server_outage`]).
+//!
+//! Every elector runs [`LeaderElector::run`] on a handle of its own
+//! ([`LockFactory::open`]), wrapped in a [`CountingLock`] so the checks can report how many
+//! requests the leader and the candidates send. All electors share one [`TokioClock`], so
+//! the instants of their terms can be compared: a term lasts from the moment the elector
+//! started leading until its guard turned invalid (renew deadline passed, released, or
+//! lost), and no two terms may overlap.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::{LockFactory, unique_name};
+use crate::{
+    Clock, ElectionConfig, ElectionEvent, FencingToken, Instant, LeaderCallbacks,
+    LeaderElectionRecord, LeaderElector, LeaderGuard, LockError, ResourceLock, RunOutcome,
+    TokioClock, Version,
+};
+
+/// The election's durations and the tolerance for backend and scheduling latency.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Lease duration (whole seconds; the record stores seconds).
+    pub lease: Duration,
+    /// Renew deadline.
+    pub renew: Duration,
+    /// Retry period.
+    pub retry: Duration,
+    /// Added to every bound for backend latency and scheduling on a busy machine.
+    pub slack: Duration,
+}
+
+impl Default for Timing {
+    /// 2 s / 1 s / 0.2 s, with 0.5 s of slack.
+    fn default() -> Self {
+        Timing {
+            lease: Duration::from_secs(2),
+            renew: Duration::from_secs(1),
+            retry: Duration::from_millis(200),
+            slack: Duration::from_millis(500),
+        }
+    }
+}
+
+impl Timing {
+    /// client-go's jittered retry period: 1.2 x retry.
+    #[must_use]
+    pub fn jittered_retry(&self) -> Duration {
+        self.retry.mul_f64(crate::JITTER_FACTOR)
+    }
+
+    /// The bound on fail-over after a crash: lease + 1.2 x retry + slack.
+    #[must_use]
+    pub fn crash_bound(&self) -> Duration {
+        self.lease + self.jittered_retry() + self.slack
+    }
+
+    /// The bound on hand-over after a graceful release: 1.2 x retry + slack.
+    #[must_use]
+    pub fn release_bound(&self) -> Duration {
+        self.jittered_retry() + self.slack
+    }
+}
+
+/// What an [`election`] measured.
+#[derive(Clone, Debug)]
+pub struct ElectionReport {
+    /// From the start of three electors on a fresh lock until one led.
+    pub first_leader: Duration,
+    /// From the leader's release (its `run` returned) until another elector led.
+    pub release_handover: Duration,
+    /// From the leader's crash (its task aborted) until another elector led.
+    pub crash_failover: Duration,
+    /// Lock requests per second the leader sent while leading steadily.
+    pub leader_requests_per_sec: f64,
+    /// Lock requests per second each candidate sent meanwhile.
+    pub candidate_requests_per_sec: Vec<f64>,
+    /// The fencing tokens of the terms, in order.
+    pub tokens: Vec<FencingToken>,
+}
+
+/// Counts the requests one participant sends to its lock.
+pub struct CountingLock {
+    inner: Arc<dyn ResourceLock>,
+    requests: AtomicU64,
+}
+
+impl CountingLock {
+    /// Wraps `inner`.
+    #[must_use]
+    pub fn new(inner: Arc<dyn ResourceLock>) -> Self {
+        CountingLock {
+            inner,
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// Requests (`get`, `create`, `update`, `delete`) sent so far.
+    #[must_use]
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[async_trait]
+impl ResourceLock for CountingLock {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        self.count();
+        self.inner.get().await
+    }
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
+        self.count();
+        self.inner.create(record).await
+    }
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        self.count();
+        self.inner.update(expected, record).await
+    }
+    async fn delete(&self, expected: &Version) -> Result<(), LockError> {
+        self.count();
+        self.inner.delete(expected).await
+    }
+    async fn wait_for_change(&self, seen: Option<&Version>) {
+        self.inner.wait_for_change(seen).await;
+    }
+    fn identity(&self) -> &str {
+        self.inner.identity()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn record_event(&self, event: &ElectionEvent) {
+        self.inner.record_event(event);
+    }
+}
+
+/// One leadership term as the suite saw it.
+#[derive(Clone, Debug)]
+pub struct TermRecord {
+    /// The leader.
+    pub identity: String,
+    /// The term's fencing token.
+    pub token: FencingToken,
+    /// When `on_started_leading` was called (shared clock).
+    pub started: Instant,
+    /// When the term's guard was seen to end (`lost` resolved), if it was.
+    pub lost_at: Option<Instant>,
+    guard: LeaderGuard,
+}
+
+impl TermRecord {
+    /// The instant the term stopped being valid: when it was lost, or its renew deadline.
+    #[must_use]
+    pub fn ended(&self) -> Instant {
+        let until = self.guard.valid_until();
+        self.lost_at.map_or(until, |l| l.min(until))
+    }
+}
+
+type Terms = Arc<Mutex<Vec<TermRecord>>>;
+
+fn lock_terms(terms: &Terms) -> std::sync::MutexGuard<'_, Vec<TermRecord>> {
+    terms
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Recorder {
+    identity: String,
+    clock: Arc<dyn Clock>,
+    terms: Terms,
+}
+
+#[async_trait]
+impl LeaderCallbacks for Recorder {
+    async fn on_started_leading(&self, guard: LeaderGuard) {
+        let index = {
+            let mut terms = lock_terms(&self.terms);
+            terms.push(TermRecord {
+                identity: self.identity.clone(),
+                token: guard.token(),
+                started: self.clock.now(),
+                lost_at: None,
+                guard: guard.clone(),
+            });
+            terms.len() - 1
+        };
+        // Notes the end of the term even when `run` drops this future first.
+        let (terms, clock, g) = (
+            Arc::clone(&self.terms),
+            Arc::clone(&self.clock),
+            guard.clone(),
+        );
+        tokio::spawn(async move {
+            g.lost().await;
+            lock_terms(&terms)[index].lost_at = Some(clock.now());
+        });
+        guard.lost().await;
+    }
+}
+
+/// One running elector.
+pub struct Participant {
+    /// Its identity.
+    pub identity: String,
+    /// The elector.
+    pub elector: LeaderElector,
+    /// Its lock handle, counting requests.
+    pub lock: Arc<CountingLock>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<RunOutcome>>,
+}
+
+impl Participant {
+    /// Cancels `run` (the elector releases the lock if it leads) and waits until it returned.
+    pub async fn shutdown(&mut self) -> Option<RunOutcome> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.ok(),
+            None => None,
+        }
+    }
+
+    /// Aborts `run` as a crash would: no release, no more renewals.
+    pub fn crash(&mut self) {
+        self.shutdown = None;
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Participant {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+/// Electors on one lock with a shared clock and a shared log of terms.
+pub struct Election<'f, F: LockFactory> {
+    factory: &'f F,
+    /// The lock's name.
+    pub name: String,
+    /// The election's durations.
+    pub timing: Timing,
+    /// The shared real clock.
+    pub clock: Arc<dyn Clock>,
+    /// Every term seen so far, in the order they started.
+    pub terms: Terms,
+    /// The participants, in the order they joined.
+    pub participants: Vec<Participant>,
+}
+
+impl<'f, F: LockFactory> Election<'f, F> {
+    /// An election on a fresh lock, with nobody in it yet.
+    pub fn new(factory: &'f F, timing: Timing) -> Self {
+        Election {
+            factory,
+            name: unique_name("election"),
+            timing,
+            clock: Arc::new(TokioClock::new()),
+            terms: Arc::new(Mutex::new(Vec::new())),
+            participants: Vec::new(),
+        }
+    }
+
+    /// Starts an elector named `identity` (release on cancel on).
+    pub async fn join(&mut self, identity: &str) {
+        let lock = Arc::new(CountingLock::new(
+            self.factory.open(&self.name, identity).await,
+        ));
+        let config = ElectionConfig::builder()
+            .shared_lock(Arc::clone(&lock) as Arc<dyn ResourceLock>)
+            .shared_clock(Arc::clone(&self.clock))
+            .lease_duration(self.timing.lease)
+            .renew_deadline(self.timing.renew)
+            .retry_period(self.timing.retry)
+            .release_on_cancel(true)
+            .build()
+            .expect("the suite's election config is valid");
+        let elector = LeaderElector::new(config);
+        let recorder = Recorder {
+            identity: identity.to_owned(),
+            clock: Arc::clone(&self.clock),
+            terms: Arc::clone(&self.terms),
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let e = elector.clone();
+        let task = tokio::spawn(async move {
+            e.run(&recorder, async move {
+                let _ = rx.await;
+            })
+            .await
+        });
+        self.participants.push(Participant {
+            identity: identity.to_owned(),
+            elector,
+            lock,
+            shutdown: Some(tx),
+            task: Some(task),
+        });
+    }
+
+    /// The indices of the participants that lead now.
+    #[must_use]
+    pub fn leaders(&self) -> Vec<usize> {
+        self.participants
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.task.is_some() && p.elector.is_leader())
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Waits (polling every 5 ms) until exactly one running participant leads, at most
+    /// `limit`; returns it and the time waited.
+    ///
+    /// # Panics
+    /// When nobody leads within `limit`, or when two lead at once.
+    pub async fn await_single_leader(&self, limit: Duration, what: &str) -> (usize, Duration) {
+        let start = std::time::Instant::now();
+        loop {
+            let leaders = self.leaders();
+            assert!(
+                leaders.len() <= 1,
+                "{what}: {} electors lead at once: {:?}",
+                leaders.len(),
+                leaders
+                    .iter()
+                    .map(|&i| &self.participants[i].identity)
+                    .collect::<Vec<_>>()
+            );
+            if let [leader] = leaders[..] {
+                return (leader, start.elapsed());
+            }
+            assert!(
+                start.elapsed() <= limit,
+                "{what}: no leader within {limit:?} on {}",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Checks the log of terms: no two terms overlap, tokens strictly increase.
+    ///
+    /// # Panics
+    /// When a term started before the previous one ended, or a token did not increase.
+    pub fn check_terms(&self) -> Vec<FencingToken> {
+        let terms = lock_terms(&self.terms).clone();
+        for pair in terms.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(
+                b.token > a.token,
+                "fencing tokens must strictly increase: {} ({}) then {} ({})",
+                a.token,
+                a.identity,
+                b.token,
+                b.identity
+            );
+            assert!(
+                b.started >= a.ended(),
+                "two terms overlap: {} led until {} but {} started at {}",
+                a.identity,
+                a.ended(),
+                b.identity,
+                b.started
+            );
+        }
+        terms.iter().map(|t| t.token).collect()
+    }
+
+    /// Stops every participant (releasing the lock).
+    pub async fn stop_all(&mut self) {
+        for p in &mut self.participants {
+            p.shutdown().await;
+        }
+    }
+}
+
+/// Three electors on a fresh lock: one leader emerges and stays; the leader releases and
+/// another takes over within 1.2 x retry period (+ slack); the new leader crashes and
+/// another takes over within lease + 1.2 x retry period (+ slack); no two terms overlap and
+/// fencing tokens strictly increase. Returns what it measured.
+///
+/// # Panics
+/// When a rule is broken.
+pub async fn election(factory: &impl LockFactory, timing: Timing) -> ElectionReport {
+    let mut e = Election::new(factory, timing);
+    for id in ["e0", "e1", "e2"] {
+        e.join(id).await;
+    }
+    let (leader, first_leader) = e
+        .await_single_leader(timing.lease + timing.crash_bound(), "first election")
+        .await;
+
+    // Steady state: the same leader keeps leading; count requests.
+    let before: Vec<u64> = e.participants.iter().map(|p| p.lock.requests()).collect();
+    let window = Duration::from_secs(2);
+    let start = std::time::Instant::now();
+    while start.elapsed() < window {
+        let leaders = e.leaders();
+        assert_eq!(
+            leaders,
+            vec![leader],
+            "the leader must keep leading while nothing fails"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rates: Vec<f64> = e
+        .participants
+        .iter()
+        .zip(&before)
+        .map(|(p, b)| (p.lock.requests() - b) as f64 / secs)
+        .collect();
+    let leader_requests_per_sec = rates[leader];
+    let candidate_requests_per_sec = rates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != leader)
+        .map(|(_, r)| *r)
+        .collect();
+
+    // Graceful release.
+    let outcome = e.participants[leader].shutdown().await;
+    assert_eq!(outcome, Some(RunOutcome::Cancelled));
+    let released_at = std::time::Instant::now();
+    let (second, _) = e
+        .await_single_leader(timing.release_bound(), "hand-over after a graceful release")
+        .await;
+    let release_handover = released_at.elapsed();
+    assert_ne!(second, leader);
+    e.join("e3").await;
+
+    // Crash.
+    tokio::time::sleep(timing.retry * 3).await;
+    assert_eq!(
+        e.leaders(),
+        vec![second],
+        "the new leader must keep leading"
+    );
+    e.participants[second].crash();
+    let crashed_at = std::time::Instant::now();
+    let (third, _) = e
+        .await_single_leader(timing.crash_bound(), "fail-over after a crash")
+        .await;
+    let crash_failover = crashed_at.elapsed();
+    assert_ne!(third, second);
+
+    let tokens = e.check_terms();
+    assert_eq!(tokens.len(), 3, "expected exactly three terms: {tokens:?}");
+    let reader = factory.open(&e.name, "reader").await;
+    let (record, _) = reader
+        .get()
+        .await
+        .expect("get after the election")
+        .expect("a record after the election");
+    assert_eq!(record.holder_identity, e.participants[third].identity);
+    e.stop_all().await;
+    e.check_terms();
+    ElectionReport {
+        first_leader,
+        release_handover,
+        crash_failover,
+        leader_requests_per_sec,
+        candidate_requests_per_sec,
+        tokens,
+    }
+}
+
+/// Stops and starts the server a backend talks to (for [`server_outage`]).
+pub trait ServerControl: Send {
+    /// Stops the server (returns once it is down).
+    fn stop(&mut self) -> impl Future<Output = ()> + Send;
+    /// Starts it again with its data (returns once it accepts connections).
+    fn start(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// What a [`server_outage`] measured.
+#[derive(Clone, Debug)]
+pub struct OutageReport {
+    /// From stopping the server until the leader's term ended.
+    pub leader_gave_up_after: Duration,
+    /// From starting the server again until a leader was elected.
+    pub leader_again_after: Duration,
+}
+
+/// The server is stopped while a leader holds the lock, kept down for `down` (at least the
+/// lease duration), then started again. The leader must give up by its renew deadline (+
+/// slack), nobody may lead while the server is down, a leader must be elected within
+/// `recovery` after the server is back, the record must still read (never corrupt), and
+/// fencing tokens must strictly increase across the outage.
+///
+/// # Panics
+/// When a rule is broken.
+pub async fn server_outage(
+    factory: &impl LockFactory,
+    server: &mut impl ServerControl,
+    timing: Timing,
+    down: Duration,
+    recovery: Duration,
+) -> OutageReport {
+    let mut e = Election::new(factory, timing);
+    for id in ["f0", "f1", "f2"] {
+        e.join(id).await;
+    }
+    let (leader, _) = e
+        .await_single_leader(
+            timing.lease + timing.crash_bound(),
+            "election before the outage",
+        )
+        .await;
+    let reader = factory.open(&e.name, "reader").await;
+    let (before, _) = reader
+        .get()
+        .await
+        .expect("get before the outage")
+        .expect("a record before the outage");
+    tokio::time::sleep(timing.retry * 2).await;
+
+    server.stop().await;
+    let stopped = std::time::Instant::now();
+    // The leader must give up by the renew deadline.
+    let mut leader_gave_up_after = None;
+    while stopped.elapsed() < down {
+        let leaders = e.leaders();
+        if leaders.is_empty() {
+            leader_gave_up_after.get_or_insert(stopped.elapsed());
+        } else {
+            assert!(
+                leader_gave_up_after.is_none(),
+                "nobody may lead while the server is down, but {:?} does",
+                leaders
+                    .iter()
+                    .map(|&i| &e.participants[i].identity)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(leaders, vec![leader]);
+            assert!(
+                stopped.elapsed() <= timing.renew + timing.slack,
+                "the leader must give up by the renew deadline ({:?}) after the server stopped",
+                timing.renew
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let leader_gave_up_after =
+        leader_gave_up_after.expect("the leader must give up while the server is down");
+
+    server.start().await;
+    let started = std::time::Instant::now();
+    let (_, leader_again_after) = e
+        .await_single_leader(recovery, "election after the server came back")
+        .await;
+    let _ = started;
+    let (after, _) = reader
+        .get()
+        .await
+        .expect("the record must read after the outage (never corrupt)")
+        .expect("the record must survive the outage");
+    assert!(
+        after.leader_transitions >= before.leader_transitions,
+        "leaderTransitions went back across the outage: {} then {}",
+        before.leader_transitions,
+        after.leader_transitions
+    );
+    e.stop_all().await;
+    e.check_terms();
+    OutageReport {
+        leader_gave_up_after,
+        leader_again_after,
+    }
+}
