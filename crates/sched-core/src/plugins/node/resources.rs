@@ -91,6 +91,7 @@ impl PodFitsResources {
         st: &FitState,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
+        // Go's int64 arithmetic wraps; so does this, and it never panics on absurd input.
         let s = node.summary();
         let mut lacking = 0u64;
         if i64::from(s.pod_count) + 1 > s.alloc_pods {
@@ -98,22 +99,26 @@ impl PodFitsResources {
         }
         if !st.zero_request {
             let req = cx.requests();
-            if req.milli_cpu > s.alloc_milli_cpu - s.req_milli_cpu {
+            if req.milli_cpu > s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu) {
                 lacking |= ResourceSet::CPU;
             }
-            if req.memory > s.alloc_memory - s.req_memory {
+            if req.memory > s.alloc_memory.wrapping_sub(s.req_memory) {
                 lacking |= ResourceSet::MEMORY;
             }
-            if req.ephemeral_storage > s.alloc_ephemeral - s.req_ephemeral {
+            if req.ephemeral_storage > s.alloc_ephemeral.wrapping_sub(s.req_ephemeral) {
                 lacking |= ResourceSet::EPHEMERAL_STORAGE;
             }
             if st.scalar_mask != 0 {
                 let has_scalars = s.has(flags::SCALAR_RESOURCES);
                 for &i in &st.scalars {
-                    let (name, want) = &req.scalar[i];
+                    let Some((name, want)) = req.scalar.get(i) else {
+                        continue;
+                    };
                     let free = if has_scalars {
                         let info = node.info();
-                        info.allocatable().scalar(name) - info.requested().scalar(name)
+                        info.allocatable()
+                            .scalar(name)
+                            .wrapping_sub(info.requested().scalar(name))
                     } else {
                         0
                     };
@@ -545,6 +550,21 @@ mod tests {
                 resource_pod(&[r(2, 2)])
             )
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn absurd_quantities_do_not_panic() {
+        let mut n = node("huge");
+        n.status.allocatable = list(&[("cpu", "9223372036854775807m"), ("pods", "10")]);
+        let mut existing = pod();
+        existing.spec.containers = vec![container(&[("cpu", "-5")])];
+        let snap = snapshot(vec![n], vec![(0, existing)]);
+        let p = PodFitsResources::new();
+        // Go's wrapping arithmetic: allocatable - requested overflows to a negative number.
+        assert_eq!(
+            filter(&p, &resource_pod(&[r(1, 0)]), &snap, 0),
+            Err(Reason::Insufficient(ResourceSet(ResourceSet::CPU)))
         );
     }
 }
