@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use lease_elect::ResourceLock;
 use lease_elect::testing::LockFactory;
+use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect::testing::process::{
     ServerCommand, ServerProcess, find_program, free_port, server_missing, wait_for_port,
 };
@@ -47,7 +48,7 @@ impl LockFactory for Factory {
 
 /// Starts `etcd` with its data in `dir` on a free client port; returns the server and its
 /// endpoint.
-fn start_etcd(dir: &Path) -> Option<(ServerProcess, String)> {
+fn start_etcd(dir: &Path) -> Option<(ServerProcess, String, u16)> {
     let program = find_program("etcd")?;
     let (client, peer) = (free_port(), free_port());
     let endpoint = format!("http://127.0.0.1:{client}");
@@ -74,20 +75,20 @@ fn start_etcd(dir: &Path) -> Option<(ServerProcess, String)> {
     let server = ServerProcess::start(ServerCommand::new(program).args(args).remove_on_exit(dir))
         .expect("spawn etcd");
     wait_for_port(client, Duration::from_secs(10)).expect("etcd did not start");
-    Some((server, endpoint))
+    Some((server, endpoint, client))
 }
 
 async fn factory() -> Option<Factory> {
     if let Ok(endpoint) = std::env::var("LEASE_ELECT_ETCD_ENDPOINT") {
         return Some(Factory { endpoint });
     }
-    static OWN: OnceLock<Option<(ServerProcess, String)>> = OnceLock::new();
+    static OWN: OnceLock<Option<(ServerProcess, String, u16)>> = OnceLock::new();
     let own = OWN.get_or_init(|| {
         let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("etcd-data"));
         start_etcd(&dir)
     });
     match own {
-        Some((_, endpoint)) => Some(Factory {
+        Some((_, endpoint, _)) => Some(Factory {
             endpoint: endpoint.clone(),
         }),
         None => {
@@ -100,3 +101,43 @@ async fn factory() -> Option<Factory> {
 }
 
 lease_elect::conformance_tests!(factory);
+
+/// An etcd server of this test's own, that the test stops and starts.
+struct OwnEtcd {
+    server: ServerProcess,
+    port: u16,
+}
+
+impl ServerControl for OwnEtcd {
+    async fn stop(&mut self) {
+        tokio::task::block_in_place(|| self.server.stop());
+    }
+
+    async fn start(&mut self) {
+        tokio::task::block_in_place(|| {
+            self.server.restart().expect("restart etcd");
+            wait_for_port(self.port, Duration::from_secs(10)).expect("etcd restarts");
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage() {
+    let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("etcd-data"));
+    let Some((server, endpoint, port)) = start_etcd(&dir) else {
+        server_missing("etcd is not installed: the fault test needs a server of its own");
+        return;
+    };
+    let mut own = OwnEtcd { server, port };
+    let factory = Factory { endpoint };
+    let timing = Timing::default();
+    let report = server_outage(
+        &factory,
+        &mut own,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound() + Duration::from_secs(1),
+    )
+    .await;
+    println!("{report:?}");
+}

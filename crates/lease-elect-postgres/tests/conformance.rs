@@ -8,10 +8,13 @@
 mod pg;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use lease_elect::ResourceLock;
 use lease_elect::testing::LockFactory;
+use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect::testing::process::server_missing;
+use lease_elect::testing::process::wait_for_port;
 use lease_elect_postgres::PostgresLock;
 
 struct Factory {
@@ -27,8 +30,8 @@ impl LockFactory for Factory {
         )
     }
 
-    fn time_precision(&self) -> std::time::Duration {
-        std::time::Duration::from_micros(1)
+    fn time_precision(&self) -> Duration {
+        Duration::from_micros(1)
     }
 
     fn notifies_changes(&self) -> bool {
@@ -73,3 +76,37 @@ async fn factory() -> Option<Factory> {
 }
 
 lease_elect::conformance_tests!(factory);
+
+impl ServerControl for pg::OwnPostgres {
+    async fn stop(&mut self) {
+        tokio::task::block_in_place(|| self.server.stop());
+    }
+
+    async fn start(&mut self) {
+        tokio::task::block_in_place(|| {
+            self.server.restart().expect("restart postgres");
+            wait_for_port(self.port, Duration::from_secs(20)).expect("postgres restarts");
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage() {
+    let Some(mut own) = pg::start_postgres() else {
+        server_missing("PostgreSQL is not installed: the fault test needs a server of its own");
+        return;
+    };
+    let factory = Factory {
+        url: own.url.clone(),
+    };
+    let timing = Timing::default();
+    let report = server_outage(
+        &factory,
+        &mut own,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound() + Duration::from_secs(1),
+    )
+    .await;
+    println!("{report:?}");
+}

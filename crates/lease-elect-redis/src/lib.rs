@@ -199,7 +199,14 @@ impl RedisLock {
 
     async fn read(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
         let mut conn = self.inner.conn.clone();
-        let raw: Option<Vec<u8>> = self.bounded(conn.get(&self.inner.key)).await?;
+        let raw: Option<Vec<u8>> = match self.bounded(conn.get(&self.inner.key)).await {
+            // The connection manager reconnects after a dropped connection; a read is safe to
+            // send again once.
+            Err(LockError::Backend {
+                retryable: true, ..
+            }) => self.bounded(conn.get(&self.inner.key)).await?,
+            r => r?,
+        };
         raw.map(|raw| parse(&raw)).transpose()
     }
 }

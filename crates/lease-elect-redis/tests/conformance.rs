@@ -5,9 +5,11 @@
 //! fail under `CI` and are skipped loudly elsewhere.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use lease_elect::ResourceLock;
 use lease_elect::testing::LockFactory;
+use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect::testing::process::{
     ServerCommand, ServerProcess, find_program, free_port, server_missing, wait_for_port,
 };
@@ -76,7 +78,7 @@ fn start_redis(port: u16, dir: Option<&std::path::Path>) -> Option<ServerProcess
     }
     let server =
         ServerProcess::start(ServerCommand::new(program).args(args)).expect("spawn redis-server");
-    wait_for_port(port, std::time::Duration::from_secs(10)).expect("redis-server did not start");
+    wait_for_port(port, Duration::from_secs(10)).expect("redis-server did not start");
     Some(server)
 }
 
@@ -101,3 +103,50 @@ async fn factory() -> Option<Factory> {
 }
 
 lease_elect::conformance_tests!(factory);
+
+/// A Redis server of this test's own, with the append-only file, that the test stops and
+/// starts.
+struct OwnRedis {
+    server: ServerProcess,
+    port: u16,
+}
+
+impl ServerControl for OwnRedis {
+    async fn stop(&mut self) {
+        tokio::task::block_in_place(|| self.server.stop());
+    }
+
+    async fn start(&mut self) {
+        tokio::task::block_in_place(|| {
+            self.server.restart().expect("restart redis-server");
+            wait_for_port(self.port, Duration::from_secs(10)).expect("redis-server restarts");
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage() {
+    let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("redis-data"));
+    std::fs::create_dir_all(&dir).expect("create the data directory");
+    let port = free_port();
+    let Some(server) = start_redis(port, Some(&dir)) else {
+        server_missing("redis-server is not installed: the fault test needs a server of its own");
+        return;
+    };
+    let mut own = OwnRedis { server, port };
+    let factory = Factory {
+        url: format!("redis://127.0.0.1:{port}/"),
+    };
+    let timing = Timing::default();
+    let report = server_outage(
+        &factory,
+        &mut own,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound() + Duration::from_secs(1),
+    )
+    .await;
+    println!("{report:?}");
+    drop(own);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,7 +47,6 @@ fn server_user() -> Option<(u32, u32)> {
 }
 
 /// A PostgreSQL server of the test's own.
-#[allow(dead_code)] // not every test binary uses every field
 pub struct OwnPostgres {
     /// The server process (stop and restart it for fault tests).
     pub server: ServerProcess,

@@ -9,6 +9,7 @@
 //! started leading until its guard turned invalid (renew deadline passed, released, or
 //! lost), and no two terms may overlap.
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -466,7 +467,21 @@ pub async fn election(factory: &impl LockFactory, timing: Timing) -> ElectionRep
     assert_ne!(third, second);
 
     let tokens = e.check_terms();
-    assert_eq!(tokens.len(), 3, "expected exactly three terms: {tokens:?}");
+    assert!(
+        tokens.len() >= 3,
+        "expected three terms: {:?}",
+        lock_terms(&e.terms)
+    );
+    if tokens.len() > 3 {
+        // A leader lost a renewal (a slow server on a busy machine) and won again: allowed,
+        // terms still never overlap, but worth seeing.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "note: {} terms where 3 were expected: {:?}",
+            tokens.len(),
+            lock_terms(&e.terms)
+        );
+    }
     let reader = factory.open(&e.name, "reader").await;
     let (record, _) = reader
         .get()
@@ -483,6 +498,23 @@ pub async fn election(factory: &impl LockFactory, timing: Timing) -> ElectionRep
         leader_requests_per_sec,
         candidate_requests_per_sec,
         tokens,
+    }
+}
+
+/// `get`, retried on retryable errors (a handle's first call after the server restarted
+/// may fail while it reconnects), at most 10 times, 100 ms apart.
+async fn get_retrying(
+    lock: &dyn ResourceLock,
+) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+    let mut tries = 0;
+    loop {
+        match lock.get().await {
+            Err(e) if e.is_retryable() && tries < 10 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => return r,
+        }
     }
 }
 
@@ -571,8 +603,7 @@ pub async fn server_outage(
         .await_single_leader(recovery, "election after the server came back")
         .await;
     let _ = started;
-    let (after, _) = reader
-        .get()
+    let (after, _) = get_retrying(&*reader)
         .await
         .expect("the record must read after the outage (never corrupt)")
         .expect("the record must survive the outage");
