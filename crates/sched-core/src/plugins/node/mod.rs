@@ -60,6 +60,8 @@ mod util;
 mod volumes;
 
 #[cfg(test)]
+mod reference_tests;
+#[cfg(test)]
 mod testutil;
 
 pub use affinity::{MatchNodeSelector, NodeAffinityPriority};
