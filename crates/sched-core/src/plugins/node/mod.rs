@@ -62,6 +62,8 @@ mod volumes;
 #[cfg(test)]
 mod reference_tests;
 #[cfg(test)]
+mod scheduler_tests;
+#[cfg(test)]
 mod testutil;
 
 pub use affinity::{MatchNodeSelector, NodeAffinityPriority};
