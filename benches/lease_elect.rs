@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, criterion_group};
 use lease_elect::{
-    ElectionConfig, FileLock, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock,
-    MemoryStore, SimClock, async_trait,
+    ElectionConfig, FileLock, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock, MemoryStore,
+    SimClock, async_trait,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -44,7 +44,10 @@ struct Stamp(Arc<Mutex<Option<tokio::time::Instant>>>);
 #[async_trait]
 impl LeaderCallbacks for Stamp {
     async fn on_started_leading(&self, guard: LeaderGuard) {
-        self.0.lock().unwrap().get_or_insert(tokio::time::Instant::now());
+        self.0
+            .lock()
+            .unwrap()
+            .get_or_insert(tokio::time::Instant::now());
         guard.lost().await;
     }
 }
@@ -108,7 +111,11 @@ fn failover(seed: u64, candidates: Candidates, failure: Failure, notify: bool) -
                     }
                     Candidates::ClientGo => loop {
                         if c.try_acquire_or_renew().await.unwrap_or(false) {
-                            stamp.0.lock().unwrap().get_or_insert(tokio::time::Instant::now());
+                            stamp
+                                .0
+                                .lock()
+                                .unwrap()
+                                .get_or_insert(tokio::time::Instant::now());
                             return;
                         }
                         let f = 1.0 + crng.random::<f64>() * 1.2;
@@ -172,7 +179,11 @@ impl Token {
 fn stats(mut v: Vec<Duration>) -> (f64, f64, f64) {
     v.sort();
     let s = |d: Duration| d.as_secs_f64();
-    (s(v[v.len() / 2]), s(v[v.len() * 99 / 100]), s(*v.last().unwrap()))
+    (
+        s(v[v.len() / 2]),
+        s(v[v.len() * 99 / 100]),
+        s(*v.last().unwrap()),
+    )
 }
 
 fn failover_table() {
@@ -180,12 +191,42 @@ fn failover_table() {
     println!("| case | median | p99 | max |");
     println!("|---|---|---|---|");
     let rows = [
-        ("lease-elect, crash, lock without notifications", Candidates::Ours, Failure::Crash, false),
-        ("lease-elect, crash, MemoryLock (notifies holder changes)", Candidates::Ours, Failure::Crash, true),
-        ("lease-elect, release, lock without notifications", Candidates::Ours, Failure::Release, false),
-        ("lease-elect, release, MemoryLock (wakes waiters)", Candidates::Ours, Failure::Release, true),
-        ("client-go algorithm, crash", Candidates::ClientGo, Failure::Crash, false),
-        ("client-go algorithm, release", Candidates::ClientGo, Failure::Release, false),
+        (
+            "lease-elect, crash, lock without notifications",
+            Candidates::Ours,
+            Failure::Crash,
+            false,
+        ),
+        (
+            "lease-elect, crash, MemoryLock (notifies holder changes)",
+            Candidates::Ours,
+            Failure::Crash,
+            true,
+        ),
+        (
+            "lease-elect, release, lock without notifications",
+            Candidates::Ours,
+            Failure::Release,
+            false,
+        ),
+        (
+            "lease-elect, release, MemoryLock (wakes waiters)",
+            Candidates::Ours,
+            Failure::Release,
+            true,
+        ),
+        (
+            "client-go algorithm, crash",
+            Candidates::ClientGo,
+            Failure::Crash,
+            false,
+        ),
+        (
+            "client-go algorithm, release",
+            Candidates::ClientGo,
+            Failure::Release,
+            false,
+        ),
     ];
     for (name, c, f, notify) in rows {
         let delays: Vec<Duration> = (0..RUNS).map(|seed| failover(seed, c, f, notify)).collect();
