@@ -486,13 +486,20 @@ impl<'a> ScoreTable<'a> {
         self.feasible.is_empty()
     }
 
-    /// The `i`-th scored node: snapshot index, weighted total, and each priority's normalized
-    /// (unweighted) score in pipeline order.
+    /// Whether priorities ran (they do not when exactly one node fits, as in kube).
+    pub fn scored(&self) -> bool {
+        !self.table.is_empty()
+    }
+
+    /// The `i`-th feasible node: snapshot index, weighted total, and each priority's normalized
+    /// (unweighted) score in pipeline order (empty when scoring was skipped).
     pub fn row(&self, i: usize) -> (usize, i64, Vec<i64>) {
         let n = self.feasible.len();
-        let per = (0..self.names.len())
-            .map(|p| self.table[p * n + i])
-            .collect();
+        let per = if self.scored() {
+            (0..self.names.len()).map(|p| self.table[p * n + i]).collect()
+        } else {
+            Vec::new()
+        };
         (self.feasible[i] as usize, self.totals[i], per)
     }
 }
@@ -518,7 +525,7 @@ impl Scheduler {
         self.next_start_index
     }
 
-    /// The scores of the last cycle that scored more than one node.
+    /// The feasible nodes and scores of the last successful cycle.
     pub fn last_scores(&self) -> ScoreTable<'_> {
         ScoreTable {
             feasible: &self.scratch.feasible,

@@ -360,3 +360,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn score_table_of_a_single_feasible_node_has_no_priority_rows() {
+    let snapshot = cluster(4);
+    let mut s = Scheduler::builder()
+        .predicate(predicate_fn("OnlyNode2", |_, n| {
+            if n.name() == "node-2" { Ok(()) } else { Err(Reason::Custom(1)) }
+        }))
+        .priority(priority_fn("Flat", |_, _| 50), 1)
+        .seed(1)
+        .build()
+        .unwrap();
+    s.schedule(&pod("p"), &snapshot).unwrap();
+    let t = s.last_scores();
+    assert!(!t.scored());
+    assert_eq!(t.len(), 1);
+    assert_eq!(t.row(0), (2, 0, vec![]));
+}

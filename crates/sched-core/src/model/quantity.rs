@@ -73,7 +73,7 @@ impl Quantity {
         }
     }
 
-    /// A quantity of `m` thousandths (written as "<m>m").
+    /// A quantity of `m` thousandths (written with the `m` suffix).
     pub fn from_milli(m: i64) -> Quantity {
         Quantity {
             text: format!("{m}m"),

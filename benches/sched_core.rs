@@ -1,0 +1,80 @@
+//! sched-core benchmarks: one pod per iteration on the benchmark cluster (see
+//! `sched_core::synth`), with kube's default predicates and priorities, all nodes scored and
+//! adaptive; plus building a snapshot of 15,000 nodes and 150,000 pods.
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use sched_core::policy::Policy;
+use sched_core::scheduler::Scheduler;
+use sched_core::snapshot::Snapshot;
+use sched_core::synth::{benchmark_cluster, benchmark_pod};
+
+/// kube's default policy compiled into a single-threaded scheduler.
+fn default_scheduler(percentage: u32) -> Scheduler {
+    let mut policy = Policy::kube_default();
+    policy.percentage_of_nodes_to_score = Some(percentage);
+    policy
+        .builder()
+        .and_then(|b| Ok(b.threads(1).seed(42).build()?))
+        .expect("default policy compiles")
+}
+
+fn schedule(c: &mut Criterion) {
+    let mut group = c.benchmark_group("schedule_one_pod");
+    group.sample_size(30);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    for &nodes in &[100usize, 1_000, 5_000, 15_000] {
+        let (node_list, pods) = benchmark_cluster(nodes);
+        let base = Snapshot::from_objects(node_list, pods).expect("snapshot");
+        for (label, pct) in [("all_nodes", 100u32), ("adaptive", 0u32)] {
+            let mut snapshot = base.clone();
+            let mut scheduler = default_scheduler(pct);
+            let mut next = 0usize;
+            let mut placed: std::collections::VecDeque<String> = Default::default();
+            group.bench_with_input(BenchmarkId::new(label, nodes), &nodes, |b, _| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let pod = benchmark_pod(next);
+                        next += 1;
+                        let t = Instant::now();
+                        let r = scheduler
+                            .schedule_and_assume(&pod, &mut snapshot)
+                            .expect("fits");
+                        total += t.elapsed();
+                        std::hint::black_box(r);
+                        placed.push_back(pod.key());
+                        // Keep the cluster from filling up over millions of iterations: the
+                        // oldest placed pods leave again (untimed).
+                        if placed.len() > nodes * 4 {
+                            let key = placed.pop_front().expect("non-empty");
+                            snapshot.forget(&key).expect("placed pod");
+                        }
+                    }
+                    total
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn snapshot_build(c: &mut Criterion) {
+    let mut group = c.benchmark_group("snapshot_build");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(8));
+    let (nodes, pods) = benchmark_cluster(15_000);
+    group.bench_function("15000_nodes_150000_pods", |b| {
+        b.iter_batched(
+            || (nodes.clone(), pods.clone()),
+            |(n, p)| Snapshot::from_objects(n, p).expect("snapshot"),
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, schedule, snapshot_build);
+criterion_main!(benches);
