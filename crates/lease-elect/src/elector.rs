@@ -1,8 +1,9 @@
 //! The leader elector: client-go's algorithm over a [`ResourceLock`](crate::ResourceLock) and a [`Clock`].
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -518,9 +519,13 @@ impl LeaderElector {
                 return;
             }
             let deadline = (start + cfg.attempt_timeout).min(valid_until);
-            let result = tokio::select! {
-                r = self.attempt(Mode::Renew) => Some(r),
-                () = clock.sleep_until(deadline) => None,
+            let mut attempt = pin!(self.attempt(Mode::Renew));
+            let result = match poll_once(attempt.as_mut()).await {
+                Poll::Ready(r) => Some(r),
+                Poll::Pending => tokio::select! {
+                    r = attempt => Some(r),
+                    () = clock.sleep_until(deadline) => None,
+                },
             };
             if term.lost.is_cancelled() {
                 return;
@@ -554,8 +559,13 @@ impl LeaderElector {
     async fn attempt_bounded(&self, mode: Mode) -> Result<bool, LockError> {
         let clock = self.clock().clone();
         let deadline = clock.now() + self.inner.config.attempt_timeout;
+        let mut attempt = pin!(self.attempt(mode));
+        // Most attempts on a fast lock finish at once: no timer needed then.
+        if let Poll::Ready(r) = poll_once(attempt.as_mut()).await {
+            return r;
+        }
         tokio::select! {
-            r = self.attempt(mode) => r,
+            r = attempt => r,
             () = clock.sleep_until(deadline) => Err(LockError::Timeout),
         }
     }
@@ -803,6 +813,11 @@ impl LeaderElector {
         tracing::info!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, leader = %holder, "new leader observed");
         callbacks.on_new_leader(&holder);
     }
+}
+
+/// Polls `fut` once.
+async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
 }
 
 /// The fencing token of a term that started with a write returning `version` of `record`.

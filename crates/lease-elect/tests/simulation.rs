@@ -294,10 +294,18 @@ fn check(s: &Scenario) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-// Two properties of 100 cases each, so the test harness runs them on two threads.
+fn cases() -> u32 {
+    std::env::var("LEASE_ELECT_SIM_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+// Two properties of 100 cases each (override with LEASE_ELECT_SIM_CASES), so the test
+// harness runs them on two threads.
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 100,
+        cases: cases(),
         max_shrink_iters: 100,
         ..ProptestConfig::default()
     })]
