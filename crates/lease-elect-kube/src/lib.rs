@@ -1,1 +1,398 @@
-//! A Kubernetes Lease lock for lease-elect, mapped exactly like client-go's LeaseLock.
+//! A Kubernetes Lease lock for [`lease_elect`] (`coordination.k8s.io/v1`), mapped exactly as
+//! client-go's `LeaseLock` maps it, so electors of this crate and client-go electors can
+//! share one Lease.
+//!
+//! # Start here
+//! ```no_run
+//! use lease_elect_kube::LeaseLock;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = kube::Client::try_default().await?; // in-cluster or ~/.kube/config
+//! let lock = LeaseLock::new(client, "kube-system", "my-controller", "pod-a");
+//! // Hand `lock` to an `ElectionConfig` (lease_elect), or use the `ResourceLock` methods.
+//! # let _ = lock; Ok(()) }
+//! ```
+//!
+//! # Mapping
+//! | record (client-go JSON) | Lease `spec` |
+//! |---|---|
+//! | `holderIdentity` | `holderIdentity` (always written, empty when released) |
+//! | `leaseDurationSeconds` | `leaseDurationSeconds` |
+//! | `acquireTime` | `acquireTime` (MicroTime: microseconds, truncated) |
+//! | `renewTime` | `renewTime` (MicroTime) |
+//! | `leaderTransitions` | `leaseTransitions` |
+//! | `strategy`, `preferredHolder` | `strategy`, `preferredHolder` (written only when set) |
+//!
+//! The version is the Lease's `metadata.resourceVersion` (opaque, no
+//! [`sequence`](lease_elect::Version::sequence); fencing tokens come from
+//! `leaseTransitions`). `create` is a `POST` (409 AlreadyExists is a conflict), `update` a
+//! `PUT` carrying the expected `resourceVersion` (409 Conflict or 404 is a conflict), `delete`
+//! a `DELETE` with a `resourceVersion` precondition. An update keeps the Lease's other metadata
+//! (labels, annotations, owner references) as last read.
+//!
+//! `leaseDurationSeconds` and `leaseTransitions` are `int32` in the API: larger values are
+//! refused with a permanent error. [`wait_for_change`](ResourceLock::wait_for_change) is not
+//! implemented (the elector relies on its timers, like client-go).
+//!
+//! # Permissions
+//! The service account needs `get`, `create`, `update` (and `delete` for leader-for-life) on
+//! `leases` in `coordination.k8s.io` in the namespace.
+//!
+//! # Features
+//! The default feature `k8s-openapi-earliest` selects k8s-openapi's oldest supported
+//! Kubernetes version. A binary that selects its own k8s-openapi version feature depends on
+//! this crate with `default-features = false`.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+
+/// A [`ResourceLock`] on a Kubernetes `Lease`; see the [crate docs](crate) for the mapping.
+pub struct LeaseLock {
+    api: Api<Lease>,
+    namespace: String,
+    name: String,
+    identity: String,
+    describe: String,
+    timeout: Duration,
+    /// The Lease as last read or written, to keep its metadata on update.
+    last: Mutex<Option<Lease>>,
+}
+
+impl std::fmt::Debug for LeaseLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseLock")
+            .field("lease", &self.describe)
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+impl LeaseLock {
+    /// A lock on the Lease `namespace/name` through `client`, for the participant `identity`.
+    #[must_use]
+    pub fn new(
+        client: kube::Client,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        let namespace = namespace.into();
+        let name = name.into();
+        LeaseLock {
+            api: Api::namespaced(client, &namespace),
+            describe: format!("{namespace}/{name}"),
+            namespace,
+            name,
+            identity: identity.into(),
+            timeout: Duration::from_secs(5),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// How long one API request may take before it fails with [`LockError::Timeout`].
+    /// Default 5 s. Keep it below the elector's renew deadline.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The Lease's namespace.
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The Lease's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn call<T>(
+        &self,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, LockError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r.map_err(|e| self.classify(e)),
+            Err(_) => Err(LockError::Timeout),
+        }
+    }
+
+    fn classify(&self, e: kube::Error) -> LockError {
+        match &e {
+            kube::Error::Api(status) => match status.code {
+                // AlreadyExists on create, Conflict on update; NotFound on update/delete.
+                404 | 409 => LockError::Conflict(format!("{}: {}", self.describe, status.message)),
+                408 | 429 | 500 | 502 | 503 | 504 => LockError::retryable(e),
+                _ => LockError::permanent(e),
+            },
+            kube::Error::SerdeError(_) => LockError::Corrupt {
+                detail: format!("{}: the Lease cannot be decoded", self.describe),
+                source: Some(Box::new(e)),
+            },
+            kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+                LockError::retryable(e)
+            }
+            _ => LockError::permanent(e),
+        }
+    }
+
+    fn remember(&self, lease: Option<Lease>) {
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = lease;
+    }
+
+    fn version_of(&self, lease: &Lease) -> Result<Version, LockError> {
+        lease
+            .metadata
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty())
+            .map(Version::new)
+            .ok_or_else(|| LockError::Corrupt {
+                detail: format!("{}: the Lease has no resourceVersion", self.describe),
+                source: None,
+            })
+    }
+
+    /// The metadata for a write: the Lease's as last seen when that is the expected version
+    /// (so labels, annotations and owners stay), else just name and namespace.
+    fn metadata_for(&self, expected: Option<&Version>) -> ObjectMeta {
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut meta = match (last, expected) {
+            (Some(lease), Some(v))
+                if lease.metadata.resource_version.as_deref() == Some(v.tag()) =>
+            {
+                lease.metadata
+            }
+            _ => ObjectMeta::default(),
+        };
+        meta.name = Some(self.name.clone());
+        meta.namespace = Some(self.namespace.clone());
+        meta.resource_version = expected.map(|v| v.tag().to_owned());
+        if expected.is_none() {
+            meta.uid = None;
+            meta.creation_timestamp = None;
+            meta.managed_fields = None;
+        }
+        meta
+    }
+}
+
+/// client-go's `LeaderElectionRecordToLeaseSpec`.
+///
+/// # Errors
+/// When `leaseDurationSeconds` or `leaderTransitions` does not fit the API's `int32`, or a
+/// time is out of the API's range.
+pub fn record_to_lease_spec(record: &LeaderElectionRecord) -> Result<LeaseSpec, LockError> {
+    let duration = i32::try_from(record.lease_duration_seconds).map_err(|_| {
+        LockError::permanent(format!(
+            "leaseDurationSeconds {} does not fit the Lease's int32",
+            record.lease_duration_seconds
+        ))
+    })?;
+    let transitions = i32::try_from(record.leader_transitions).map_err(|_| {
+        LockError::permanent(format!(
+            "leaderTransitions {} does not fit the Lease's int32",
+            record.leader_transitions
+        ))
+    })?;
+    Ok(LeaseSpec {
+        holder_identity: Some(record.holder_identity.clone()),
+        lease_duration_seconds: Some(duration),
+        acquire_time: record.acquire_time.map(micro_time).transpose()?,
+        renew_time: record.renew_time.map(micro_time).transpose()?,
+        lease_transitions: Some(transitions),
+        preferred_holder: record.preferred_holder.clone().filter(|s| !s.is_empty()),
+        strategy: record.strategy.clone().filter(|s| !s.is_empty()),
+    })
+}
+
+/// client-go's `LeaseSpecToLeaderElectionRecord`.
+///
+/// # Errors
+/// [`LockError::Corrupt`] when a number is negative (the record's are unsigned).
+pub fn lease_spec_to_record(spec: &LeaseSpec) -> Result<LeaderElectionRecord, LockError> {
+    let unsigned = |v: Option<i32>, field: &str| {
+        u32::try_from(v.unwrap_or(0)).map_err(|_| LockError::Corrupt {
+            detail: format!("the Lease's {field} is negative: {v:?}"),
+            source: None,
+        })
+    };
+    Ok(LeaderElectionRecord {
+        holder_identity: spec.holder_identity.clone().unwrap_or_default(),
+        lease_duration_seconds: unsigned(spec.lease_duration_seconds, "leaseDurationSeconds")?,
+        acquire_time: spec.acquire_time.as_ref().map(system_time),
+        renew_time: spec.renew_time.as_ref().map(system_time),
+        leader_transitions: u64::from(unsigned(spec.lease_transitions, "leaseTransitions")?),
+        strategy: spec.strategy.clone().filter(|s| !s.is_empty()),
+        preferred_holder: spec.preferred_holder.clone().filter(|s| !s.is_empty()),
+    })
+}
+
+/// A wall-clock time as a MicroTime, truncated toward the past to the microsecond.
+fn micro_time(t: SystemTime) -> Result<MicroTime, LockError> {
+    let micros = |d: Duration| d.as_secs() as i128 * 1_000_000 + i128::from(d.subsec_micros());
+    let us: i128 = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => micros(d),
+        Err(e) => {
+            let d = e.duration();
+            let whole = micros(d);
+            if d.subsec_nanos() % 1_000 != 0 {
+                -whole - 1
+            } else {
+                -whole
+            }
+        }
+    };
+    let us = i64::try_from(us).map_err(LockError::permanent)?;
+    k8s_openapi::jiff::Timestamp::from_microsecond(us)
+        .map(MicroTime)
+        .map_err(LockError::permanent)
+}
+
+fn system_time(t: &MicroTime) -> SystemTime {
+    SystemTime::from(t.0)
+}
+
+#[async_trait]
+impl ResourceLock for LeaseLock {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        let Some(lease) = self.call(self.api.get_opt(&self.name)).await? else {
+            self.remember(None);
+            return Ok(None);
+        };
+        let record = lease_spec_to_record(&lease.spec.clone().unwrap_or_default())?;
+        let version = self.version_of(&lease)?;
+        self.remember(Some(lease));
+        Ok(Some((record, version)))
+    }
+
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
+        let lease = Lease {
+            metadata: self.metadata_for(None),
+            spec: Some(record_to_lease_spec(record)?),
+        };
+        let created = self
+            .call(self.api.create(&PostParams::default(), &lease))
+            .await?;
+        let version = self.version_of(&created)?;
+        self.remember(Some(created));
+        Ok(version)
+    }
+
+    async fn update(
+        &self,
+        expected: &Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<Version, LockError> {
+        let lease = Lease {
+            metadata: self.metadata_for(Some(expected)),
+            spec: Some(record_to_lease_spec(record)?),
+        };
+        let replaced = self
+            .call(self.api.replace(&self.name, &PostParams::default(), &lease))
+            .await?;
+        let version = self.version_of(&replaced)?;
+        self.remember(Some(replaced));
+        Ok(version)
+    }
+
+    async fn delete(&self, expected: &Version) -> Result<(), LockError> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: Some(expected.tag().to_owned()),
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        self.call(self.api.delete(&self.name, &params)).await?;
+        self.remember(None);
+        Ok(())
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    fn describe(&self) -> String {
+        format!("lease:{}", self.describe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapping_round_trips_at_microseconds() {
+        let t = UNIX_EPOCH + Duration::new(1_795_262_400, 123_456_789);
+        let record = LeaderElectionRecord {
+            holder_identity: "a".into(),
+            lease_duration_seconds: 15,
+            acquire_time: Some(t),
+            renew_time: None,
+            leader_transitions: 7,
+            strategy: None,
+            preferred_holder: Some("b".into()),
+        };
+        let spec = record_to_lease_spec(&record).expect("fits");
+        assert_eq!(spec.lease_transitions, Some(7));
+        assert_eq!(spec.holder_identity.as_deref(), Some("a"));
+        assert!(spec.renew_time.is_none());
+        let back = lease_spec_to_record(&spec).expect("valid");
+        let mut expected = record;
+        expected.acquire_time = Some(UNIX_EPOCH + Duration::new(1_795_262_400, 123_456_000));
+        assert_eq!(back, expected);
+    }
+
+    #[test]
+    fn released_record_keeps_empty_holder() {
+        let spec = record_to_lease_spec(&LeaderElectionRecord::default()).expect("fits");
+        assert_eq!(spec.holder_identity.as_deref(), Some(""));
+        assert_eq!(spec.lease_transitions, Some(0));
+        let json = serde_json::to_value(&spec).expect("json");
+        assert_eq!(json["holderIdentity"], "");
+    }
+
+    #[test]
+    fn refuses_out_of_range_numbers() {
+        let record = LeaderElectionRecord {
+            leader_transitions: u64::from(u32::MAX),
+            ..LeaderElectionRecord::default()
+        };
+        assert!(record_to_lease_spec(&record).is_err());
+        let spec = LeaseSpec {
+            lease_duration_seconds: Some(-1),
+            ..LeaseSpec::default()
+        };
+        assert!(matches!(
+            lease_spec_to_record(&spec),
+            Err(LockError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn pre_epoch_times_truncate_toward_the_past() {
+        let t = UNIX_EPOCH - Duration::new(1, 500);
+        let m = micro_time(t).expect("in range");
+        assert_eq!(
+            system_time(&m),
+            UNIX_EPOCH - Duration::new(1, 1_000),
+            "truncated toward the past"
+        );
+    }
+}

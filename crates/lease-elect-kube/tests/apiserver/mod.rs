@@ -1,0 +1,329 @@
+//! A small Kubernetes API server on loopback that serves `coordination.k8s.io/v1` Leases the
+//! way the real one does for the calls a lease lock makes: `GET`, `POST` (create, 409
+//! AlreadyExists), `PUT` (replace, 409 Conflict on a stale `resourceVersion`, 404 when
+//! missing) and `DELETE` with a `resourceVersion` precondition. `resourceVersion`s come from
+//! one counter, as etcd revisions do. Plain HTTP/1.1 with keep-alive; no watch, no auth, no
+//! field validation beyond what the lock relies on.
+//!
+//! It can be stopped (every connection dropped, the port closed) and started again on the same
+//! port with the same data, for the fault tests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+#[derive(Default)]
+struct Store {
+    leases: HashMap<(String, String), Value>,
+    revision: u64,
+    uid: u64,
+}
+
+/// The fake API server.
+pub struct ApiServer {
+    store: Arc<Mutex<Store>>,
+    port: u16,
+    tasks: Option<JoinSet<()>>,
+}
+
+const PREFIX: &str = "/apis/coordination.k8s.io/v1/namespaces/";
+
+impl ApiServer {
+    /// Starts the server on a free loopback port.
+    pub async fn start() -> ApiServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let mut server = ApiServer {
+            store: Arc::new(Mutex::new(Store::default())),
+            port,
+            tasks: None,
+        };
+        server.serve(listener);
+        server
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops serving: closes the port and every open connection. The data stays.
+    pub async fn stop(&mut self) {
+        if let Some(mut tasks) = self.tasks.take() {
+            tasks.shutdown().await;
+        }
+    }
+
+    /// Serves again on the same port.
+    pub async fn restart(&mut self) {
+        if self.tasks.is_some() {
+            return;
+        }
+        let listener = TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .expect("bind the same port again");
+        self.serve(listener);
+    }
+
+    /// Replaces a stored Lease's spec field with `value` (to corrupt it), as a write that
+    /// bumps the `resourceVersion`.
+    pub fn set_spec_field(&self, namespace: &str, name: &str, field: &str, value: Value) {
+        let mut store = self.store.lock().expect("store");
+        store.revision += 1;
+        let rv = store.revision.to_string();
+        let lease = store
+            .leases
+            .get_mut(&(namespace.to_owned(), name.to_owned()))
+            .expect("the Lease exists");
+        lease["spec"][field] = value;
+        lease["metadata"]["resourceVersion"] = Value::String(rv);
+    }
+
+    fn serve(&mut self, listener: TcpListener) {
+        let mut tasks = JoinSet::new();
+        let store = Arc::clone(&self.store);
+        // Connections run inside the accept task's own set, so aborting the accept task
+        // (JoinSet::shutdown) drops them all.
+        tasks.spawn(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        connections.spawn(connection(stream, Arc::clone(&store)));
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                }
+            }
+        });
+        self.tasks = Some(tasks);
+    }
+}
+
+async fn connection(stream: TcpStream, store: Arc<Mutex<Store>>) {
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    loop {
+        let mut line = String::new();
+        if read.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+            return;
+        };
+        let (method, target) = (method.to_owned(), target.to_owned());
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if read.read_line(&mut header).await.unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = header.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if read.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let path = target.split('?').next().unwrap_or_default();
+        let (status, reply) = handle(&store, &method, path, &body);
+        let text = reply.to_string();
+        let response = format!(
+            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+            reason(status),
+            text.len()
+        );
+        if write.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        422 => "Unprocessable Entity",
+        _ => "Error",
+    }
+}
+
+fn status(code: u16, reason: &str, message: String) -> (u16, Value) {
+    (
+        code,
+        json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": message, "reason": reason, "code": code,
+        }),
+    )
+}
+
+fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    let Some(rest) = path.strip_prefix(PREFIX) else {
+        return status(404, "NotFound", format!("unknown path {path}"));
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    let mut store = store.lock().expect("store");
+    match (method, segments.as_slice()) {
+        ("GET", [ns, "leases", name]) => {
+            match store.leases.get(&((*ns).to_owned(), (*name).to_owned())) {
+                Some(lease) => (200, lease.clone()),
+                None => status(
+                    404,
+                    "NotFound",
+                    format!("leases.coordination.k8s.io \"{name}\" not found"),
+                ),
+            }
+        }
+        ("POST", [ns, "leases"]) => {
+            let Ok(mut lease) = serde_json::from_slice::<Value>(body) else {
+                return status(400, "BadRequest", "invalid JSON".to_owned());
+            };
+            let Some(name) = lease["metadata"]["name"].as_str().map(str::to_owned) else {
+                return status(422, "Invalid", "metadata.name: Required value".to_owned());
+            };
+            if let Some(e) = invalid(&lease) {
+                return e;
+            }
+            let key = ((*ns).to_owned(), name.clone());
+            if store.leases.contains_key(&key) {
+                return status(
+                    409,
+                    "AlreadyExists",
+                    format!("leases.coordination.k8s.io \"{name}\" already exists"),
+                );
+            }
+            store.revision += 1;
+            store.uid += 1;
+            let meta = &mut lease["metadata"];
+            meta["namespace"] = Value::String((*ns).to_owned());
+            meta["resourceVersion"] = Value::String(store.revision.to_string());
+            meta["uid"] = Value::String(format!("00000000-0000-0000-0000-{:012}", store.uid));
+            meta["creationTimestamp"] = Value::String("2026-11-21T12:00:00Z".to_owned());
+            lease["kind"] = Value::String("Lease".to_owned());
+            lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
+            store.leases.insert(key, lease.clone());
+            (201, lease)
+        }
+        ("PUT", [ns, "leases", name]) => {
+            let Ok(mut lease) = serde_json::from_slice::<Value>(body) else {
+                return status(400, "BadRequest", "invalid JSON".to_owned());
+            };
+            if let Some(e) = invalid(&lease) {
+                return e;
+            }
+            let key = ((*ns).to_owned(), (*name).to_owned());
+            let revision = store.revision + 1;
+            let Some(current) = store.leases.get_mut(&key) else {
+                return status(
+                    404,
+                    "NotFound",
+                    format!("leases.coordination.k8s.io \"{name}\" not found"),
+                );
+            };
+            let expected = lease["metadata"]["resourceVersion"].as_str();
+            if expected != current["metadata"]["resourceVersion"].as_str() {
+                return status(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": \
+                         the object has been modified; please apply your changes to the latest \
+                         version and try again"
+                    ),
+                );
+            }
+            // The server owns these.
+            for field in ["uid", "creationTimestamp", "namespace"] {
+                lease["metadata"][field] = current["metadata"][field].clone();
+            }
+            lease["metadata"]["resourceVersion"] = Value::String(revision.to_string());
+            lease["kind"] = Value::String("Lease".to_owned());
+            lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
+            *current = lease.clone();
+            store.revision = revision;
+            (200, lease)
+        }
+        ("DELETE", [ns, "leases", name]) => {
+            let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let key = ((*ns).to_owned(), (*name).to_owned());
+            let Some(current) = store.leases.get(&key) else {
+                return status(
+                    404,
+                    "NotFound",
+                    format!("leases.coordination.k8s.io \"{name}\" not found"),
+                );
+            };
+            if let Some(rv) = options["preconditions"]["resourceVersion"].as_str()
+                && Some(rv) != current["metadata"]["resourceVersion"].as_str()
+            {
+                return status(
+                    409,
+                    "Conflict",
+                    format!("Precondition failed: ResourceVersion in precondition: {rv}"),
+                );
+            }
+            store.revision += 1;
+            store.leases.remove(&key);
+            (
+                200,
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+            )
+        }
+        _ => status(405, "MethodNotAllowed", format!("{method} {path}")),
+    }
+}
+
+/// The API server's validation of a Lease spec, for the fields the lock writes.
+fn invalid(lease: &Value) -> Option<(u16, Value)> {
+    let spec = &lease["spec"];
+    for field in ["leaseDurationSeconds", "leaseTransitions"] {
+        if let Some(v) = spec.get(field)
+            && !v.is_null()
+            && v.as_i64().is_none_or(|n| n < 0 || n > i64::from(i32::MAX))
+        {
+            return Some(status(
+                422,
+                "Invalid",
+                format!("spec.{field}: Invalid value"),
+            ));
+        }
+    }
+    if spec["leaseDurationSeconds"].as_i64() == Some(0) {
+        return Some(status(
+            422,
+            "Invalid",
+            "spec.leaseDurationSeconds: must be greater than 0".to_owned(),
+        ));
+    }
+    for field in ["acquireTime", "renewTime"] {
+        if let Some(t) = spec[field].as_str() {
+            // MicroTime: RFC 3339 with exactly six fractional digits, UTC.
+            let ok = t.len() == 27 && t.as_bytes()[19] == b'.' && t.ends_with('Z');
+            if !ok {
+                return Some(status(
+                    422,
+                    "Invalid",
+                    format!("spec.{field}: not a MicroTime: {t}"),
+                ));
+            }
+        }
+    }
+    None
+}
