@@ -235,6 +235,62 @@ fn failover_table() {
     }
 }
 
+/// Real time: a FileLock release handed over to a waiting candidate (default 100 ms poll).
+fn file_release_handover() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = temp_dir("handover");
+    let path = dir.join("leader.json");
+    let mut delays = Vec::new();
+    let mut rng = StdRng::seed_from_u64(1);
+    for i in 0..20 {
+        let cfg = |id: String| {
+            ElectionConfig::builder()
+                .lock(FileLock::new(&path, id))
+                .build()
+                .unwrap()
+        };
+        let a = LeaderElector::new(cfg(format!("a{i}")));
+        let b = LeaderElector::new(cfg(format!("b{i}")));
+        let wait = Duration::from_millis(rng.random_range(50..400));
+        let d = rt.block_on(async move {
+            while !a.try_acquire_or_renew().await.unwrap_or(false) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let waiter = tokio::spawn(async move { b.acquire(&Quiet).await });
+            tokio::time::sleep(wait).await;
+            let t0 = std::time::Instant::now();
+            a.release().await.unwrap();
+            let guard = waiter.await.unwrap();
+            let d = t0.elapsed();
+            drop(guard);
+            d
+        });
+        delays.push(d);
+    }
+    let (med, p99, max) = stats(delays);
+    println!(
+        "| lease-elect, release, FileLock (100 ms poll, real time, 20 runs) | {med:.2} | {p99:.2} | {max:.2} |"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "lease-elect-bench-{name}-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn try_acquire_or_renew(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -263,15 +319,7 @@ fn try_acquire_or_renew(c: &mut Criterion) {
         b.iter(|| rt.block_on(candidate.try_acquire_or_renew()).unwrap())
     });
 
-    let dir = std::env::temp_dir().join(format!(
-        "lease-elect-bench-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("ops");
     let path = dir.join("leader.json");
     let fleader = LeaderElector::new(
         ElectionConfig::builder()
@@ -310,6 +358,7 @@ fn main() {
     let benchmarking = std::env::args().any(|a| a == "--bench");
     if benchmarking {
         failover_table();
+        file_release_handover();
     }
     benches();
     Criterion::default().configure_from_args().final_summary();

@@ -442,7 +442,7 @@ impl LeaderElector {
             let work = callbacks.on_started_leading(guard.clone());
             let mut work = pin!(work);
             let mut work_done = false;
-            let renew = self.renew_loop(&guard);
+            let renew = self.renew_loop(&guard, callbacks);
             let mut renew = pin!(renew);
             loop {
                 tokio::select! {
@@ -506,7 +506,7 @@ impl LeaderElector {
         }
     }
 
-    async fn renew_loop(&self, guard: &LeaderGuard) {
+    async fn renew_loop<C: LeaderCallbacks + ?Sized>(&self, guard: &LeaderGuard, callbacks: &C) {
         let clock = self.clock().clone();
         let term = guard.term.clone();
         let cfg = &self.inner.config;
@@ -527,6 +527,7 @@ impl LeaderElector {
                     () = clock.sleep_until(deadline) => None,
                 },
             };
+            self.report_new_leader(callbacks);
             if term.lost.is_cancelled() {
                 return;
             }

@@ -635,3 +635,29 @@ async fn shared_lock_can_be_chosen_at_run_time() {
     );
     assert!(le.try_acquire_or_renew().await.unwrap());
 }
+
+#[tokio::test(start_paused = true)]
+async fn deposed_leader_reports_the_new_leader_and_stops() {
+    let store = MemoryStore::new("t");
+    let (le, _lock) = elector(&store);
+    let rec = Recorder::default();
+    let s2 = store.clone();
+    let run = {
+        let le = le.clone();
+        let rec = rec.clone();
+        tokio::spawn(async move { le.run(&rec, std::future::pending()).await })
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    s2.force(held_by("bing", 10));
+    assert_eq!(run.await.unwrap(), RunOutcome::LostLeadership);
+    assert_eq!(
+        rec.log(),
+        [
+            "new leader baz",
+            "started 1",
+            "new leader bing",
+            "stopped",
+            "ended"
+        ]
+    );
+}
