@@ -13,7 +13,7 @@ use sched_core::synth::{benchmark_cluster, benchmark_pod};
 /// kube's default policy compiled into a single-threaded scheduler.
 fn default_scheduler(percentage: u32) -> Scheduler {
     let mut policy = Policy::kube_default();
-    policy.percentage_of_nodes_to_score = Some(percentage);
+    policy.percentage_of_nodes_to_score = Some(i64::from(percentage));
     policy
         .builder()
         .and_then(|b| Ok(b.threads(1).seed(42).build()?))
