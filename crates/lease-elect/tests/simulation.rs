@@ -298,10 +298,10 @@ fn cases() -> u32 {
     std::env::var("LEASE_ELECT_SIM_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(100)
+        .unwrap_or(80)
 }
 
-// Two properties of 100 cases each (override with LEASE_ELECT_SIM_CASES), so the test
+// Two properties of 80 cases each (override with LEASE_ELECT_SIM_CASES), so the test
 // harness runs them on two threads.
 proptest! {
     #![proptest_config(ProptestConfig {
