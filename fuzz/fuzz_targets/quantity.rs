@@ -232,9 +232,7 @@ fn reference(text: &str) -> Expect {
 
 /// `ceil(n * 10^exp10 * scale)` for `n != 0`; `None` when this check cannot tell.
 fn exact_ceil(n: i128, exp10: i64, scale: i128, negative: bool) -> Option<Exact> {
-    let Some(num) = n.checked_mul(scale) else {
-        return None;
-    };
+    let num = n.checked_mul(scale)?;
     if exp10 >= 0 {
         let huge = Exact::Huge { negative };
         let Some(p) = u32::try_from(exp10)
