@@ -419,8 +419,12 @@ struct Scratch {
     chunks: Vec<Mutex<Vec<Outcome>>>,
     /// Per priority, per feasible node, final scores (priority-major).
     table: Vec<i64>,
-    /// Weighted totals aligned with `feasible`.
+    /// Weighted totals aligned with `feasible`, without `constant_total`.
     totals: Vec<i64>,
+    /// Per priority: `Some(score)` when it gave every node the same score.
+    constants: Vec<Option<i64>>,
+    /// Sum of weight x score over the constant priorities (the same for every node).
+    constant_total: i64,
 }
 
 /// A compiled scheduling pipeline: predicates, weighted priorities, and the cycle settings.
@@ -461,12 +465,24 @@ impl fmt::Debug for Scheduler {
 
 const CHUNK: usize = 256;
 
+/// The node index at evaluation position `pos` when evaluation starts at `start` (both < n).
+#[inline]
+fn wrap(start: usize, pos: usize, n: usize) -> usize {
+    if pos < n - start {
+        start + pos
+    } else {
+        pos - (n - start)
+    }
+}
+
 /// A view of the scores of the last successful cycle.
 #[derive(Debug)]
 pub struct ScoreTable<'a> {
     feasible: &'a [u32],
     table: &'a [i64],
     totals: &'a [i64],
+    constants: &'a [Option<i64>],
+    constant_total: i64,
     names: Vec<(&'a str, i64)>,
 }
 
@@ -496,11 +512,23 @@ impl<'a> ScoreTable<'a> {
     pub fn row(&self, i: usize) -> (usize, i64, Vec<i64>) {
         let n = self.feasible.len();
         let per = if self.scored() {
-            (0..self.names.len()).map(|p| self.table[p * n + i]).collect()
+            (0..self.names.len())
+                .map(|p| {
+                    self.constants
+                        .get(p)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(self.table[p * n + i])
+                })
+                .collect()
         } else {
             Vec::new()
         };
-        (self.feasible[i] as usize, self.totals[i], per)
+        (
+            self.feasible[i] as usize,
+            self.totals[i] + self.constant_total,
+            per,
+        )
     }
 }
 
@@ -531,6 +559,8 @@ impl Scheduler {
             feasible: &self.scratch.feasible,
             table: &self.scratch.table,
             totals: &self.scratch.totals,
+            constants: &self.scratch.constants,
+            constant_total: self.scratch.constant_total,
             names: self
                 .priorities
                 .iter()
@@ -576,6 +606,8 @@ impl Scheduler {
         if feasible == 1 {
             let idx = self.scratch.feasible[0] as usize;
             self.scratch.table.clear();
+            self.scratch.constants.clear();
+            self.scratch.constant_total = 0;
             self.scratch.totals.clear();
             self.scratch.totals.push(0);
             return Ok(ScheduleResult {
@@ -595,7 +627,7 @@ impl Scheduler {
             node_index: idx,
             evaluated_nodes: evaluated,
             feasible_nodes: feasible,
-            score: self.scratch.totals[pick],
+            score: self.scratch.totals[pick] + self.scratch.constant_total,
         })
     }
 
@@ -655,25 +687,29 @@ impl Scheduler {
         if active.is_empty() {
             // No filter to run: kube takes the first `to_find` nodes from the start index.
             s.feasible
-                .extend((0..to_find).map(|i| ((start + i) % n) as u32));
+                .extend((start..n).chain(0..start).take(to_find).map(|i| i as u32));
             return to_find;
         }
-        for pos in 0..n {
-            let idx = (start + pos) % n;
-            match Self::check_node(
-                &self.predicates,
-                active,
-                self.always_check_all_predicates,
-                cx,
-                idx,
-            ) {
-                Ok(()) => {
-                    s.feasible.push(idx as u32);
-                    if s.feasible.len() >= to_find {
-                        return pos + 1;
+        // Positions start..n, then 0..start: two plain ranges, no division per node.
+        let mut pos = 0;
+        for range in [start..n, 0..start] {
+            for idx in range {
+                pos += 1;
+                match Self::check_node(
+                    &self.predicates,
+                    active,
+                    self.always_check_all_predicates,
+                    cx,
+                    idx,
+                ) {
+                    Ok(()) => {
+                        s.feasible.push(idx as u32);
+                        if s.feasible.len() >= to_find {
+                            return pos;
+                        }
                     }
+                    Err((pi, r)) => s.failures.push((idx as u32, pi, r)),
                 }
-                Err((pi, r)) => s.failures.push((idx as u32, pi, r)),
             }
         }
         n
@@ -719,8 +755,13 @@ impl Scheduler {
                     let hi = (lo + CHUNK).min(n);
                     let mut ok = 0;
                     for pos in lo..hi {
-                        let o =
-                            Self::check_node(predicates, active, always_all, cx, (start + pos) % n);
+                        let o = Self::check_node(
+                            predicates,
+                            active,
+                            always_all,
+                            cx,
+                            wrap(start, pos, n),
+                        );
                         ok += usize::from(o.is_ok());
                         out.push(o);
                     }
@@ -746,7 +787,7 @@ impl Scheduler {
             let out = s.chunks[k].lock().unwrap_or_else(|e| e.into_inner());
             for (j, o) in out.iter().enumerate() {
                 let pos = k * CHUNK + j;
-                let idx = ((start + pos) % n) as u32;
+                let idx = wrap(start, pos, n) as u32;
                 match o {
                     Ok(()) => {
                         s.feasible.push(idx);
@@ -766,6 +807,8 @@ impl Scheduler {
         let f = s.feasible.len();
         s.totals.clear();
         s.table.clear();
+        s.constants.clear();
+        s.constant_total = 0;
         if self.priorities.is_empty() {
             // kube: with no priorities every node scores 1.
             s.totals.resize(f, 1);
@@ -774,27 +817,42 @@ impl Scheduler {
         s.totals.resize(f, 0);
         s.table.resize(f * self.priorities.len(), 0);
         for (pi, (p, w)) in self.priorities.iter().enumerate() {
-            let row = &mut s.table[pi * f..(pi + 1) * f];
             match p.prepare(cx, &s.feasible)? {
-                PreparedScore::Constant(c) => row.fill(c),
+                // The same score on every node: one addition instead of a pass over the nodes.
+                PreparedScore::Constant(c) => {
+                    if !(0..=MAX_NODE_SCORE).contains(&c) {
+                        return Err(ScheduleError::InvalidScore {
+                            plugin: p.name().to_string(),
+                            node: cx.snapshot().node_infos()[s.feasible[0] as usize]
+                                .name()
+                                .to_string(),
+                            score: c,
+                        });
+                    }
+                    s.constants.push(Some(c));
+                    s.constant_total += c * w;
+                }
                 PreparedScore::Run(state) => {
+                    s.constants.push(None);
+                    let row = &mut s.table[pi * f..(pi + 1) * f];
+                    let snapshot = cx.snapshot();
                     for (slot, &idx) in row.iter_mut().zip(&s.feasible) {
-                        *slot = p.score(cx, &state, cx.snapshot().node(idx as usize));
+                        *slot = p.score(cx, &state, snapshot.node(idx as usize));
                     }
                     p.normalize(cx, &state, row);
+                    for (i, (&v, t)) in row.iter().zip(s.totals.iter_mut()).enumerate() {
+                        if !(0..=MAX_NODE_SCORE).contains(&v) {
+                            return Err(ScheduleError::InvalidScore {
+                                plugin: p.name().to_string(),
+                                node: snapshot.node_infos()[s.feasible[i] as usize]
+                                    .name()
+                                    .to_string(),
+                                score: v,
+                            });
+                        }
+                        *t += v * w;
+                    }
                 }
-            }
-            for (i, (&v, t)) in row.iter().zip(s.totals.iter_mut()).enumerate() {
-                if !(0..=MAX_NODE_SCORE).contains(&v) {
-                    return Err(ScheduleError::InvalidScore {
-                        plugin: p.name().to_string(),
-                        node: cx.snapshot().node_infos()[s.feasible[i] as usize]
-                            .name()
-                            .to_string(),
-                        score: v,
-                    });
-                }
-                *t += v * w;
             }
         }
         Ok(())
