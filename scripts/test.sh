@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# Runs every test in the workspace: formatting, lints, unit/integration/property tests and doc tests.
+# Runs every test of the workspace, real servers included:
+#   - installs (Debian packages) and starts PostgreSQL, etcd and Redis on loopback in a
+#     temporary directory (scripts/servers.sh), and stops them on exit;
+#   - formatting, clippy with warnings as errors, every unit/integration/property/doc test,
+#     and rustdoc without warnings.
+# A backend test whose server is missing fails; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "starting PostgreSQL, etcd and Redis on loopback"
+# shellcheck source=scripts/servers.sh
+source scripts/servers.sh
+trap lease_elect_servers_stop EXIT
+
+step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace --all-targets
-cargo test --workspace --doc
+
+step "cargo test (unit, integration, property, multi-process, real-server and doc tests)"
+cargo test --workspace
+
+step "cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
