@@ -75,7 +75,13 @@ fn config(store: &MemoryStore, id: &str, seed: u64, release: bool) -> ElectionCo
 }
 
 /// One failover in simulated time; returns the delay from the failure to the next leader.
-fn failover(seed: u64, candidates: Candidates, failure: Failure, notify: bool) -> Duration {
+fn failover(
+    seed: u64,
+    candidates: Candidates,
+    failure: Failure,
+    notify: bool,
+    count: usize,
+) -> Duration {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -98,7 +104,7 @@ fn failover(seed: u64, candidates: Candidates, failure: Failure, notify: bool) -
         };
         let stamp = Arc::new(Mutex::new(None));
         // Candidates start at random phases.
-        for i in 0..2 {
+        for i in 0..count {
             let c = LeaderElector::new(config(&store, &format!("c{i}"), rng.random(), false));
             let stamp = Stamp(stamp.clone());
             let delay = Duration::from_millis(rng.random_range(0..2_000));
@@ -192,44 +198,80 @@ fn failover_table() {
     println!("|---|---|---|---|");
     let rows = [
         (
-            "lease-elect, crash, lock without notifications",
+            "lease-elect, crash, 2 candidates, lock without notifications",
             Candidates::Ours,
             Failure::Crash,
             false,
+            2,
         ),
         (
-            "lease-elect, crash, MemoryLock (notifies holder changes)",
+            "lease-elect, crash, 2 candidates, MemoryLock (notifies holder changes)",
             Candidates::Ours,
             Failure::Crash,
             true,
+            2,
         ),
         (
-            "lease-elect, release, lock without notifications",
+            "lease-elect, crash, 1 candidate, lock without notifications",
             Candidates::Ours,
-            Failure::Release,
+            Failure::Crash,
             false,
+            1,
         ),
         (
-            "lease-elect, release, MemoryLock (wakes waiters)",
-            Candidates::Ours,
-            Failure::Release,
-            true,
-        ),
-        (
-            "client-go algorithm, crash",
+            "client-go algorithm, crash, 2 candidates",
             Candidates::ClientGo,
             Failure::Crash,
             false,
+            2,
         ),
         (
-            "client-go algorithm, release",
+            "client-go algorithm, crash, 1 candidate",
+            Candidates::ClientGo,
+            Failure::Crash,
+            false,
+            1,
+        ),
+        (
+            "lease-elect, release, 2 candidates, lock without notifications",
+            Candidates::Ours,
+            Failure::Release,
+            false,
+            2,
+        ),
+        (
+            "lease-elect, release, 1 candidate, lock without notifications",
+            Candidates::Ours,
+            Failure::Release,
+            false,
+            1,
+        ),
+        (
+            "lease-elect, release, 2 candidates, MemoryLock (wakes waiters)",
+            Candidates::Ours,
+            Failure::Release,
+            true,
+            2,
+        ),
+        (
+            "client-go algorithm, release, 2 candidates",
             Candidates::ClientGo,
             Failure::Release,
             false,
+            2,
+        ),
+        (
+            "client-go algorithm, release, 1 candidate",
+            Candidates::ClientGo,
+            Failure::Release,
+            false,
+            1,
         ),
     ];
-    for (name, c, f, notify) in rows {
-        let delays: Vec<Duration> = (0..RUNS).map(|seed| failover(seed, c, f, notify)).collect();
+    for (name, c, f, notify, count) in rows {
+        let delays: Vec<Duration> = (0..RUNS)
+            .map(|seed| failover(seed, c, f, notify, count))
+            .collect();
         let (med, p99, max) = stats(delays);
         println!("| {name} | {med:.2} | {p99:.2} | {max:.2} |");
     }
