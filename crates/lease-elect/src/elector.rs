@@ -607,24 +607,19 @@ impl LeaderElector {
             if let (Some(obs), Some(v)) = (observed, version)
                 && obs.holder_identity == id
             {
-                {
-                    let record = LeaderElectionRecord {
-                        holder_identity: id.to_owned(),
-                        lease_duration_seconds: lease_secs,
-                        acquire_time: obs.acquire_time,
-                        renew_time: Some(wall),
-                        leader_transitions: obs.leader_transitions,
-                        strategy: obs.strategy.clone(),
-                        preferred_holder: obs.preferred_holder.clone(),
-                    };
-                    match lock.update(&v, &record).await {
-                        Ok(v2) => {
-                            self.observe(record, v2);
-                            return Ok(self.extend(term, start));
-                        }
-                        Err(e) => {
-                            tracing::debug!(error = %e, "optimistic renew failed; falling back to a read");
-                        }
+                let record = LeaderElectionRecord {
+                    holder_identity: id.to_owned(),
+                    lease_duration_seconds: lease_secs,
+                    renew_time: Some(wall),
+                    ..obs
+                };
+                match lock.update(&v, &record).await {
+                    Ok(v2) => {
+                        self.observe(record, v2);
+                        return Ok(self.extend(term, start));
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "optimistic renew failed; falling back to a read");
                     }
                 }
             }
@@ -632,15 +627,19 @@ impl LeaderElector {
 
         // 2. Read (or create) the record.
         let Some((current, version)) = lock.get().await? else {
+            if matches!(mode, Mode::Renew) {
+                self.end_term("the record was deleted");
+                return Ok(false);
+            }
             let transitions = locked(&self.inner.state)
                 .max_transitions
-                .map_or(0, |t| t + 1);
+                .map_or(0, |t| t.saturating_add(1));
             let record = LeaderElectionRecord {
                 leader_transitions: transitions,
                 ..LeaderElectionRecord::new(id, lease_secs, wall)
             };
             let v = lock.create(&record).await?;
-            self.end_term("record was deleted");
+            self.end_term("the record was deleted");
             let token = token_for(&v, &record);
             self.observe(record, v);
             self.start_term(token, start);
@@ -678,7 +677,7 @@ impl LeaderElector {
             leader_transitions: if renewing {
                 current.leader_transitions
             } else {
-                current.leader_transitions + 1
+                current.leader_transitions.saturating_add(1)
             },
             strategy: current.strategy.clone(),
             preferred_holder: current.preferred_holder.clone(),

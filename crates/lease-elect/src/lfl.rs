@@ -148,7 +148,7 @@ impl LeaderForLife {
                 Some((existing, v)) if existing.holder_identity == id => {
                     tracing::info!(lock = %self.lock.describe(), "found a record with my identity; adopting it after a restart");
                     let adopted = LeaderElectionRecord {
-                        leader_transitions: existing.leader_transitions + 1,
+                        leader_transitions: existing.leader_transitions.saturating_add(1),
                         ..record.clone()
                     };
                     self.lock.update(&v, &adopted).await?
