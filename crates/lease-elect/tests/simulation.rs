@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lease_elect::{
     ElectionConfig, Faults, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock, MemoryStore,
-    SimClock,
+    RunOutcome, SimClock,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -86,6 +86,8 @@ impl LeaderCallbacks for Monitor {
 #[derive(Clone, Debug)]
 enum Action {
     Crash,
+    /// Graceful stop: cancel `run`, which releases the lease if leading.
+    Stop,
     Restart,
     Partition(bool),
     SetFaults {
@@ -98,6 +100,7 @@ enum Action {
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         2 => Just(Action::Crash),
+        1 => Just(Action::Stop),
         2 => Just(Action::Restart),
         2 => any::<bool>().prop_map(Action::Partition),
         3 => (0.0..0.4f64, 0.0..0.3f64, 0u64..400).prop_map(|(error, lost, latency_ms)| {
@@ -141,6 +144,7 @@ struct Node {
     lock: MemoryLock,
     elector: LeaderElector,
     task: Option<tokio::task::JoinHandle<()>>,
+    stop: Arc<tokio::sync::Notify>,
 }
 
 fn spawn(
@@ -164,24 +168,32 @@ fn spawn(
         .renew_deadline(RENEW)
         .retry_period(RETRY)
         .rng_seed(rng.random())
+        .release_on_cancel(true)
         .build()
         .unwrap();
     let elector = LeaderElector::new(config);
+    let stop = Arc::new(tokio::sync::Notify::new());
     let monitor = Monitor {
         index: i,
         world: world.clone(),
     };
     let e = elector.clone();
+    let stopped = stop.clone();
     let task = tokio::spawn(async move {
-        // An elector that loses leadership campaigns again, like a restarted controller.
+        // An elector that loses leadership campaigns again, like a restarted controller; a
+        // graceful stop ends it (releasing the lease if it leads).
         loop {
-            e.run(&monitor, std::future::pending()).await;
+            let outcome = e.run(&monitor, stopped.notified()).await;
+            if outcome == RunOutcome::Cancelled {
+                return;
+            }
         }
     });
     Node {
         lock,
         elector,
         task: Some(task),
+        stop,
     }
 }
 
@@ -225,6 +237,13 @@ fn run_scenario(s: &Scenario) -> Outcome {
             let i = *i;
             match action {
                 Action::Crash => crash(&mut nodes[i], i, &world),
+                Action::Stop => {
+                    nodes[i].stop.notify_one();
+                    if let Some(t) = nodes[i].task.take() {
+                        let _ = t.await;
+                    }
+                    world.lock().unwrap().live.retain(|(j, _)| *j != i);
+                }
                 Action::Restart => {
                     crash(&mut nodes[i], i, &world);
                     nodes[i] = spawn(i, &store, s.rates[i], &faults[i], &mut rng, &world);
@@ -352,6 +371,8 @@ fn busy_hour_smoke() {
                 },
             ),
             (900, 4, Action::Crash),
+            (1000, 1, Action::Stop),
+            (1100, 1, Action::Restart),
             (1200, 0, Action::Partition(true)),
             (1500, 0, Action::Partition(false)),
         ],
