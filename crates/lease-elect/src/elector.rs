@@ -182,6 +182,49 @@ pub trait LeaderCallbacks: Send + Sync {
     fn on_run_ended(&self) {}
 }
 
+/// [`LeaderCallbacks`] from a closure that runs the leader's work; the other hooks do
+/// nothing. Made by [`on_leading`].
+#[derive(Clone, Copy, Debug)]
+pub struct OnLeading<F>(F);
+
+/// Callbacks from a closure: `f(guard)` is the leader's work.
+///
+/// ```
+/// use lease_elect::{ElectionConfig, LeaderElector, MemoryLock, MemoryStore, SimClock, on_leading};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build()?.block_on(async {
+/// let store = MemoryStore::new("closure");
+/// let elector = LeaderElector::new(
+///     ElectionConfig::builder().lock(MemoryLock::new(&store, "a")).clock(SimClock::new()).build()?,
+/// );
+/// let work = on_leading(|guard| async move {
+///     println!("leading with token {}", guard.token());
+///     guard.lost().await;
+/// });
+/// elector.run(&work, tokio::time::sleep(std::time::Duration::from_secs(5))).await;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn on_leading<F, Fut>(f: F) -> OnLeading<F>
+where
+    F: Fn(LeaderGuard) -> Fut + Send + Sync,
+    Fut: Future<Output = ()> + Send,
+{
+    OnLeading(f)
+}
+
+#[async_trait]
+impl<F, Fut> LeaderCallbacks for OnLeading<F>
+where
+    F: Fn(LeaderGuard) -> Fut + Send + Sync,
+    Fut: Future<Output = ()> + Send,
+{
+    async fn on_started_leading(&self, guard: LeaderGuard) {
+        (self.0)(guard).await;
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     observed: Option<LeaderElectionRecord>,

@@ -71,7 +71,8 @@ pub use async_trait::async_trait;
 pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
 pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
 pub use elector::{
-    HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, RunOutcome,
+    HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, OnLeading, RunOutcome,
+    on_leading,
 };
 pub use file::FileLock;
 pub use lfl::{Backoff, LeaderForLife};
