@@ -43,6 +43,9 @@
 //! Kubernetes version. A binary that selects its own k8s-openapi version feature depends on
 //! this crate with `default-features = false`.
 
+pub use k8s_openapi;
+pub use kube;
+
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

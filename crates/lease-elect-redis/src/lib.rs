@@ -102,7 +102,8 @@ impl RedisLockBuilder {
         self
     }
 
-    /// Creates the lock. It connects lazily, on the first call, so the server need not be up.
+    /// Creates the lock. It connects lazily, on the first call, so the server need not be up
+    /// (and no Tokio runtime needs to run yet).
     ///
     /// # Errors
     /// When the URL is invalid, or the name or identity is empty.
@@ -113,13 +114,6 @@ impl RedisLockBuilder {
             ));
         }
         let client = Client::open(self.url.as_str()).map_err(LockError::permanent)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(100));
-        let conn =
-            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(classify)?;
         let key = format!("{}{{{}}}", self.prefix, self.name);
         Ok(RedisLock {
             inner: Arc::new(Inner {
@@ -128,7 +122,7 @@ impl RedisLockBuilder {
                 key,
                 describe: format!("redis:{}/{}", redact(&self.url), self.name),
                 client,
-                conn,
+                conn: tokio::sync::OnceCell::new(),
                 timeout: self.timeout,
             }),
             identity: self.identity,
@@ -151,7 +145,8 @@ struct Inner {
     channel: String,
     describe: String,
     client: Client,
-    conn: ConnectionManager,
+    /// Created on first use (it needs a running Tokio runtime); reconnects by itself.
+    conn: tokio::sync::OnceCell<ConnectionManager>,
     timeout: Duration,
 }
 
@@ -187,6 +182,22 @@ impl RedisLock {
         &self.inner.key
     }
 
+    async fn conn(&self) -> Result<ConnectionManager, LockError> {
+        self.inner
+            .conn
+            .get_or_try_init(|| async {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.inner.timeout))
+                    .set_response_timeout(Some(self.inner.timeout))
+                    .set_number_of_retries(1)
+                    .set_max_delay(Duration::from_millis(100));
+                ConnectionManager::new_lazy_with_config(self.inner.client.clone(), config)
+                    .map_err(classify)
+            })
+            .await
+            .cloned()
+    }
+
     async fn bounded<T>(
         &self,
         fut: impl Future<Output = Result<T, RedisError>>,
@@ -198,7 +209,7 @@ impl RedisLock {
     }
 
     async fn read(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.conn().await?;
         let raw: Option<Vec<u8>> = match self.bounded(conn.get(&self.inner.key)).await {
             // The connection manager reconnects after a dropped connection; a read is safe to
             // send again once.
@@ -278,7 +289,7 @@ impl ResourceLock for RedisLock {
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
         let body = encode(record)?;
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.conn().await?;
         let script = Script::new(CREATE);
         let mut inv = script.key(&self.inner.key);
         inv.key(&self.inner.seq_key)
@@ -296,7 +307,7 @@ impl ResourceLock for RedisLock {
         record: &LeaderElectionRecord,
     ) -> Result<Version, LockError> {
         let body = encode(record)?;
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.conn().await?;
         let script = Script::new(UPDATE);
         let mut inv = script.key(&self.inner.key);
         inv.key(&self.inner.seq_key)
@@ -310,7 +321,7 @@ impl ResourceLock for RedisLock {
     }
 
     async fn delete(&self, expected: &Version) -> Result<(), LockError> {
-        let mut conn = self.inner.conn.clone();
+        let mut conn = self.conn().await?;
         let script = Script::new(DELETE);
         let mut inv = script.key(&self.inner.key);
         inv.arg(expected.tag()).arg(&self.inner.channel);
