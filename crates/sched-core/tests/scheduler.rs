@@ -366,7 +366,11 @@ fn score_table_of_a_single_feasible_node_has_no_priority_rows() {
     let snapshot = cluster(4);
     let mut s = Scheduler::builder()
         .predicate(predicate_fn("OnlyNode2", |_, n| {
-            if n.name() == "node-2" { Ok(()) } else { Err(Reason::Custom(1)) }
+            if n.name() == "node-2" {
+                Ok(())
+            } else {
+                Err(Reason::Custom(1))
+            }
         }))
         .priority(priority_fn("Flat", |_, _| 50), 1)
         .seed(1)
