@@ -267,6 +267,29 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
+    async fn sim_clock_wakes_at_the_deadline_for_any_rate() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        for _ in 0..200 {
+            let rate = rng.random_range(0.5..2.0);
+            let c = SimClock::new()
+                .with_rate(rate)
+                .with_offset(Duration::from_nanos(rng.random_range(0..10_000_000_000)));
+            let deadline = c.now() + Duration::from_nanos(rng.random_range(1..30_000_000_000));
+            c.sleep_until(deadline).await;
+            let now = c.now();
+            assert!(
+                now >= deadline,
+                "rate {rate}: woke at {now} before {deadline}"
+            );
+            // tokio's timers round up to the next millisecond of simulated time.
+            assert!(
+                now <= deadline + Duration::from_millis(1).mul_f64(rate) + Duration::from_nanos(2)
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn sim_clock_rate_offset_and_sleep() {
         let c = SimClock::new()
             .with_rate(0.5)
