@@ -1,10 +1,10 @@
 //! A lock in a local file, for several processes on one machine.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,10 +54,23 @@ pub struct FileLock {
 struct FileInner {
     path: PathBuf,
     lock_path: PathBuf,
+    owner_path: PathBuf,
     identity: String,
     clock: Arc<dyn Clock>,
     poll_interval: Duration,
+    owner_liveness: bool,
+    /// The open, OS-locked `<path>.owner` while this handle owns the record (owner liveness).
+    owner: Mutex<Option<File>>,
     tmp_counter: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Settings {
+    path: PathBuf,
+    identity: String,
+    clock: Arc<dyn Clock>,
+    poll_interval: Duration,
+    owner_liveness: bool,
 }
 
 impl std::fmt::Debug for FileLock {
@@ -74,53 +87,71 @@ impl FileLock {
     /// `<path>.lock` companion are created on first write; the directory must exist.
     #[must_use]
     pub fn new(path: impl Into<PathBuf>, identity: impl Into<String>) -> Self {
-        Self::build(
-            path.into(),
-            identity.into(),
-            Arc::new(TokioClock::new()),
-            None,
-        )
+        Self::build(Settings {
+            path: path.into(),
+            identity: identity.into(),
+            clock: Arc::new(TokioClock::new()),
+            poll_interval: Duration::from_millis(100),
+            owner_liveness: false,
+        })
     }
 
     /// Sets how often waiting candidates poll the file for changes (default 100 ms).
     #[must_use]
     pub fn with_poll_interval(self, interval: Duration) -> Self {
-        let i = &self.inner;
-        Self::build(
-            i.path.clone(),
-            i.identity.clone(),
-            i.clock.clone(),
-            Some(interval),
-        )
+        let mut s = self.settings();
+        s.poll_interval = interval;
+        Self::build(s)
     }
 
     /// Sets the clock the change poll sleeps on (default [`TokioClock`]).
     #[must_use]
     pub fn with_clock(self, clock: impl Clock) -> Self {
-        let i = &self.inner;
-        Self::build(
-            i.path.clone(),
-            i.identity.clone(),
-            Arc::new(clock),
-            Some(i.poll_interval),
-        )
+        let mut s = self.settings();
+        s.clock = Arc::new(clock);
+        Self::build(s)
     }
 
-    fn build(
-        path: PathBuf,
-        identity: String,
-        clock: Arc<dyn Clock>,
-        poll: Option<Duration>,
-    ) -> Self {
-        let mut lock_path = path.clone().into_os_string();
-        lock_path.push(".lock");
+    /// Owner liveness, for [leader-for-life](crate::LeaderForLife) across processes: a
+    /// handle whose `create` succeeds also holds an exclusive OS lock on `<path>.owner`
+    /// until it deletes the record or its process ends (the OS drops the lock when a
+    /// process dies, even by SIGKILL). A `create` that finds a record whose owner lock is
+    /// free treats the record as gone and replaces it, so a crashed leader-for-life holder
+    /// is succeeded on its successors' next try. Leave it off for lease-based election.
+    #[must_use]
+    pub fn with_owner_liveness(self) -> Self {
+        let mut s = self.settings();
+        s.owner_liveness = true;
+        Self::build(s)
+    }
+
+    fn settings(&self) -> Settings {
+        let i = &self.inner;
+        Settings {
+            path: i.path.clone(),
+            identity: i.identity.clone(),
+            clock: i.clock.clone(),
+            poll_interval: i.poll_interval,
+            owner_liveness: i.owner_liveness,
+        }
+    }
+
+    fn build(s: Settings) -> Self {
+        let sibling = |suffix: &str| {
+            let mut p = s.path.clone().into_os_string();
+            p.push(suffix);
+            PathBuf::from(p)
+        };
         FileLock {
             inner: Arc::new(FileInner {
-                path,
-                lock_path: lock_path.into(),
-                identity,
-                clock,
-                poll_interval: poll.unwrap_or(Duration::from_millis(100)),
+                lock_path: sibling(".lock"),
+                owner_path: sibling(".owner"),
+                path: s.path,
+                identity: s.identity,
+                clock: s.clock,
+                poll_interval: s.poll_interval,
+                owner_liveness: s.owner_liveness,
+                owner: Mutex::new(None),
                 tmp_counter: AtomicU64::new(0),
             }),
         }
@@ -188,6 +219,46 @@ impl FileInner {
         Ok(next.version)
     }
 
+    /// Takes the owner lock if nobody holds it. `Ok(true)`: this handle holds it now.
+    fn take_owner(&self) -> Result<bool, LockError> {
+        let mut owner = self
+            .owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if owner.is_some() {
+            return Ok(true);
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.owner_path)
+            .map_err(io_error)?;
+        match file.try_lock() {
+            Ok(()) => {
+                *owner = Some(file);
+                Ok(true)
+            }
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Error(e)) => Err(io_error(e)),
+        }
+    }
+
+    fn holds_owner(&self) -> bool {
+        self.owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    fn drop_owner(&self) {
+        // Closing the file releases the OS lock.
+        self.owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+    }
+
     fn write_atomically(&self, stored: &Stored) -> Result<(), LockError> {
         let text = serde_json::to_vec(stored).map_err(LockError::permanent)?;
         let mut tmp = self.path.clone().into_os_string();
@@ -241,16 +312,36 @@ impl ResourceLock for FileLock {
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
         let record = record.clone();
         self.blocking(move |i| {
-            i.modify(|cur| {
-                if current_version(cur.as_ref()).is_some() {
+            let held_before = i.holds_owner();
+            let result = i.modify(|cur| {
+                let exists = current_version(cur.as_ref()).is_some();
+                if i.owner_liveness {
+                    let owner_gone = !held_before && i.take_owner()?;
+                    if exists && !owner_gone {
+                        return Err(LockError::Conflict(
+                            "record already exists and its owner is alive".into(),
+                        ));
+                    }
+                    if !exists && !i.holds_owner() {
+                        return Err(LockError::Conflict(
+                            "another handle holds the owner lock".into(),
+                        ));
+                    }
+                    if exists {
+                        tracing::info!(lock = %i.path.display(), "the record's owner is gone; replacing the record");
+                    }
+                } else if exists {
                     return Err(LockError::Conflict("record already exists".into()));
                 }
                 Ok(Stored {
                     version: cur.map_or(0, |s| s.version) + 1,
                     record: Some(record),
                 })
-            })
-            .map(Version::from_sequence)
+            });
+            if result.is_err() && i.owner_liveness && !held_before {
+                i.drop_owner();
+            }
+            result.map(Version::from_sequence)
         })
         .await
     }
@@ -295,8 +386,9 @@ impl ResourceLock for FileLock {
                     version: cur.map_or(0, |s| s.version) + 1,
                     record: None,
                 })
-            })
-            .map(|_| ())
+            })?;
+            i.drop_owner();
+            Ok(())
         })
         .await
     }

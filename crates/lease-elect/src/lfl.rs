@@ -42,6 +42,18 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// A backoff from `initial` growing by `factor` up to `max`, each wait stretched by a
+    /// uniform factor in `[1, 1 + jitter]`.
+    #[must_use]
+    pub fn new(initial: Duration, max: Duration, factor: f64, jitter: f64) -> Self {
+        Backoff {
+            initial,
+            max,
+            factor,
+            jitter,
+        }
+    }
+
     /// The wait before attempt `n + 1`, for a uniform random `u` in `[0, 1)`.
     #[must_use]
     pub fn delay(&self, n: u32, u: f64) -> Duration {
@@ -59,8 +71,10 @@ impl Backoff {
 /// succeeds. If the existing record already names this identity (the process restarted), it
 /// adopts it with a compare-and-swap, which also gives a new fencing token. On shutdown it
 /// deletes the record it created ([`ResourceLock::delete`]). When a holder dies without
-/// deleting, the backend must remove the record (owner liveness, TTL) or an operator must
-/// (for [`MemoryLock`](crate::MemoryLock): [`MemoryStore::clear`](crate::MemoryStore::clear)).
+/// deleting, the backend must remove the record (owner liveness, TTL) or an operator must:
+/// for [`FileLock`](crate::FileLock) use
+/// [`with_owner_liveness`](crate::FileLock::with_owner_liveness); for
+/// [`MemoryLock`](crate::MemoryLock), [`MemoryStore::clear`](crate::MemoryStore::clear).
 ///
 /// Fencing tokens are strictly increasing only on locks whose versions carry sequences
 /// ([`Version::sequence`]), since each term starts from a fresh record.

@@ -271,3 +271,50 @@ async fn leader_for_life_run_steps_down_on_shutdown() {
     assert!(store.peek().is_none());
     assert_eq!(rec.log(), ["new leader a", "started 1", "stopped", "ended"]);
 }
+
+#[tokio::test]
+async fn leader_for_life_on_a_file_lock_follows_owner_liveness() {
+    let path = temp_path("lfl-owner");
+    let fast = Backoff::new(
+        Duration::from_millis(20),
+        Duration::from_millis(80),
+        2.0,
+        0.2,
+    );
+    let a = LeaderForLife::new(FileLock::new(&path, "a").with_owner_liveness());
+    let (ga, _va) = a.become_leader().await;
+    // A plain create on a live owner's record conflicts.
+    let c = FileLock::new(&path, "c").with_owner_liveness();
+    assert!(matches!(
+        c.create(&rec("c")).await,
+        Err(LockError::Conflict(_))
+    ));
+    let b = LeaderForLife::new(FileLock::new(&path, "b").with_owner_liveness()).with_backoff(fast);
+    let waiter = tokio::spawn(async move {
+        let (g, v) = b.become_leader().await;
+        (g, v, b)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "a is alive: b waits");
+    // a's process "dies": its handle and the OS lock on <path>.owner go away.
+    drop(a);
+    let (gb, vb, b) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("b took over once a's owner lock was released")
+        .unwrap();
+    assert!(gb.token() > ga.token());
+    assert_eq!(
+        FileLock::new(&path, "x")
+            .get()
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+            .holder_identity,
+        "b"
+    );
+    // A graceful step-down deletes the record and frees the owner lock for the next one.
+    b.step_down(&gb, &vb).await.unwrap();
+    assert!(c.create(&rec("c")).await.is_ok());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
