@@ -449,10 +449,10 @@ impl LeaderElector {
                     return Ok(true);
                 }
                 Err(e) if e.is_conflict() => {
-                    tracing::debug!(error = %e, "release conflicted; reading again");
+                    tracing::debug!(error = %e, identity = %self.inner.identity, "release conflicted; reading again");
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, lock = %lock.describe(), "failed to release lock");
+                    tracing::warn!(error = %e, lock = %lock.describe(), identity = %self.inner.identity, "failed to release lock");
                     return Err(e);
                 }
             }
@@ -503,7 +503,7 @@ impl LeaderElector {
             && self.inner.config.release_on_cancel
             && let Err(e) = self.release().await
         {
-            tracing::warn!(error = %e, "release on cancel failed");
+            tracing::warn!(error = %e, identity = %self.inner.identity, "release on cancel failed");
         }
         callbacks.on_stopped_leading();
         callbacks.on_run_ended();
@@ -528,7 +528,7 @@ impl LeaderElector {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::debug!(error = %e, lock = %lock.describe(), "failed to acquire lease");
+                    tracing::debug!(error = %e, lock = %lock.describe(), identity = %self.inner.identity, "failed to acquire lease");
                 }
             }
             let now = clock.now();
@@ -584,11 +584,11 @@ impl LeaderElector {
                 Some(Ok(false)) => return,
                 Some(Err(e)) => {
                     failing = true;
-                    tracing::warn!(error = %e, lock = %cfg.lock.describe(), "failed to renew lease");
+                    tracing::warn!(error = %e, lock = %cfg.lock.describe(), identity = %self.inner.identity, "failed to renew lease");
                 }
                 None => {
                     failing = true;
-                    tracing::warn!(lock = %cfg.lock.describe(), "lease renewal timed out");
+                    tracing::warn!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "lease renewal timed out");
                 }
             }
             let valid_until = *locked(&term.valid_until);
@@ -662,7 +662,7 @@ impl LeaderElector {
                         return Ok(self.extend(term, start));
                     }
                     Err(e) => {
-                        tracing::debug!(error = %e, "optimistic renew failed; falling back to a read");
+                        tracing::debug!(error = %e, identity = %id, "optimistic renew failed; falling back to a read");
                     }
                 }
             }

@@ -328,7 +328,7 @@ impl ResourceLock for FileLock {
                         ));
                     }
                     if exists {
-                        tracing::info!(lock = %i.path.display(), "the record's owner is gone; replacing the record");
+                        tracing::info!(lock = %i.path.display(), identity = %i.identity, "the record's owner is gone; replacing the record");
                     }
                 } else if exists {
                     return Err(LockError::Conflict("record already exists".into()));

@@ -137,10 +137,10 @@ impl LeaderForLife {
             match self.try_once(&id).await {
                 Ok(Some(won)) => return won,
                 Ok(None) => {
-                    tracing::debug!(lock = %self.lock.describe(), "lock held by another; backing off")
+                    tracing::debug!(lock = %self.lock.describe(), identity = %id, "lock held by another; backing off")
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, lock = %self.lock.describe(), "leader-for-life attempt failed")
+                    tracing::warn!(error = %e, lock = %self.lock.describe(), identity = %id, "leader-for-life attempt failed")
                 }
             }
             let u = locked(&self.rng).random::<f64>();
@@ -160,7 +160,7 @@ impl LeaderForLife {
             Ok(v) => v,
             Err(e) if e.is_conflict() => match self.lock.get().await? {
                 Some((existing, v)) if existing.holder_identity == id => {
-                    tracing::info!(lock = %self.lock.describe(), "found a record with my identity; adopting it after a restart");
+                    tracing::info!(lock = %self.lock.describe(), identity = %id, "found a record with my identity; adopting it after a restart");
                     let adopted = LeaderElectionRecord {
                         leader_transitions: existing.leader_transitions.saturating_add(1),
                         ..record.clone()
@@ -190,7 +190,7 @@ impl LeaderForLife {
         guard.end();
         self.lock.record_event(&ElectionEvent::StoppedLeading);
         self.lock.delete(version).await?;
-        tracing::info!(lock = %self.lock.describe(), "leader for life stepped down and deleted the record");
+        tracing::info!(lock = %self.lock.describe(), identity = %self.lock.identity(), "leader for life stepped down and deleted the record");
         self.lock.record_event(&ElectionEvent::Released);
         Ok(())
     }
@@ -223,7 +223,7 @@ impl LeaderForLife {
             }
         }
         if let Err(e) = self.step_down(&guard, &version).await {
-            tracing::warn!(error = %e, "leader for life could not delete its record");
+            tracing::warn!(error = %e, identity = %self.lock.identity(), "leader for life could not delete its record");
         }
         callbacks.on_stopped_leading();
         callbacks.on_run_ended();
