@@ -21,7 +21,9 @@
 #   LEASE_ELECT_SERVERS_DIR     the temporary directory holding data and logs
 # The fault tests start and stop servers of their own (on ports they pick) from the same binaries,
 # so these shared servers are never stopped under another test.
-# Ports can be changed with LEASE_ELECT_PG_PORT, LEASE_ELECT_ETCD_PORT, LEASE_ELECT_REDIS_PORT.
+# Ports: 55432, 52379 (and 52380 for etcd's peers), 56379, or the next free ones in steps of 10
+# when another run holds them; set LEASE_ELECT_PG_PORT, LEASE_ELECT_ETCD_PORT,
+# LEASE_ELECT_REDIS_PORT to choose.
 
 _le_sourced=0
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then _le_sourced=1; fi
@@ -90,11 +92,24 @@ lease_elect_servers_stop() {
   unset LEASE_ELECT_SERVERS_DIR
 }
 
+_le_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# The first free port of $1, $1+10, $1+20, ... (another run may hold the fixed one).
+_le_free_port() {
+  local p=$1 i
+  for ((i = 0; i < 50; i++)); do
+    if ! _le_port_busy "$p" && ! _le_port_busy "$((p + 1))"; then echo "$p"; return 0; fi
+    p=$((p + 10))
+  done
+  return 1
+}
+
 lease_elect_servers_start() {
   _le_install || return 1
-  local pg_port=${LEASE_ELECT_PG_PORT:-55432}
-  local etcd_port=${LEASE_ELECT_ETCD_PORT:-52379}
-  local redis_port=${LEASE_ELECT_REDIS_PORT:-56379}
+  local pg_port etcd_port redis_port
+  pg_port=${LEASE_ELECT_PG_PORT:-$(_le_free_port 55432)} || return 1
+  etcd_port=${LEASE_ELECT_ETCD_PORT:-$(_le_free_port 52379)} || return 1
+  redis_port=${LEASE_ELECT_REDIS_PORT:-$(_le_free_port 56379)} || return 1
   local bindir
   bindir=$(_le_pg_bindir) || { _le_log "no PostgreSQL binaries found"; return 1; }
   local dir
