@@ -171,6 +171,7 @@ impl PostgresLockBuilder {
                 sql,
                 conn: Mutex::new(None),
                 changes,
+                last_read: std::sync::Mutex::new(None),
                 timeout: self.timeout,
             }),
             identity: self.identity,
@@ -203,6 +204,9 @@ struct Inner {
     conn: Mutex<Option<Arc<Client>>>,
     /// Counts notifications for this lock (and reconnects), to wake waiters.
     changes: watch::Sender<u64>,
+    /// The version the last `get` returned and the notification count before it was sent:
+    /// when neither moved since, a waiter needs no query to know the record is unchanged.
+    last_read: std::sync::Mutex<Option<(Option<Version>, u64)>>,
     timeout: Duration,
 }
 
@@ -452,11 +456,25 @@ impl ResourceLock for PostgresLock {
     }
 
     /// Resolves on the next `NOTIFY` for this lock, or at once when the stored version already
-    /// differs from `seen`. While the server cannot be reached it never resolves (the
-    /// elector's timers take over).
+    /// differs from `seen`. When `seen` is what this handle's last `get` returned and no
+    /// notification arrived since, it sends no query; otherwise it reads the record once.
+    /// While the server cannot be reached it never resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
         let mut changes = self.inner.changes.subscribe();
-        changes.mark_unchanged();
+        let now = *changes.borrow_and_update();
+        let fresh = self
+            .inner
+            .last_read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
+        if fresh {
+            if changes.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            return;
+        }
         match self.get().await {
             Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
             Ok(_) | Err(LockError::Corrupt { .. }) => {}

@@ -21,6 +21,7 @@
 //!   never deleted, so versions strictly increase over every write, also across deletes; they
 //!   carry a [`Version::sequence`], from which fencing tokens are derived;
 //! - the pub/sub channel `lease-elect:{NAME}`, on which every write publishes its version.
+//!   A handle that waits for a change keeps one pub/sub connection subscribed to it.
 //!
 //! Both keys share the hash tag `{NAME}`, so they live in one slot of a Redis Cluster.
 //! `create` runs `SET .. NX` inside a Lua script that also takes the next version; `update` and
@@ -38,7 +39,8 @@
 //! retryable [`LockError::Backend`] errors; the handle reconnects by itself on the next call.
 //! A stored value it cannot read is [`LockError::Corrupt`].
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -46,6 +48,7 @@ use futures_util::StreamExt as _;
 use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Client, RedisError, Script};
+use tokio::sync::watch;
 
 const CREATE: &str = r"
 local seq = redis.call('INCR', KEYS[2])
@@ -124,6 +127,12 @@ impl RedisLockBuilder {
                 client,
                 conn: tokio::sync::OnceCell::new(),
                 timeout: self.timeout,
+                notes: Arc::new(Notes {
+                    changes: watch::channel(0).0,
+                    listening: AtomicBool::new(false),
+                }),
+                listener: OnceLock::new(),
+                last_read: Mutex::new(None),
             }),
             identity: self.identity,
         })
@@ -148,6 +157,59 @@ struct Inner {
     /// Created on first use (it needs a running Tokio runtime); reconnects by itself.
     conn: tokio::sync::OnceCell<ConnectionManager>,
     timeout: Duration,
+    /// What the change listener reports.
+    notes: Arc<Notes>,
+    /// The change listener: a task subscribed to the lock's channel, started by the first
+    /// `wait_for_change`, stopped when the last clone of the lock is dropped.
+    listener: OnceLock<tokio::task::AbortHandle>,
+    /// The version the last `get` returned and the change count before it was sent, when the
+    /// listener was subscribed then: if neither moved since, the record is unchanged.
+    last_read: Mutex<Option<(Option<Version>, u64)>>,
+}
+
+struct Notes {
+    /// Counts messages on the channel and (re)subscriptions of the listener.
+    changes: watch::Sender<u64>,
+    /// Whether the listener is subscribed now.
+    listening: AtomicBool,
+}
+
+impl Notes {
+    fn bump(&self) {
+        self.changes.send_modify(|c| *c = c.wrapping_add(1));
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener.get() {
+            listener.abort();
+        }
+    }
+}
+
+/// Keeps one pub/sub subscription to `channel`, reconnecting after failures, and counts what
+/// arrives in `notes`.
+async fn listen(client: Client, channel: String, notes: Arc<Notes>, timeout: Duration) {
+    loop {
+        if let Ok(Ok(mut pubsub)) = tokio::time::timeout(timeout, client.get_async_pubsub()).await
+            && matches!(
+                tokio::time::timeout(timeout, pubsub.subscribe(&channel)).await,
+                Ok(Ok(()))
+            )
+        {
+            notes.listening.store(true, Ordering::SeqCst);
+            // Writes may have happened while nobody listened.
+            notes.bump();
+            let mut messages = pubsub.on_message();
+            while messages.next().await.is_some() {
+                notes.bump();
+            }
+            notes.listening.store(false, Ordering::SeqCst);
+            notes.bump();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 impl std::fmt::Debug for RedisLock {
@@ -209,6 +271,24 @@ impl RedisLock {
     }
 
     async fn read(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
+        let notes = &self.inner.notes;
+        let before = notes
+            .listening
+            .load(Ordering::SeqCst)
+            .then(|| *notes.changes.borrow());
+        let found = self.read_once().await?;
+        if let Some(before) = before {
+            *self
+                .inner
+                .last_read
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((found.as_ref().map(|(_, v)| v.clone()), before));
+        }
+        Ok(found)
+    }
+
+    async fn read_once(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
         let mut conn = self.conn().await?;
         let raw: Option<Vec<u8>> = match self.bounded(conn.get(&self.inner.key)).await {
             // The connection manager reconnects after a dropped connection; a read is safe to
@@ -332,27 +412,50 @@ impl ResourceLock for RedisLock {
         Ok(())
     }
 
-    /// Subscribes to the lock's channel, then resolves on the first message or at once when
-    /// the stored version already differs from `seen`. While the server cannot be reached it
-    /// never resolves (the elector's timers take over).
+    /// Resolves after the next write to the lock (every write publishes on the lock's
+    /// channel, which a listener task of this handle keeps subscribed to), or at once when the
+    /// stored version already differs from `seen`. When `seen` is what this handle's last `get`
+    /// returned and nothing was published since, it sends no request; otherwise it reads the
+    /// record once. While the server cannot be reached it never resolves (the elector's timers
+    /// take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let Ok(Ok(mut pubsub)) =
-            tokio::time::timeout(self.inner.timeout, self.inner.client.get_async_pubsub()).await
-        else {
-            return std::future::pending().await;
-        };
-        if pubsub.subscribe(&self.inner.channel).await.is_err() {
-            return std::future::pending().await;
-        }
-        match self.read().await {
-            Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
-            Ok(_) | Err(LockError::Corrupt { .. }) => {}
-            Err(_) => return std::future::pending().await,
-        }
-        let mut messages = pubsub.on_message();
-        if messages.next().await.is_none() {
-            // The connection closed: fall back to the timers.
-            std::future::pending::<()>().await;
+        let notes = &self.inner.notes;
+        let mut changes = notes.changes.subscribe();
+        self.inner.listener.get_or_init(|| {
+            tokio::spawn(listen(
+                self.inner.client.clone(),
+                self.inner.channel.clone(),
+                Arc::clone(notes),
+                self.inner.timeout,
+            ))
+            .abort_handle()
+        });
+        loop {
+            let now = *changes.borrow_and_update();
+            if notes.listening.load(Ordering::SeqCst) {
+                let fresh = self
+                    .inner
+                    .last_read
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .as_ref()
+                    .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
+                if !fresh {
+                    match self.read().await {
+                        Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
+                        Ok(_) | Err(LockError::Corrupt { .. }) => {}
+                        Err(_) => return std::future::pending().await,
+                    }
+                }
+                if changes.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+                return;
+            }
+            // Not subscribed yet (or reconnecting): wait for the listener.
+            if changes.changed().await.is_err() {
+                return std::future::pending().await;
+            }
         }
     }
 
