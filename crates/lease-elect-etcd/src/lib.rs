@@ -24,16 +24,22 @@
 //!   over every write to the cluster and is never reused, so it is also the version's
 //!   [`Version::sequence`], from which fencing tokens are derived.
 //!
+//! With [`EtcdLockBuilder::owner_lease`], every write also attaches an etcd lease that the
+//! writing handle keeps alive, so etcd deletes the record when its holder's process dies
+//! (leader-for-life).
+//!
 //! # Errors
 //! Unavailable servers, timeouts and transport errors are retryable [`LockError::Backend`]
 //! errors; the client reconnects by itself. A value that is not a record is
 //! [`LockError::Corrupt`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, Error as EtcdError, Txn, TxnOp, WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, Error as EtcdError, PutOptions, Txn, TxnOp,
+    WatchOptions,
 };
 use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 
@@ -46,9 +52,23 @@ pub struct EtcdLockBuilder {
     identity: String,
     prefix: String,
     timeout: Duration,
+    owner_lease: Option<Duration>,
 }
 
 impl EtcdLockBuilder {
+    /// Attaches an etcd lease of this `ttl` (whole seconds, at least 1) to the key on every
+    /// write by this handle, kept alive while the handle lives: when the process dies, etcd
+    /// deletes the record `ttl` after the last keep-alive. This is how leader-for-life locks
+    /// on etcd are freed when their holder goes away.
+    ///
+    /// In a normal election use a `ttl` of at least the lease duration and at least 1.5 x the
+    /// renew deadline: keep-alives are sent every `ttl / 3`, and a leader cut off from etcd
+    /// must have given up (renew deadline) before its key can vanish.
+    pub fn owner_lease(mut self, ttl: Duration) -> Self {
+        self.owner_lease = Some(ttl);
+        self
+    }
+
     /// The prefix of the lock's key. Default `/lease-elect/`.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -94,6 +114,12 @@ impl EtcdLockBuilder {
             client,
             identity: self.identity,
             timeout: self.timeout,
+            owner: self.owner_lease.map(|ttl| {
+                Arc::new(OwnerLease {
+                    ttl,
+                    state: tokio::sync::Mutex::new(None),
+                })
+            }),
         })
     }
 }
@@ -106,6 +132,69 @@ pub struct EtcdLock {
     client: Client,
     identity: String,
     timeout: Duration,
+    owner: Option<Arc<OwnerLease>>,
+}
+
+/// The etcd lease this handle attaches to the key on its writes, kept alive by a task while
+/// the handle lives.
+struct OwnerLease {
+    ttl: Duration,
+    /// The lease id and its keep-alive task, once granted.
+    state: tokio::sync::Mutex<Option<(i64, tokio::task::AbortHandle)>>,
+}
+
+impl Drop for OwnerLease {
+    fn drop(&mut self) {
+        // No async work here: stop the keep-alives and let etcd expire the lease.
+        if let Some((_, task)) = self.state.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+impl OwnerLease {
+    /// The id of a live lease of this handle, granted (and kept alive) when there is none.
+    async fn id(&self, client: &Client, timeout: Duration) -> Result<i64, LockError> {
+        let mut state = self.state.lock().await;
+        if let Some((id, task)) = state.as_ref()
+            && !task.is_finished()
+        {
+            return Ok(*id);
+        }
+        let ttl = i64::try_from(self.ttl.as_secs().max(1)).unwrap_or(i64::MAX);
+        let mut c = client.clone();
+        let grant = async {
+            let id = c.lease_grant(ttl, None).await?.id();
+            let keep = c.lease_keep_alive(id).await?;
+            Ok::<_, EtcdError>((id, keep))
+        };
+        let (id, (mut keeper, mut responses)) = match tokio::time::timeout(timeout, grant).await {
+            Ok(r) => r.map_err(classify)?,
+            Err(_) => return Err(LockError::Timeout),
+        };
+        let interval = self.ttl / 3;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                if keeper.keep_alive().await.is_err() {
+                    return;
+                }
+                match responses.message().await {
+                    // A TTL of 0 means the lease expired: the next write grants a new one.
+                    Ok(Some(r)) if r.ttl() > 0 => {}
+                    _ => return,
+                }
+            }
+        });
+        *state = Some((id, task.abort_handle()));
+        Ok(id)
+    }
+
+    async fn forget(&self) {
+        if let Some((_, task)) = self.state.lock().await.take() {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for EtcdLock {
@@ -135,6 +224,7 @@ impl EtcdLock {
             identity: identity.into(),
             prefix: "/lease-elect/".to_owned(),
             timeout: Duration::from_secs(2),
+            owner_lease: None,
         }
     }
 
@@ -160,11 +250,27 @@ impl EtcdLock {
         record: &LeaderElectionRecord,
     ) -> Result<Version, LockError> {
         let value = record.to_json().map_err(LockError::permanent)?;
-        let txn = Txn::new()
-            .when([compare])
-            .and_then([TxnOp::put(self.key.as_str(), value, None)]);
+        let options = match &self.owner {
+            Some(owner) => {
+                Some(PutOptions::new().with_lease(owner.id(&self.client, self.timeout).await?))
+            }
+            None => None,
+        };
+        let txn =
+            Txn::new()
+                .when([compare])
+                .and_then([TxnOp::put(self.key.as_str(), value, options)]);
         let mut client = self.client.clone();
-        let resp = self.bounded(client.txn(txn)).await?;
+        let resp = match self.bounded(client.txn(txn)).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                // The lease may have expired on the server: grant a new one next time.
+                if let Some(owner) = &self.owner {
+                    owner.forget().await;
+                }
+                return Err(e);
+            }
+        };
         if !resp.succeeded() {
             return Err(LockError::Conflict(format!(
                 "{}: the key changed",

@@ -18,16 +18,16 @@ use lease_elect_etcd::EtcdLock;
 
 struct Factory {
     endpoint: String,
+    owner_lease: Option<Duration>,
 }
 
 impl LockFactory for Factory {
     async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
-        Arc::new(
-            EtcdLock::builder([self.endpoint.as_str()], name, identity)
-                .connect()
-                .await
-                .expect("connect to etcd"),
-        )
+        let mut builder = EtcdLock::builder([self.endpoint.as_str()], name, identity);
+        if let Some(ttl) = self.owner_lease {
+            builder = builder.owner_lease(ttl);
+        }
+        Arc::new(builder.connect().await.expect("connect to etcd"))
     }
 
     fn notifies_changes(&self) -> bool {
@@ -80,7 +80,10 @@ fn start_etcd(dir: &Path) -> Option<(ServerProcess, String, u16)> {
 
 async fn factory() -> Option<Factory> {
     if let Ok(endpoint) = std::env::var("LEASE_ELECT_ETCD_ENDPOINT") {
-        return Some(Factory { endpoint });
+        return Some(Factory {
+            endpoint,
+            owner_lease: None,
+        });
     }
     static OWN: OnceLock<Option<(ServerProcess, String, u16)>> = OnceLock::new();
     let own = OWN.get_or_init(|| {
@@ -90,6 +93,7 @@ async fn factory() -> Option<Factory> {
     match own {
         Some((_, endpoint, _)) => Some(Factory {
             endpoint: endpoint.clone(),
+            owner_lease: None,
         }),
         None => {
             server_missing(
@@ -101,6 +105,69 @@ async fn factory() -> Option<Factory> {
 }
 
 lease_elect::conformance_tests!(factory);
+
+/// The same factory, with an etcd owner lease attached to every write.
+async fn owner_lease_factory() -> Option<Factory> {
+    let mut f = factory().await?;
+    f.owner_lease = Some(Duration::from_secs(5));
+    Some(f)
+}
+
+/// The whole suite again with owner leases: they change nothing while holders live.
+mod with_owner_lease {
+    use super::owner_lease_factory;
+
+    lease_elect::conformance_tests!(owner_lease_factory);
+}
+
+/// Leader for life on etcd: when the holder's process goes away (its handle is dropped, the
+/// keep-alives stop), etcd deletes the record after the owner lease's TTL and a waiting
+/// candidate becomes leader, with a larger fencing token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_lease_frees_a_dead_holders_lock() {
+    let Some(f) = factory().await else {
+        return;
+    };
+    let name = lease_elect::testing::unique_name("lfl");
+    let ttl = Duration::from_secs(2);
+    let open = |id: &str| {
+        EtcdLock::builder([f.endpoint.as_str()], &name, id)
+            .owner_lease(ttl)
+            .connect()
+    };
+    let mut fast = lease_elect::Backoff::default();
+    fast.initial = Duration::from_millis(100);
+    fast.max = Duration::from_millis(300);
+    let a = lease_elect::LeaderForLife::new(open("a").await.expect("connect")).with_backoff(fast);
+    let (guard_a, _) = a.become_leader().await;
+    let b = lease_elect::LeaderForLife::new(open("b").await.expect("connect")).with_backoff(fast);
+    let waiting = tokio::spawn(async move {
+        let (guard, _) = b.become_leader().await;
+        (guard, std::time::Instant::now())
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !waiting.is_finished(),
+        "nobody may lead while the holder lives"
+    );
+    let token_a = guard_a.token();
+    drop(guard_a);
+    drop(a); // the holder's process "dies": no more keep-alives
+    let died = std::time::Instant::now();
+    let (guard_b, led_at) = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("a candidate leads once the dead holder's lease expired")
+        .expect("task");
+    let after = led_at.duration_since(died);
+    assert!(
+        after >= Duration::from_millis(500),
+        "the record must outlive its holder by about the TTL, not vanish at once ({after:?})"
+    );
+    assert!(guard_b.token() > token_a);
+    println!(
+        "leader-for-life fail-over after the holder died: {after:?} (owner lease TTL {ttl:?})"
+    );
+}
 
 /// An etcd server of this test's own, that the test stops and starts.
 struct OwnEtcd {
@@ -129,7 +196,10 @@ async fn fault_server_outage() {
         return;
     };
     let mut own = OwnEtcd { server, port };
-    let factory = Factory { endpoint };
+    let factory = Factory {
+        endpoint,
+        owner_lease: None,
+    };
     let timing = Timing::default();
     let report = server_outage(
         &factory,
