@@ -1,5 +1,5 @@
 //! The contract checks: one `pub async fn` per rule of the
-//! [`ResourceLock`](crate::ResourceLock) contract. Each panics with a message naming the rule
+//! [`ResourceLock`] contract. Each panics with a message naming the rule
 //! when the backend breaks it.
 
 use std::collections::HashSet;

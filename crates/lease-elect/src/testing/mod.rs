@@ -1,4 +1,4 @@
-//! The conformance suite every [`ResourceLock`](crate::ResourceLock) backend runs
+//! The conformance suite every [`ResourceLock`] backend runs
 //! (feature `testing`).
 //!
 //! It checks the contract written in the trait's docs: compare-and-swap on create and
@@ -127,7 +127,7 @@ fn nanos_to_duration(n: u128) -> Duration {
     Duration::new(secs, sub)
 }
 
-/// Generates the whole suite for a backend: [`contract_tests!`] plus
+/// Generates the whole suite for a backend: [`contract_tests!`](crate::contract_tests) plus
 /// `conformance_election`, which runs [`election::election`] with the default
 /// [`election::Timing`] and prints what it measured.
 ///
