@@ -48,9 +48,10 @@
 //! # Simulated time
 //! Give each elector a [`SimClock`] (its own rate, offset and wall-clock error) and run the
 //! test on a paused tokio runtime: time then moves only when every task waits, straight to the
-//! next timer, so an hour of election takes milliseconds and replays exactly. The crate's own
-//! property tests run hundreds of such hours with latency, errors, lost replies, crashes and
-//! partitions injected through [`MemoryLock::faults`].
+//! next timer, so an hour of election takes milliseconds. Any other driver works too: the
+//! crate's own property tests implement [`Clock`] over a small discrete-event executor and run
+//! hundreds of such hours with latency, errors, lost replies, crashes and partitions injected
+//! through [`MemoryLock::faults`] (with [`MemoryLock::with_clock`] for the latency).
 //!
 //! # Safety and its assumptions
 //! A candidate takes over only after it has seen the record unchanged for the lease

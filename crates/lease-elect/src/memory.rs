@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
-use crate::{ElectionEvent, LeaderElectionRecord, LockError, ResourceLock, Version};
+use crate::{Clock, ElectionEvent, LeaderElectionRecord, LockError, ResourceLock, Version};
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -103,7 +103,8 @@ impl MemoryStore {
 }
 
 /// Faults a [`MemoryLock`] handle injects into its calls; change them at any time through
-/// [`MemoryLock::faults`]. Latencies are slept on tokio time (simulated under paused time).
+/// [`MemoryLock::faults`]. Latencies are slept on tokio time (simulated under paused time), or
+/// on the clock given to [`MemoryLock::with_clock`].
 ///
 /// Build one with struct update syntax: `Faults { error_rate: 0.1, ..Faults::none() }`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -197,9 +198,13 @@ struct Plan {
     lose_reply: bool,
 }
 
-async fn pause(d: Duration) {
-    if !d.is_zero() {
-        tokio::time::sleep(d).await;
+async fn pause(clock: Option<&Arc<dyn Clock>>, d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    match clock {
+        Some(c) => c.sleep(d).await,
+        None => tokio::time::sleep(d).await,
     }
 }
 
@@ -225,12 +230,23 @@ async fn pause(d: Duration) {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MemoryLock {
     store: MemoryStore,
     identity: String,
     faults: FaultInjector,
     events: Arc<Mutex<Vec<ElectionEvent>>>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for MemoryLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryLock")
+            .field("store", &self.store.inner.name)
+            .field("identity", &self.identity)
+            .field("faults", &self.faults.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl MemoryLock {
@@ -253,7 +269,16 @@ impl MemoryLock {
                 })),
             },
             events: Arc::default(),
+            clock: None,
         }
+    }
+
+    /// Sleeps injected latency on `clock` instead of tokio's timers (for simulations that
+    /// drive time themselves).
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
     }
 
     /// The fault injector of this handle.
@@ -280,9 +305,9 @@ impl MemoryLock {
         op: impl FnOnce(&mut Stored) -> Result<T, LockError>,
     ) -> Result<T, LockError> {
         let plan = self.faults.plan();
-        pause(plan.before).await;
+        pause(self.clock.as_ref(), plan.before).await;
         if plan.fail {
-            pause(plan.after).await;
+            pause(self.clock.as_ref(), plan.after).await;
             return Err(LockError::retryable("injected fault: store unreachable"));
         }
         let (result, changed) = {
@@ -298,7 +323,7 @@ impl MemoryLock {
         if let Some(current) = changed {
             self.store.inner.changed.send_replace(current);
         }
-        pause(plan.after).await;
+        pause(self.clock.as_ref(), plan.after).await;
         if is_write && plan.lose_reply && result.is_ok() {
             return Err(LockError::retryable(
                 "injected fault: response lost after the write",

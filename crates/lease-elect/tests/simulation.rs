@@ -1,10 +1,9 @@
 //! Property tests of election safety and liveness in simulated time.
 //!
-//! Each case runs 2 to 8 electors for one simulated hour on a current-thread tokio runtime
-//! with paused time (tokio jumps to the next timer whenever every task is idle), on a
+//! Each case runs 2 to 8 electors for one simulated hour on a small discrete-event executor
+//! (`des`: virtual time jumps to the next timer whenever no task can make progress), on a
 //! [`MemoryStore`] with random latency, errors and lost replies, clock-rate skew, crashes and
-//! restarts, and partitions. Everything random comes from the case's seed, so a failing case
-//! replays exactly.
+//! restarts, graceful stops, and partitions. Everything random comes from the case's seed.
 //!
 //! - Safety: whenever an elector starts a term, no other live elector holds a valid guard at
 //!   that simulated instant (validity is one interval per term, so checking every start
@@ -13,11 +12,13 @@
 //!   (lease + 1.2 x retry period) / slowest clock rate + 3 x longest latency.
 
 mod common;
+mod des;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use des::{Executor, TaskId, Time, VirtualClock};
 use lease_elect::{
     ElectionConfig, Faults, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock, MemoryStore,
     RunOutcome, SimClock,
@@ -46,6 +47,7 @@ struct World {
 struct Monitor {
     index: usize,
     world: Arc<Mutex<World>>,
+    time: Arc<Time>,
 }
 
 #[async_trait]
@@ -53,7 +55,7 @@ impl LeaderCallbacks for Monitor {
     async fn on_started_leading(&self, guard: LeaderGuard) {
         {
             let mut w = self.world.lock().unwrap();
-            let now = tokio::time::Instant::now();
+            let now = self.time.now();
             let overlapping: Vec<String> = w
                 .live
                 .iter()
@@ -143,11 +145,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 struct Node {
     lock: MemoryLock,
     elector: LeaderElector,
-    task: Option<tokio::task::JoinHandle<()>>,
+    task: Option<TaskId>,
     stop: Arc<tokio::sync::Notify>,
 }
 
 fn spawn(
+    exec: &mut Executor,
     i: usize,
     store: &MemoryStore,
     rate: f64,
@@ -155,12 +158,24 @@ fn spawn(
     rng: &mut StdRng,
     world: &Arc<Mutex<World>>,
 ) -> Node {
-    let lock = MemoryLock::with_seed(store, format!("e{i}"), rng.random());
+    let network = VirtualClock {
+        time: exec.time.clone(),
+        rate: 1.0,
+        offset: Duration::ZERO,
+        wall_start: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let lock = MemoryLock::with_seed(store, format!("e{i}"), rng.random()).with_clock(network);
     lock.faults().set(faults.clone());
-    let clock = SimClock::new()
-        .with_rate(rate)
-        .with_offset(Duration::from_millis(rng.random_range(0..1_000_000)))
-        .with_wall_offset(rng.random_range(-600..600));
+    let wall = std::time::SystemTime::UNIX_EPOCH
+        + Duration::from_secs(SimClock::WALL_START_SECS)
+        + Duration::from_secs(rng.random_range(0..1200))
+        - Duration::from_secs(600);
+    let clock = VirtualClock {
+        time: exec.time.clone(),
+        rate,
+        offset: Duration::from_millis(rng.random_range(0..1_000_000)),
+        wall_start: wall,
+    };
     let config = ElectionConfig::builder()
         .lock(lock.clone())
         .clock(clock)
@@ -176,10 +191,11 @@ fn spawn(
     let monitor = Monitor {
         index: i,
         world: world.clone(),
+        time: exec.time.clone(),
     };
     let e = elector.clone();
     let stopped = stop.clone();
-    let task = tokio::spawn(async move {
+    let task = exec.spawn(async move {
         // An elector that loses leadership campaigns again, like a restarted controller; a
         // graceful stop ends it (releasing the lease if it leads).
         loop {
@@ -197,9 +213,9 @@ fn spawn(
     }
 }
 
-fn crash(node: &mut Node, i: usize, world: &Arc<Mutex<World>>) {
+fn crash(exec: &mut Executor, node: &mut Node, i: usize, world: &Arc<Mutex<World>>) {
     if let Some(t) = node.task.take() {
-        t.abort();
+        exec.abort(t);
     }
     world.lock().unwrap().live.retain(|(j, _)| *j != i);
 }
@@ -212,93 +228,94 @@ struct Outcome {
 }
 
 fn run_scenario(s: &Scenario) -> Outcome {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut rng = StdRng::seed_from_u64(s.seed);
-        let store = if s.notify {
-            MemoryStore::new("sim")
-        } else {
-            MemoryStore::without_notifications("sim")
-        };
-        let world = Arc::new(Mutex::new(World::default()));
-        let n = s.rates.len();
-        let mut faults = vec![Faults::none(); n];
-        let mut nodes: Vec<Node> = (0..n)
-            .map(|i| spawn(i, &store, s.rates[i], &faults[i], &mut rng, &world))
-            .collect();
-        let start = tokio::time::Instant::now();
-        let mut max_latency = Duration::ZERO;
-        for (at, i, action) in &s.events {
-            tokio::time::sleep_until(start + Duration::from_secs(*at)).await;
-            let i = *i;
-            match action {
-                Action::Crash => crash(&mut nodes[i], i, &world),
-                Action::Stop => {
-                    nodes[i].stop.notify_one();
-                    if let Some(t) = nodes[i].task.take() {
-                        let _ = t.await;
-                    }
-                    world.lock().unwrap().live.retain(|(j, _)| *j != i);
-                }
-                Action::Restart => {
-                    crash(&mut nodes[i], i, &world);
-                    nodes[i] = spawn(i, &store, s.rates[i], &faults[i], &mut rng, &world);
-                }
-                Action::Partition(p) => {
-                    faults[i].partitioned = *p;
-                    nodes[i].lock.faults().set(faults[i].clone());
-                }
-                Action::SetFaults {
-                    error,
-                    lost,
-                    latency_ms,
-                } => {
-                    let latency = Duration::from_millis(*latency_ms);
-                    max_latency = max_latency.max(latency);
-                    faults[i] = Faults {
-                        error_rate: *error,
-                        lost_reply_rate: *lost,
-                        min_latency: latency / 4,
-                        max_latency: latency,
-                        partitioned: faults[i].partitioned,
-                    };
-                    nodes[i].lock.faults().set(faults[i].clone());
-                }
+    let mut exec = Executor::new();
+    let mut rng = StdRng::seed_from_u64(s.seed);
+    let store = if s.notify {
+        MemoryStore::new("sim")
+    } else {
+        MemoryStore::without_notifications("sim")
+    };
+    let world = Arc::new(Mutex::new(World::default()));
+    let n = s.rates.len();
+    let mut faults = vec![Faults::none(); n];
+    let mut nodes: Vec<Node> = (0..n)
+        .map(|i| {
+            spawn(
+                &mut exec, i, &store, s.rates[i], &faults[i], &mut rng, &world,
+            )
+        })
+        .collect();
+    let mut max_latency = Duration::ZERO;
+    for (at, i, action) in &s.events {
+        exec.run_until(Duration::from_secs(*at));
+        let i = *i;
+        match action {
+            Action::Crash => crash(&mut exec, &mut nodes[i], i, &world),
+            Action::Stop => {
+                // The term ends as soon as run() sees the shutdown, at this same instant;
+                // the release (and its latency) may take longer.
+                nodes[i].stop.notify_one();
+                exec.run_until(exec.time.now());
+                nodes[i].task = None;
+                world.lock().unwrap().live.retain(|(j, _)| *j != i);
+            }
+            Action::Restart => {
+                crash(&mut exec, &mut nodes[i], i, &world);
+                nodes[i] = spawn(
+                    &mut exec, i, &store, s.rates[i], &faults[i], &mut rng, &world,
+                );
+            }
+            Action::Partition(p) => {
+                faults[i].partitioned = *p;
+                nodes[i].lock.faults().set(faults[i].clone());
+            }
+            Action::SetFaults {
+                error,
+                lost,
+                latency_ms,
+            } => {
+                let latency = Duration::from_millis(*latency_ms);
+                max_latency = max_latency.max(latency);
+                faults[i] = Faults {
+                    error_rate: *error,
+                    lost_reply_rate: *lost,
+                    min_latency: latency / 4,
+                    max_latency: latency,
+                    partitioned: faults[i].partitioned,
+                };
+                nodes[i].lock.faults().set(faults[i].clone());
             }
         }
-        // Faults stop: heal every link; make sure somebody is alive.
-        tokio::time::sleep_until(start + HOUR - CALM).await;
-        for (i, node) in nodes.iter().enumerate() {
-            faults[i] = Faults::none();
-            node.lock.faults().set(Faults::none());
-        }
-        if nodes.iter().all(|n| n.task.is_none()) {
-            nodes[0] = spawn(0, &store, s.rates[0], &faults[0], &mut rng, &world);
-        }
-        let slowest = s.rates.iter().copied().fold(f64::INFINITY, f64::min);
-        let bound = (LEASE + RETRY.mul_f64(1.2)).div_f64(slowest)
-            + max_latency * 3
-            + Duration::from_millis(5);
-        tokio::time::sleep(bound).await;
-        let leader_after_calm = nodes
-            .iter()
-            .any(|n| n.task.is_some() && n.elector.is_leader());
-        tokio::time::sleep_until(start + HOUR).await;
-        for (i, node) in nodes.iter_mut().enumerate() {
-            crash(node, i, &world);
-        }
-        let w = world.lock().unwrap();
-        Outcome {
-            violations: w.violations.clone(),
-            terms: w.terms,
-            leader_after_calm,
-            bound,
-        }
-    })
+    }
+    // Faults stop: heal every link; make sure somebody is alive.
+    exec.run_until(HOUR - CALM);
+    for (i, node) in nodes.iter().enumerate() {
+        faults[i] = Faults::none();
+        node.lock.faults().set(Faults::none());
+    }
+    if nodes.iter().all(|n| n.task.is_none()) {
+        nodes[0] = spawn(
+            &mut exec, 0, &store, s.rates[0], &faults[0], &mut rng, &world,
+        );
+    }
+    let slowest = s.rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let bound =
+        (LEASE + RETRY.mul_f64(1.2)).div_f64(slowest) + max_latency * 3 + Duration::from_millis(5);
+    exec.run_until(HOUR - CALM + bound);
+    let leader_after_calm = nodes
+        .iter()
+        .any(|n| n.task.is_some_and(|t| !exec.is_finished(t)) && n.elector.is_leader());
+    exec.run_until(HOUR);
+    for (i, node) in nodes.iter_mut().enumerate() {
+        crash(&mut exec, node, i, &world);
+    }
+    let w = world.lock().unwrap();
+    Outcome {
+        violations: w.violations.clone(),
+        terms: w.terms,
+        leader_after_calm,
+        bound,
+    }
 }
 
 fn check(s: &Scenario) -> Result<(), TestCaseError> {
@@ -317,10 +334,10 @@ fn cases() -> u32 {
     std::env::var("LEASE_ELECT_SIM_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(80)
+        .unwrap_or(100)
 }
 
-// Two properties of 80 cases each (override with LEASE_ELECT_SIM_CASES), so the test
+// Two properties of 100 cases each (override with LEASE_ELECT_SIM_CASES), so the test
 // harness runs them on two threads.
 proptest! {
     #![proptest_config(ProptestConfig {
