@@ -329,6 +329,24 @@ pub trait Predicate: Send + Sync {
         node: NodeRef<'_>,
     ) -> Result<(), Reason>;
 
+    /// Filters several nodes at once: `out[k]` gets what `filter` would return for the node at
+    /// snapshot index `nodes[k]` (`out` is as long as `nodes`, and every element must be
+    /// written). The scheduler calls this with chunks of nodes, so a predicate can look up its
+    /// state once per chunk and read [`Snapshot::summaries`] directly; the default calls
+    /// `filter` per node. It must give exactly the answers `filter` gives.
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        let snapshot = cx.snapshot();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = self.filter(cx, state, snapshot.node(i as usize));
+        }
+    }
+
     /// Text of a [`Reason::Custom`] code this predicate returns.
     fn explain(&self, code: u32) -> Cow<'static, str> {
         Cow::Owned(format!("node(s) failed {} (code {code})", self.name()))
@@ -357,6 +375,24 @@ pub trait Priority: Send + Sync {
 
     /// The raw score of a node.
     fn score(&self, cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64;
+
+    /// Scores several nodes at once: `out[k]` gets what `score` would return for the node at
+    /// snapshot index `nodes[k]` (`out` is as long as `nodes`, and every element must be
+    /// written). The scheduler scores all feasible nodes with one call, so a priority can look
+    /// up its state once and read [`Snapshot::summaries`] directly; the default calls `score`
+    /// per node. It must give exactly the scores `score` gives.
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        let snapshot = cx.snapshot();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = self.score(cx, state, snapshot.node(i as usize));
+        }
+    }
 
     /// Rewrites raw scores into 0..=100. The default leaves them as they are.
     fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {

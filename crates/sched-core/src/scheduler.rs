@@ -806,15 +806,18 @@ impl Scheduler {
         let s = &mut self.scratch;
         let f = s.feasible.len();
         s.totals.clear();
-        s.table.clear();
         s.constants.clear();
         s.constant_total = 0;
         if self.priorities.is_empty() {
             // kube: with no priorities every node scores 1.
+            s.table.clear();
             s.totals.resize(f, 1);
             return Ok(());
         }
         s.totals.resize(f, 0);
+        // No clearing: every row of a priority that runs is overwritten by `score_batch`, and
+        // the rows of constant priorities are never read (`ScoreTable::row` takes their
+        // constant), so zeroing the whole table per pod would be wasted memory traffic.
         s.table.resize(f * self.priorities.len(), 0);
         for (pi, (p, w)) in self.priorities.iter().enumerate() {
             match p.prepare(cx, &s.feasible)? {
@@ -835,22 +838,28 @@ impl Scheduler {
                 PreparedScore::Run(state) => {
                     s.constants.push(None);
                     let row = &mut s.table[pi * f..(pi + 1) * f];
-                    let snapshot = cx.snapshot();
-                    for (slot, &idx) in row.iter_mut().zip(&s.feasible) {
-                        *slot = p.score(cx, &state, snapshot.node(idx as usize));
-                    }
+                    p.score_batch(cx, &state, &s.feasible, row);
                     p.normalize(cx, &state, row);
-                    for (i, (&v, t)) in row.iter().zip(s.totals.iter_mut()).enumerate() {
-                        if !(0..=MAX_NODE_SCORE).contains(&v) {
-                            return Err(ScheduleError::InvalidScore {
-                                plugin: p.name().to_string(),
-                                node: snapshot.node_infos()[s.feasible[i] as usize]
-                                    .name()
-                                    .to_string(),
-                                score: v,
-                            });
-                        }
-                        *t += v * w;
+                    // One branch-free pass: add the weighted scores and remember whether any
+                    // was out of range; only then look for the offending node.
+                    let mut in_range = true;
+                    for (&v, t) in row.iter().zip(s.totals.iter_mut()) {
+                        in_range &= (0..=MAX_NODE_SCORE).contains(&v);
+                        *t = t.wrapping_add(v.wrapping_mul(*w));
+                    }
+                    if !in_range {
+                        let (i, &v) = row
+                            .iter()
+                            .enumerate()
+                            .find(|(_, v)| !(0..=MAX_NODE_SCORE).contains(*v))
+                            .unwrap_or((0, &0));
+                        return Err(ScheduleError::InvalidScore {
+                            plugin: p.name().to_string(),
+                            node: cx.snapshot().node_infos()[s.feasible[i] as usize]
+                                .name()
+                                .to_string(),
+                            score: v,
+                        });
                     }
                 }
             }

@@ -185,6 +185,94 @@ impl WeightedResources {
     }
 }
 
+impl WeightedResources {
+    /// Whether these are kube's default resources for the scorers: cpu and memory, weight 1
+    /// each (then the pod's resources from [`WeightedResources::prepare`] are exactly those two,
+    /// in that order).
+    fn is_cpu_memory_unit(&self) -> bool {
+        matches!(self.items.as_slice(), [(Kind::Cpu, 1), (Kind::Memory, 1)])
+    }
+
+    /// Scores the nodes at `nodes` into `out`, exactly as [`WeightedResources::weighted_average`]
+    /// with `resource_score` would. For kube's default resources (cpu and memory, weight 1)
+    /// it reads the dense summaries directly and uses `fast_score`, which must equal
+    /// `resource_score` for every input.
+    #[inline]
+    pub(crate) fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        pod: &[PodResource],
+        nodes: &[u32],
+        out: &mut [i64],
+        resource_score: impl Fn(i64, i64) -> i64 + Copy,
+        fast_score: impl Fn(i64, i64) -> i64 + Copy,
+    ) {
+        let snapshot = cx.snapshot();
+        if let ([cpu, memory], true) = (pod, self.is_cpu_memory_unit()) {
+            let summaries = snapshot.summaries();
+            let (pod_cpu, pod_memory) = (cpu.pod_request, memory.pod_request);
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                let s = &summaries[i as usize];
+                let (cpu_alloc, mem_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
+                let c = fast_score(s.nz_milli_cpu.wrapping_add(pod_cpu), cpu_alloc);
+                let m = fast_score(s.nz_memory.wrapping_add(pod_memory), mem_alloc);
+                // The weighted average over the resources the node has (weights 1).
+                *o = match (cpu_alloc != 0, mem_alloc != 0) {
+                    (true, true) => c.wrapping_add(m).wrapping_div(2),
+                    (true, false) => c,
+                    (false, true) => m,
+                    (false, false) => 0,
+                };
+            }
+            return;
+        }
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = self.weighted_average(pod, snapshot.node(i as usize), resource_score);
+        }
+    }
+}
+
+/// Capacities up to this bound let [`quotient_to_100`] divide in `f64` exactly.
+const F64_EXACT_CAPACITY: i64 = 1 << 46;
+
+/// `numerator / capacity` with integer (truncating) division, for `0 <= numerator <=
+/// 100 * capacity` and `0 < capacity <= 2^46`, computed with one `f64` division (several times
+/// the throughput of a 64-bit integer division).
+///
+/// Exact: both operands are below 2^53, so they convert exactly. Let `q` be the true quotient
+/// (0..=100). If `numerator / capacity` is an integer, the correctly rounded division returns
+/// it exactly. Otherwise the real quotient lies at least `1 / capacity` below `q + 1`, while
+/// the rounding error is at most half an ulp of a value <= 100, i.e. <= 100 * 2^-53 <
+/// 2^-46 <= 1 / capacity: the result stays below `q + 1` (and, rounding being monotone, not
+/// below `q`), so truncation gives `q`.
+#[inline]
+fn quotient_to_100(numerator: i64, capacity: i64) -> i64 {
+    (numerator as f64 / capacity as f64) as i64
+}
+
+/// [`least_requested_score`] with an `f64` division where that is exact (see
+/// [`quotient_to_100`]); the integer formula otherwise.
+#[inline]
+pub(crate) fn least_requested_score_fast(requested: i64, capacity: i64) -> i64 {
+    if capacity > 0 && capacity <= F64_EXACT_CAPACITY && requested >= 0 {
+        if requested > capacity {
+            return 0;
+        }
+        return quotient_to_100((capacity - requested) * MAX_NODE_SCORE, capacity);
+    }
+    least_requested_score(requested, capacity)
+}
+
+/// [`most_requested_score`] with an `f64` division where that is exact (see
+/// [`quotient_to_100`]); the integer formula otherwise.
+#[inline]
+pub(crate) fn most_requested_score_fast(requested: i64, capacity: i64) -> i64 {
+    if capacity > 0 && capacity <= F64_EXACT_CAPACITY && requested >= 0 {
+        return quotient_to_100(requested.min(capacity) * MAX_NODE_SCORE, capacity);
+    }
+    most_requested_score(requested, capacity)
+}
+
 /// Validates weights as kube's `validateResources` (1..=100 for least/most allocated).
 fn validate_weights(specs: &[ResourceSpec]) -> Result<(), String> {
     for s in specs {
@@ -299,6 +387,27 @@ impl Priority for LeastRequestedPriority {
         self.resources
             .weighted_average(pod, node, least_requested_score)
     }
+
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        let Some(pod) = state.get::<Vec<PodResource>>() else {
+            out.fill(0);
+            return;
+        };
+        self.resources.score_batch(
+            cx,
+            pod,
+            nodes,
+            out,
+            least_requested_score,
+            least_requested_score_fast,
+        );
+    }
 }
 
 /// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin packing).
@@ -369,6 +478,27 @@ impl Priority for MostRequestedPriority {
         };
         self.resources
             .weighted_average(pod, node, most_requested_score)
+    }
+
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        let Some(pod) = state.get::<Vec<PodResource>>() else {
+            out.fill(0);
+            return;
+        };
+        self.resources.score_batch(
+            cx,
+            pod,
+            nodes,
+            out,
+            most_requested_score,
+            most_requested_score_fast,
+        );
     }
 }
 

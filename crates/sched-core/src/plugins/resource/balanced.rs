@@ -62,6 +62,26 @@ impl Priority for BalancedResourceAllocation {
             s.alloc_memory,
         )
     }
+
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        _state: &PluginState,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        let (cpu, memory) = cx.non_zero_requests();
+        let summaries = cx.snapshot().summaries();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            let s = &summaries[i as usize];
+            *o = balanced_score(
+                s.nz_milli_cpu.wrapping_add(cpu),
+                s.alloc_milli_cpu,
+                s.nz_memory.wrapping_add(memory),
+                s.alloc_memory,
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,15 @@ pub fn run_on(priority: &dyn Priority, pod: &Pod, snapshot: &Snapshot) -> Vec<i6
             let mut v: Vec<i64> = (0..n)
                 .map(|i| priority.score(&cx, &state, snapshot.node(i)))
                 .collect();
+            // The scheduler scores through `score_batch`: it must agree with `score`.
+            let mut batch = vec![i64::MIN; n];
+            priority.score_batch(&cx, &state, &feasible, &mut batch);
+            assert_eq!(
+                batch,
+                v,
+                "{}: score_batch differs from score",
+                priority.name()
+            );
             priority.normalize(&cx, &state, &mut v);
             v
         }
