@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Node, Pod};
+use super::{Node, Pod, ResourceList};
 
 /// Why Kubernetes JSON could not be loaded. Names the object (by index and name) and the field.
 #[derive(Debug, thiserror::Error)]
@@ -51,26 +51,74 @@ fn object_name(v: &Value) -> String {
     }
 }
 
-fn parse_one<T: DeserializeOwned>(
+/// Objects whose values Kubernetes' API validation would refuse.
+pub(crate) trait Validate {
+    /// `(field path, message)` of the first value the API server would refuse.
+    fn invalid_field(&self) -> Option<(String, String)>;
+}
+
+fn negative_in(list: &ResourceList, path: &str) -> Option<(String, String)> {
+    list.iter()
+        .find(|(_, q)| q.value() < 0 || q.milli_value() < 0)
+        .map(|(name, q)| {
+            (
+                format!("{path}.{name}"),
+                format!("must be greater than or equal to 0, got {:?}", q.as_str()),
+            )
+        })
+}
+
+impl Validate for Node {
+    fn invalid_field(&self) -> Option<(String, String)> {
+        negative_in(&self.status.capacity, "status.capacity")
+            .or_else(|| negative_in(&self.status.allocatable, "status.allocatable"))
+    }
+}
+
+impl Validate for Pod {
+    fn invalid_field(&self) -> Option<(String, String)> {
+        let containers = |list: &[super::Container], field: &str| {
+            list.iter().enumerate().find_map(|(i, c)| {
+                let base = format!("spec.{field}[{i}].resources");
+                negative_in(&c.resources.requests, &format!("{base}.requests"))
+                    .or_else(|| negative_in(&c.resources.limits, &format!("{base}.limits")))
+            })
+        };
+        containers(&self.spec.containers, "containers")
+            .or_else(|| containers(&self.spec.init_containers, "initContainers"))
+            .or_else(|| negative_in(&self.spec.overhead, "spec.overhead"))
+    }
+}
+
+fn parse_one<T: DeserializeOwned + Validate>(
     kind: &'static str,
     index: usize,
     v: Value,
 ) -> Result<T, LoadError> {
     let name = object_name(&v);
-    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
-        let field = e.path().to_string();
-        let message = e.into_inner().to_string();
-        LoadError::Field {
+    let obj = serde_path_to_error::deserialize::<_, T>(v).map_err(|e| LoadError::Field {
+        kind,
+        index,
+        name: name.clone(),
+        field: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })?;
+    match obj.invalid_field() {
+        None => Ok(obj),
+        Some((field, message)) => Err(LoadError::Field {
             kind,
             index,
             name,
             field,
             message,
-        }
-    })
+        }),
+    }
 }
 
-fn load_list<T: DeserializeOwned>(kind: &'static str, json: &str) -> Result<Vec<T>, LoadError> {
+fn load_list<T: DeserializeOwned + Validate>(
+    kind: &'static str,
+    json: &str,
+) -> Result<Vec<T>, LoadError> {
     let doc: Value = serde_json::from_str(json).map_err(LoadError::Json)?;
     match doc {
         Value::Object(mut map) => {
@@ -176,6 +224,32 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("Pod \"ns/p\""), "{text}");
         assert!(text.contains("spec.tolerations[0].effect"), "{text}");
+    }
+
+    #[test]
+    fn negative_quantities_are_refused_like_the_api_server() {
+        let err = load_pod_list(
+            r#"{"items":[{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[
+               {"name":"a"},{"name":"b","resources":{"requests":{"cpu":"-50T"}}}]}}]}"#,
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("spec.containers[1].resources.requests.cpu"),
+            "{text}"
+        );
+        assert!(
+            text.contains("must be greater than or equal to 0"),
+            "{text}"
+        );
+        let err = load_node_list(
+            r#"[{"metadata":{"name":"n"},"status":{"allocatable":{"memory":"-1"}}}]"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("status.allocatable.memory"),
+            "{err}"
+        );
     }
 
     #[test]

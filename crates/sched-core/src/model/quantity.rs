@@ -88,19 +88,64 @@ fn div_ceil(a: i128, b: i128) -> i128 {
     if a.rem_euclid(b) != 0 { q + 1 } else { q }
 }
 
-/// `ceil(mantissa * 10^exp10 * scale)`, or `None` on overflow of i128.
-fn scaled_ceil(mantissa: i128, exp10: i32, scale: i128) -> Option<i128> {
-    let n = mantissa.checked_mul(scale)?;
-    if exp10 >= 0 {
-        let p = 10i128.checked_pow(exp10 as u32)?;
-        n.checked_mul(p)
-    } else {
-        let e = (-exp10) as u32;
-        match 10i128.checked_pow(e) {
-            Some(p) => Some(div_ceil(n, p)),
-            // The divisor exceeds any representable numerator: the result is in (-1, 1).
-            None => Some(if n > 0 { 1 } else { 0 }),
+/// The parsed number: `(-1)^negative * digits * 10^exp10 * 1024^binary_pow`.
+struct Parts<'a> {
+    negative: bool,
+    /// Significant decimal digits, without leading zeros (empty for zero).
+    digits: &'a str,
+    exp10: i64,
+    binary_pow: u32,
+}
+
+impl Parts<'_> {
+    /// `ceil(value * scale)` exactly, or `None` when it does not fit in an i64.
+    fn ceil_scaled(&self, scale: u32) -> Option<i64> {
+        if self.digits.is_empty() {
+            return Some(0);
         }
+        self.fast(scale).or_else(|| self.exact(scale))
+    }
+
+    /// i128 arithmetic; `None` when an intermediate overflows (then [`Parts::exact`] decides).
+    fn fast(&self, scale: u32) -> Option<i64> {
+        if self.digits.len() > 30 || self.exp10.unsigned_abs() > 30 {
+            return None;
+        }
+        let m: i128 = self.digits.parse().ok()?;
+        let m = if self.negative { -m } else { m };
+        let n = m
+            .checked_mul(1024i128.checked_pow(self.binary_pow)?)?
+            .checked_mul(i128::from(scale))?;
+        let v = if self.exp10 >= 0 {
+            n.checked_mul(10i128.checked_pow(self.exp10 as u32)?)?
+        } else {
+            div_ceil(n, 10i128.checked_pow((-self.exp10) as u32)?)
+        };
+        i64::try_from(v).ok()
+    }
+
+    /// Arbitrary precision, for long digit strings and large exponents.
+    fn exact(&self, scale: u32) -> Option<i64> {
+        use num_bigint::BigInt;
+        let mut n: BigInt = self.digits.parse().ok()?;
+        n *= BigInt::from(1024u32).pow(self.binary_pow);
+        n *= scale;
+        if self.negative {
+            n = -n;
+        }
+        let v = if self.exp10 >= 0 {
+            // Beyond 10^40 no non-zero value fits in an i64.
+            if self.exp10 > 40 {
+                return None;
+            }
+            n * BigInt::from(10u32).pow(self.exp10 as u32)
+        } else {
+            let d = BigInt::from(10u32).pow(u32::try_from(-self.exp10).ok()?);
+            // Ceiling division: floor for the negative side, floor + 1 with a remainder otherwise.
+            let (q, r) = (&n / &d, &n % &d);
+            if r > BigInt::from(0) { q + 1 } else { q }
+        };
+        i64::try_from(v).ok()
     }
 }
 
@@ -122,22 +167,20 @@ impl FromStr for Quantity {
             negative = bytes[0] == b'-';
             i = 1;
         }
-        let mut mantissa: i128 = 0;
-        let mut exp10: i32 = 0;
-        let mut digits = 0usize;
+        // Collect the significant digits and the power of ten of the last one.
+        let mut digits = String::new();
+        let mut exp10: i64 = 0;
+        let mut any_digit = false;
         let mut seen_point = false;
         while i < bytes.len() {
             let c = bytes[i];
             if c.is_ascii_digit() {
-                digits += 1;
-                // Ignore digits past 30 significant places: they only shift the exponent.
-                if mantissa < 10i128.pow(30) {
-                    mantissa = mantissa * 10 + i128::from(c - b'0');
-                    if seen_point {
-                        exp10 -= 1;
-                    }
-                } else if !seen_point {
-                    exp10 += 1;
+                any_digit = true;
+                if !(digits.is_empty() && c == b'0') {
+                    digits.push(c as char);
+                }
+                if seen_point {
+                    exp10 -= 1;
                 }
             } else if c == b'.' && !seen_point {
                 seen_point = true;
@@ -146,7 +189,7 @@ impl FromStr for Quantity {
             }
             i += 1;
         }
-        if digits == 0 {
+        if !any_digit {
             return Err(syntax("no digits"));
         }
         let suffix = &text[i..];
@@ -169,30 +212,36 @@ impl FromStr for Quantity {
             "Pi" => binary_pow = 5,
             "Ei" => binary_pow = 6,
             s if s.starts_with(['e', 'E']) => {
-                let exp: i32 = s[1..].parse().map_err(|_| syntax("bad decimal exponent"))?;
-                if !(-100..=100).contains(&exp) {
+                let rest = &s[1..];
+                let body = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+                if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(syntax("bad decimal exponent"));
+                }
+                let exp: i64 = rest.parse().map_err(|_| QuantityError::OutOfRange {
+                    text: text.to_string(),
+                })?;
+                if !digits.is_empty() && !(-10_000..=10_000).contains(&exp) {
                     return Err(QuantityError::OutOfRange {
                         text: text.to_string(),
                     });
                 }
-                if s[1..].starts_with('+') && s.len() == 2 {
-                    return Err(syntax("bad decimal exponent"));
-                }
-                exp10 += exp;
+                exp10 += exp.clamp(-10_000, 10_000);
             }
             _ => return Err(syntax("unknown suffix")),
         }
-        if negative {
-            mantissa = -mantissa;
-        }
-        let bin = 1024i128.pow(binary_pow);
-        let out_of_range = || QuantityError::OutOfRange {
-            text: text.to_string(),
+        let parts = Parts {
+            negative,
+            digits: &digits,
+            exp10,
+            binary_pow,
         };
-        let value = scaled_ceil(mantissa, exp10, bin).ok_or_else(out_of_range)?;
-        let value = i64::try_from(value).map_err(|_| out_of_range())?;
-        let milli = scaled_ceil(mantissa, exp10, bin * 1000)
-            .and_then(|m| i64::try_from(m).ok())
+        let value = parts
+            .ceil_scaled(1)
+            .ok_or_else(|| QuantityError::OutOfRange {
+                text: text.to_string(),
+            })?;
+        let milli = parts
+            .ceil_scaled(1000)
             .unwrap_or(if negative { i64::MIN } else { i64::MAX });
         Ok(Quantity {
             text: text.to_string(),
@@ -271,6 +320,15 @@ mod tests {
         assert_eq!(q("-100m"), (0, -100));
         assert_eq!(q("1e-3"), (1, 1));
         assert_eq!(q("+2"), (2, 2000));
+        // Found by fuzzing: exact rounding whatever the digit count or exponent.
+        assert_eq!(q("0E40"), (0, 0));
+        assert_eq!(q("1.0000000000000000000000000000001"), (2, 1001));
+        assert_eq!(q("0.250000000000000000000Ei"), (1 << 58, i64::MAX));
+        assert_eq!(
+            q("0.001000000000000000001Ei"),
+            (1_152_921_504_606_847, 1_152_921_504_606_846_978)
+        );
+        assert_eq!(q("1e-10000"), (1, 1));
     }
 
     #[test]

@@ -10,7 +10,8 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// Memory assumed for a container that sets no memory request, when spreading by usage (200 MiB).
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
-/// A bundle of resources, as kube-scheduler's `framework.Resource`.
+/// A bundle of resources, as kube-scheduler's `framework.Resource`. Sums use Go's wrapping
+/// int64 arithmetic, so absurd inputs never panic and subtraction exactly undoes addition.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     /// CPU in thousandths of a core.
@@ -50,10 +51,12 @@ impl Resources {
     pub fn add_list(&mut self, list: &ResourceList) {
         for (name, q) in list {
             match name.as_str() {
-                "cpu" => self.milli_cpu += q.milli_value(),
-                "memory" => self.memory += q.value(),
-                "ephemeral-storage" => self.ephemeral_storage += q.value(),
-                "pods" => self.allowed_pod_number += q.value(),
+                "cpu" => self.milli_cpu = self.milli_cpu.wrapping_add(q.milli_value()),
+                "memory" => self.memory = self.memory.wrapping_add(q.value()),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.wrapping_add(q.value())
+                }
+                "pods" => self.allowed_pod_number = self.allowed_pod_number.wrapping_add(q.value()),
                 n if is_scalar_resource_name(n) => self.add_scalar(n, q.value()),
                 _ => {}
             }
@@ -92,7 +95,7 @@ impl Resources {
     /// Adds `v` to a scalar resource.
     pub fn add_scalar(&mut self, name: &str, v: i64) {
         match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
-            Ok(i) => self.scalar[i].1 += v,
+            Ok(i) => self.scalar[i].1 = self.scalar[i].1.wrapping_add(v),
             Err(i) => self.scalar.insert(i, (name.to_string(), v)),
         }
     }
@@ -107,10 +110,12 @@ impl Resources {
 
     /// Adds another bundle (used to keep node sums).
     pub fn add(&mut self, other: &Resources) {
-        self.milli_cpu += other.milli_cpu;
-        self.memory += other.memory;
-        self.ephemeral_storage += other.ephemeral_storage;
-        self.allowed_pod_number += other.allowed_pod_number;
+        self.milli_cpu = self.milli_cpu.wrapping_add(other.milli_cpu);
+        self.memory = self.memory.wrapping_add(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.wrapping_add(other.ephemeral_storage);
+        self.allowed_pod_number = self
+            .allowed_pod_number
+            .wrapping_add(other.allowed_pod_number);
         for (n, v) in &other.scalar {
             self.add_scalar(n, *v);
         }
@@ -119,12 +124,14 @@ impl Resources {
     /// Subtracts another bundle. Scalars that reach zero and were absent before stay as zero
     /// entries; use [`Resources::normalized`] to compare bundles.
     pub fn sub(&mut self, other: &Resources) {
-        self.milli_cpu -= other.milli_cpu;
-        self.memory -= other.memory;
-        self.ephemeral_storage -= other.ephemeral_storage;
-        self.allowed_pod_number -= other.allowed_pod_number;
+        self.milli_cpu = self.milli_cpu.wrapping_sub(other.milli_cpu);
+        self.memory = self.memory.wrapping_sub(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.wrapping_sub(other.ephemeral_storage);
+        self.allowed_pod_number = self
+            .allowed_pod_number
+            .wrapping_sub(other.allowed_pod_number);
         for (n, v) in &other.scalar {
-            self.add_scalar(n, -*v);
+            self.add_scalar(n, v.wrapping_neg());
         }
         self.scalar.retain(|(_, v)| *v != 0);
     }
@@ -191,8 +198,8 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
     let (mut cpu, mut mem) = (0i64, 0i64);
     for c in &pod.spec.containers {
         let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
-        cpu += c0;
-        mem += m0;
+        cpu = cpu.wrapping_add(c0);
+        mem = mem.wrapping_add(m0);
     }
     for c in &pod.spec.init_containers {
         let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
@@ -200,10 +207,10 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
         mem = mem.max(m0);
     }
     if let Some(q) = pod.spec.overhead.get("cpu") {
-        cpu += q.milli_value();
+        cpu = cpu.wrapping_add(q.milli_value());
     }
     if let Some(q) = pod.spec.overhead.get("memory") {
-        mem += q.value();
+        mem = mem.wrapping_add(q.value());
     }
     (cpu, mem)
 }

@@ -230,8 +230,8 @@ impl NodeInfo {
     /// Adds a pod and updates the sums.
     pub(crate) fn add_pod(&mut self, pod: PodInfo) {
         self.requested.add(&pod.requests);
-        self.non_zero_requested.0 += pod.non_zero.0;
-        self.non_zero_requested.1 += pod.non_zero.1;
+        self.non_zero_requested.0 = self.non_zero_requested.0.wrapping_add(pod.non_zero.0);
+        self.non_zero_requested.1 = self.non_zero_requested.1.wrapping_add(pod.non_zero.1);
         for port in &pod.ports {
             let at = self.used_ports.partition_point(|p| p <= port);
             self.used_ports.insert(at, port.clone());
@@ -247,8 +247,8 @@ impl NodeInfo {
         let i = self.pods.iter().position(|p| p.key == key)?;
         let pod = self.pods.remove(i);
         self.requested.sub(&pod.requests);
-        self.non_zero_requested.0 -= pod.non_zero.0;
-        self.non_zero_requested.1 -= pod.non_zero.1;
+        self.non_zero_requested.0 = self.non_zero_requested.0.wrapping_sub(pod.non_zero.0);
+        self.non_zero_requested.1 = self.non_zero_requested.1.wrapping_sub(pod.non_zero.1);
         for port in &pod.ports {
             if let Ok(j) = self.used_ports.binary_search(port) {
                 self.used_ports.remove(j);
