@@ -41,6 +41,10 @@ impl LockFactory for Factory {
         Duration::from_micros(1)
     }
 
+    fn notifies_changes(&self) -> bool {
+        true
+    }
+
     async fn corrupt(&self, name: &str) -> bool {
         self.server.lock().await.set_spec_field(
             NAMESPACE,

@@ -2,8 +2,11 @@
 //! way the real one does for the calls a lease lock makes: `GET`, `POST` (create, 409
 //! AlreadyExists), `PUT` (replace, 409 Conflict on a stale `resourceVersion`, 404 when
 //! missing) and `DELETE` with a `resourceVersion` precondition. `resourceVersion`s come from
-//! one counter, as etcd revisions do. Plain HTTP/1.1 with keep-alive; no watch, no auth, no
-//! field validation beyond what the lock relies on.
+//! one counter, as etcd revisions do. Watches (`?watch=true`) on one Lease by
+//! `fieldSelector=metadata.name=..`, from a `resourceVersion` (replaying later changes) or from
+//! now (an `ADDED` event for the current object first), streamed as JSON lines until the
+//! client goes away. Plain HTTP/1.1 with keep-alive; no auth, no field validation beyond what
+//! the lock relies on.
 //!
 //! It can be stopped (every connection dropped, the port closed) and started again on the same
 //! port with the same data, for the fault tests.
@@ -16,11 +19,49 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, Buf
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-#[derive(Default)]
 struct Store {
     leases: HashMap<(String, String), Value>,
     revision: u64,
     uid: u64,
+    /// Every change, for watches that start from an older `resourceVersion`.
+    history: Vec<Event>,
+    events: tokio::sync::broadcast::Sender<Event>,
+}
+
+/// A change of one Lease, as a watch reports it.
+#[derive(Clone)]
+struct Event {
+    revision: u64,
+    namespace: String,
+    name: String,
+    kind: &'static str,
+    object: Value,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store {
+            leases: HashMap::new(),
+            revision: 0,
+            uid: 0,
+            history: Vec::new(),
+            events: tokio::sync::broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Store {
+    fn record(&mut self, namespace: &str, name: &str, kind: &'static str, object: Value) {
+        let event = Event {
+            revision: self.revision,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            kind,
+            object,
+        };
+        self.history.push(event.clone());
+        let _ = self.events.send(event);
+    }
 }
 
 /// The fake API server.
@@ -137,7 +178,11 @@ async fn connection(stream: TcpStream, store: Arc<Mutex<Store>>) {
         if read.read_exact(&mut body).await.is_err() {
             return;
         }
-        let path = target.split('?').next().unwrap_or_default();
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        if method == "GET" && query.split('&').any(|p| p == "watch=true") {
+            watch(path, query, &store, &mut write).await;
+            return;
+        }
         let (status, reply) = handle(&store, &method, path, &body);
         let text = reply.to_string();
         let response = format!(
@@ -146,6 +191,72 @@ async fn connection(stream: TcpStream, store: Arc<Mutex<Store>>) {
             text.len()
         );
         if write.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Streams the changes of one Lease until the client goes away (then closes the connection).
+async fn watch(
+    path: &str,
+    query: &str,
+    store: &Mutex<Store>,
+    write: &mut tokio::net::tcp::OwnedWriteHalf,
+) {
+    let param = |key: &str| {
+        query
+            .split('&')
+            .find_map(|p| p.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+            .map(|v| v.replace("%3D", "=").replace("%3d", "="))
+    };
+    let namespace = path
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix("/leases"))
+        .unwrap_or_default()
+        .to_owned();
+    let name = param("fieldSelector")
+        .and_then(|f| f.strip_prefix("metadata.name=").map(str::to_owned))
+        .unwrap_or_default();
+    let from: Option<u64> = param("resourceVersion")
+        .filter(|rv| !rv.is_empty() && rv != "0")
+        .and_then(|rv| rv.parse().ok());
+    let matches = |e: &Event| e.namespace == namespace && (name.is_empty() || e.name == name);
+    let (backlog, mut live) = {
+        let store = store.lock().expect("store");
+        let backlog: Vec<Event> = match from {
+            Some(rv) => store
+                .history
+                .iter()
+                .filter(|e| e.revision > rv && matches(e))
+                .cloned()
+                .collect(),
+            None => store
+                .leases
+                .iter()
+                .filter(|((ns, n), _)| *ns == namespace && (name.is_empty() || *n == name))
+                .map(|((ns, n), lease)| Event {
+                    revision: store.revision,
+                    namespace: ns.clone(),
+                    name: n.clone(),
+                    kind: "ADDED",
+                    object: lease.clone(),
+                })
+                .collect(),
+        };
+        (backlog, store.events.subscribe())
+    };
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+    if write.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let line = |e: &Event| format!("{}\n", json!({"type": e.kind, "object": e.object}));
+    for e in &backlog {
+        if write.write_all(line(e).as_bytes()).await.is_err() {
+            return;
+        }
+    }
+    while let Ok(e) = live.recv().await {
+        if matches(&e) && write.write_all(line(&e).as_bytes()).await.is_err() {
             return;
         }
     }
@@ -219,6 +330,7 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             lease["kind"] = Value::String("Lease".to_owned());
             lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
             store.leases.insert(key, lease.clone());
+            store.record(ns, &name, "ADDED", lease.clone());
             (201, lease)
         }
         ("PUT", [ns, "leases", name]) => {
@@ -258,6 +370,7 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
             *current = lease.clone();
             store.revision = revision;
+            store.record(ns, name, "MODIFIED", lease.clone());
             (200, lease)
         }
         ("DELETE", [ns, "leases", name]) => {
@@ -280,7 +393,9 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
                 );
             }
             store.revision += 1;
-            store.leases.remove(&key);
+            let mut gone = store.leases.remove(&key).unwrap_or(Value::Null);
+            gone["metadata"]["resourceVersion"] = Value::String(store.revision.to_string());
+            store.record(ns, name, "DELETED", gone);
             (
                 200,
                 json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),

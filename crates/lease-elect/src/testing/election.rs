@@ -251,9 +251,10 @@ impl Participant {
         }
     }
 
-    /// Aborts `run` as a crash would: no release, no more renewals.
+    /// Aborts `run` as a crash would: no release, no more renewals. The shutdown signal is
+    /// kept (dropping it would resolve `run`'s shutdown future, which could start a release
+    /// that a client library sends on before the abort takes effect).
     pub fn crash(&mut self) {
-        self.shutdown = None;
         if let Some(task) = self.task.take() {
             task.abort();
         }
