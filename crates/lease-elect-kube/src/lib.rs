@@ -31,9 +31,10 @@
 //! (labels, annotations, owner references) as last read.
 //!
 //! `leaseDurationSeconds` and `leaseTransitions` are `int32` in the API: larger values are
-//! refused with a permanent error. [`wait_for_change`](ResourceLock::wait_for_change) watches
-//! the Lease, so a waiting candidate takes a released Lease over at once instead of on its
-//! next retry (client-go waits for the tick).
+//! refused with a permanent error. [`wait_for_change`](ResourceLock::wait_for_change) keeps one
+//! watch on the Lease per waiting handle, so a waiting candidate takes a released Lease over at
+//! once instead of on its next retry (client-go waits for the tick), without more requests
+//! per retry period.
 //!
 //! # Permissions
 //! The service account needs `get`, `watch`, `create`, `update` (and `delete` for
@@ -48,7 +49,8 @@
 pub use k8s_openapi;
 pub use kube;
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -57,6 +59,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, WatchEvent, WatchParams};
 use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+use tokio::sync::watch;
 
 /// A [`ResourceLock`] on a Kubernetes `Lease`; see the [crate docs](crate) for the mapping.
 pub struct LeaseLock {
@@ -68,6 +71,59 @@ pub struct LeaseLock {
     timeout: Duration,
     /// The Lease as last read or written, to keep its metadata on update.
     last: Mutex<Option<Lease>>,
+    /// What the watch task reports.
+    notes: Arc<Notes>,
+    /// The watch task, started by the first `wait_for_change`, stopped on drop.
+    watcher: OnceLock<tokio::task::AbortHandle>,
+    /// The version the last `get` returned and the change count before it was sent, when the
+    /// watch ran then: if neither moved since, the Lease is unchanged.
+    last_read: Mutex<Option<(Option<Version>, u64)>>,
+}
+
+struct Notes {
+    /// Counts watch events and (re)starts of the watch.
+    changes: watch::Sender<u64>,
+    /// Whether the watch runs now.
+    watching: AtomicBool,
+}
+
+impl Notes {
+    fn bump(&self) {
+        self.changes.send_modify(|c| *c = c.wrapping_add(1));
+    }
+}
+
+impl Drop for LeaseLock {
+    fn drop(&mut self) {
+        if let Some(watcher) = self.watcher.get() {
+            watcher.abort();
+        }
+    }
+}
+
+/// Keeps one watch on the Lease `name` open (from "now" each time it is started again after
+/// an error or the server's timeout) and counts its events in `notes`.
+async fn watch_lease(api: Api<Lease>, name: String, notes: Arc<Notes>, timeout: Duration) {
+    let params = WatchParams::default()
+        .fields(&format!("metadata.name={name}"))
+        .timeout(290);
+    loop {
+        if let Ok(Ok(stream)) = tokio::time::timeout(timeout, api.watch(&params, "")).await {
+            let mut stream = std::pin::pin!(stream);
+            notes.watching.store(true, Ordering::SeqCst);
+            notes.bump();
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(WatchEvent::Bookmark(_)) => {}
+                    Ok(WatchEvent::Error(_)) | Err(_) => break,
+                    Ok(_) => notes.bump(),
+                }
+            }
+            notes.watching.store(false, Ordering::SeqCst);
+            notes.bump();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 impl std::fmt::Debug for LeaseLock {
@@ -98,6 +154,12 @@ impl LeaseLock {
             identity: identity.into(),
             timeout: Duration::from_secs(5),
             last: Mutex::new(None),
+            notes: Arc::new(Notes {
+                changes: watch::channel(0).0,
+                watching: AtomicBool::new(false),
+            }),
+            watcher: OnceLock::new(),
+            last_read: Mutex::new(None),
         }
     }
 
@@ -277,14 +339,31 @@ fn system_time(t: &MicroTime) -> SystemTime {
 #[async_trait]
 impl ResourceLock for LeaseLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let Some(lease) = self.call(self.api.get_opt(&self.name)).await? else {
-            self.remember(None);
-            return Ok(None);
+        let before = self
+            .notes
+            .watching
+            .load(Ordering::SeqCst)
+            .then(|| *self.notes.changes.borrow());
+        let found = match self.call(self.api.get_opt(&self.name)).await? {
+            None => {
+                self.remember(None);
+                None
+            }
+            Some(lease) => {
+                let record = lease_spec_to_record(&lease.spec.clone().unwrap_or_default())?;
+                let version = self.version_of(&lease)?;
+                self.remember(Some(lease));
+                Some((record, version))
+            }
         };
-        let record = lease_spec_to_record(&lease.spec.clone().unwrap_or_default())?;
-        let version = self.version_of(&lease)?;
-        self.remember(Some(lease));
-        Ok(Some((record, version)))
+        if let Some(before) = before {
+            *self
+                .last_read
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((found.as_ref().map(|(_, v)| v.clone()), before));
+        }
+        Ok(found)
     }
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
@@ -330,32 +409,48 @@ impl ResourceLock for LeaseLock {
         Ok(())
     }
 
-    /// Watches the Lease (by `metadata.name`) from `seen`'s `resourceVersion`, or from now
-    /// when there is no record (the API server then first reports an existing Lease as
-    /// added), and resolves on the first change. A watch the server ends or refuses (for
-    /// example 410 Gone for a compacted version) resolves too; while the API server cannot be
-    /// reached it never resolves (the elector's timers take over).
+    /// Resolves after the next change of the Lease, which a watch task of this handle
+    /// follows (one long-lived watch per handle, started on the first call), or at once when
+    /// the stored version already differs from `seen`. When `seen` is what this handle's last
+    /// `get` returned and no event arrived since, it sends no request; otherwise it reads the
+    /// Lease once. While the API server cannot be reached (or refuses the watch) it never
+    /// resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let params = WatchParams::default()
-            .fields(&format!("metadata.name={}", self.name))
-            .timeout(290);
-        let from = seen.map_or("", |v| v.tag());
-        let Ok(Ok(stream)) =
-            tokio::time::timeout(self.timeout, self.api.watch(&params, from)).await
-        else {
-            return std::future::pending().await;
-        };
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(WatchEvent::Added(l) | WatchEvent::Modified(l) | WatchEvent::Deleted(l)) => {
-                    if l.metadata.resource_version.as_deref() != seen.map(Version::tag) {
-                        return;
+        let notes = &self.notes;
+        let mut changes = notes.changes.subscribe();
+        self.watcher.get_or_init(|| {
+            tokio::spawn(watch_lease(
+                self.api.clone(),
+                self.name.clone(),
+                Arc::clone(notes),
+                self.timeout,
+            ))
+            .abort_handle()
+        });
+        loop {
+            let now = *changes.borrow_and_update();
+            if notes.watching.load(Ordering::SeqCst) {
+                let fresh = self
+                    .last_read
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .as_ref()
+                    .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
+                if !fresh {
+                    match self.get().await {
+                        Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
+                        Ok(_) | Err(LockError::Corrupt { .. }) => {}
+                        Err(_) => return std::future::pending().await,
                     }
                 }
-                Ok(WatchEvent::Bookmark(_)) => {}
-                Ok(WatchEvent::Error(_)) => return,
-                Err(_) => return std::future::pending().await,
+                if changes.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+                return;
+            }
+            // The watch is not established yet (or is being restarted).
+            if changes.changed().await.is_err() {
+                return std::future::pending().await;
             }
         }
     }
