@@ -415,8 +415,10 @@ struct Scratch {
     feasible: Vec<u32>,
     /// Rejected nodes: (snapshot index, predicate index, first reason).
     failures: Vec<(u32, u16, Reason)>,
-    /// Per-chunk outcomes for parallel filtering.
-    chunks: Vec<Mutex<Vec<Outcome>>>,
+    /// Per-chunk buffers for parallel filtering.
+    chunks: Vec<Mutex<ChunkBuf>>,
+    /// Buffers for sequential filtering.
+    seq: ChunkBuf,
     /// Per priority, per feasible node, final scores (priority-major).
     table: Vec<i64>,
     /// Weighted totals aligned with `feasible`, without `constant_total`.
@@ -464,6 +466,73 @@ impl fmt::Debug for Scheduler {
 }
 
 const CHUNK: usize = 256;
+
+/// Nodes per batch in sequential filtering (fewer when fewer feasible nodes are still needed,
+/// so early stop wastes little work).
+const SEQ_BATCH: usize = 128;
+
+/// Reusable buffers for filtering one chunk of nodes predicate by predicate.
+#[derive(Default)]
+struct ChunkBuf {
+    /// Snapshot indices of the chunk's nodes, in evaluation order.
+    nodes: Vec<u32>,
+    /// Outcome per node of the chunk.
+    out: Vec<Outcome>,
+    /// Nodes still passing: snapshot indices and positions in the chunk.
+    alive: Vec<u32>,
+    alive_pos: Vec<u32>,
+    /// One predicate's answers for `alive`.
+    res: Vec<Result<(), Reason>>,
+}
+
+impl ChunkBuf {
+    /// Filters `self.nodes` into `self.out`. Without alwaysCheckAllPredicates each predicate
+    /// runs (through `filter_batch`) on the nodes that passed the ones before it, so every
+    /// node gets exactly the first failing predicate's reason, as the node-by-node loop gives.
+    fn filter(
+        &mut self,
+        predicates: &[Arc<dyn Predicate>],
+        active: &[(u16, PluginState)],
+        always_all: bool,
+        cx: &CycleContext<'_>,
+    ) {
+        self.out.clear();
+        if always_all {
+            self.out.extend(
+                self.nodes
+                    .iter()
+                    .map(|&i| Scheduler::check_node(predicates, active, true, cx, i as usize)),
+            );
+            return;
+        }
+        self.out.resize(self.nodes.len(), Ok(()));
+        self.alive.clear();
+        self.alive.extend_from_slice(&self.nodes);
+        self.alive_pos.clear();
+        self.alive_pos.extend(0..self.nodes.len() as u32);
+        for (pi, state) in active {
+            if self.alive.is_empty() {
+                break;
+            }
+            self.res.clear();
+            self.res.resize(self.alive.len(), Ok(()));
+            predicates[*pi as usize].filter_batch(cx, state, &self.alive, &mut self.res);
+            let mut kept = 0;
+            for k in 0..self.alive.len() {
+                match self.res[k] {
+                    Ok(()) => {
+                        self.alive[kept] = self.alive[k];
+                        self.alive_pos[kept] = self.alive_pos[k];
+                        kept += 1;
+                    }
+                    Err(r) => self.out[self.alive_pos[k] as usize] = Err((*pi, r)),
+                }
+            }
+            self.alive.truncate(kept);
+            self.alive_pos.truncate(kept);
+        }
+    }
+}
 
 /// The node index at evaluation position `pos` when evaluation starts at `start` (both < n).
 #[inline]
@@ -690,25 +759,31 @@ impl Scheduler {
                 .extend((start..n).chain(0..start).take(to_find).map(|i| i as u32));
             return to_find;
         }
-        // Positions start..n, then 0..start: two plain ranges, no division per node.
+        // Positions start..n, then 0..start, in batches filtered predicate by predicate.
+        let buf = &mut s.seq;
         let mut pos = 0;
-        for range in [start..n, 0..start] {
-            for idx in range {
+        while pos < n {
+            let needed = to_find - s.feasible.len();
+            let len = needed.clamp(8, SEQ_BATCH).min(n - pos);
+            buf.nodes.clear();
+            buf.nodes
+                .extend((pos..pos + len).map(|p| wrap(start, p, n) as u32));
+            buf.filter(
+                &self.predicates,
+                active,
+                self.always_check_all_predicates,
+                cx,
+            );
+            for (&idx, o) in buf.nodes.iter().zip(&buf.out) {
                 pos += 1;
-                match Self::check_node(
-                    &self.predicates,
-                    active,
-                    self.always_check_all_predicates,
-                    cx,
-                    idx,
-                ) {
+                match *o {
                     Ok(()) => {
-                        s.feasible.push(idx as u32);
+                        s.feasible.push(idx);
                         if s.feasible.len() >= to_find {
                             return pos;
                         }
                     }
-                    Err((pi, r)) => s.failures.push((idx as u32, pi, r)),
+                    Err((pi, r)) => s.failures.push((idx, pi, r)),
                 }
             }
         }
@@ -728,9 +803,7 @@ impl Scheduler {
         let n = cx.snapshot().len();
         let chunks = n.div_ceil(CHUNK);
         while self.scratch.chunks.len() < chunks {
-            self.scratch
-                .chunks
-                .push(Mutex::new(Vec::with_capacity(CHUNK)));
+            self.scratch.chunks.push(Mutex::new(ChunkBuf::default()));
         }
         let next = AtomicUsize::new(0);
         let found = AtomicUsize::new(0);
@@ -745,26 +818,19 @@ impl Scheduler {
                     if k >= chunks {
                         break;
                     }
-                    let mut out = slots[k].lock().unwrap_or_else(|e| e.into_inner());
-                    out.clear();
+                    let mut buf = slots[k].lock().unwrap_or_else(|e| e.into_inner());
+                    buf.out.clear();
                     if found.load(Ordering::Acquire) >= to_find {
                         // Enough feasible nodes in earlier chunks: leave this one unevaluated.
                         continue;
                     }
                     let lo = k * CHUNK;
                     let hi = (lo + CHUNK).min(n);
-                    let mut ok = 0;
-                    for pos in lo..hi {
-                        let o = Self::check_node(
-                            predicates,
-                            active,
-                            always_all,
-                            cx,
-                            wrap(start, pos, n),
-                        );
-                        ok += usize::from(o.is_ok());
-                        out.push(o);
-                    }
+                    buf.nodes.clear();
+                    buf.nodes
+                        .extend((lo..hi).map(|pos| wrap(start, pos, n) as u32));
+                    buf.filter(predicates, active, always_all, cx);
+                    let ok = buf.out.iter().filter(|o| o.is_ok()).count();
                     found.fetch_add(ok, Ordering::AcqRel);
                     done.fetch_add(1, Ordering::Relaxed);
                 }
@@ -784,8 +850,8 @@ impl Scheduler {
         s.feasible.clear();
         s.failures.clear();
         for k in 0..chunks {
-            let out = s.chunks[k].lock().unwrap_or_else(|e| e.into_inner());
-            for (j, o) in out.iter().enumerate() {
+            let buf = s.chunks[k].lock().unwrap_or_else(|e| e.into_inner());
+            for (j, o) in buf.out.iter().enumerate() {
                 let pos = k * CHUNK + j;
                 let idx = wrap(start, pos, n) as u32;
                 match o {

@@ -95,6 +95,34 @@ impl Predicate for GeneralPredicates {
             None => self.check(cx, &self.state(cx), node),
         }
     }
+
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        let fallback;
+        let st = match state.get::<GeneralState>() {
+            Some(st) => st,
+            None => {
+                fallback = self.state(cx);
+                &fallback
+            }
+        };
+        let snapshot = cx.snapshot();
+        if st.host.is_none() && st.ports.is_empty() && st.selector.is_none() {
+            // Only the resource check has anything to do (the common pod).
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                *o = self.resources.check(cx, &st.fit, snapshot.node(i as usize));
+            }
+            return;
+        }
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = self.check(cx, st, snapshot.node(i as usize));
+        }
+    }
 }
 
 #[cfg(test)]

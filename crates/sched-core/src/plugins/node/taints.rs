@@ -97,6 +97,33 @@ impl Predicate for PodToleratesNodeTaints {
             None => TaintsState::of(&cx.pod().spec.tolerations).check(node),
         }
     }
+
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &PluginState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        let fallback;
+        let st = match state.get::<TaintsState>() {
+            Some(st) => st,
+            None => {
+                fallback = TaintsState::of(&cx.pod().spec.tolerations);
+                &fallback
+            }
+        };
+        let snapshot = cx.snapshot();
+        let summaries = snapshot.summaries();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            // Most nodes have no NoSchedule/NoExecute taint: one flag test, no NodeInfo read.
+            *o = if summaries[i as usize].has(flags::HARD_TAINTS) {
+                st.check(snapshot.node(i as usize))
+            } else {
+                Ok(())
+            };
+        }
+    }
 }
 
 /// kube's `TaintTolerationPriority` (framework plugin `TaintToleration`, score part). No
@@ -235,6 +262,27 @@ impl Predicate for CheckNodeUnschedulable {
             Err(Reason::Unschedulable)
         } else {
             Ok(())
+        }
+    }
+
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        _state: &PluginState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        if tolerates_unschedulable(&cx.pod().spec.tolerations) {
+            out.fill(Ok(()));
+            return;
+        }
+        let summaries = cx.snapshot().summaries();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = if summaries[i as usize].has(flags::UNSCHEDULABLE) {
+                Err(Reason::Unschedulable)
+            } else {
+                Ok(())
+            };
         }
     }
 }

@@ -90,9 +90,17 @@ pub(crate) fn filter_all(p: &dyn Predicate, pod: &Pod, snap: &Snapshot) -> Vec<R
     let cx = CycleContext::new(pod, snap);
     match p.prepare(&cx).unwrap() {
         Prepared::Skip => vec![Ok(()); snap.len()],
-        Prepared::Run(state) => (0..snap.len())
-            .map(|i| p.filter(&cx, &state, snap.node(i)))
-            .collect(),
+        Prepared::Run(state) => {
+            let one: Vec<Result<(), Reason>> = (0..snap.len())
+                .map(|i| p.filter(&cx, &state, snap.node(i)))
+                .collect();
+            // The scheduler filters through `filter_batch`: it must agree with `filter`.
+            let nodes: Vec<u32> = (0..snap.len() as u32).collect();
+            let mut batch = vec![Err(Reason::Custom(u32::MAX)); snap.len()];
+            p.filter_batch(&cx, &state, &nodes, &mut batch);
+            assert_eq!(batch, one, "{}: filter_batch differs from filter", p.name());
+            one
+        }
     }
 }
 
