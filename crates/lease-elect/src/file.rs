@@ -334,7 +334,7 @@ impl ResourceLock for FileLock {
                     return Err(LockError::Conflict("record already exists".into()));
                 }
                 Ok(Stored {
-                    version: cur.map_or(0, |s| s.version) + 1,
+                    version: next_version(cur.as_ref())?,
                     record: Some(record),
                 })
             });
@@ -362,7 +362,7 @@ impl ResourceLock for FileLock {
                     )));
                 }
                 Ok(Stored {
-                    version: cur.map_or(0, |s| s.version) + 1,
+                    version: next_version(cur.as_ref())?,
                     record: Some(record),
                 })
             })
@@ -383,7 +383,7 @@ impl ResourceLock for FileLock {
                 }
                 // Keep the counter so later versions (and tokens) keep increasing.
                 Ok(Stored {
-                    version: cur.map_or(0, |s| s.version) + 1,
+                    version: next_version(cur.as_ref())?,
                     record: None,
                 })
             })?;
@@ -418,4 +418,15 @@ impl ResourceLock for FileLock {
     fn record_event(&self, event: &ElectionEvent) {
         tracing::debug!(lock = %self.describe(), identity = %self.inner.identity, %event, "election event");
     }
+}
+
+/// The version after the stored one; a counter at its maximum cannot advance without
+/// wrapping (which would make fencing tokens go backwards), so the file is reported corrupt.
+fn next_version(cur: Option<&Stored>) -> Result<u64, LockError> {
+    cur.map_or(0, |s| s.version)
+        .checked_add(1)
+        .ok_or_else(|| LockError::Corrupt {
+            detail: "the lock file's version counter is at its maximum".into(),
+            source: None,
+        })
 }

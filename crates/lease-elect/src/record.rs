@@ -187,6 +187,13 @@ pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     };
     let secs =
         days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec - offset_secs;
+    // The instant must format back (in UTC) to a four-digit year, or a record we write could
+    // not be read again: 0001-01-01T00:00:00Z ..= 9999-12-31T23:59:59Z.
+    const FIRST: i64 = -62_135_596_800;
+    const LAST: i64 = 253_402_300_799;
+    if !(FIRST..=LAST).contains(&secs) {
+        return Err(format!("{text:?} is outside years 0001 to 9999 in UTC"));
+    }
     let time = if secs >= 0 {
         UNIX_EPOCH + Duration::new(secs.unsigned_abs(), nanos)
     } else {
@@ -270,6 +277,19 @@ mod rfc3339_opt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_outside_four_digit_years_are_refused() {
+        // Found by fuzzing: these decode to instants whose UTC text has no four-digit year,
+        // so a record written back could not be read again.
+        for t in ["0000-01-01T00:00:00+01:00", "9999-12-31T23:59:59-00:01"] {
+            assert!(parse_rfc3339(t).is_err(), "{t}");
+        }
+        for t in ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"] {
+            let parsed = parse_rfc3339(t).unwrap();
+            assert_eq!(format_rfc3339(parsed), t);
+        }
+    }
 
     #[test]
     fn round_trip_client_go_annotation() {

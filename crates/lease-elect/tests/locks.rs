@@ -318,3 +318,22 @@ async fn leader_for_life_on_a_file_lock_follows_owner_liveness() {
     assert!(c.create(&rec("c")).await.is_ok());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+#[tokio::test]
+async fn file_lock_version_counter_never_wraps() {
+    // Found by fuzzing: a counter at u64::MAX must not wrap to 0 (tokens would go backwards).
+    let path = temp_path("max-version");
+    std::fs::write(
+        &path,
+        format!(r#"{{"version":{},"record":null}}"#, u64::MAX),
+    )
+    .unwrap();
+    let lock = FileLock::new(&path, "a");
+    let err = lock.create(&rec("a")).await.unwrap_err();
+    assert!(matches!(err, LockError::Corrupt { .. }), "{err}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(&u64::MAX.to_string()),
+        "the file is left as it was: {text}"
+    );
+}
