@@ -382,17 +382,18 @@ async fn orchestrate(dir: PathBuf, s: Settings) -> ExitCode {
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let n = read_bindings(&log).len();
-        if killed.is_none() && n >= s.pods / 2 {
-            if let Some(holder) = current_holder(&dir).await {
-                let id: usize = holder
-                    .trim_start_matches("replica-")
-                    .parse()
-                    .expect("replica id");
-                children[id].kill().expect("SIGKILL the leader");
-                let _ = children[id].wait();
-                println!("ha_scheduler: killed leader {holder} with SIGKILL after {n} pods");
-                killed = Some((holder, now_ms()));
-            }
+        if killed.is_none()
+            && n >= s.pods / 2
+            && let Some(holder) = current_holder(&dir).await
+        {
+            let id: usize = holder
+                .trim_start_matches("replica-")
+                .parse()
+                .expect("replica id");
+            children[id].kill().expect("SIGKILL the leader");
+            let _ = children[id].wait();
+            println!("ha_scheduler: killed leader {holder} with SIGKILL after {n} pods");
+            killed = Some((holder, now_ms()));
         }
         let done: HashSet<usize> = read_bindings(&log).iter().map(|b| b.pod).collect();
         if done.len() >= s.pods || Instant::now() > deadline {

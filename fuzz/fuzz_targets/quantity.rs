@@ -45,10 +45,10 @@ fuzz_target!(|data: &[u8]| {
         (Err(e), Expect::Value { value, .. }) => {
             panic!("{text:?} rejected ({e}) although its value {value} fits in an i64")
         }
-        // The parser refuses decimal exponents outside -100..=100 (as out of range, or as a
+        // The parser refuses decimal exponents outside -10000..=10000 (as out of range, or as a
         // bad exponent when it does not even fit in an i32).
         (Ok(q), Expect::ExponentOutOfRange) => {
-            panic!("{text:?} accepted as {q:?} despite an exponent outside -100..=100")
+            panic!("{text:?} accepted as {q:?} despite an exponent outside -10000..=10000")
         }
         (Err(_), Expect::ExponentOutOfRange) => {}
     }
@@ -111,7 +111,7 @@ fn constructors(data: &[u8]) {
 enum Expect {
     /// Not `<sign?><digits with at most one point><suffix>`.
     Invalid,
-    /// A decimal exponent outside -100..=100 (the parser refuses those as out of range).
+    /// A decimal exponent outside -10000..=10000 (the parser refuses those as out of range).
     ExponentOutOfRange,
     /// Valid, but `ceil(x)` does not fit in an i64.
     OutOfRange,
@@ -183,7 +183,7 @@ fn reference(text: &str) -> Expect {
                 // Syntactically fine, but does not fit in an i32.
                 return Expect::ExponentOutOfRange;
             };
-            if !(-100..=100).contains(&e) {
+            if !(-10_000..=10_000).contains(&e) {
                 return Expect::ExponentOutOfRange;
             }
             exp10 += i64::from(e);

@@ -7,6 +7,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A parsed Kubernetes quantity.
 ///
+/// Any number of digits is evaluated exactly; a decimal exponent (`e`/`E` notation) must lie in
+/// -10000..=10000, and the value must fit in an i64 ([`QuantityError::OutOfRange`] otherwise).
+///
 /// Keeps the text it was parsed from (so it serializes back unchanged) and the two integer
 /// views the scheduler uses, rounded up as Kubernetes rounds them: [`Quantity::value`] (whole
 /// units, e.g. bytes) and [`Quantity::milli_value`] (thousandths, e.g. milli-CPU).
@@ -220,12 +223,12 @@ impl FromStr for Quantity {
                 let exp: i64 = rest.parse().map_err(|_| QuantityError::OutOfRange {
                     text: text.to_string(),
                 })?;
-                if !digits.is_empty() && !(-10_000..=10_000).contains(&exp) {
+                if !(-10_000..=10_000).contains(&exp) {
                     return Err(QuantityError::OutOfRange {
                         text: text.to_string(),
                     });
                 }
-                exp10 += exp.clamp(-10_000, 10_000);
+                exp10 += exp;
             }
             _ => return Err(syntax("unknown suffix")),
         }
