@@ -467,6 +467,9 @@ impl fmt::Debug for Scheduler {
 
 const CHUNK: usize = 256;
 
+/// Nodes per batch in scoring: their summaries stay in the L1 cache across priorities.
+const SCORE_CHUNK: usize = 256;
+
 /// Nodes per batch in sequential filtering (fewer when fewer feasible nodes are still needed,
 /// so early stop wastes little work).
 const SEQ_BATCH: usize = 128;
@@ -885,8 +888,37 @@ impl Scheduler {
         // the rows of constant priorities are never read (`ScoreTable::row` takes their
         // constant), so zeroing the whole table per pod would be wasted memory traffic.
         s.table.resize(f * self.priorities.len(), 0);
-        for (pi, (p, w)) in self.priorities.iter().enumerate() {
-            match p.prepare(cx, &s.feasible)? {
+        // Prepare every priority in order, up to the first that fails; its error is returned
+        // after the priorities before it were checked, as when each was prepared just before
+        // being scored.
+        let mut prepared: Vec<PreparedScore> = Vec::with_capacity(self.priorities.len());
+        let mut prepare_error = None;
+        for (p, _) in &self.priorities {
+            match p.prepare(cx, &s.feasible) {
+                Ok(x) => prepared.push(x),
+                Err(e) => {
+                    prepare_error = Some(e);
+                    break;
+                }
+            }
+        }
+        // Score chunk by chunk, every running priority on one chunk of nodes while the chunk's
+        // summaries are in the L1 cache, instead of streaming all of them once per priority.
+        for lo in (0..f).step_by(SCORE_CHUNK) {
+            let hi = (lo + SCORE_CHUNK).min(f);
+            for (pi, prep) in prepared.iter().enumerate() {
+                if let PreparedScore::Run(state) = prep {
+                    self.priorities[pi].0.score_batch(
+                        cx,
+                        state,
+                        &s.feasible[lo..hi],
+                        &mut s.table[pi * f + lo..pi * f + hi],
+                    );
+                }
+            }
+        }
+        for (pi, ((p, w), prep)) in self.priorities.iter().zip(prepared).enumerate() {
+            match prep {
                 // The same score on every node: one addition instead of a pass over the nodes.
                 PreparedScore::Constant(c) => {
                     if !(0..=MAX_NODE_SCORE).contains(&c) {
@@ -904,7 +936,6 @@ impl Scheduler {
                 PreparedScore::Run(state) => {
                     s.constants.push(None);
                     let row = &mut s.table[pi * f..(pi + 1) * f];
-                    p.score_batch(cx, &state, &s.feasible, row);
                     p.normalize(cx, &state, row);
                     // One branch-free pass: add the weighted scores and remember whether any
                     // was out of range; only then look for the offending node.
@@ -930,7 +961,10 @@ impl Scheduler {
                 }
             }
         }
-        Ok(())
+        match prepare_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 
     fn fit_error(&self, cx: &CycleContext<'_>) -> FitError {
