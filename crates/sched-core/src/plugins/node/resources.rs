@@ -85,6 +85,34 @@ impl PodFitsResources {
         }
     }
 
+    /// The scalar-resource part of [`PodFitsResources::check`], out of line: the common pod
+    /// requests no scalar resource.
+    #[inline(never)]
+    fn lacking_scalars(cx: &CycleContext<'_>, st: &FitState, node: NodeRef<'_>) -> u64 {
+        let req = cx.requests();
+        let s = node.summary();
+        let mut lacking = 0u64;
+        let has_scalars = s.has(flags::SCALAR_RESOURCES);
+        for &i in &st.scalars {
+            let Some((name, want)) = req.scalar.get(i) else {
+                continue;
+            };
+            let free = if has_scalars {
+                let info = node.info();
+                info.allocatable()
+                    .scalar(name)
+                    .wrapping_sub(info.requested().scalar(name))
+            } else {
+                0
+            };
+            if *want > free {
+                lacking |= ResourceSet::scalar_bit(i);
+            }
+        }
+        lacking
+    }
+
+    #[inline]
     pub(crate) fn check(
         &self,
         cx: &CycleContext<'_>,
@@ -109,23 +137,7 @@ impl PodFitsResources {
                 lacking |= ResourceSet::EPHEMERAL_STORAGE;
             }
             if st.scalar_mask != 0 {
-                let has_scalars = s.has(flags::SCALAR_RESOURCES);
-                for &i in &st.scalars {
-                    let Some((name, want)) = req.scalar.get(i) else {
-                        continue;
-                    };
-                    let free = if has_scalars {
-                        let info = node.info();
-                        info.allocatable()
-                            .scalar(name)
-                            .wrapping_sub(info.requested().scalar(name))
-                    } else {
-                        0
-                    };
-                    if *want > free {
-                        lacking |= ResourceSet::scalar_bit(i);
-                    }
-                }
+                lacking |= Self::lacking_scalars(cx, st, node);
             }
         }
         if lacking == 0 {
