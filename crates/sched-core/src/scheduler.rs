@@ -520,15 +520,15 @@ impl ChunkBuf {
             self.res.clear();
             self.res.resize(self.alive.len(), Ok(()));
             predicates[*pi as usize].filter_batch(cx, state, &self.alive, &mut self.res);
+            // Keep the passing nodes in order (written unconditionally, advanced on pass).
             let mut kept = 0;
             for k in 0..self.alive.len() {
+                let (node, at) = (self.alive[k], self.alive_pos[k]);
+                self.alive[kept] = node;
+                self.alive_pos[kept] = at;
                 match self.res[k] {
-                    Ok(()) => {
-                        self.alive[kept] = self.alive[k];
-                        self.alive_pos[kept] = self.alive_pos[k];
-                        kept += 1;
-                    }
-                    Err(r) => self.out[self.alive_pos[k] as usize] = Err((*pi, r)),
+                    Ok(()) => kept += 1,
+                    Err(r) => self.out[at as usize] = Err((*pi, r)),
                 }
             }
             self.alive.truncate(kept);

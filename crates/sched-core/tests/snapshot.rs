@@ -210,3 +210,49 @@ fn incremental_node_changes_keep_order_and_index() {
         Err(SnapshotError::UnknownNode(_))
     ));
 }
+
+#[test]
+fn nodes_with_prefer_no_schedule_taints_are_counted_through_updates() {
+    use sched_core::model::{Taint, TaintEffect};
+    let soft = |i: usize, taints: &[TaintEffect]| {
+        let mut n = node(i);
+        for (k, e) in taints.iter().enumerate() {
+            n.spec.taints.push(Taint {
+                key: format!("t{k}"),
+                value: String::new(),
+                effect: *e,
+            });
+        }
+        n
+    };
+    let count = |s: &Snapshot| {
+        s.summaries()
+            .iter()
+            .filter(|x| x.prefer_no_schedule_taints > 0)
+            .count()
+    };
+    let mut s = Snapshot::from_objects(
+        vec![
+            soft(
+                0,
+                &[TaintEffect::PreferNoSchedule, TaintEffect::PreferNoSchedule],
+            ),
+            soft(1, &[TaintEffect::NoSchedule]),
+            soft(2, &[]),
+        ],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 1);
+    s.update_node(soft(2, &[TaintEffect::PreferNoSchedule]))
+        .unwrap();
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 2);
+    s.update_node(soft(0, &[TaintEffect::NoExecute])).unwrap();
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 1);
+    s.add_node(soft(3, &[TaintEffect::PreferNoSchedule]))
+        .unwrap();
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 2);
+    s.remove_node("node-2").unwrap();
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 1);
+    assert_eq!(s.nodes_with_prefer_no_schedule_taints(), count(&s));
+}

@@ -69,6 +69,7 @@ pub struct Snapshot {
     skipped_pods: usize,
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
+    soft_taint_nodes: usize,
     generation: u64,
 }
 
@@ -182,6 +183,11 @@ impl Snapshot {
         self.required_anti_affinity_pods
     }
 
+    /// Number of nodes with at least one PreferNoSchedule taint.
+    pub fn nodes_with_prefer_no_schedule_taints(&self) -> usize {
+        self.soft_taint_nodes
+    }
+
     /// Pods that [`Snapshot::from_objects`] left out (pending, terminated, or on unknown nodes).
     pub fn skipped_pods(&self) -> usize {
         self.skipped_pods
@@ -198,7 +204,10 @@ impl Snapshot {
     }
 
     fn refresh(&mut self, i: usize) {
-        self.summaries[i] = NodeSummary::of(&self.infos[i]);
+        let summary = NodeSummary::of(&self.infos[i]);
+        self.soft_taint_nodes -= usize::from(self.summaries[i].prefer_no_schedule_taints > 0);
+        self.soft_taint_nodes += usize::from(summary.prefer_no_schedule_taints > 0);
+        self.summaries[i] = summary;
         self.generation += 1;
     }
 
@@ -258,7 +267,8 @@ impl Snapshot {
             .ok_or_else(|| SnapshotError::UnknownNode(name.to_string()))?;
         self.count_node_tables(i, -1);
         let info = self.infos.remove(i);
-        self.summaries.remove(i);
+        let summary = self.summaries.remove(i);
+        self.soft_taint_nodes -= usize::from(summary.prefer_no_schedule_taints > 0);
         self.by_name.remove(name);
         for v in self.by_name.values_mut() {
             if *v > i {

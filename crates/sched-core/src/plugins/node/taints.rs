@@ -184,15 +184,19 @@ impl Priority for TaintTolerationPriority {
         feasible: &[u32],
     ) -> Result<PreparedScore, PluginError> {
         let tolerations = &cx.pod().spec.tolerations;
-        let summaries = cx.snapshot().summaries();
+        let snapshot = cx.snapshot();
+        let summaries = snapshot.summaries();
         let tolerate_all = tolerations
             .iter()
             .any(|t| tolerates_all_with_effect(t, TaintEffect::PreferNoSchedule));
-        let any_soft_taint = feasible.iter().any(|&i| {
-            summaries
-                .get(i as usize)
-                .is_some_and(|s| s.prefer_no_schedule_taints > 0)
-        });
+        // The snapshot counts the nodes with soft taints: with none, no feasible node has one
+        // and there is no need to look at each.
+        let any_soft_taint = snapshot.nodes_with_prefer_no_schedule_taints() > 0
+            && feasible.iter().any(|&i| {
+                summaries
+                    .get(i as usize)
+                    .is_some_and(|s| s.prefer_no_schedule_taints > 0)
+            });
         if tolerate_all || !any_soft_taint {
             // Every raw score is 0, which the reversed normalization turns into 100.
             return Ok(PreparedScore::Constant(MAX_NODE_SCORE));
