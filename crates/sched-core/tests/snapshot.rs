@@ -255,4 +255,17 @@ fn nodes_with_prefer_no_schedule_taints_are_counted_through_updates() {
     s.remove_node("node-2").unwrap();
     assert_eq!(s.nodes_with_prefer_no_schedule_taints(), 1);
     assert_eq!(s.nodes_with_prefer_no_schedule_taints(), count(&s));
+    for bit in 0..32 {
+        let flag = 1u32 << bit;
+        let expected = s.summaries().iter().filter(|x| x.has(flag)).count();
+        assert_eq!(s.nodes_with_flag(flag), expected, "flag bit {bit}");
+    }
+    assert_eq!(
+        s.nodes_with_flag(sched_core::snapshot::flags::HARD_TAINTS),
+        2
+    );
+    assert_eq!(
+        s.nodes_with_flag(sched_core::snapshot::flags::ANY_TAINTS),
+        3
+    );
 }

@@ -70,6 +70,8 @@ pub struct Snapshot {
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
     soft_taint_nodes: usize,
+    /// Per bit of [`flags`], how many nodes' summaries have it set.
+    flag_nodes: [usize; 32],
     generation: u64,
 }
 
@@ -183,6 +185,32 @@ impl Snapshot {
         self.required_anti_affinity_pods
     }
 
+    /// Number of nodes whose summary has the [`flags`] bit `flag` set (one bit), so a plugin
+    /// can tell in O(1) that no node is, say, cordoned.
+    pub fn nodes_with_flag(&self, flag: u32) -> usize {
+        if flag.count_ones() != 1 {
+            return self
+                .summaries
+                .iter()
+                .filter(|s| s.flags & flag != 0)
+                .count();
+        }
+        self.flag_nodes[flag.trailing_zeros() as usize]
+    }
+
+    fn count_flags(&mut self, flags: u32, add: bool) {
+        let mut bits = flags;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            if add {
+                self.flag_nodes[b] += 1;
+            } else {
+                self.flag_nodes[b] -= 1;
+            }
+            bits &= bits - 1;
+        }
+    }
+
     /// Number of nodes with at least one PreferNoSchedule taint.
     pub fn nodes_with_prefer_no_schedule_taints(&self) -> usize {
         self.soft_taint_nodes
@@ -207,6 +235,10 @@ impl Snapshot {
         let summary = NodeSummary::of(&self.infos[i]);
         self.soft_taint_nodes -= usize::from(self.summaries[i].prefer_no_schedule_taints > 0);
         self.soft_taint_nodes += usize::from(summary.prefer_no_schedule_taints > 0);
+        if self.summaries[i].flags != summary.flags {
+            self.count_flags(self.summaries[i].flags, false);
+            self.count_flags(summary.flags, true);
+        }
         self.summaries[i] = summary;
         self.generation += 1;
     }
@@ -269,6 +301,7 @@ impl Snapshot {
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
         self.soft_taint_nodes -= usize::from(summary.prefer_no_schedule_taints > 0);
+        self.count_flags(summary.flags, false);
         self.by_name.remove(name);
         for v in self.by_name.values_mut() {
             if *v > i {

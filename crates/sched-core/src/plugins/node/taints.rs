@@ -78,7 +78,10 @@ impl Predicate for PodToleratesNodeTaints {
                 .iter()
                 .any(|t| tolerates_all_with_effect(t, effect))
         };
-        if all(TaintEffect::NoSchedule) && all(TaintEffect::NoExecute) {
+        // Nothing to check when the pod tolerates every hard taint or no node has one.
+        if (all(TaintEffect::NoSchedule) && all(TaintEffect::NoExecute))
+            || cx.snapshot().nodes_with_flag(flags::HARD_TAINTS) == 0
+        {
             return Ok(Prepared::Skip);
         }
         Ok(Prepared::Run(PluginState::new(TaintsState::of(
@@ -247,7 +250,10 @@ impl Predicate for CheckNodeUnschedulable {
     }
 
     fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
-        if tolerates_unschedulable(&cx.pod().spec.tolerations) {
+        // Nothing to check when the pod tolerates cordoned nodes or no node is cordoned.
+        if tolerates_unschedulable(&cx.pod().spec.tolerations)
+            || cx.snapshot().nodes_with_flag(flags::UNSCHEDULABLE) == 0
+        {
             return Ok(Prepared::Skip);
         }
         Ok(Prepared::Run(PluginState::none()))
@@ -419,6 +425,27 @@ mod tests {
         let one = with_tolerations(vec![tol("", Exists, "", Some(NoSchedule))]);
         assert!(!skips(&PodToleratesNodeTaints, &one, &snap));
         assert_eq!(filter(&PodToleratesNodeTaints, &one, &snap, 0), Ok(()));
+    }
+
+    #[test]
+    fn filters_skip_when_no_node_has_what_they_reject() {
+        let soft = snapshot(
+            vec![
+                tainted("n", &[("a", "b", PreferNoSchedule)]),
+                labeled("m", &[]),
+            ],
+            vec![],
+        );
+        assert!(skips(&PodToleratesNodeTaints, &pod(), &soft));
+        assert!(skips(&CheckNodeUnschedulable, &pod(), &soft));
+        assert_eq!(
+            filter_all(&PodToleratesNodeTaints, &pod(), &soft),
+            vec![Ok(()), Ok(())]
+        );
+        assert_eq!(
+            filter_all(&CheckNodeUnschedulable, &pod(), &soft),
+            vec![Ok(()), Ok(())]
+        );
     }
 
     // kube: TestTaintTolerationScore.
