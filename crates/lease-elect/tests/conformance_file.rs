@@ -1,5 +1,5 @@
 //! The conformance suite on [`FileLock`]: the contract (corruption included) and an election
-//! with a real clock. Each check uses files of its own in one temporary directory.
+//! with a real clock. Each check uses a temporary directory of its own.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,10 +34,17 @@ impl LockFactory for Factory {
     }
 }
 
+/// A directory of its own for each test, removed when the test ends.
 async fn factory() -> Option<Factory> {
-    let dir = std::env::temp_dir().join(format!("lease-elect-conformance-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("lease-elect-file"));
     std::fs::create_dir_all(&dir).expect("create the test directory");
     Some(Factory { dir })
+}
+
+impl Drop for Factory {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 lease_elect::conformance_tests!(factory);
