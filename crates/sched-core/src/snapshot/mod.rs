@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
-use crate::model::{Node, Pod, Workload};
+use crate::model::{Node, Pod, TaintEffect, Workload};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +72,9 @@ pub struct Snapshot {
     soft_taint_nodes: usize,
     /// Per bit of [`flags`], how many nodes' summaries have it set.
     flag_nodes: [usize; 32],
+    /// Per node, the index in `spec.taints` of its first NoSchedule/NoExecute taint
+    /// (`u16::MAX` when none), so that a pod without tolerations is judged from dense data.
+    first_hard_taint: Vec<u16>,
     generation: u64,
 }
 
@@ -231,8 +234,21 @@ impl Snapshot {
         self.generation
     }
 
+    /// Per node (index-aligned with [`Snapshot::summaries`]), the index in `spec.taints` of
+    /// the first NoSchedule or NoExecute taint, `u16::MAX` when there is none.
+    pub(crate) fn first_hard_taints(&self) -> &[u16] {
+        &self.first_hard_taint
+    }
+
     fn refresh(&mut self, i: usize) {
         let summary = NodeSummary::of(&self.infos[i]);
+        self.first_hard_taint[i] = self.infos[i]
+            .node()
+            .spec
+            .taints
+            .iter()
+            .position(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+            .map_or(u16::MAX, |p| u16::try_from(p).unwrap_or(u16::MAX));
         self.soft_taint_nodes -= usize::from(self.summaries[i].prefer_no_schedule_taints > 0);
         self.soft_taint_nodes += usize::from(summary.prefer_no_schedule_taints > 0);
         if self.summaries[i].flags != summary.flags {
@@ -275,6 +291,7 @@ impl Snapshot {
         self.infos
             .push(NodeInfo::new(Arc::new(node), &mut self.interner));
         self.summaries.push(NodeSummary::default());
+        self.first_hard_taint.push(u16::MAX);
         self.count_node_tables(i, 1);
         self.refresh(i);
         Ok(())
@@ -300,6 +317,7 @@ impl Snapshot {
         self.count_node_tables(i, -1);
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
+        self.first_hard_taint.remove(i);
         self.soft_taint_nodes -= usize::from(summary.prefer_no_schedule_taints > 0);
         self.count_flags(summary.flags, false);
         self.by_name.remove(name);

@@ -118,6 +118,20 @@ impl Predicate for PodToleratesNodeTaints {
         };
         let snapshot = cx.snapshot();
         let summaries = snapshot.summaries();
+        if st.0.is_empty() {
+            // No toleration can match a hard taint, so a node's first hard taint is the
+            // untolerated one: dense data only, no taint list read.
+            let first = snapshot.first_hard_taints();
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                let i = i as usize;
+                *o = if summaries[i].has(flags::HARD_TAINTS) {
+                    Err(Reason::UntoleratedTaint(first[i]))
+                } else {
+                    Ok(())
+                };
+            }
+            return;
+        }
         for (o, &i) in out.iter_mut().zip(nodes) {
             // Most nodes have no NoSchedule/NoExecute taint: one flag test, no NodeInfo read.
             *o = if summaries[i as usize].has(flags::HARD_TAINTS) {
@@ -425,6 +439,29 @@ mod tests {
         let one = with_tolerations(vec![tol("", Exists, "", Some(NoSchedule))]);
         assert!(!skips(&PodToleratesNodeTaints, &one, &snap));
         assert_eq!(filter(&PodToleratesNodeTaints, &one, &snap, 0), Ok(()));
+    }
+
+    #[test]
+    fn pod_without_tolerations_fails_on_the_first_hard_taint() {
+        let snap = snapshot(
+            vec![
+                tainted(
+                    "n",
+                    &[
+                        ("p", "x", PreferNoSchedule),
+                        ("a", "1", NoExecute),
+                        ("b", "2", NoSchedule),
+                    ],
+                ),
+                tainted("m", &[("p", "x", PreferNoSchedule)]),
+            ],
+            vec![],
+        );
+        // filter_all also checks filter_batch (the dense path for no tolerations) against filter.
+        assert_eq!(
+            filter_all(&PodToleratesNodeTaints, &pod(), &snap),
+            vec![Err(Reason::UntoleratedTaint(1)), Ok(())]
+        );
     }
 
     #[test]
