@@ -226,7 +226,7 @@ pub struct SchedulerBuilder {
     percentage_of_nodes_to_score: u32,
     threads: usize,
     parallel_threshold: usize,
-    rng: Option<Box<dyn RngCore + Send + Sync>>,
+    rng: Option<TieRng>,
 }
 
 impl fmt::Debug for SchedulerBuilder {
@@ -330,13 +330,14 @@ impl SchedulerBuilder {
     }
 
     /// Seeds the tie-breaking RNG (ChaCha8), making runs reproducible.
-    pub fn seed(self, seed: u64) -> Self {
-        self.rng(ChaCha8Rng::seed_from_u64(seed))
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.rng = Some(TieRng::ChaCha(Box::new(ChaCha8Rng::seed_from_u64(seed))));
+        self
     }
 
     /// Uses this RNG for tie-breaking.
     pub fn rng(mut self, rng: impl RngCore + Send + Sync + 'static) -> Self {
-        self.rng = Some(Box::new(rng));
+        self.rng = Some(TieRng::Custom(Box::new(rng)));
         self
     }
 
@@ -400,7 +401,7 @@ impl SchedulerBuilder {
             pool,
             rng: self
                 .rng
-                .unwrap_or_else(|| Box::new(ChaCha8Rng::from_os_rng())),
+                .unwrap_or_else(|| TieRng::ChaCha(Box::new(ChaCha8Rng::from_os_rng()))),
             next_start_index: 0,
             scratch: Scratch::default(),
         })
@@ -408,6 +409,14 @@ impl SchedulerBuilder {
 }
 
 type Outcome = Result<(), (u16, Reason)>;
+
+/// The tie-breaking RNG. The built-in ChaCha8 is kept with its concrete type so that `select_host`, which
+/// may draw once per tied node (thousands of times per pod on a uniform cluster), inlines its
+/// generator instead of calling through a `dyn RngCore` per draw; the stream is the same.
+enum TieRng {
+    ChaCha(Box<ChaCha8Rng>),
+    Custom(Box<dyn RngCore + Send + Sync>),
+}
 
 #[derive(Default)]
 struct Scratch {
@@ -441,7 +450,7 @@ pub struct Scheduler {
     threads: usize,
     parallel_threshold: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
-    rng: Box<dyn RngCore + Send + Sync>,
+    rng: TieRng,
     next_start_index: usize,
     scratch: Scratch,
 }
@@ -691,8 +700,11 @@ impl Scheduler {
             });
         }
         self.prioritize(&cx)?;
-        let pick =
-            select_host(&self.scratch.totals, &mut self.rng).map_err(|_| ScheduleError::NoNodes)?;
+        let pick = match &mut self.rng {
+            TieRng::ChaCha(rng) => select_host(&self.scratch.totals, rng.as_mut()),
+            TieRng::Custom(rng) => select_host(&self.scratch.totals, rng),
+        }
+        .map_err(|_| ScheduleError::NoNodes)?;
         let idx = self.scratch.feasible[pick] as usize;
         Ok(ScheduleResult {
             node: snapshot.node_infos()[idx].name().to_string(),
