@@ -808,4 +808,65 @@ mod tests {
             let _ = most_requested_score(r, c);
         }
     }
+
+    mod f64_division {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Capacities around the f64 bound and small ones, where rounding is most delicate.
+        fn capacity() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                1i64..=1_000,
+                1i64..=F64_EXACT_CAPACITY,
+                (F64_EXACT_CAPACITY - 1_000)..=F64_EXACT_CAPACITY,
+                (F64_EXACT_CAPACITY - 1_000)..=(F64_EXACT_CAPACITY + 1_000),
+            ]
+        }
+
+        #[test]
+        fn quotient_is_exact_around_every_integer_at_the_bound() {
+            for cap in [
+                1,
+                3,
+                7,
+                99,
+                101,
+                32_000,
+                137_438_953_472,
+                F64_EXACT_CAPACITY - 1,
+                F64_EXACT_CAPACITY,
+            ] {
+                for k in 0..=100i64 {
+                    for d in -2..=2i64 {
+                        let n = k * cap + d;
+                        if (0..=100 * cap).contains(&n) {
+                            assert_eq!(quotient_to_100(n, cap), n / cap, "{n} / {cap}");
+                        }
+                    }
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+            #[test]
+            fn quotient_matches_integer_division(cap in capacity(), k in 0i64..=100, d in -3i64..=3, any_n in 0i64..=i64::MAX) {
+                let cap = cap.min(F64_EXACT_CAPACITY);
+                for n in [k * cap + d, any_n % (100 * cap + 1)] {
+                    if (0..=100 * cap).contains(&n) {
+                        prop_assert_eq!(quotient_to_100(n, cap), n / cap);
+                    }
+                }
+            }
+
+            #[test]
+            fn fast_scores_match_kubes_integer_formulas(cap in capacity(), req in -10i64..=(F64_EXACT_CAPACITY + 10), near in -3i64..=3, any_req: i64, any_cap: i64) {
+                for (r, c) in [(req, cap), ((cap + near).max(0), cap), (cap - cap / 3 + near, cap), (any_req, any_cap), (any_req, cap), (req, any_cap)] {
+                    prop_assert_eq!(least_requested_score_fast(r, c), least_requested_score(r, c), "least {} {}", r, c);
+                    prop_assert_eq!(most_requested_score_fast(r, c), most_requested_score(r, c), "most {} {}", r, c);
+                }
+            }
+        }
+    }
 }
