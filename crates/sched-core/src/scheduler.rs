@@ -522,13 +522,25 @@ impl ChunkBuf {
         self.alive.extend_from_slice(&self.nodes);
         self.alive_pos.clear();
         self.alive_pos.extend(0..self.nodes.len() as u32);
-        for (pi, state) in active {
+        for (j, (pi, state)) in active.iter().enumerate() {
             if self.alive.is_empty() {
                 break;
             }
             self.res.clear();
             self.res.resize(self.alive.len(), Ok(()));
             predicates[*pi as usize].filter_batch(cx, state, &self.alive, &mut self.res);
+            if j + 1 == active.len() {
+                // The last predicate: record failures, no survivors to keep.
+                for (r, &at) in self.res.iter().zip(&self.alive_pos) {
+                    if let Err(r) = *r {
+                        self.out[at as usize] = Err((*pi, r));
+                    }
+                }
+                break;
+            }
+            if self.res.iter().all(Result::is_ok) {
+                continue;
+            }
             // Keep the passing nodes in order (written unconditionally, advanced on pass).
             let mut kept = 0;
             for k in 0..self.alive.len() {
