@@ -23,7 +23,7 @@ step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test (unit, integration, property, multi-process, real-server and doc tests)"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
