@@ -558,6 +558,39 @@ impl ChunkBuf {
     }
 }
 
+/// Zero exactly when `v` is a valid node score (0..=100): neither `v` nor `v + 27` may have a
+/// bit above the low 7 (negative values have the high bits set, 101..=127 reach bit 7 with
+/// the 27 added).
+#[inline]
+fn out_of_range_bits(v: i64) -> i64 {
+    const HIGH: i64 = !127;
+    const _: () = assert!(MAX_NODE_SCORE + 27 == 127);
+    (v & HIGH) | (v.wrapping_add(27) & HIGH)
+}
+
+#[cfg(test)]
+#[test]
+fn out_of_range_bits_match_the_score_range() {
+    let edges = [i64::MIN, i64::MIN + 1, -(1 << 40), i64::MAX - 26, i64::MAX];
+    for v in (-1000..=1000).chain(edges) {
+        assert_eq!(
+            out_of_range_bits(v) == 0,
+            (0..=MAX_NODE_SCORE).contains(&v),
+            "{v}"
+        );
+    }
+}
+
+/// Replaces `nodes` with the node indices at evaluation positions `pos..pos + len` when
+/// evaluation starts at `start` (`pos + len <= n`): at most two plain ranges.
+fn fill_positions(nodes: &mut Vec<u32>, start: usize, pos: usize, len: usize, n: usize) {
+    nodes.clear();
+    let first = wrap(start, pos, n);
+    let straight = len.min(n - first);
+    nodes.extend((first..first + straight).map(|i| i as u32));
+    nodes.extend((0..len - straight).map(|i| i as u32));
+}
+
 /// The node index at evaluation position `pos` when evaluation starts at `start` (both < n).
 #[inline]
 fn wrap(start: usize, pos: usize, n: usize) -> usize {
@@ -792,9 +825,7 @@ impl Scheduler {
         while pos < n {
             let needed = to_find - s.feasible.len();
             let len = needed.clamp(8, SEQ_BATCH).min(n - pos);
-            buf.nodes.clear();
-            buf.nodes
-                .extend((pos..pos + len).map(|p| wrap(start, p, n) as u32));
+            fill_positions(&mut buf.nodes, start, pos, len, n);
             buf.filter(
                 &self.predicates,
                 active,
@@ -853,9 +884,7 @@ impl Scheduler {
                     }
                     let lo = k * CHUNK;
                     let hi = (lo + CHUNK).min(n);
-                    buf.nodes.clear();
-                    buf.nodes
-                        .extend((lo..hi).map(|pos| wrap(start, pos, n) as u32));
+                    fill_positions(&mut buf.nodes, start, lo, hi - lo, n);
                     buf.filter(predicates, active, always_all, cx);
                     let ok = buf.out.iter().filter(|o| o.is_ok()).count();
                     found.fetch_add(ok, Ordering::AcqRel);
@@ -963,12 +992,21 @@ impl Scheduler {
                     p.normalize(cx, &state, row);
                     // One branch-free pass: add the weighted scores and remember whether any
                     // was out of range; only then look for the offending node.
-                    let mut in_range = true;
-                    for (&v, t) in row.iter().zip(s.totals.iter_mut()) {
-                        in_range &= (0..=MAX_NODE_SCORE).contains(&v);
-                        *t = t.wrapping_add(v.wrapping_mul(*w));
+                    // OR-ing `out_of_range_bits` over the row vectorizes, unlike per-value
+                    // range compares.
+                    let mut out_of_range = 0i64;
+                    if *w == 1 {
+                        for (&v, t) in row.iter().zip(s.totals.iter_mut()) {
+                            out_of_range |= out_of_range_bits(v);
+                            *t = t.wrapping_add(v);
+                        }
+                    } else {
+                        for (&v, t) in row.iter().zip(s.totals.iter_mut()) {
+                            out_of_range |= out_of_range_bits(v);
+                            *t = t.wrapping_add(v.wrapping_mul(*w));
+                        }
                     }
-                    if !in_range {
+                    if out_of_range != 0 {
                         let (i, &v) = row
                             .iter()
                             .enumerate()
