@@ -1,7 +1,7 @@
 //! GeneralPredicates: resources, host name, host ports and node selector in one predicate.
 
 use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
+    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
 use crate::snapshot::HostPort;
 
@@ -114,6 +114,20 @@ impl Predicate for GeneralPredicates {
         let snapshot = cx.snapshot();
         if st.host.is_none() && st.ports.is_empty() && st.selector.is_none() {
             // Only the resource check has anything to do (the common pod).
+            if !st.fit.reads_node_info() {
+                // No scalar request either: the summaries say it all.
+                let (req, summaries) = (cx.requests(), snapshot.summaries());
+                for (o, &i) in out.iter_mut().zip(nodes) {
+                    let lacking =
+                        PodFitsResources::lacking_dense(req, &st.fit, &summaries[i as usize]);
+                    *o = if lacking == 0 {
+                        Ok(())
+                    } else {
+                        Err(Reason::Insufficient(ResourceSet(lacking)))
+                    };
+                }
+                return;
+            }
             for (o, &i) in out.iter_mut().zip(nodes) {
                 *o = self.resources.check(cx, &st.fit, snapshot.node(i as usize));
             }

@@ -3,7 +3,8 @@
 use crate::framework::{
     CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
-use crate::snapshot::flags;
+use crate::model::Resources;
+use crate::snapshot::{NodeSummary, flags};
 
 use super::util::is_extended_resource_name;
 
@@ -35,6 +36,14 @@ pub(crate) struct FitState {
     scalar_mask: u64,
     /// Indices into the pod's scalar requests to check.
     scalars: Vec<usize>,
+}
+
+impl FitState {
+    /// Whether the check needs more than the node's summary (scalar requests to compare).
+    #[inline]
+    pub(crate) fn reads_node_info(&self) -> bool {
+        !self.zero_request && self.scalar_mask != 0
+    }
 }
 
 impl PodFitsResources {
@@ -112,21 +121,16 @@ impl PodFitsResources {
         lacking
     }
 
+    /// The part of [`PodFitsResources::check`] that reads only the node's summary (pod count,
+    /// CPU, memory, ephemeral storage), as lacking [`ResourceSet`] bits.
     #[inline]
-    pub(crate) fn check(
-        &self,
-        cx: &CycleContext<'_>,
-        st: &FitState,
-        node: NodeRef<'_>,
-    ) -> Result<(), Reason> {
+    pub(crate) fn lacking_dense(req: &Resources, st: &FitState, s: &NodeSummary) -> u64 {
         // Go's int64 arithmetic wraps; so does this, and it never panics on absurd input.
-        let s = node.summary();
         let mut lacking = 0u64;
         if i64::from(s.pod_count) + 1 > s.alloc_pods {
             lacking |= ResourceSet::PODS;
         }
         if !st.zero_request {
-            let req = cx.requests();
             if req.milli_cpu > s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu) {
                 lacking |= ResourceSet::CPU;
             }
@@ -136,9 +140,20 @@ impl PodFitsResources {
             if req.ephemeral_storage > s.alloc_ephemeral.wrapping_sub(s.req_ephemeral) {
                 lacking |= ResourceSet::EPHEMERAL_STORAGE;
             }
-            if st.scalar_mask != 0 {
-                lacking |= Self::lacking_scalars(cx, st, node);
-            }
+        }
+        lacking
+    }
+
+    #[inline]
+    pub(crate) fn check(
+        &self,
+        cx: &CycleContext<'_>,
+        st: &FitState,
+        node: NodeRef<'_>,
+    ) -> Result<(), Reason> {
+        let mut lacking = Self::lacking_dense(cx.requests(), st, node.summary());
+        if st.reads_node_info() {
+            lacking |= Self::lacking_scalars(cx, st, node);
         }
         if lacking == 0 {
             Ok(())
