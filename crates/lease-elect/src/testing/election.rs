@@ -362,7 +362,22 @@ impl<'f, F: LockFactory> Election<'f, F> {
                     .collect::<Vec<_>>()
             );
             if let [leader] = leaders[..] {
-                return (leader, start.elapsed());
+                let found = start.elapsed();
+                // `is_leader` turns true a moment before `on_started_leading` records the
+                // term (a task wake-up; longer on a busy machine): wait for the record too.
+                let identity = &self.participants[leader].identity;
+                let recorded_by = std::time::Instant::now() + Duration::from_secs(1);
+                while !lock_terms(&self.terms)
+                    .last()
+                    .is_some_and(|t| &t.identity == identity && t.lost_at.is_none())
+                {
+                    assert!(
+                        std::time::Instant::now() <= recorded_by,
+                        "{what}: {identity} leads but its term was not recorded within 1 s"
+                    );
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                return (leader, found);
             }
             assert!(
                 start.elapsed() <= limit,
