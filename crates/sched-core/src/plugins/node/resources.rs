@@ -14,7 +14,7 @@ use super::util::is_extended_resource_name;
 /// even for a pod that requests nothing: "Too many pods") and, unless the pod requests no CPU,
 /// memory, ephemeral storage or scalar resource, each request is at most allocatable minus what
 /// the node's pods already request ("Insufficient cpu", "Insufficient memory",
-/// "Insufficient ephemeral-storage", "Insufficient <name>" for extended resources, hugepages
+/// "Insufficient ephemeral-storage", "Insufficient `<name>`" for extended resources, hugepages
 /// and other scalars). Every lacking resource is reported, as kube does.
 ///
 /// Argument (optional): extended resources to ignore, by full name (kube's
