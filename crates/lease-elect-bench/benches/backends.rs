@@ -14,7 +14,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use lease_elect::{ElectionConfig, LeaderElector, ResourceLock};
 use tokio::runtime::Runtime;
 
-#[path = "../crates/lease-elect-kube/tests/apiserver/mod.rs"]
+#[path = "../../lease-elect-kube/tests/apiserver/mod.rs"]
 #[allow(dead_code)]
 mod apiserver;
 
