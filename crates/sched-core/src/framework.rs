@@ -20,6 +20,7 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::dense::{DenseFilter, DenseScore};
 use crate::model::{Node, Pod, Resources, pod_non_zero_requests, pod_requests};
 use crate::snapshot::{NodeInfo, NodeSummary, Snapshot};
 
@@ -347,6 +348,14 @@ pub trait Predicate: Send + Sync {
         }
     }
 
+    /// The summary-only form of this predicate for the prepared pod, if it has one (see
+    /// [`crate::dense`]): the node passes `filter` exactly when it passes the dense filter.
+    /// Only built-in predicates have one; the default is `None`.
+    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
+        let _ = (cx, state);
+        None
+    }
+
     /// Text of a [`Reason::Custom`] code this predicate returns.
     fn explain(&self, code: u32) -> Cow<'static, str> {
         Cow::Owned(format!("node(s) failed {} (code {code})", self.name()))
@@ -392,6 +401,14 @@ pub trait Priority: Send + Sync {
         for (o, &i) in out.iter_mut().zip(nodes) {
             *o = self.score(cx, state, snapshot.node(i as usize));
         }
+    }
+
+    /// The summary-only form of this priority for the prepared pod, if it has one (see
+    /// [`crate::dense`]): it gives every node the score that `score` followed by `normalize`
+    /// gives. Only built-in priorities have one; the default is `None`.
+    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseScore> {
+        let _ = (cx, state);
+        None
     }
 
     /// Rewrites raw scores into 0..=100. The default leaves them as they are.

@@ -40,6 +40,7 @@
 //! nothing to do for the pod are skipped, and filters and scores read a dense per-node
 //! [`snapshot::NodeSummary`]; scheduling allocates nothing per node.
 
+pub mod dense;
 pub mod framework;
 pub mod model;
 pub mod plugins;

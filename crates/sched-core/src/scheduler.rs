@@ -6,10 +6,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{RngCore, SeedableRng};
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::dense::{DenseFilter, DenseLoad, DenseScore, DenseScorer};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, PluginError, PluginState, Predicate, Prepared, PreparedScore,
     Priority, Reason,
@@ -56,6 +57,13 @@ pub struct EmptyScores;
 /// Picks the index of a highest score in one pass, choosing uniformly among ties by reservoir
 /// sampling with the given RNG (kube's `selectHost`).
 ///
+/// kube draws a random number for every tie, which on a uniform cluster means thousands of
+/// draws per pod. This pass draws only when the pick changes: holding the `t`-th tie, the next
+/// replacement comes at the `m`-th tie with `P(later than m) = t / m`, exactly the chance that
+/// reservoir sampling keeps its pick through ties `t + 1..=m`, so the pick is uniform over the
+/// ties as in kube, with about `ln(ties) + 1` draws. The chance is computed from one 64-bit
+/// draw (`floor(t * 2^64 / (r + 1))`), which is within `2^-64` of it.
+///
 /// ```
 /// use rand::SeedableRng;
 /// let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
@@ -65,20 +73,73 @@ pub struct EmptyScores;
 /// ```
 pub fn select_host<R: RngCore + ?Sized>(scores: &[i64], rng: &mut R) -> Result<usize, EmptyScores> {
     let (&first, rest) = scores.split_first().ok_or(EmptyScores)?;
-    let (mut best, mut selected, mut ties) = (first, 0usize, 1u32);
+    let mut pick = Reservoir::new(first, 0);
     for (i, &s) in rest.iter().enumerate() {
-        if s > best {
-            best = s;
-            selected = i + 1;
-            ties = 1;
-        } else if s == best {
-            ties += 1;
-            if rng.random_range(0..ties) == 0 {
-                selected = i + 1;
-            }
+        pick.offer(s, i + 1, rng);
+    }
+    Ok(pick.selected)
+}
+
+/// One-pass selection of a highest score, uniform among ties (see [`select_host`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reservoir {
+    best: i64,
+    /// The pick so far (meaningless while `ties` is 0).
+    pub(crate) selected: usize,
+    /// Ties of `best` seen so far.
+    ties: u64,
+    /// The tie count at which the pick is replaced next; 0 = not drawn yet.
+    next: u64,
+}
+
+impl Reservoir {
+    /// Before the first offer.
+    pub(crate) const EMPTY: Reservoir = Reservoir {
+        best: i64::MIN,
+        selected: 0,
+        ties: 0,
+        next: 0,
+    };
+
+    fn new(score: i64, index: usize) -> Reservoir {
+        Reservoir {
+            best: score,
+            selected: index,
+            ties: 1,
+            next: 0,
         }
     }
-    Ok(selected)
+
+    /// Offers the score of the node at `index` (offered in increasing order).
+    #[inline(always)]
+    pub(crate) fn offer<R: RngCore + ?Sized>(&mut self, score: i64, index: usize, rng: &mut R) {
+        if score > self.best || self.ties == 0 {
+            *self = Reservoir::new(score, index);
+        } else if score == self.best {
+            self.offer_tie(index, rng);
+        }
+    }
+
+    #[inline]
+    fn offer_tie<R: RngCore + ?Sized>(&mut self, index: usize, rng: &mut R) {
+        if self.next == 0 {
+            self.next = next_replacement(self.ties, rng);
+        }
+        self.ties += 1;
+        if self.ties == self.next {
+            self.selected = index;
+            self.next = next_replacement(self.ties, rng);
+        }
+    }
+}
+
+/// Holding the `t`-th tie, the tie count of the next replacement: `floor(t / u) + 1` for `u`
+/// uniform in (0, 1], so that `P(> m) = t / m` for `m >= t`.
+#[cold]
+fn next_replacement<R: RngCore + ?Sized>(t: u64, rng: &mut R) -> u64 {
+    let r = u128::from(rng.next_u64()) + 1;
+    let q = (u128::from(t) << 64) / r;
+    u64::try_from(q).unwrap_or(u64::MAX).saturating_add(1)
 }
 
 /// Why a scheduler could not be built.
@@ -226,6 +287,7 @@ pub struct SchedulerBuilder {
     percentage_of_nodes_to_score: u32,
     threads: usize,
     parallel_threshold: usize,
+    dense: bool,
     rng: Option<TieRng>,
 }
 
@@ -270,6 +332,7 @@ impl Default for SchedulerBuilder {
             percentage_of_nodes_to_score: 0,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             parallel_threshold: 2_000,
+            dense: true,
             rng: None,
         }
     }
@@ -326,6 +389,14 @@ impl SchedulerBuilder {
     /// costs more than it saves there). Default 2,000 nodes.
     pub fn parallel_threshold(mut self, nodes: usize) -> Self {
         self.parallel_threshold = nodes;
+        self
+    }
+
+    /// Whether built-in plugins may run through their dense forms (see [`crate::dense`]);
+    /// default on. Off, every plugin runs through its `filter` and `score`: the decisions are
+    /// the same, only slower (tests compare the two).
+    pub fn dense(mut self, on: bool) -> Self {
+        self.dense = on;
         self
     }
 
@@ -398,6 +469,7 @@ impl SchedulerBuilder {
             percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
             threads: self.threads,
             parallel_threshold: self.parallel_threshold,
+            dense: self.dense,
             pool,
             rng: self
                 .rng
@@ -409,6 +481,10 @@ impl SchedulerBuilder {
 }
 
 type Outcome = Result<(), (u16, Reason)>;
+
+/// The predicate index of a failure whose reason is not computed yet (see
+/// [`Scheduler::filter_dense`]).
+const PENDING: u16 = u16::MAX;
 
 /// The tie-breaking RNG. The built-in ChaCha8 is kept with its concrete type so that `select_host`, which
 /// may draw once per tied node (thousands of times per pod on a uniform cluster), inlines its
@@ -436,6 +512,8 @@ struct Scratch {
     constants: Vec<Option<i64>>,
     /// Sum of weight x score over the constant priorities (the same for every node).
     constant_total: i64,
+    /// The priorities scored through their dense form: index, form, weight.
+    dense: Vec<(usize, DenseScore, i64)>,
 }
 
 /// A compiled scheduling pipeline: predicates, weighted priorities, and the cycle settings.
@@ -449,6 +527,7 @@ pub struct Scheduler {
     percentage_of_nodes_to_score: u32,
     threads: usize,
     parallel_threshold: usize,
+    dense: bool,
     pool: Option<Arc<rayon::ThreadPool>>,
     rng: TieRng,
     next_start_index: usize,
@@ -558,11 +637,39 @@ impl ChunkBuf {
     }
 }
 
+/// Scores the feasible nodes at positions `range` with every dense priority, node by node
+/// (when [`DenseScorer`] cannot arrange them): writes each score into its row of `table`
+/// (priority-major, rows as long as `feasible`) and adds the weighted scores to `totals`.
+/// Returns the OR of [`out_of_range_bits`] over the scores.
+fn score_each(
+    dense: &[(usize, DenseScore, i64)],
+    nodes: &[DenseLoad],
+    feasible: &[u32],
+    range: std::ops::Range<usize>,
+    table: &mut [i64],
+    totals: &mut [i64],
+) -> i64 {
+    let f = feasible.len();
+    let mut out_of_range = 0i64;
+    for k in range {
+        let node = &nodes[feasible[k] as usize];
+        let mut total = totals[k];
+        for &(pi, d, w) in dense {
+            let v = d.score(node);
+            out_of_range |= out_of_range_bits(v);
+            table[pi * f + k] = v;
+            total = total.wrapping_add(v.wrapping_mul(w));
+        }
+        totals[k] = total;
+    }
+    out_of_range
+}
+
 /// Zero exactly when `v` is a valid node score (0..=100): neither `v` nor `v + 27` may have a
 /// bit above the low 7 (negative values have the high bits set, 101..=127 reach bit 7 with
 /// the 27 added).
 #[inline]
-fn out_of_range_bits(v: i64) -> i64 {
+pub(crate) fn out_of_range_bits(v: i64) -> i64 {
     const HIGH: i64 = !127;
     const _: () = assert!(MAX_NODE_SCORE + 27 == 127);
     (v & HIGH) | (v.wrapping_add(27) & HIGH)
@@ -716,14 +823,27 @@ impl Scheduler {
         }
         let to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
         let start = self.next_start_index % n;
-        let processed = if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty()
-        {
+        let dense = if !self.dense || self.always_check_all_predicates || active.is_empty() {
+            None
+        } else {
+            active
+                .iter()
+                .try_fold(DenseFilter::ALL, |acc, (pi, state)| {
+                    Some(acc.and(self.predicates[*pi as usize].dense(&cx, state)?))
+                })
+        };
+        let processed = if let Some(filter) = dense {
+            self.filter_dense(&cx, filter, start, to_find)
+        } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
             self.filter_parallel(&cx, &active, start, to_find)
         } else {
             self.filter_sequential(&cx, &active, start, to_find)
         };
         self.next_start_index = (start + processed) % n;
 
+        if self.scratch.feasible.is_empty() {
+            self.resolve_pending(&cx, &active);
+        }
         let feasible = self.scratch.feasible.len();
         let evaluated = feasible + self.scratch.failures.len();
         if feasible == 0 {
@@ -744,12 +864,15 @@ impl Scheduler {
                 score: 0,
             });
         }
-        self.prioritize(&cx)?;
-        let pick = match &mut self.rng {
-            TieRng::ChaCha(rng) => select_host(&self.scratch.totals, rng.as_mut()),
-            TieRng::Custom(rng) => select_host(&self.scratch.totals, rng),
-        }
-        .map_err(|_| ScheduleError::NoNodes)?;
+        let selected = self.prioritize(&cx)?;
+        let pick = match (selected, &mut self.rng) {
+            (Some(pick), _) => pick,
+            (None, TieRng::ChaCha(rng)) => select_host(&self.scratch.totals, rng.as_mut())
+                .map_err(|_| ScheduleError::NoNodes)?,
+            (None, TieRng::Custom(rng)) => {
+                select_host(&self.scratch.totals, rng).map_err(|_| ScheduleError::NoNodes)?
+            }
+        };
         let idx = self.scratch.feasible[pick] as usize;
         Ok(ScheduleResult {
             node: snapshot.node_infos()[idx].name().to_string(),
@@ -800,6 +923,95 @@ impl Scheduler {
             None => Ok(()),
             Some(f) => Err(f),
         }
+    }
+
+    /// Filters with the predicates' combined [`DenseFilter`] (every active predicate has one),
+    /// in one pass over the dense node array. A node that fails is recorded with
+    /// [`PENDING`] for its reason: reasons are only read when no node fits, and then
+    /// [`Scheduler::resolve_pending`] asks the predicates' own `filter`. Same result as
+    /// [`Scheduler::filter_sequential`].
+    fn filter_dense(
+        &mut self,
+        cx: &CycleContext<'_>,
+        filter: DenseFilter,
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        const _: () = assert!(SEQ_BATCH.is_power_of_two());
+        let fit = cx.snapshot().dense_fit();
+        let n = fit.len();
+        let s = &mut self.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        // Batches of nodes into buffers on the stack, whose counts stay in registers (pushing
+        // to the scratch vectors node by node reloads their lengths from memory).
+        let mut passed = [0u32; SEQ_BATCH];
+        let mut failed = [0u32; SEQ_BATCH];
+        let mut pos = 0;
+        for range in [start..n, 0..start] {
+            let offset = range.start;
+            for (c, batch) in fit[range].chunks(SEQ_BATCH).enumerate() {
+                let base = offset + c * SEQ_BATCH;
+                let (mut ok, mut bad) = (0usize, 0usize);
+                for (j, node) in batch.iter().enumerate() {
+                    let i = (base + j) as u32;
+                    // The counts stay below the batch length; the masks let the compiler
+                    // see it.
+                    if filter.passes(node) {
+                        passed[ok & (SEQ_BATCH - 1)] = i;
+                        ok += 1;
+                    } else {
+                        failed[bad & (SEQ_BATCH - 1)] = i;
+                        bad += 1;
+                    }
+                }
+                let needed = to_find - s.feasible.len();
+                let mut len = batch.len();
+                if ok >= needed {
+                    // Stop right after the `to_find`-th feasible node.
+                    let last = passed[needed - 1];
+                    ok = needed;
+                    bad = failed[..bad].partition_point(|&i| i < last);
+                    len = (last as usize - base) + 1;
+                }
+                s.feasible.extend_from_slice(&passed[..ok]);
+                s.failures.extend(
+                    failed[..bad]
+                        .iter()
+                        .map(|&i| (i, PENDING, Reason::Custom(0))),
+                );
+                pos += len;
+                if s.feasible.len() >= to_find {
+                    return pos;
+                }
+            }
+        }
+        pos
+    }
+
+    /// Gives the failures recorded by [`Scheduler::filter_dense`] their reasons: the first
+    /// failing predicate and its reason, from the predicates' `filter`.
+    fn resolve_pending(&mut self, cx: &CycleContext<'_>, active: &[(u16, PluginState)]) {
+        let s = &mut self.scratch;
+        let mut kept = 0;
+        for k in 0..s.failures.len() {
+            let (idx, pi, _) = s.failures[k];
+            if pi != PENDING {
+                s.failures[kept] = s.failures[k];
+                kept += 1;
+                continue;
+            }
+            match Self::check_node(&self.predicates, active, false, cx, idx as usize) {
+                Err((pi, r)) => {
+                    s.failures[kept] = (idx, pi, r);
+                    kept += 1;
+                }
+                // Dense forms match their predicates exactly (tested), so this does not
+                // happen; were it to, the predicates' answer wins.
+                Ok(()) => s.feasible.push(idx),
+            }
+        }
+        s.failures.truncate(kept);
     }
 
     fn filter_sequential(
@@ -924,7 +1136,11 @@ impl Scheduler {
         n
     }
 
-    fn prioritize(&mut self, cx: &CycleContext<'_>) -> Result<(), ScheduleError> {
+    /// Scores the feasible nodes into `scratch.totals` (and the table). When every priority
+    /// is constant or dense, the dense pass also selects the host as it goes (the same offers
+    /// in the same order as [`select_host`] over the totals, so the same pick) and its index
+    /// is returned.
+    fn prioritize(&mut self, cx: &CycleContext<'_>) -> Result<Option<usize>, ScheduleError> {
         let s = &mut self.scratch;
         let f = s.feasible.len();
         s.totals.clear();
@@ -934,7 +1150,7 @@ impl Scheduler {
             // kube: with no priorities every node scores 1.
             s.table.clear();
             s.totals.resize(f, 1);
-            return Ok(());
+            return Ok(None);
         }
         s.totals.resize(f, 0);
         // No clearing: every row of a priority that runs is overwritten by `score_batch`, and
@@ -955,12 +1171,40 @@ impl Scheduler {
                 }
             }
         }
+        // Priorities with a dense form are computed here, all in one loop (below); the others
+        // through their `score_batch`.
+        s.dense.clear();
+        for (pi, prep) in prepared.iter().enumerate() {
+            if !self.dense {
+                break;
+            }
+            if let PreparedScore::Run(state) = prep
+                && let Some(d) = self.priorities[pi].0.dense(cx, state)
+            {
+                s.dense.push((pi, d, self.priorities[pi].1));
+            }
+        }
+        let scorer = DenseScorer::new(&s.dense);
+        let fuse_select = scorer.is_some()
+            && prepare_error.is_none()
+            && prepared.iter().enumerate().all(|(pi, p)| {
+                matches!(p, PreparedScore::Constant(_)) || s.dense.iter().any(|d| d.0 == pi)
+            });
+        let mut reservoir = Reservoir::EMPTY;
+        let rng: &mut dyn RngCore = match &mut self.rng {
+            TieRng::ChaCha(rng) => rng.as_mut(),
+            TieRng::Custom(rng) => rng.as_mut(),
+        };
+        let dense_nodes = cx.snapshot().dense_load();
+        let mut dense_out_of_range = 0i64;
         // Score chunk by chunk, every running priority on one chunk of nodes while the chunk's
         // summaries are in the L1 cache, instead of streaming all of them once per priority.
         for lo in (0..f).step_by(SCORE_CHUNK) {
             let hi = (lo + SCORE_CHUNK).min(f);
             for (pi, prep) in prepared.iter().enumerate() {
-                if let PreparedScore::Run(state) = prep {
+                if let PreparedScore::Run(state) = prep
+                    && !s.dense.iter().any(|d| d.0 == pi)
+                {
                     self.priorities[pi].0.score_batch(
                         cx,
                         state,
@@ -969,6 +1213,30 @@ impl Scheduler {
                     );
                 }
             }
+            if let Some(scorer) = &scorer {
+                dense_out_of_range |= scorer.run(
+                    dense_nodes,
+                    &s.feasible,
+                    lo..hi,
+                    &mut s.table,
+                    &mut s.totals,
+                    fuse_select.then_some((&mut reservoir, &mut *rng)),
+                );
+            } else if !s.dense.is_empty() {
+                dense_out_of_range |= score_each(
+                    &s.dense,
+                    dense_nodes,
+                    &s.feasible,
+                    lo..hi,
+                    &mut s.table,
+                    &mut s.totals,
+                );
+            }
+        }
+        if dense_out_of_range != 0 {
+            // Dense scores are always in range; were one not, report it as the general path
+            // would (scanning the rows below).
+            s.dense.clear();
         }
         for (pi, ((p, w), prep)) in self.priorities.iter().zip(prepared).enumerate() {
             match prep {
@@ -985,6 +1253,10 @@ impl Scheduler {
                     }
                     s.constants.push(Some(c));
                     s.constant_total += c * w;
+                }
+                PreparedScore::Run(_) if s.dense.iter().any(|d| d.0 == pi) => {
+                    // Scored, weighed and added by `score_dense`.
+                    s.constants.push(None);
                 }
                 PreparedScore::Run(state) => {
                     s.constants.push(None);
@@ -1025,7 +1297,7 @@ impl Scheduler {
         }
         match prepare_error {
             Some(e) => Err(e.into()),
-            None => Ok(()),
+            None => Ok(fuse_select.then_some(reservoir.selected)),
         }
     }
 

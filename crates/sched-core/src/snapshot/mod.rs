@@ -13,6 +13,7 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
+use crate::dense::{DenseFit, DenseLoad};
 use crate::model::{Node, Pod, TaintEffect, Workload};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
@@ -60,6 +61,10 @@ pub enum SnapshotError {
 pub struct Snapshot {
     infos: Vec<NodeInfo>,
     summaries: Vec<NodeSummary>,
+    /// [`DenseFit::of`] each summary, index-aligned.
+    dense_fit: Vec<DenseFit>,
+    /// [`DenseLoad::of`] each summary, index-aligned.
+    dense_load: Vec<DenseLoad>,
     by_name: HashMap<String, usize>,
     pod_node: HashMap<String, usize>,
     interner: Interner,
@@ -96,6 +101,8 @@ impl Snapshot {
         let mut s = Snapshot::new();
         s.infos.reserve(nodes.len());
         s.summaries.reserve(nodes.len());
+        s.dense_fit.reserve(nodes.len());
+        s.dense_load.reserve(nodes.len());
         for n in nodes {
             s.add_node(n)?;
         }
@@ -130,6 +137,18 @@ impl Snapshot {
     /// The dense summaries, index-aligned with [`Snapshot::node_infos`].
     pub fn summaries(&self) -> &[NodeSummary] {
         &self.summaries
+    }
+
+    /// What each node has free, index-aligned with [`Snapshot::summaries`] (see
+    /// [`crate::dense`]).
+    pub fn dense_fit(&self) -> &[DenseFit] {
+        &self.dense_fit
+    }
+
+    /// What each node has requested and allocatable, index-aligned with
+    /// [`Snapshot::summaries`] (see [`crate::dense`]).
+    pub fn dense_load(&self) -> &[DenseLoad] {
+        &self.dense_load
     }
 
     /// The node at `index`.
@@ -255,6 +274,8 @@ impl Snapshot {
             self.count_flags(self.summaries[i].flags, false);
             self.count_flags(summary.flags, true);
         }
+        self.dense_fit[i] = DenseFit::of(&summary);
+        self.dense_load[i] = DenseLoad::of(&summary);
         self.summaries[i] = summary;
         self.generation += 1;
     }
@@ -291,6 +312,8 @@ impl Snapshot {
         self.infos
             .push(NodeInfo::new(Arc::new(node), &mut self.interner));
         self.summaries.push(NodeSummary::default());
+        self.dense_fit.push(DenseFit::default());
+        self.dense_load.push(DenseLoad::default());
         self.first_hard_taint.push(u16::MAX);
         self.count_node_tables(i, 1);
         self.refresh(i);
@@ -317,6 +340,8 @@ impl Snapshot {
         self.count_node_tables(i, -1);
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
+        self.dense_fit.remove(i);
+        self.dense_load.remove(i);
         self.first_hard_taint.remove(i);
         self.soft_taint_nodes -= usize::from(summary.prefer_no_schedule_taints > 0);
         self.count_flags(summary.flags, false);

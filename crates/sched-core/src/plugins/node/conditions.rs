@@ -1,5 +1,6 @@
 //! Node conditions: CheckNodeCondition and the memory, disk and PID pressure predicates.
 
+use crate::dense::DenseFilter;
 use crate::framework::{
     CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
 };
@@ -97,6 +98,14 @@ impl Predicate for CheckNodeMemoryPressure {
             Ok(())
         }
     }
+
+    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
+        Some(if is_best_effort(cx.pod()) {
+            DenseFilter::without_flags(flags::MEMORY_PRESSURE)
+        } else {
+            DenseFilter::ALL
+        })
+    }
 }
 
 /// kube's legacy `CheckNodeDiskPressure` predicate. No argument.
@@ -129,6 +138,10 @@ impl Predicate for CheckNodeDiskPressure {
             Ok(())
         }
     }
+
+    fn dense(&self, _cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
+        Some(DenseFilter::without_flags(flags::DISK_PRESSURE))
+    }
 }
 
 /// kube's legacy `CheckNodePIDPressure` predicate. No argument.
@@ -160,6 +173,10 @@ impl Predicate for CheckNodePIDPressure {
         } else {
             Ok(())
         }
+    }
+
+    fn dense(&self, _cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
+        Some(DenseFilter::without_flags(flags::PID_PRESSURE))
     }
 }
 

@@ -1,5 +1,6 @@
 //! GeneralPredicates: resources, host name, host ports and node selector in one predicate.
 
+use crate::dense::DenseFilter;
 use crate::framework::{
     CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
@@ -94,6 +95,14 @@ impl Predicate for GeneralPredicates {
             Some(st) => self.check(cx, st, node),
             None => self.check(cx, &self.state(cx), node),
         }
+    }
+
+    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
+        let st = state.get::<GeneralState>()?;
+        if st.host.is_some() || !st.ports.is_empty() || st.selector.is_some() {
+            return None;
+        }
+        st.fit.dense(cx.requests())
     }
 
     fn filter_batch(

@@ -1,5 +1,6 @@
 //! PodFitsResources: does the node have room for the pod's requests and one more pod?
 
+use crate::dense::DenseFilter;
 use crate::framework::{
     CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
@@ -43,6 +44,18 @@ impl FitState {
     #[inline]
     pub(crate) fn reads_node_info(&self) -> bool {
         !self.zero_request && self.scalar_mask != 0
+    }
+
+    /// The check as a [`DenseFilter`], when the summary says it all (no scalar request).
+    pub(crate) fn dense(&self, req: &Resources) -> Option<DenseFilter> {
+        if self.reads_node_info() {
+            return None;
+        }
+        Some(DenseFilter::fits((!self.zero_request).then_some((
+            req.milli_cpu,
+            req.memory,
+            req.ephemeral_storage,
+        ))))
     }
 }
 
@@ -182,6 +195,10 @@ impl Predicate for PodFitsResources {
             Some(st) => self.check(cx, st, node),
             None => self.check(cx, &self.state(cx), node),
         }
+    }
+
+    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
+        state.get::<FitState>()?.dense(cx.requests())
     }
 }
 

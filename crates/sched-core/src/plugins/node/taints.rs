@@ -1,6 +1,7 @@
 //! Taints and tolerations: PodToleratesNodeTaints, TaintTolerationPriority and
 //! CheckNodeUnschedulable.
 
+use crate::dense::DenseFilter;
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, Predicate, Prepared,
     PreparedScore, Priority, Reason, default_normalize,
@@ -99,6 +100,14 @@ impl Predicate for PodToleratesNodeTaints {
             Some(st) => st.check(node),
             None => TaintsState::of(&cx.pod().spec.tolerations).check(node),
         }
+    }
+
+    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
+        // Without tolerations any NoSchedule/NoExecute taint rejects the node.
+        state
+            .get::<TaintsState>()
+            .filter(|st| st.0.is_empty())
+            .map(|_| DenseFilter::without_flags(flags::HARD_TAINTS))
     }
 
     fn filter_batch(
@@ -287,6 +296,14 @@ impl Predicate for CheckNodeUnschedulable {
         } else {
             Ok(())
         }
+    }
+
+    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
+        Some(if tolerates_unschedulable(&cx.pod().spec.tolerations) {
+            DenseFilter::ALL
+        } else {
+            DenseFilter::without_flags(flags::UNSCHEDULABLE)
+        })
     }
 
     fn filter_batch(

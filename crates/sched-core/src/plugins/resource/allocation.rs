@@ -1,6 +1,7 @@
 //! The request/allocatable arithmetic shared by the resource-allocation scorers (kube's
 //! `resourceAllocationScorer`), and the least- and most-requested priorities built on it.
 
+use crate::dense::{DenseScore, average};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
 };
@@ -193,6 +194,18 @@ impl WeightedResources {
         matches!(self.items.as_slice(), [(Kind::Cpu, 1), (Kind::Memory, 1)])
     }
 
+    /// The pod's CPU and memory requests when the score needs only the dense numbers (kube's
+    /// default resources, cpu and memory with weight 1).
+    fn dense_requests(&self, state: &PluginState) -> Option<(i64, i64)> {
+        match (
+            state.get::<Vec<PodResource>>()?.as_slice(),
+            self.is_cpu_memory_unit(),
+        ) {
+            ([cpu, memory], true) => Some((cpu.pod_request, memory.pod_request)),
+            _ => None,
+        }
+    }
+
     /// Scores the nodes at `nodes` into `out`, exactly as [`WeightedResources::weighted_average`]
     /// with `resource_score` would. For kube's default resources (cpu and memory, weight 1)
     /// it reads the dense summaries directly and uses `fast_score`, which must equal
@@ -216,13 +229,7 @@ impl WeightedResources {
                 let (cpu_alloc, mem_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
                 let c = fast_score(s.nz_milli_cpu.wrapping_add(pod_cpu), cpu_alloc);
                 let m = fast_score(s.nz_memory.wrapping_add(pod_memory), mem_alloc);
-                // The weighted average over the resources the node has (weights 1).
-                *o = match (cpu_alloc != 0, mem_alloc != 0) {
-                    (true, true) => c.wrapping_add(m).wrapping_div(2),
-                    (true, false) => c,
-                    (false, true) => m,
-                    (false, false) => 0,
-                };
+                *o = average(c, m, cpu_alloc, mem_alloc);
             }
             return;
         }
@@ -408,6 +415,11 @@ impl Priority for LeastRequestedPriority {
             least_requested_score_fast,
         );
     }
+
+    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseScore> {
+        let (cpu, memory) = self.resources.dense_requests(state)?;
+        Some(DenseScore::least_requested(cpu, memory))
+    }
 }
 
 /// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin packing).
@@ -499,6 +511,11 @@ impl Priority for MostRequestedPriority {
             most_requested_score,
             most_requested_score_fast,
         );
+    }
+
+    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseScore> {
+        let (cpu, memory) = self.resources.dense_requests(state)?;
+        Some(DenseScore::most_requested(cpu, memory))
     }
 }
 

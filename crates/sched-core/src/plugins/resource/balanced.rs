@@ -1,5 +1,6 @@
 //! `BalancedResourceAllocation`.
 
+use crate::dense::DenseScore;
 use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeRef, PluginState, Priority};
 
 /// `BalancedResourceAllocation`: favours nodes whose CPU and memory would be used in the same
@@ -81,6 +82,11 @@ impl Priority for BalancedResourceAllocation {
                 s.alloc_memory,
             );
         }
+    }
+
+    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseScore> {
+        let (cpu, memory) = cx.non_zero_requests();
+        Some(DenseScore::balanced(cpu, memory))
     }
 }
 

@@ -1,0 +1,796 @@
+//! Summary-only forms of the built-in plugins, which the scheduler evaluates in fused loops.
+//!
+//! For most pods the built-in predicates and priorities look at nothing but a node's numbers:
+//! free CPU, memory and pod slots, a few flags, the non-zero requests. For such a pod a
+//! built-in describes its per-node work as a [`DenseFilter`] (from [`Predicate::dense`]) or a
+//! [`DenseScore`] (from [`Priority::dense`]). The scheduler then evaluates all of them itself,
+//! in one loop over [`Snapshot::dense_fit`] and [`Snapshot::dense_load`] (32 bytes per node
+//! each), instead of
+//! calling each plugin on each batch of nodes: this is what keeps a pod at a few nanoseconds
+//! per node.
+//!
+//! The answers are exactly the plugins' own: a dense form computes the same expressions as the
+//! plugin's `filter` or `score` from the same numbers. Only a node's pass or fail comes from
+//! the dense filter; a node that fails gets its reason from the predicates' `filter`, so
+//! explanations are unchanged. Both types are opaque: only the built-in plugins make them, so
+//! a custom plugin always runs through its own `filter` and `score`.
+//!
+//! [`Predicate::dense`]: crate::framework::Predicate::dense
+//! [`Priority::dense`]: crate::framework::Priority::dense
+//! [`Snapshot::dense_fit`]: crate::snapshot::Snapshot::dense_fit
+//! [`Snapshot::dense_load`]: crate::snapshot::Snapshot::dense_load
+
+use std::ops::Range;
+
+use rand::RngCore;
+
+use crate::framework::MAX_NODE_SCORE;
+use crate::plugins::resource::{least_requested_score, most_requested_score};
+use crate::scheduler::{Reservoir, out_of_range_bits};
+use crate::snapshot::NodeSummary;
+
+/// What a node has free, as the dense filters read it: 32 bytes, two nodes per cache line.
+/// The snapshot keeps one per node, derived from its [`NodeSummary`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(32))]
+pub struct DenseFit {
+    /// Allocatable minus requested milli-CPU (wrapping, as the resource check computes it).
+    pub free_milli_cpu: i64,
+    /// Allocatable minus requested memory bytes (wrapping).
+    pub free_memory: i64,
+    /// Allocatable minus requested ephemeral storage bytes (wrapping).
+    pub free_ephemeral: i64,
+    /// Allocatable pods minus pods on the node, saturated to the `i32` range (which keeps its
+    /// comparison with 1 exact).
+    pub free_pods: i32,
+    /// The summary's [`crate::snapshot::flags`].
+    pub flags: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<DenseFit>() == 32);
+
+impl DenseFit {
+    /// The free numbers of a summary.
+    pub fn of(s: &NodeSummary) -> DenseFit {
+        let free_pods = s
+            .alloc_pods
+            .saturating_sub(i64::from(s.pod_count))
+            .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+        DenseFit {
+            free_milli_cpu: s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu),
+            free_memory: s.alloc_memory.wrapping_sub(s.req_memory),
+            free_ephemeral: s.alloc_ephemeral.wrapping_sub(s.req_ephemeral),
+            free_pods,
+            flags: s.flags,
+        }
+    }
+}
+
+/// What a node has requested and allocatable, as the dense scores read it (48 bytes). The
+/// snapshot keeps one per node, derived from its [`NodeSummary`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct DenseLoad {
+    /// Non-zero requested milli-CPU.
+    pub nz_milli_cpu: i64,
+    /// Non-zero requested memory bytes.
+    pub nz_memory: i64,
+    /// Allocatable milli-CPU.
+    pub alloc_milli_cpu: i64,
+    /// Allocatable memory bytes.
+    pub alloc_memory: i64,
+    /// `1 / alloc_milli_cpu` in `f64` (0 when nothing is allocatable), so that scoring
+    /// multiplies where kube divides, and corrects the result where that could differ.
+    pub inv_milli_cpu: f64,
+    /// `1 / alloc_memory` in `f64` (0 when nothing is allocatable).
+    pub inv_memory: f64,
+}
+
+const _: () = assert!(std::mem::size_of::<DenseLoad>() == 48);
+
+impl DenseLoad {
+    /// The load numbers of a summary.
+    pub fn of(s: &NodeSummary) -> DenseLoad {
+        let inverse = |v: i64| if v == 0 { 0.0 } else { 1.0 / v as f64 };
+        DenseLoad {
+            nz_milli_cpu: s.nz_milli_cpu,
+            nz_memory: s.nz_memory,
+            alloc_milli_cpu: s.alloc_milli_cpu,
+            alloc_memory: s.alloc_memory,
+            inv_milli_cpu: inverse(s.alloc_milli_cpu),
+            inv_memory: inverse(s.alloc_memory),
+        }
+    }
+}
+
+/// What a predicate checks for one pod, when that needs only a node's [`DenseFit`]: the node
+/// passes exactly when none of `flags` is set, and the pod's CPU, memory and ephemeral storage
+/// requests (and one more pod, when counted) fit in what is free. Several dense filters
+/// combine into one with [`DenseFilter::and`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DenseFilter {
+    flags: u32,
+    min_free_pods: i32,
+    milli_cpu: i64,
+    memory: i64,
+    ephemeral: i64,
+}
+
+impl DenseFilter {
+    /// Passes every node.
+    pub(crate) const ALL: DenseFilter = DenseFilter {
+        flags: 0,
+        min_free_pods: i32::MIN,
+        milli_cpu: i64::MIN,
+        memory: i64::MIN,
+        ephemeral: i64::MIN,
+    };
+
+    /// Fails the nodes with any of these summary flags.
+    pub(crate) fn without_flags(flags: u32) -> DenseFilter {
+        DenseFilter {
+            flags,
+            ..DenseFilter::ALL
+        }
+    }
+
+    /// PodFitsResources' summary part: one more pod must fit and, unless the pod requests
+    /// nothing (`requests` is `None`), its CPU, memory and ephemeral storage requests.
+    pub(crate) fn fits(requests: Option<(i64, i64, i64)>) -> DenseFilter {
+        let (milli_cpu, memory, ephemeral) = requests.unwrap_or((i64::MIN, i64::MIN, i64::MIN));
+        DenseFilter {
+            flags: 0,
+            min_free_pods: 1,
+            milli_cpu,
+            memory,
+            ephemeral,
+        }
+    }
+
+    /// The filter that passes a node exactly when both pass it.
+    #[must_use]
+    pub fn and(self, other: DenseFilter) -> DenseFilter {
+        DenseFilter {
+            flags: self.flags | other.flags,
+            min_free_pods: self.min_free_pods.max(other.min_free_pods),
+            milli_cpu: self.milli_cpu.max(other.milli_cpu),
+            memory: self.memory.max(other.memory),
+            ephemeral: self.ephemeral.max(other.ephemeral),
+        }
+    }
+
+    /// Whether the node passes. Branch-free, so a loop over nodes runs at the speed of its
+    /// loads.
+    #[inline(always)]
+    pub fn passes(&self, n: &DenseFit) -> bool {
+        ((n.flags & self.flags) == 0)
+            & (n.free_pods >= self.min_free_pods)
+            & (self.milli_cpu <= n.free_milli_cpu)
+            & (self.memory <= n.free_memory)
+            & (self.ephemeral <= n.free_ephemeral)
+    }
+}
+
+/// Which formula a [`DenseScore`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    LeastRequested,
+    MostRequested,
+    Balanced,
+}
+
+/// What a priority scores for one pod, when that needs only a node's [`DenseLoad`] and no
+/// normalization: LeastRequestedPriority and MostRequestedPriority with kube's default
+/// resources, and BalancedResourceAllocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DenseScore {
+    kind: Kind,
+    milli_cpu: i64,
+    memory: i64,
+}
+
+impl DenseScore {
+    /// LeastRequestedPriority (cpu and memory, weight 1 each) for a pod with these non-zero
+    /// requests.
+    pub(crate) fn least_requested(milli_cpu: i64, memory: i64) -> DenseScore {
+        DenseScore {
+            kind: Kind::LeastRequested,
+            milli_cpu,
+            memory,
+        }
+    }
+
+    /// MostRequestedPriority (cpu and memory, weight 1 each).
+    pub(crate) fn most_requested(milli_cpu: i64, memory: i64) -> DenseScore {
+        DenseScore {
+            kind: Kind::MostRequested,
+            milli_cpu,
+            memory,
+        }
+    }
+
+    /// BalancedResourceAllocation.
+    pub(crate) fn balanced(milli_cpu: i64, memory: i64) -> DenseScore {
+        DenseScore {
+            kind: Kind::Balanced,
+            milli_cpu,
+            memory,
+        }
+    }
+
+    /// The node's final score (0..=100).
+    #[inline]
+    pub fn score(&self, n: &DenseLoad) -> i64 {
+        self.score_usage(&Usage::of(n, self.milli_cpu, self.memory))
+    }
+
+    /// The score from a node's [`Usage`] with this score's requests, so that several scores
+    /// of one node share its two divisions.
+    #[inline(always)]
+    pub(crate) fn score_usage(&self, u: &Usage) -> i64 {
+        match self.kind {
+            Kind::Balanced => u.balanced(),
+            Kind::LeastRequested => u.least_requested(),
+            Kind::MostRequested => u.most_requested(),
+        }
+    }
+}
+
+/// A node's requested CPU and memory with a pod's non-zero requests added, its allocatable,
+/// and estimates of the requested fractions, from which all three dense scores of the node
+/// are computed.
+///
+/// kube divides: `requested / allocatable` in `f64` for BalancedResourceAllocation, integer
+/// quotients for the least- and most-requested scores. Divisions are most of what scoring a
+/// node would cost, so in the [`exact_range`] (every realistic node) the fractions are
+/// estimated by multiplying with the node's precomputed reciprocals, and each score is made
+/// exact from the estimate: integer quotients by one exact integer comparison
+/// ([`corrected_quotient`]), the balanced score by falling back to kube's divisions when the
+/// estimate is within 10^-9 of an integer (see [`Usage::balanced_in`]). Outside that range
+/// the scores are computed as kube computes them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Usage {
+    cpu: i64,
+    memory: i64,
+    cpu_alloc: i64,
+    memory_alloc: i64,
+    /// `cpu * (1 / cpu_alloc)`: within 2.3 * 10^-16 of `cpu / cpu_alloc` in the exact range.
+    cpu_ratio: f64,
+    /// `memory * (1 / memory_alloc)`.
+    memory_ratio: f64,
+    /// Both resources in the [`exact_range`].
+    exact: bool,
+}
+
+/// Adding 1.5 * 2^52 to an `f64` of magnitude below 2^51 rounds it to the nearest integer,
+/// which is then the low bits of the sum: cheaper than a float-to-integer conversion, which
+/// Rust must saturate.
+const ROUND: f64 = 6_755_399_441_055_744.0;
+
+/// The nearest integer to `v` (`|v| < 2^51`; ties to even).
+#[inline(always)]
+fn round_to_int(v: f64) -> i64 {
+    ((v + ROUND).to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64)
+}
+
+/// How close to an integer a balanced-score estimate may come before kube's exact divisions
+/// decide: the estimate and kube's own `f64` result are each within 10^-13 of the real
+/// value, so farther from an integer all three truncate alike.
+const NEAR_INTEGER: f64 = 1e-9;
+
+impl Usage {
+    #[inline(always)]
+    pub(crate) fn of(n: &DenseLoad, pod_milli_cpu: i64, pod_memory: i64) -> Usage {
+        let cpu = n.nz_milli_cpu.wrapping_add(pod_milli_cpu);
+        let memory = n.nz_memory.wrapping_add(pod_memory);
+        Usage {
+            cpu,
+            memory,
+            cpu_alloc: n.alloc_milli_cpu,
+            memory_alloc: n.alloc_memory,
+            cpu_ratio: cpu as f64 * n.inv_milli_cpu,
+            memory_ratio: memory as f64 * n.inv_memory,
+            exact: exact_range(cpu, n.alloc_milli_cpu) & exact_range(memory, n.alloc_memory),
+        }
+    }
+
+    /// The least-requested, most-requested and balanced scores that are asked for (0 for the
+    /// others), `EXACT` telling that `self.exact` holds.
+    #[inline(always)]
+    fn scores<const EXACT: bool, const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+        &self,
+    ) -> [i64; 3] {
+        [
+            if LEAST {
+                self.least_requested_in::<EXACT>()
+            } else {
+                0
+            },
+            if MOST {
+                self.most_requested_in::<EXACT>()
+            } else {
+                0
+            },
+            if BALANCED {
+                self.balanced_in::<EXACT>()
+            } else {
+                0
+            },
+        ]
+    }
+
+    /// BalancedResourceAllocation.
+    #[inline(always)]
+    fn balanced(&self) -> i64 {
+        if self.exact {
+            self.balanced_in::<true>()
+        } else {
+            self.balanced_in::<false>()
+        }
+    }
+
+    /// BalancedResourceAllocation, `EXACT` telling that `self.exact` holds.
+    ///
+    /// In the exact range a fraction is at least 1 exactly when the request is at least the
+    /// capacity (below it the ratio is at most 1 - 2^-46, which rounds below 1). Otherwise
+    /// the score `(1 - |cpu - memory|) * 100` lies in (0, 100]; its estimate from the ratios
+    /// is within 10^-13 of the real value, as is kube's `f64` result, so unless the estimate
+    /// is within [`NEAR_INTEGER`] of an integer its integer part is kube's.
+    #[inline(always)]
+    fn balanced_in<const EXACT: bool>(&self) -> i64 {
+        if EXACT {
+            if (self.cpu >= self.cpu_alloc) | (self.memory >= self.memory_alloc) {
+                return 0;
+            }
+            let estimate =
+                (1.0 - (self.cpu_ratio - self.memory_ratio).abs()) * MAX_NODE_SCORE as f64;
+            let nearest = round_to_int(estimate);
+            let below = (nearest as f64) > estimate;
+            if (estimate - nearest as f64).abs() >= NEAR_INTEGER {
+                return nearest - i64::from(below);
+            }
+        }
+        let cpu = fraction(self.cpu, self.cpu_alloc);
+        let memory = fraction(self.memory, self.memory_alloc);
+        if cpu >= 1.0 || memory >= 1.0 {
+            return 0;
+        }
+        ((1.0 - (cpu - memory).abs()) * MAX_NODE_SCORE as f64) as i64
+    }
+
+    /// LeastRequestedPriority: the average of both resources' least-requested scores.
+    #[inline(always)]
+    fn least_requested(&self) -> i64 {
+        if self.exact {
+            self.least_requested_in::<true>()
+        } else {
+            self.least_requested_in::<false>()
+        }
+    }
+
+    #[inline(always)]
+    fn least_requested_in<const EXACT: bool>(&self) -> i64 {
+        if EXACT {
+            // Both capacities are positive and both scores in 0..=100.
+            let cpu = least_requested_exact(self.cpu, self.cpu_alloc, self.cpu_ratio);
+            let memory = least_requested_exact(self.memory, self.memory_alloc, self.memory_ratio);
+            return (cpu + memory) >> 1;
+        }
+        average(
+            least_requested_score(self.cpu, self.cpu_alloc),
+            least_requested_score(self.memory, self.memory_alloc),
+            self.cpu_alloc,
+            self.memory_alloc,
+        )
+    }
+
+    /// MostRequestedPriority: the average of both resources' most-requested scores.
+    #[inline(always)]
+    fn most_requested(&self) -> i64 {
+        if self.exact {
+            self.most_requested_in::<true>()
+        } else {
+            self.most_requested_in::<false>()
+        }
+    }
+
+    #[inline(always)]
+    fn most_requested_in<const EXACT: bool>(&self) -> i64 {
+        if EXACT {
+            let cpu = most_requested_exact(self.cpu, self.cpu_alloc, self.cpu_ratio);
+            let memory = most_requested_exact(self.memory, self.memory_alloc, self.memory_ratio);
+            return (cpu + memory) >> 1;
+        }
+        average(
+            most_requested_score(self.cpu, self.cpu_alloc),
+            most_requested_score(self.memory, self.memory_alloc),
+            self.cpu_alloc,
+            self.memory_alloc,
+        )
+    }
+}
+
+/// kube's `fractionOfCapacity`: `requested / capacity` in `f64`, 1.0 for no capacity.
+#[inline(always)]
+fn fraction(requested: i64, capacity: i64) -> f64 {
+    if capacity == 0 {
+        return 1.0;
+    }
+    requested as f64 / capacity as f64
+}
+
+/// Capacities in `1..=2^46` with requests from 0 up (above the capacity the scores are
+/// constant): every ratio below 1 is then at least `2^-46` from 1, and every product in
+/// [`corrected_quotient`] below 2^53.
+const EXACT_CAPACITY: i64 = 1 << 46;
+
+#[inline(always)]
+fn exact_range(requested: i64, capacity: i64) -> bool {
+    (capacity > 0) & (capacity <= EXACT_CAPACITY) & (requested >= 0)
+}
+
+/// `numerator / capacity` with integer (floor) division, for `0 <= numerator <= 100 *
+/// capacity` and `0 < capacity <= 2^46`, from an estimate of the real quotient that is off
+/// by far less than 1/2.
+///
+/// Rounding the estimate to the nearest integer gives the quotient or the one above it (the
+/// real quotient lies in `[q, q + 1)`); one exact integer comparison (products below 2^53)
+/// settles which.
+#[inline(always)]
+fn corrected_quotient(estimate: f64, numerator: i64, capacity: i64) -> i64 {
+    let q = round_to_int(estimate);
+    q - i64::from(q * capacity > numerator)
+}
+
+/// kube's `leastRequestedScore` (see [`crate::plugins::resource::LeastRequestedPriority`])
+/// in the [`exact_range`], given `ratio`, an estimate of `requested / capacity` within
+/// 2.3 * 10^-16.
+///
+/// The quotient `(capacity - requested) * 100 / capacity` is estimated as
+/// `100 - 100 * ratio`, within 10^-13, and [`corrected_quotient`] makes it exact.
+#[inline(always)]
+fn least_requested_exact(requested: i64, capacity: i64, ratio: f64) -> i64 {
+    if requested > capacity {
+        return 0;
+    }
+    corrected_quotient(
+        MAX_NODE_SCORE as f64 - MAX_NODE_SCORE as f64 * ratio,
+        (capacity - requested) * MAX_NODE_SCORE,
+        capacity,
+    )
+}
+
+/// kube's `mostRequestedScore` in the [`exact_range`] (see [`least_requested_exact`]).
+#[inline(always)]
+fn most_requested_exact(requested: i64, capacity: i64, ratio: f64) -> i64 {
+    if requested >= capacity {
+        return MAX_NODE_SCORE;
+    }
+    corrected_quotient(
+        MAX_NODE_SCORE as f64 * ratio,
+        requested * MAX_NODE_SCORE,
+        capacity,
+    )
+}
+
+/// The weighted average (weights 1) over the resources the node has, with integer division.
+#[inline(always)]
+pub(crate) fn average(cpu: i64, memory: i64, cpu_alloc: i64, mem_alloc: i64) -> i64 {
+    match (cpu_alloc != 0, mem_alloc != 0) {
+        (true, true) => cpu.wrapping_add(memory).wrapping_div(2),
+        (true, false) => cpu,
+        (false, true) => memory,
+        (false, false) => 0,
+    }
+}
+
+/// Where one dense priority's scores go: its row in the score table and its weight.
+#[derive(Clone, Copy, Debug)]
+struct Output {
+    row: usize,
+    weight: i64,
+}
+
+/// The dense priorities of one cycle, arranged so that a node's scores share one [`Usage`]
+/// and the loop over nodes is compiled for the exact set of formulas present (no per-node
+/// dispatch on the kind).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DenseScorer {
+    milli_cpu: i64,
+    memory: i64,
+    least: Option<Output>,
+    most: Option<Output>,
+    balanced: Option<Output>,
+}
+
+impl DenseScorer {
+    /// Arranges the dense priorities `(index, form, weight)` of a cycle; the scores of priority
+    /// `index` go to table row `index`. `None` when they do not share one pod request or a
+    /// formula appears twice (never the case for the built-ins; such a cycle scores node by
+    /// node with [`DenseScore::score`]).
+    pub(crate) fn new(dense: &[(usize, DenseScore, i64)]) -> Option<DenseScorer> {
+        let (_, first, _) = dense.first()?;
+        let mut scorer = DenseScorer {
+            milli_cpu: first.milli_cpu,
+            memory: first.memory,
+            least: None,
+            most: None,
+            balanced: None,
+        };
+        for &(row, d, weight) in dense {
+            if (d.milli_cpu, d.memory) != (scorer.milli_cpu, scorer.memory) {
+                return None;
+            }
+            let slot = match d.kind {
+                Kind::LeastRequested => &mut scorer.least,
+                Kind::MostRequested => &mut scorer.most,
+                Kind::Balanced => &mut scorer.balanced,
+            };
+            if slot.replace(Output { row, weight }).is_some() {
+                return None;
+            }
+        }
+        Some(scorer)
+    }
+
+    /// Scores the feasible nodes at positions `range`: each score goes to `table[row * f +
+    /// k]` (`f = feasible.len()`) and its weighted value is added to `totals[k]`. Returns the
+    /// OR of [`out_of_range_bits`] over the scores kube's general formulas gave (the exact-range
+    /// forms are in 0..=100 by construction).
+    pub(crate) fn run(
+        &self,
+        nodes: &[DenseLoad],
+        feasible: &[u32],
+        range: Range<usize>,
+        table: &mut [i64],
+        totals: &mut [i64],
+        select: Option<(&mut Reservoir, &mut dyn RngCore)>,
+    ) -> i64 {
+        let args = (nodes, feasible, range, table, totals);
+        if let Some((reservoir, rng)) = select {
+            return self.run_for(args, |total, k| reservoir.offer(total, k, rng));
+        }
+        self.run_for(args, |_, _| {})
+    }
+
+    /// [`DenseScorer::run`], calling `each(total, k)` with each node's weighted total.
+    #[inline(always)]
+    fn run_for(&self, args: RunArgs<'_>, each: impl FnMut(i64, usize)) -> i64 {
+        match (
+            self.least.is_some(),
+            self.most.is_some(),
+            self.balanced.is_some(),
+        ) {
+            (true, false, true) => self.run_with::<true, false, true>(args, each),
+            (true, false, false) => self.run_with::<true, false, false>(args, each),
+            (false, true, true) => self.run_with::<false, true, true>(args, each),
+            (false, true, false) => self.run_with::<false, true, false>(args, each),
+            (false, false, true) => self.run_with::<false, false, true>(args, each),
+            (true, true, true) => self.run_with::<true, true, true>(args, each),
+            (true, true, false) => self.run_with::<true, true, false>(args, each),
+            (false, false, false) => 0,
+        }
+    }
+
+    #[inline(always)]
+    fn run_with<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+        &self,
+        (nodes, feasible, range, table, totals): RunArgs<'_>,
+        mut each: impl FnMut(i64, usize),
+    ) -> i64 {
+        let f = feasible.len();
+        let len = range.len();
+        if len == 0 {
+            return 0;
+        }
+        let unused = Output {
+            row: usize::MAX,
+            weight: 0,
+        };
+        let (least, most, balanced) = (
+            self.least.unwrap_or(unused),
+            self.most.unwrap_or(unused),
+            self.balanced.unwrap_or(unused),
+        );
+        // The table rows this pass writes, cut to `range` (an absent formula's stays empty).
+        let mut rows: [&mut [i64]; 3] = [&mut [], &mut [], &mut []];
+        for (r, row) in table.chunks_exact_mut(f).enumerate() {
+            let slot = match r {
+                _ if r == least.row => 0,
+                _ if r == most.row => 1,
+                _ if r == balanced.row => 2,
+                _ => continue,
+            };
+            rows[slot] = &mut row[range.clone()];
+        }
+        let [least_row, most_row, balanced_row] = rows;
+        assert!(!LEAST || least_row.len() == len);
+        assert!(!MOST || most_row.len() == len);
+        assert!(!BALANCED || balanced_row.len() == len);
+        let mut bad = 0i64;
+        let start = range.start;
+        for (j, (&i, total)) in feasible[range.clone()]
+            .iter()
+            .zip(&mut totals[range])
+            .enumerate()
+        {
+            let u = Usage::of(&nodes[i as usize], self.milli_cpu, self.memory);
+            // One branch per node between the exact-range forms, whose scores are in 0..=100
+            // by construction, and kube's general ones, which are range-checked.
+            let [l, m, b] = if u.exact {
+                u.scores::<true, LEAST, MOST, BALANCED>()
+            } else {
+                let scores = u.scores::<false, LEAST, MOST, BALANCED>();
+                bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
+                scores
+            };
+            let mut t = *total;
+            if LEAST {
+                least_row[j] = l;
+                t = t.wrapping_add(l.wrapping_mul(least.weight));
+            }
+            if MOST {
+                most_row[j] = m;
+                t = t.wrapping_add(m.wrapping_mul(most.weight));
+            }
+            if BALANCED {
+                balanced_row[j] = b;
+                t = t.wrapping_add(b.wrapping_mul(balanced.weight));
+            }
+            *total = t;
+            each(t, start + j);
+        }
+        bad
+    }
+}
+
+type RunArgs<'a> = (
+    &'a [DenseLoad],
+    &'a [u32],
+    Range<usize>,
+    &'a mut [i64],
+    &'a mut [i64],
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::resource::balanced_score;
+    use proptest::prelude::*;
+
+    fn load(cpu: i64, cpu_alloc: i64, memory: i64, memory_alloc: i64) -> DenseLoad {
+        DenseLoad::of(&NodeSummary {
+            nz_milli_cpu: cpu,
+            nz_memory: memory,
+            alloc_milli_cpu: cpu_alloc,
+            alloc_memory: memory_alloc,
+            ..NodeSummary::default()
+        })
+    }
+
+    /// kube's formulas, as the plugins compute them node by node.
+    fn reference(kind: Kind, c: i64, ca: i64, m: i64, ma: i64) -> i64 {
+        match kind {
+            Kind::LeastRequested => average(
+                least_requested_score(c, ca),
+                least_requested_score(m, ma),
+                ca,
+                ma,
+            ),
+            Kind::MostRequested => average(
+                most_requested_score(c, ca),
+                most_requested_score(m, ma),
+                ca,
+                ma,
+            ),
+            Kind::Balanced => balanced_score(c, ca, m, ma),
+        }
+    }
+
+    fn check(c: i64, ca: i64, m: i64, ma: i64, pod_c: i64, pod_m: i64) {
+        let n = load(c, ca, m, ma);
+        for (kind, d) in [
+            (
+                Kind::LeastRequested,
+                DenseScore::least_requested(pod_c, pod_m),
+            ),
+            (
+                Kind::MostRequested,
+                DenseScore::most_requested(pod_c, pod_m),
+            ),
+            (Kind::Balanced, DenseScore::balanced(pod_c, pod_m)),
+        ] {
+            let want = reference(kind, c.wrapping_add(pod_c), ca, m.wrapping_add(pod_m), ma);
+            assert_eq!(
+                d.score(&n),
+                want,
+                "{kind:?} ({c}+{pod_c})/{ca} ({m}+{pod_m})/{ma}"
+            );
+        }
+    }
+
+    #[test]
+    fn scores_on_exact_integers_and_boundaries() {
+        // Real scores that are integers, where a multiplied estimate could land either side.
+        for (c, ca, m, ma) in [
+            (6000, 10000, 5000, 20000), // kube's 65.000000000000002 -> 65
+            (16000, 32000, 32, 128),    // 75 exactly
+            (1, 3, 0, 5),
+            (0, 1, 0, 1),
+            (999, 1000, 1, 1000),
+            (1000, 1000, 0, 10), // full: balanced 0
+            (0, 0, 0, 0),
+            (5, 0, 5, 7),
+            (-5, 10, 3, 10), // negative requests: kube's general formulas
+            (1 << 46, 1 << 46, 1, 1 << 46),
+            ((1 << 46) - 1, 1 << 46, 1, (1 << 46) + 1),
+            (i64::MAX - 10, 100, 5, 100),
+            (3, 7, 3, 7),
+            (700, 7000, 3, 30),
+        ] {
+            check(c, ca, m, ma, 0, 0);
+            check(c, ca, m, ma, 100, 1 << 20);
+        }
+        // Every pair of fractions k/ca, j/ma on small capacities: many integer scores.
+        for ca in [1, 2, 3, 4, 5, 8, 10, 20, 25, 40, 64, 100, 128, 1000] {
+            for ma in [1, 3, 4, 10, 16, 50, 100, 256, 1024] {
+                for c in 0..=ca + 1 {
+                    for m in [0, 1, ma / 4, ma / 3, ma / 2, ma - 1, ma, ma + 1] {
+                        check(c, ca, m, ma, 0, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn scores_match_kubes_formulas(
+            ca in prop_oneof![0i64..=4, 1i64..=100_000, 1i64..=(1 << 46), ((1i64 << 46) - 3)..((1i64 << 46) + 3), any::<i64>()],
+            ma in prop_oneof![0i64..=4, 1i64..=(1 << 40), 1i64..=(1 << 46), any::<i64>()],
+            cf in prop_oneof![0.0f64..1.2, Just(0.5), Just(0.25), Just(1.0)],
+            mf in prop_oneof![0.0f64..1.2, Just(0.5), Just(0.75), Just(1.0)],
+            raw in prop::bool::weighted(0.1),
+            any_c: i64, any_m: i64,
+            pod_c in prop_oneof![Just(0i64), 0i64..=4000, any::<i64>()],
+            pod_m in prop_oneof![Just(0i64), 0i64..=(1 << 32), any::<i64>()],
+        ) {
+            // Requests mostly as fractions of the capacity (where rounding matters), sometimes
+            // anything at all.
+            let (c, m) = if raw {
+                (any_c, any_m)
+            } else {
+                ((ca as f64 * cf) as i64, (ma as f64 * mf) as i64)
+            };
+            check(c, ca, m, ma, pod_c, pod_m);
+        }
+    }
+
+    #[test]
+    fn filter_is_the_conjunction_of_its_parts() {
+        let fit = DenseFit {
+            free_milli_cpu: 1000,
+            free_memory: 10,
+            free_ephemeral: 0,
+            free_pods: 1,
+            flags: 0b100,
+        };
+        assert!(DenseFilter::ALL.passes(&fit));
+        assert!(DenseFilter::fits(Some((1000, 10, 0))).passes(&fit));
+        assert!(!DenseFilter::fits(Some((1001, 10, 0))).passes(&fit));
+        assert!(!DenseFilter::fits(Some((0, 0, 1))).passes(&fit));
+        assert!(DenseFilter::fits(None).passes(&fit));
+        assert!(!DenseFilter::fits(None).passes(&DenseFit {
+            free_pods: 0,
+            ..fit
+        }));
+        assert!(!DenseFilter::without_flags(0b110).passes(&fit));
+        assert!(DenseFilter::without_flags(0b010).passes(&fit));
+        let both = DenseFilter::without_flags(0b010).and(DenseFilter::fits(Some((2000, 0, 0))));
+        assert!(!both.passes(&fit));
+        assert!(both.passes(&DenseFit {
+            free_milli_cpu: 2000,
+            ..fit
+        }));
+    }
+}

@@ -1,0 +1,258 @@
+//! The dense fast path (see `sched_core::dense`) against the plugins' own `filter` and
+//! `score`: the same pipelines, built once with dense forms and once without, must make the
+//! same decisions with the same scores and the same explanations, cycle after cycle.
+
+use proptest::prelude::*;
+use sched_core::model::{
+    Container, Node, NodeCondition, Pod, Quantity, Taint, TaintEffect, Toleration,
+    TolerationOperator,
+};
+use sched_core::policy::Policy;
+use sched_core::scheduler::Scheduler;
+use sched_core::snapshot::Snapshot;
+
+fn q(s: &str) -> Quantity {
+    s.parse().unwrap()
+}
+
+/// Allocatable CPU, memory and pod counts, from empty to beyond the range where the dense
+/// scores multiply instead of dividing (2^46 milli-CPU or bytes).
+const CPUS: &[&str] = &["0", "100m", "1", "3", "4", "32", "1000", "100000000000"];
+const MEMORIES: &[&str] = &["0", "1Mi", "1Gi", "8Gi", "128Gi", "1Pi", "4Ei"];
+const POD_SLOTS: &[&str] = &["0", "1", "3", "110"];
+const CPU_REQUESTS: &[Option<&str>] = &[None, Some("0"), Some("100m"), Some("1"), Some("3")];
+const MEMORY_REQUESTS: &[Option<&str>] =
+    &[None, Some("0"), Some("100Mi"), Some("2Gi"), Some("6Gi")];
+
+#[derive(Clone, Debug)]
+struct NodeSpec {
+    cpu: usize,
+    memory: usize,
+    pods: usize,
+    taint: Option<TaintEffect>,
+    cordoned: bool,
+    pressure: u8,
+    running: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+struct PodSpec {
+    cpu: usize,
+    memory: usize,
+    ephemeral: bool,
+    tolerate: bool,
+}
+
+fn node_spec() -> impl Strategy<Value = NodeSpec> {
+    (
+        0..CPUS.len(),
+        0..MEMORIES.len(),
+        0..POD_SLOTS.len(),
+        prop_oneof![
+            4 => Just(None),
+            1 => Just(Some(TaintEffect::NoSchedule)),
+            1 => Just(Some(TaintEffect::PreferNoSchedule)),
+            1 => Just(Some(TaintEffect::NoExecute)),
+        ],
+        prop::bool::weighted(0.1),
+        0u8..16,
+        prop::collection::vec((0..CPU_REQUESTS.len(), 0..MEMORY_REQUESTS.len()), 0..4),
+    )
+        .prop_map(
+            |(cpu, memory, pods, taint, cordoned, pressure, running)| NodeSpec {
+                cpu,
+                memory,
+                pods,
+                taint,
+                cordoned,
+                pressure,
+                running,
+            },
+        )
+}
+
+fn pod_spec() -> impl Strategy<Value = PodSpec> {
+    (
+        0..CPU_REQUESTS.len(),
+        0..MEMORY_REQUESTS.len(),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(cpu, memory, ephemeral, tolerate)| PodSpec {
+            cpu,
+            memory,
+            ephemeral,
+            tolerate,
+        })
+}
+
+fn pod(name: &str, cpu: usize, memory: usize) -> Pod {
+    let mut p = Pod::default();
+    p.metadata.name = name.into();
+    p.metadata.namespace = "default".into();
+    let mut c = Container {
+        name: "c".into(),
+        ..Default::default()
+    };
+    if let Some(v) = CPU_REQUESTS[cpu] {
+        c.resources.requests.insert("cpu".into(), q(v));
+    }
+    if let Some(v) = MEMORY_REQUESTS[memory] {
+        c.resources.requests.insert("memory".into(), q(v));
+    }
+    p.spec.containers.push(c);
+    p
+}
+
+fn cluster(nodes: &[NodeSpec]) -> Snapshot {
+    let mut node_list = Vec::new();
+    let mut pods = Vec::new();
+    for (i, spec) in nodes.iter().enumerate() {
+        let mut n = Node::default();
+        n.metadata.name = format!("node-{i}");
+        for (k, v) in [
+            ("cpu", CPUS[spec.cpu]),
+            ("memory", MEMORIES[spec.memory]),
+            ("pods", POD_SLOTS[spec.pods]),
+            ("ephemeral-storage", "10Gi"),
+        ] {
+            n.status.allocatable.insert(k.into(), q(v));
+        }
+        n.status.conditions.push(NodeCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+        });
+        for (bit, kind) in [
+            (1, "MemoryPressure"),
+            (2, "DiskPressure"),
+            (4, "PIDPressure"),
+        ] {
+            // Pressure on about one node in eight per kind.
+            if spec.pressure & 8 != 0 && spec.pressure & bit != 0 {
+                n.status.conditions.push(NodeCondition {
+                    type_: kind.into(),
+                    status: "True".into(),
+                });
+            }
+        }
+        if let Some(effect) = spec.taint {
+            n.spec.taints.push(Taint {
+                key: "dedicated".into(),
+                value: "gpu".into(),
+                effect,
+            });
+        }
+        n.spec.unschedulable = spec.cordoned;
+        node_list.push(n);
+        for (j, &(cpu, memory)) in spec.running.iter().enumerate() {
+            let mut p = pod(&format!("running-{i}-{j}"), cpu, memory);
+            p.spec.node_name = format!("node-{i}");
+            pods.push(p);
+        }
+    }
+    Snapshot::from_objects(node_list, pods).unwrap()
+}
+
+fn new_pod(i: usize, spec: &PodSpec) -> Pod {
+    let mut p = pod(&format!("new-{i}"), spec.cpu, spec.memory);
+    if spec.ephemeral {
+        p.spec.containers[0]
+            .resources
+            .requests
+            .insert("ephemeral-storage".into(), q("1Gi"));
+    }
+    if spec.tolerate {
+        p.spec.tolerations.push(Toleration {
+            key: "dedicated".into(),
+            operator: TolerationOperator::Exists,
+            ..Default::default()
+        });
+    }
+    p
+}
+
+/// kube's default policy, and one with the pressure predicates, PodFitsResources on its own
+/// and bin packing.
+fn policies() -> Vec<Policy> {
+    let packing = Policy::from_json(
+        r#"{"kind": "Policy", "apiVersion": "v1",
+            "predicates": [{"name": "CheckNodeUnschedulable"}, {"name": "PodFitsResources"},
+                           {"name": "CheckNodeMemoryPressure"}, {"name": "CheckNodeDiskPressure"},
+                           {"name": "CheckNodePIDPressure"}, {"name": "PodToleratesNodeTaints"}],
+            "priorities": [{"name": "MostRequestedPriority", "weight": 3},
+                           {"name": "BalancedResourceAllocation", "weight": 2},
+                           {"name": "TaintTolerationPriority", "weight": 1}]}"#,
+    )
+    .unwrap();
+    vec![Policy::kube_default(), packing]
+}
+
+fn scheduler(policy: &Policy, pct: u32, dense: bool, seed: u64) -> Scheduler {
+    let mut policy = policy.clone();
+    policy.percentage_of_nodes_to_score = Some(i64::from(pct));
+    policy
+        .builder()
+        .unwrap()
+        .threads(1)
+        .seed(seed)
+        .dense(dense)
+        .build()
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn dense_and_general_paths_decide_alike(
+        nodes in prop::collection::vec(node_spec(), 1..160),
+        pods in prop::collection::vec(pod_spec(), 1..12),
+        pct in prop_oneof![Just(0u32), Just(100u32), 1u32..100],
+        policy in 0usize..2,
+        seed: u64,
+    ) {
+        let policy = &policies()[policy];
+        let (mut fast, mut slow) = (scheduler(policy, pct, true, seed), scheduler(policy, pct, false, seed));
+        let (mut a, mut b) = (cluster(&nodes), cluster(&nodes));
+        for (i, spec) in pods.iter().enumerate() {
+            let p = new_pod(i, spec);
+            match (fast.schedule_and_assume(&p, &mut a), slow.schedule_and_assume(&p, &mut b)) {
+                (Ok(x), Ok(y)) => {
+                    prop_assert_eq!(&x, &y);
+                    let (sx, sy) = (fast.last_scores(), slow.last_scores());
+                    prop_assert_eq!(sx.len(), sy.len());
+                    for k in 0..sx.len() {
+                        prop_assert_eq!(sx.row(k), sy.row(k), "node {}", k);
+                    }
+                }
+                (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
+                (x, y) => prop_assert!(false, "differ: {:?} vs {:?}", x, y),
+            }
+            prop_assert_eq!(fast.next_start_index(), slow.next_start_index());
+        }
+    }
+}
+
+/// The benchmark workload itself, for many pods: every decision and every score row equal.
+#[test]
+fn dense_path_matches_on_the_benchmark_cluster() {
+    let (nodes, pods) = sched_core::synth::benchmark_cluster(600);
+    let mut a = Snapshot::from_objects(nodes, pods).unwrap();
+    let mut b = a.clone();
+    for pct in [100, 0] {
+        let policy = Policy::kube_default();
+        let (mut fast, mut slow) = (
+            scheduler(&policy, pct, true, 9),
+            scheduler(&policy, pct, false, 9),
+        );
+        for i in 0..300 {
+            let p = sched_core::synth::benchmark_pod(i + pct as usize * 1000);
+            let x = fast.schedule_and_assume(&p, &mut a).unwrap();
+            let y = slow.schedule_and_assume(&p, &mut b).unwrap();
+            assert_eq!(x, y, "pod {i}");
+            let (sx, sy) = (fast.last_scores(), slow.last_scores());
+            for k in 0..sx.len() {
+                assert_eq!(sx.row(k), sy.row(k), "pod {i} node {k}");
+            }
+        }
+    }
+}
