@@ -111,21 +111,34 @@ impl Reservoir {
     }
 
     /// Offers the score of the node at `index` (offered in increasing order).
+    ///
+    /// Branch-free on the common outcomes (lower, tie, new best), whose order on a loaded
+    /// cluster is unpredictable: only a tie that replaces the pick, or needs the first draw
+    /// after a new best, takes a branch, about `ln(ties)` times per pass.
     #[inline(always)]
     pub(crate) fn offer<R: RngCore + ?Sized>(&mut self, score: i64, index: usize, rng: &mut R) {
-        if score > self.best || self.ties == 0 {
-            *self = Reservoir::new(score, index);
-        } else if score == self.best {
-            self.offer_tie(index, rng);
+        let higher = (score > self.best) | (self.ties == 0);
+        let tie = (score == self.best) & !higher;
+        self.best = if higher { score } else { self.best };
+        self.selected = if higher { index } else { self.selected };
+        self.ties = if higher {
+            1
+        } else {
+            self.ties + u64::from(tie)
+        };
+        self.next = if higher { 0 } else { self.next };
+        if tie & ((self.next == 0) | (self.ties == self.next)) {
+            self.draw(index, rng);
         }
     }
 
-    #[inline]
-    fn offer_tie<R: RngCore + ?Sized>(&mut self, index: usize, rng: &mut R) {
+    /// The `ties`-th tie just arrived at `index`: draws the replacement point if this best
+    /// has none yet, and replaces the pick when it is due.
+    #[cold]
+    fn draw<R: RngCore + ?Sized>(&mut self, index: usize, rng: &mut R) {
         if self.next == 0 {
-            self.next = next_replacement(self.ties, rng);
+            self.next = next_replacement(self.ties - 1, rng);
         }
-        self.ties += 1;
         if self.ties == self.next {
             self.selected = index;
             self.next = next_replacement(self.ties, rng);
