@@ -79,10 +79,12 @@ pub struct DenseLoad {
     pub alloc_milli_cpu: i64,
     /// Allocatable memory bytes.
     pub alloc_memory: i64,
-    /// `1 / alloc_milli_cpu` in `f64` (0 when nothing is allocatable), so that scoring
-    /// multiplies where kube divides, and corrects the result where that could differ.
+    /// `1 / alloc_milli_cpu` in `f64`, so that scoring multiplies where kube divides (and
+    /// corrects the result where that could differ); 0 when the CPU numbers are outside the
+    /// range where that is exact (allocatable in `1..=2^46`, requested in `0..=2^61`), and
+    /// kube's formulas are used as they are.
     pub inv_milli_cpu: f64,
-    /// `1 / alloc_memory` in `f64` (0 when nothing is allocatable).
+    /// `1 / alloc_memory` in `f64`; 0 outside the exact range, as for CPU.
     pub inv_memory: f64,
 }
 
@@ -91,14 +93,20 @@ const _: () = assert!(std::mem::size_of::<DenseLoad>() == 48);
 impl DenseLoad {
     /// The load numbers of a summary.
     pub fn of(s: &NodeSummary) -> DenseLoad {
-        let inverse = |v: i64| if v == 0 { 0.0 } else { 1.0 / v as f64 };
+        let inverse = |alloc: i64, requested: i64| {
+            if (1..=EXACT_CAPACITY).contains(&alloc) && (0..=EXACT_REQUEST).contains(&requested) {
+                1.0 / alloc as f64
+            } else {
+                0.0
+            }
+        };
         DenseLoad {
             nz_milli_cpu: s.nz_milli_cpu,
             nz_memory: s.nz_memory,
             alloc_milli_cpu: s.alloc_milli_cpu,
             alloc_memory: s.alloc_memory,
-            inv_milli_cpu: inverse(s.alloc_milli_cpu),
-            inv_memory: inverse(s.alloc_memory),
+            inv_milli_cpu: inverse(s.alloc_milli_cpu, s.nz_milli_cpu),
+            inv_memory: inverse(s.alloc_memory, s.nz_memory),
         }
     }
 }
@@ -283,15 +291,26 @@ impl Usage {
     pub(crate) fn of(n: &DenseLoad, pod_milli_cpu: i64, pod_memory: i64) -> Usage {
         let cpu = n.nz_milli_cpu.wrapping_add(pod_milli_cpu);
         let memory = n.nz_memory.wrapping_add(pod_memory);
-        Usage {
+        let u = Usage {
             cpu,
             memory,
             cpu_alloc: n.alloc_milli_cpu,
             memory_alloc: n.alloc_memory,
             cpu_ratio: cpu as f64 * n.inv_milli_cpu,
             memory_ratio: memory as f64 * n.inv_memory,
-            exact: exact_range(cpu, n.alloc_milli_cpu) & exact_range(memory, n.alloc_memory),
-        }
+            // The node's numbers are in range when it has reciprocals; the pod's requests
+            // (the same for every node) when they are in 0..=2^61: then the sums are in
+            // 0..=2^62 and `exact_range` holds for both resources.
+            exact: (0..=EXACT_REQUEST).contains(&pod_milli_cpu)
+                & (0..=EXACT_REQUEST).contains(&pod_memory)
+                & (n.inv_milli_cpu != 0.0)
+                & (n.inv_memory != 0.0),
+        };
+        debug_assert!(
+            !u.exact
+                || (exact_range(cpu, n.alloc_milli_cpu) && exact_range(memory, n.alloc_memory))
+        );
+        u
     }
 
     /// The least-requested, most-requested and balanced scores that are asked for (0 for the
@@ -423,6 +442,9 @@ fn fraction(requested: i64, capacity: i64) -> f64 {
 /// constant): every ratio below 1 is then at least `2^-46` from 1, and every product in
 /// [`corrected_quotient`] below 2^53.
 const EXACT_CAPACITY: i64 = 1 << 46;
+
+/// Node and pod requests up to this bound cannot overflow when added.
+const EXACT_REQUEST: i64 = 1 << 61;
 
 #[inline(always)]
 fn exact_range(requested: i64, capacity: i64) -> bool {
