@@ -66,26 +66,23 @@ impl DenseFit {
     }
 }
 
-/// What a node has requested and allocatable, as the dense scores read it (48 bytes). The
-/// snapshot keeps one per node, derived from its [`NodeSummary`].
+/// What a node has requested and allocatable, as the dense scores read it: CPU and memory
+/// side by side in `f64`, so that both resources are scored with the same (paired)
+/// instructions; 48 bytes. The snapshot keeps one per node, derived from its [`NodeSummary`].
+///
+/// The numbers are exact when the node is in the exact range: allocatable in `1..=2^46` and
+/// requested in `0..=2^52` for both resources. Outside it, `inv` is zero and scoring uses
+/// kube's formulas on the summary's integers.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[repr(C)]
+#[repr(C, align(16))]
 pub struct DenseLoad {
-    /// Non-zero requested milli-CPU.
-    pub nz_milli_cpu: i64,
-    /// Non-zero requested memory bytes.
-    pub nz_memory: i64,
-    /// Allocatable milli-CPU.
-    pub alloc_milli_cpu: i64,
-    /// Allocatable memory bytes.
-    pub alloc_memory: i64,
-    /// `1 / alloc_milli_cpu` in `f64`, so that scoring multiplies where kube divides (and
-    /// corrects the result where that could differ); 0 when the CPU numbers are outside the
-    /// range where that is exact (allocatable in `1..=2^46`, requested in `0..=2^61`), and
-    /// kube's formulas are used as they are.
-    pub inv_milli_cpu: f64,
-    /// `1 / alloc_memory` in `f64`; 0 outside the exact range, as for CPU.
-    pub inv_memory: f64,
+    /// Non-zero requested milli-CPU and memory bytes.
+    pub nz: [f64; 2],
+    /// Allocatable milli-CPU and memory bytes.
+    pub alloc: [f64; 2],
+    /// `1 / alloc` for both resources, so that scoring multiplies where kube divides (and
+    /// corrects the result where that could differ); both zero outside the exact range.
+    pub inv: [f64; 2],
 }
 
 const _: () = assert!(std::mem::size_of::<DenseLoad>() == 48);
@@ -93,21 +90,26 @@ const _: () = assert!(std::mem::size_of::<DenseLoad>() == 48);
 impl DenseLoad {
     /// The load numbers of a summary.
     pub fn of(s: &NodeSummary) -> DenseLoad {
-        let inverse = |alloc: i64, requested: i64| {
-            if (1..=EXACT_CAPACITY).contains(&alloc) && (0..=EXACT_REQUEST).contains(&requested) {
-                1.0 / alloc as f64
-            } else {
-                0.0
-            }
-        };
+        let exact = (1..=EXACT_CAPACITY).contains(&s.alloc_milli_cpu)
+            && (1..=EXACT_CAPACITY).contains(&s.alloc_memory)
+            && (0..=EXACT_REQUEST).contains(&s.nz_milli_cpu)
+            && (0..=EXACT_REQUEST).contains(&s.nz_memory);
+        let (cpu, memory) = (s.alloc_milli_cpu as f64, s.alloc_memory as f64);
         DenseLoad {
-            nz_milli_cpu: s.nz_milli_cpu,
-            nz_memory: s.nz_memory,
-            alloc_milli_cpu: s.alloc_milli_cpu,
-            alloc_memory: s.alloc_memory,
-            inv_milli_cpu: inverse(s.alloc_milli_cpu, s.nz_milli_cpu),
-            inv_memory: inverse(s.alloc_memory, s.nz_memory),
+            nz: [s.nz_milli_cpu as f64, s.nz_memory as f64],
+            alloc: [cpu, memory],
+            inv: if exact {
+                [1.0 / cpu, 1.0 / memory]
+            } else {
+                [0.0; 2]
+            },
         }
+    }
+
+    /// Whether the node is in the exact range.
+    #[inline(always)]
+    fn exact(&self) -> bool {
+        self.inv[0] != 0.0
     }
 }
 
@@ -226,58 +228,68 @@ impl DenseScore {
         }
     }
 
-    /// The node's final score (0..=100).
-    #[inline]
-    pub fn score(&self, n: &DenseLoad) -> i64 {
-        self.score_usage(&Usage::of(n, self.milli_cpu, self.memory))
+    /// The node's final score (0..=100 for any realistic node; kube's formulas, which can
+    /// leave that range on absurd input, otherwise).
+    pub fn score(&self, s: &NodeSummary) -> i64 {
+        let pod = Requests::of(self.milli_cpu, self.memory);
+        let n = DenseLoad::of(s);
+        let scores = |[l, m, b]: [i64; 3]| match self.kind {
+            Kind::LeastRequested => l,
+            Kind::MostRequested => m,
+            Kind::Balanced => b,
+        };
+        if pod.exact
+            && n.exact()
+            && let Some(v) = exact_scores::<true, true, true>(&n, pod.pair)
+        {
+            return scores(v);
+        }
+        scores(general_scores::<true, true, true>(
+            s,
+            self.milli_cpu,
+            self.memory,
+        ))
     }
+}
 
-    /// The score from a node's [`Usage`] with this score's requests, so that several scores
-    /// of one node share its two divisions.
-    #[inline(always)]
-    pub(crate) fn score_usage(&self, u: &Usage) -> i64 {
-        match self.kind {
-            Kind::Balanced => u.balanced(),
-            Kind::LeastRequested => u.least_requested(),
-            Kind::MostRequested => u.most_requested(),
+/// A pod's non-zero CPU and memory requests as one `f64` pair, and whether they are in the
+/// exact range (`0..=2^52`, so that a node's requests plus the pod's stay exact).
+#[derive(Clone, Copy, Debug)]
+struct Requests {
+    pair: [f64; 2],
+    exact: bool,
+}
+
+impl Requests {
+    fn of(milli_cpu: i64, memory: i64) -> Requests {
+        Requests {
+            pair: [milli_cpu as f64, memory as f64],
+            exact: (0..=EXACT_REQUEST).contains(&milli_cpu)
+                && (0..=EXACT_REQUEST).contains(&memory),
         }
     }
 }
 
-/// A node's requested CPU and memory with a pod's non-zero requests added, its allocatable,
-/// and estimates of the requested fractions, from which all three dense scores of the node
-/// are computed.
-///
-/// kube divides: `requested / allocatable` in `f64` for BalancedResourceAllocation, integer
-/// quotients for the least- and most-requested scores. Divisions are most of what scoring a
-/// node would cost, so in the [`exact_range`] (every realistic node) the fractions are
-/// estimated by multiplying with the node's precomputed reciprocals, and each score is made
-/// exact from the estimate: integer quotients by one exact integer comparison
-/// ([`corrected_quotient`]), the balanced score by falling back to kube's divisions when the
-/// estimate is within 10^-9 of an integer (see [`Usage::balanced_in`]). Outside that range
-/// the scores are computed as kube computes them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Usage {
-    cpu: i64,
-    memory: i64,
-    cpu_alloc: i64,
-    memory_alloc: i64,
-    /// `cpu * (1 / cpu_alloc)`: within 2.3 * 10^-16 of `cpu / cpu_alloc` in the exact range.
-    cpu_ratio: f64,
-    /// `memory * (1 / memory_alloc)`.
-    memory_ratio: f64,
-    /// Both resources in the [`exact_range`].
-    exact: bool,
-}
+/// Capacities in `1..=2^46`: every ratio below 1 is then at least `2^-46` from 1, and every
+/// product in the quotient corrections below 2^53.
+const EXACT_CAPACITY: i64 = 1 << 46;
 
-/// Adding 1.5 * 2^52 to an `f64` of magnitude below 2^51 rounds it to the nearest integer,
-/// which is then the low bits of the sum: cheaper than a float-to-integer conversion, which
-/// Rust must saturate.
+/// Requests (a node's, a pod's) in `0..=2^52`: their sums are below 2^53, exact in `f64`.
+const EXACT_REQUEST: i64 = 1 << 52;
+
+/// Adding 1.5 * 2^52 to an `f64` of magnitude below 2^51 rounds it to the nearest integer.
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// The nearest integer to `v` (`|v| < 2^51`; ties to even).
+/// `v` rounded to the nearest integer (ties to even), for `|v| < 2^51`.
 #[inline(always)]
-fn round_to_int(v: f64) -> i64 {
+fn round(v: f64) -> f64 {
+    (v + ROUND) - ROUND
+}
+
+/// An integral `f64` below 2^51 as an integer: the low bits of the sum with 1.5 * 2^52
+/// (cheaper than a float-to-integer conversion, which Rust must saturate).
+#[inline(always)]
+fn to_int(v: f64) -> i64 {
     ((v + ROUND).to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64)
 }
 
@@ -286,213 +298,120 @@ fn round_to_int(v: f64) -> i64 {
 /// value, so farther from an integer all three truncate alike.
 const NEAR_INTEGER: f64 = 1e-9;
 
-impl Usage {
-    #[inline(always)]
-    pub(crate) fn of(n: &DenseLoad, pod_milli_cpu: i64, pod_memory: i64) -> Usage {
-        let cpu = n.nz_milli_cpu.wrapping_add(pod_milli_cpu);
-        let memory = n.nz_memory.wrapping_add(pod_memory);
-        let u = Usage {
-            cpu,
-            memory,
-            cpu_alloc: n.alloc_milli_cpu,
-            memory_alloc: n.alloc_memory,
-            cpu_ratio: cpu as f64 * n.inv_milli_cpu,
-            memory_ratio: memory as f64 * n.inv_memory,
-            // The node's numbers are in range when it has reciprocals; the pod's requests
-            // (the same for every node) when they are in 0..=2^61: then the sums are in
-            // 0..=2^62 and `exact_range` holds for both resources.
-            exact: (0..=EXACT_REQUEST).contains(&pod_milli_cpu)
-                & (0..=EXACT_REQUEST).contains(&pod_memory)
-                & (n.inv_milli_cpu != 0.0)
-                & (n.inv_memory != 0.0),
-        };
-        debug_assert!(
-            !u.exact
-                || (exact_range(cpu, n.alloc_milli_cpu) && exact_range(memory, n.alloc_memory))
+/// The least-requested, most-requested and balanced scores (those asked for; 0 for the
+/// others) of a node in the exact range with a pod in the exact range, or `None` when the
+/// balanced score's estimate is too near an integer to decide.
+///
+/// kube divides: `requested / allocatable` in `f64` for BalancedResourceAllocation, integer
+/// quotients for the least- and most-requested scores. Here each resource's ratio is
+/// estimated by multiplying with the node's reciprocal (within 2.3 * 10^-16 of the real
+/// ratio), and each score made exact from it:
+/// - least requested, `floor((alloc - req) * 100 / alloc)`: the estimate `100 - 100 * ratio`
+///   is within 10^-13 of the real quotient, so rounding it gives the quotient or the one
+///   above, and one exact comparison (`q * alloc > numerator`, products below 2^53) settles
+///   which; 0 when the request exceeds the capacity. Most requested likewise from `100 *
+///   ratio`, 100 at or above the capacity.
+/// - balanced: a fraction is at least 1 exactly when the request is at least the capacity
+///   (below it the ratio is at most 1 - 2^-46, which rounds below 1); otherwise the score
+///   `(1 - |cpu - memory|) * 100` lies in (0, 100], and unless its estimate is within
+///   [`NEAR_INTEGER`] of an integer its integer part is kube's.
+///
+/// Written over `[f64; 2]` pairs so the compiler runs both resources in one SIMD lane pair.
+#[inline(always)]
+fn exact_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    n: &DenseLoad,
+    pod: [f64; 2],
+) -> Option<[i64; 3]> {
+    // Comparisons are taken from sign bits of exact differences and applied as integer masks:
+    // about half the quotient corrections apply, in no predictable order, so branches would
+    // mispredict, and the compiler keeps masks in the paired lanes.
+    let (mut least, mut most, mut ratio, mut full) = ([0i64; 2], [0i64; 2], [0.0; 2], [0i64; 2]);
+    for r in 0..2 {
+        let (alloc, requested) = (n.alloc[r], n.nz[r] + pod[r]);
+        ratio[r] = requested * n.inv[r];
+        // Exact differences (integers below 2^53); `x - x` is +0.0, so equality has sign 0.
+        let free = alloc - requested;
+        let over = negative(free); // requested > alloc
+        full[r] = 1 - negative(requested - alloc); // requested >= alloc
+        if LEAST {
+            let q = round(100.0 - 100.0 * ratio[r]);
+            let q = to_int(q) - negative(free * 100.0 - q * alloc);
+            least[r] = q & (over - 1);
+        }
+        if MOST {
+            let q = round(100.0 * ratio[r]);
+            let q = to_int(q) - negative(requested * 100.0 - q * alloc);
+            let keep = full[r] - 1; // all ones unless full
+            most[r] = (q & keep) | (100 & !keep);
+        }
+    }
+    let mut balanced = 0;
+    if BALANCED && (full[0] | full[1]) == 0 {
+        let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
+        let nearest = round(estimate);
+        if (estimate - nearest).abs() < NEAR_INTEGER {
+            return None;
+        }
+        balanced = to_int(nearest) - negative(estimate - nearest);
+    }
+    // Both capacities are positive and every score is in 0..=100: plain halving.
+    Some([
+        (least[0] + least[1]) >> 1,
+        (most[0] + most[1]) >> 1,
+        balanced,
+    ])
+}
+
+/// 1 if `v` is negative (its sign bit), else 0.
+#[inline(always)]
+fn negative(v: f64) -> i64 {
+    (v.to_bits() >> 63) as i64
+}
+
+/// The same scores by kube's formulas as they are, from the summary's integers.
+fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    s: &NodeSummary,
+    pod_milli_cpu: i64,
+    pod_memory: i64,
+) -> [i64; 3] {
+    let cpu = s.nz_milli_cpu.wrapping_add(pod_milli_cpu);
+    let memory = s.nz_memory.wrapping_add(pod_memory);
+    let (cpu_alloc, memory_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
+    let mut out = [0; 3];
+    if LEAST {
+        out[0] = average(
+            least_requested_score(cpu, cpu_alloc),
+            least_requested_score(memory, memory_alloc),
+            cpu_alloc,
+            memory_alloc,
         );
-        u
     }
-
-    /// The least-requested, most-requested and balanced scores that are asked for (0 for the
-    /// others), `EXACT` telling that `self.exact` holds.
-    #[inline(always)]
-    fn scores<const EXACT: bool, const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-        &self,
-    ) -> [i64; 3] {
-        [
-            if LEAST {
-                self.least_requested_in::<EXACT>()
-            } else {
-                0
-            },
-            if MOST {
-                self.most_requested_in::<EXACT>()
-            } else {
-                0
-            },
-            if BALANCED {
-                self.balanced_in::<EXACT>()
-            } else {
-                0
-            },
-        ]
+    if MOST {
+        out[1] = average(
+            most_requested_score(cpu, cpu_alloc),
+            most_requested_score(memory, memory_alloc),
+            cpu_alloc,
+            memory_alloc,
+        );
     }
-
-    /// BalancedResourceAllocation.
-    #[inline(always)]
-    fn balanced(&self) -> i64 {
-        if self.exact {
-            self.balanced_in::<true>()
+    if BALANCED {
+        let cpu = fraction(cpu, cpu_alloc);
+        let memory = fraction(memory, memory_alloc);
+        out[2] = if cpu >= 1.0 || memory >= 1.0 {
+            0
         } else {
-            self.balanced_in::<false>()
-        }
+            ((1.0 - (cpu - memory).abs()) * MAX_NODE_SCORE as f64) as i64
+        };
     }
-
-    /// BalancedResourceAllocation, `EXACT` telling that `self.exact` holds.
-    ///
-    /// In the exact range a fraction is at least 1 exactly when the request is at least the
-    /// capacity (below it the ratio is at most 1 - 2^-46, which rounds below 1). Otherwise
-    /// the score `(1 - |cpu - memory|) * 100` lies in (0, 100]; its estimate from the ratios
-    /// is within 10^-13 of the real value, as is kube's `f64` result, so unless the estimate
-    /// is within [`NEAR_INTEGER`] of an integer its integer part is kube's.
-    #[inline(always)]
-    fn balanced_in<const EXACT: bool>(&self) -> i64 {
-        if EXACT {
-            if (self.cpu >= self.cpu_alloc) | (self.memory >= self.memory_alloc) {
-                return 0;
-            }
-            let estimate =
-                (1.0 - (self.cpu_ratio - self.memory_ratio).abs()) * MAX_NODE_SCORE as f64;
-            let nearest = round_to_int(estimate);
-            let below = (nearest as f64) > estimate;
-            if (estimate - nearest as f64).abs() >= NEAR_INTEGER {
-                return nearest - i64::from(below);
-            }
-        }
-        let cpu = fraction(self.cpu, self.cpu_alloc);
-        let memory = fraction(self.memory, self.memory_alloc);
-        if cpu >= 1.0 || memory >= 1.0 {
-            return 0;
-        }
-        ((1.0 - (cpu - memory).abs()) * MAX_NODE_SCORE as f64) as i64
-    }
-
-    /// LeastRequestedPriority: the average of both resources' least-requested scores.
-    #[inline(always)]
-    fn least_requested(&self) -> i64 {
-        if self.exact {
-            self.least_requested_in::<true>()
-        } else {
-            self.least_requested_in::<false>()
-        }
-    }
-
-    #[inline(always)]
-    fn least_requested_in<const EXACT: bool>(&self) -> i64 {
-        if EXACT {
-            // Both capacities are positive and both scores in 0..=100.
-            let cpu = least_requested_exact(self.cpu, self.cpu_alloc, self.cpu_ratio);
-            let memory = least_requested_exact(self.memory, self.memory_alloc, self.memory_ratio);
-            return (cpu + memory) >> 1;
-        }
-        average(
-            least_requested_score(self.cpu, self.cpu_alloc),
-            least_requested_score(self.memory, self.memory_alloc),
-            self.cpu_alloc,
-            self.memory_alloc,
-        )
-    }
-
-    /// MostRequestedPriority: the average of both resources' most-requested scores.
-    #[inline(always)]
-    fn most_requested(&self) -> i64 {
-        if self.exact {
-            self.most_requested_in::<true>()
-        } else {
-            self.most_requested_in::<false>()
-        }
-    }
-
-    #[inline(always)]
-    fn most_requested_in<const EXACT: bool>(&self) -> i64 {
-        if EXACT {
-            let cpu = most_requested_exact(self.cpu, self.cpu_alloc, self.cpu_ratio);
-            let memory = most_requested_exact(self.memory, self.memory_alloc, self.memory_ratio);
-            return (cpu + memory) >> 1;
-        }
-        average(
-            most_requested_score(self.cpu, self.cpu_alloc),
-            most_requested_score(self.memory, self.memory_alloc),
-            self.cpu_alloc,
-            self.memory_alloc,
-        )
-    }
+    out
 }
 
 /// kube's `fractionOfCapacity`: `requested / capacity` in `f64`, 1.0 for no capacity.
-#[inline(always)]
 fn fraction(requested: i64, capacity: i64) -> f64 {
     if capacity == 0 {
         return 1.0;
     }
     requested as f64 / capacity as f64
-}
-
-/// Capacities in `1..=2^46` with requests from 0 up (above the capacity the scores are
-/// constant): every ratio below 1 is then at least `2^-46` from 1, and every product in
-/// [`corrected_quotient`] below 2^53.
-const EXACT_CAPACITY: i64 = 1 << 46;
-
-/// Node and pod requests up to this bound cannot overflow when added.
-const EXACT_REQUEST: i64 = 1 << 61;
-
-#[inline(always)]
-fn exact_range(requested: i64, capacity: i64) -> bool {
-    (capacity > 0) & (capacity <= EXACT_CAPACITY) & (requested >= 0)
-}
-
-/// `numerator / capacity` with integer (floor) division, for `0 <= numerator <= 100 *
-/// capacity` and `0 < capacity <= 2^46`, from an estimate of the real quotient that is off
-/// by far less than 1/2.
-///
-/// Rounding the estimate to the nearest integer gives the quotient or the one above it (the
-/// real quotient lies in `[q, q + 1)`); one exact integer comparison (products below 2^53)
-/// settles which.
-#[inline(always)]
-fn corrected_quotient(estimate: f64, numerator: i64, capacity: i64) -> i64 {
-    let q = round_to_int(estimate);
-    q - i64::from(q * capacity > numerator)
-}
-
-/// kube's `leastRequestedScore` (see [`crate::plugins::resource::LeastRequestedPriority`])
-/// in the [`exact_range`], given `ratio`, an estimate of `requested / capacity` within
-/// 2.3 * 10^-16.
-///
-/// The quotient `(capacity - requested) * 100 / capacity` is estimated as
-/// `100 - 100 * ratio`, within 10^-13, and [`corrected_quotient`] makes it exact.
-#[inline(always)]
-fn least_requested_exact(requested: i64, capacity: i64, ratio: f64) -> i64 {
-    if requested > capacity {
-        return 0;
-    }
-    corrected_quotient(
-        MAX_NODE_SCORE as f64 - MAX_NODE_SCORE as f64 * ratio,
-        (capacity - requested) * MAX_NODE_SCORE,
-        capacity,
-    )
-}
-
-/// kube's `mostRequestedScore` in the [`exact_range`] (see [`least_requested_exact`]).
-#[inline(always)]
-fn most_requested_exact(requested: i64, capacity: i64, ratio: f64) -> i64 {
-    if requested >= capacity {
-        return MAX_NODE_SCORE;
-    }
-    corrected_quotient(
-        MAX_NODE_SCORE as f64 * ratio,
-        requested * MAX_NODE_SCORE,
-        capacity,
-    )
 }
 
 /// The weighted average (weights 1) over the resources the node has, with integer division.
@@ -513,7 +432,7 @@ struct Output {
     weight: i64,
 }
 
-/// The dense priorities of one cycle, arranged so that a node's scores share one [`Usage`]
+/// The dense priorities of one cycle, arranged so that a node's scores share their ratios
 /// and the loop over nodes is compiled for the exact set of formulas present (no per-node
 /// dispatch on the kind).
 #[derive(Clone, Copy, Debug)]
@@ -561,7 +480,7 @@ impl DenseScorer {
     /// forms are in 0..=100 by construction).
     pub(crate) fn run(
         &self,
-        nodes: &[DenseLoad],
+        nodes: (&[DenseLoad], &[NodeSummary]),
         feasible: &[u32],
         range: Range<usize>,
         table: &mut [i64],
@@ -631,20 +550,33 @@ impl DenseScorer {
         assert!(!BALANCED || balanced_row.len() == len);
         let mut bad = 0i64;
         let start = range.start;
+        let (loads, summaries) = nodes;
+        let pod = Requests::of(self.milli_cpu, self.memory);
         for (j, (&i, total)) in feasible[range.clone()]
             .iter()
             .zip(&mut totals[range])
             .enumerate()
         {
-            let u = Usage::of(&nodes[i as usize], self.milli_cpu, self.memory);
+            let i = i as usize;
+            let n = &loads[i];
             // One branch per node between the exact-range forms, whose scores are in 0..=100
             // by construction, and kube's general ones, which are range-checked.
-            let [l, m, b] = if u.exact {
-                u.scores::<true, LEAST, MOST, BALANCED>()
+            let exact = if pod.exact && n.exact() {
+                exact_scores::<LEAST, MOST, BALANCED>(n, pod.pair)
             } else {
-                let scores = u.scores::<false, LEAST, MOST, BALANCED>();
-                bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
-                scores
+                None
+            };
+            let [l, m, b] = match exact {
+                Some(scores) => scores,
+                None => {
+                    let scores = general_scores::<LEAST, MOST, BALANCED>(
+                        &summaries[i],
+                        self.milli_cpu,
+                        self.memory,
+                    );
+                    bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
+                    scores
+                }
             };
             let mut t = *total;
             if LEAST {
@@ -667,7 +599,7 @@ impl DenseScorer {
 }
 
 type RunArgs<'a> = (
-    &'a [DenseLoad],
+    (&'a [DenseLoad], &'a [NodeSummary]),
     &'a [u32],
     Range<usize>,
     &'a mut [i64],
@@ -680,14 +612,14 @@ mod tests {
     use crate::plugins::resource::balanced_score;
     use proptest::prelude::*;
 
-    fn load(cpu: i64, cpu_alloc: i64, memory: i64, memory_alloc: i64) -> DenseLoad {
-        DenseLoad::of(&NodeSummary {
+    fn load(cpu: i64, cpu_alloc: i64, memory: i64, memory_alloc: i64) -> NodeSummary {
+        NodeSummary {
             nz_milli_cpu: cpu,
             nz_memory: memory,
             alloc_milli_cpu: cpu_alloc,
             alloc_memory: memory_alloc,
             ..NodeSummary::default()
-        })
+        }
     }
 
     /// kube's formulas, as the plugins compute them node by node.

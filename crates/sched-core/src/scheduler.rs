@@ -10,13 +10,13 @@ use rand::{RngCore, SeedableRng};
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::dense::{DenseFilter, DenseLoad, DenseScore, DenseScorer};
+use crate::dense::{DenseFilter, DenseScore, DenseScorer};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, PluginError, PluginState, Predicate, Prepared, PreparedScore,
     Priority, Reason,
 };
 use crate::model::Pod;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{NodeSummary, Snapshot};
 
 /// kube's floor on how many feasible nodes to look for before stopping.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -656,7 +656,7 @@ impl ChunkBuf {
 /// Returns the OR of [`out_of_range_bits`] over the scores.
 fn score_each(
     dense: &[(usize, DenseScore, i64)],
-    nodes: &[DenseLoad],
+    nodes: &[NodeSummary],
     feasible: &[u32],
     range: std::ops::Range<usize>,
     table: &mut [i64],
@@ -1228,7 +1228,7 @@ impl Scheduler {
             }
             if let Some(scorer) = &scorer {
                 dense_out_of_range |= scorer.run(
-                    dense_nodes,
+                    (dense_nodes, cx.snapshot().summaries()),
                     &s.feasible,
                     lo..hi,
                     &mut s.table,
@@ -1238,7 +1238,7 @@ impl Scheduler {
             } else if !s.dense.is_empty() {
                 dense_out_of_range |= score_each(
                     &s.dense,
-                    dense_nodes,
+                    cx.snapshot().summaries(),
                     &s.feasible,
                     lo..hi,
                     &mut s.table,
