@@ -489,14 +489,15 @@ impl DenseScorer {
     ) -> i64 {
         let args = (nodes, feasible, range, table, totals);
         if let Some((reservoir, rng)) = select {
-            return self.run_for(args, |total, k| reservoir.offer(total, k, rng));
+            return self.run_for(args, |totals, k| reservoir.offer_all(totals, k, rng));
         }
         self.run_for(args, |_, _| {})
     }
 
-    /// [`DenseScorer::run`], calling `each(total, k)` with each node's weighted total.
+    /// [`DenseScorer::run`], calling `each(totals, k)` with the weighted totals of the nodes
+    /// at `k..` once they are complete.
     #[inline(always)]
-    fn run_for(&self, args: RunArgs<'_>, each: impl FnMut(i64, usize)) -> i64 {
+    fn run_for(&self, args: RunArgs<'_>, each: impl FnMut(&[i64], usize)) -> i64 {
         match (
             self.least.is_some(),
             self.most.is_some(),
@@ -517,7 +518,7 @@ impl DenseScorer {
     fn run_with<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         &self,
         (nodes, feasible, range, table, totals): RunArgs<'_>,
-        mut each: impl FnMut(i64, usize),
+        mut each: impl FnMut(&[i64], usize),
     ) -> i64 {
         let f = feasible.len();
         let len = range.len();
@@ -554,7 +555,7 @@ impl DenseScorer {
         let pod = Requests::of(self.milli_cpu, self.memory);
         for (j, (&i, total)) in feasible[range.clone()]
             .iter()
-            .zip(&mut totals[range])
+            .zip(&mut totals[range.clone()])
             .enumerate()
         {
             let i = i as usize;
@@ -592,8 +593,8 @@ impl DenseScorer {
                 t = t.wrapping_add(b.wrapping_mul(balanced.weight));
             }
             *total = t;
-            each(t, start + j);
         }
+        each(&totals[range.clone()], start);
         bad
     }
 }

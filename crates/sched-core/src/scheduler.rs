@@ -72,11 +72,11 @@ pub struct EmptyScores;
 /// # Ok::<(), sched_core::scheduler::EmptyScores>(())
 /// ```
 pub fn select_host<R: RngCore + ?Sized>(scores: &[i64], rng: &mut R) -> Result<usize, EmptyScores> {
-    let (&first, rest) = scores.split_first().ok_or(EmptyScores)?;
-    let mut pick = Reservoir::new(first, 0);
-    for (i, &s) in rest.iter().enumerate() {
-        pick.offer(s, i + 1, rng);
+    if scores.is_empty() {
+        return Err(EmptyScores);
     }
+    let mut pick = Reservoir::EMPTY;
+    pick.offer_all(scores, 0, rng);
     Ok(pick.selected)
 }
 
@@ -101,15 +101,6 @@ impl Reservoir {
         next: 0,
     };
 
-    fn new(score: i64, index: usize) -> Reservoir {
-        Reservoir {
-            best: score,
-            selected: index,
-            ties: 1,
-            next: 0,
-        }
-    }
-
     /// Offers the score of the node at `index` (offered in increasing order).
     ///
     /// Branch-free on the common outcomes (lower, tie, new best), whose order on a loaded
@@ -129,6 +120,43 @@ impl Reservoir {
         self.next = if higher { 0 } else { self.next };
         if tie & ((self.next == 0) | (self.ties == self.next)) {
             self.draw(index, rng);
+        }
+    }
+
+    /// Offers `scores`, the scores of the nodes at `base..`, exactly as offering them one by
+    /// one would (the same pick and the same draws), but in blocks: a block below the best is
+    /// skipped after one maximum, and a block that only ties it is settled by counting its
+    /// ties, unless a replacement falls inside it. Only blocks that raise the best, or hold a
+    /// replacement (about `ln(ties)` in a pass), are offered node by node.
+    pub(crate) fn offer_all<R: RngCore + ?Sized>(
+        &mut self,
+        scores: &[i64],
+        base: usize,
+        rng: &mut R,
+    ) {
+        const BLOCK: usize = 64;
+        for (b, block) in scores.chunks(BLOCK).enumerate() {
+            let at = base + b * BLOCK;
+            let max = block.iter().copied().fold(i64::MIN, i64::max);
+            if self.ties > 0 && max < self.best {
+                continue;
+            }
+            if self.ties > 0 && max == self.best {
+                let ties = block.iter().filter(|&&s| s == max).count() as u64;
+                // Offered one by one, the block's lower scores change nothing, its first tie
+                // draws the replacement point if none is drawn, and no other draw comes
+                // before a replacement.
+                if self.next == 0 {
+                    self.next = next_replacement(self.ties, rng);
+                }
+                if self.ties + ties < self.next {
+                    self.ties += ties;
+                    continue;
+                }
+            }
+            for (j, &s) in block.iter().enumerate() {
+                self.offer(s, at + j, rng);
+            }
         }
     }
 
@@ -686,6 +714,41 @@ pub(crate) fn out_of_range_bits(v: i64) -> i64 {
     const HIGH: i64 = !127;
     const _: () = assert!(MAX_NODE_SCORE + 27 == 127);
     (v & HIGH) | (v.wrapping_add(27) & HIGH)
+}
+
+#[cfg(test)]
+mod reservoir_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Offering in blocks gives the same pick and leaves the RNG in the same state as
+        /// offering one by one, wherever the blocks start.
+        #[test]
+        fn blocks_offer_like_single_offers(
+            scores in prop::collection::vec(prop_oneof![3 => 0i64..4, 1 => Just(3i64)], 1..700),
+            splits in prop::collection::vec(0usize..700, 0..4),
+            seed: u64,
+        ) {
+            let mut one = ChaCha8Rng::seed_from_u64(seed);
+            let mut blocks = one.clone();
+            let mut a = Reservoir::EMPTY;
+            for (i, &s) in scores.iter().enumerate() {
+                a.offer(s, i, &mut one);
+            }
+            let mut b = Reservoir::EMPTY;
+            let mut cuts: Vec<usize> = splits.into_iter().map(|c| c % scores.len()).collect();
+            cuts.push(0);
+            cuts.push(scores.len());
+            cuts.sort_unstable();
+            for w in cuts.windows(2) {
+                b.offer_all(&scores[w[0]..w[1]], w[0], &mut blocks);
+            }
+            prop_assert_eq!(a.selected, b.selected);
+            prop_assert_eq!((a.best, a.ties, a.next), (b.best, b.ties, b.next));
+            prop_assert_eq!(one.next_u64(), blocks.next_u64());
+        }
+    }
 }
 
 #[cfg(test)]
