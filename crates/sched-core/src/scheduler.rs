@@ -718,8 +718,9 @@ pub(crate) fn out_of_range_bits(v: i64) -> i64 {
 
 #[cfg(test)]
 mod reservoir_tests {
-    use super::*;
+    use super::{ChaCha8Rng, Reservoir};
     use proptest::prelude::*;
+    use rand::{RngCore, SeedableRng};
 
     proptest! {
         /// Offering in blocks gives the same pick and leaves the RNG in the same state as
