@@ -20,7 +20,8 @@ impl Default for Sym {
 /// A grow-only string table owned by a [`crate::snapshot::Snapshot`].
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
-    ids: HashMap<Box<str>, Sym>,
+    /// foldhash: these maps are hashed on every pod placed (SipHash was a visible share).
+    ids: HashMap<Box<str>, Sym, foldhash::fast::RandomState>,
     strings: Vec<Box<str>>,
 }
 

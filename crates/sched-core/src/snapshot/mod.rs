@@ -65,8 +65,10 @@ pub struct Snapshot {
     dense_fit: Vec<DenseFit>,
     /// [`DenseLoad::of`] each summary, index-aligned.
     dense_load: Vec<DenseLoad>,
-    by_name: HashMap<String, usize>,
-    pod_node: HashMap<String, usize>,
+    /// Node name to index (foldhash, as the interner: looked up on every pod placed).
+    by_name: HashMap<String, usize, foldhash::fast::RandomState>,
+    /// Pod key to node index.
+    pod_node: HashMap<String, usize, foldhash::fast::RandomState>,
     interner: Interner,
     image_nodes: HashMap<Sym, u32>,
     zone_nodes: HashMap<Sym, u32>,
@@ -369,21 +371,29 @@ impl Snapshot {
 
     /// Adds a bound pod (its `spec.nodeName` names the node).
     pub fn add_pod(&mut self, pod: Pod) -> Result<(), SnapshotError> {
-        let key = pod.key();
         if pod.spec.node_name.is_empty() {
-            return Err(SnapshotError::Unbound(key));
-        }
-        if self.pod_node.contains_key(&key) {
-            return Err(SnapshotError::DuplicatePod(key));
+            return Err(SnapshotError::Unbound(pod.key()));
         }
         let i = self
             .index_of(&pod.spec.node_name)
             .ok_or_else(|| SnapshotError::UnknownNode(pod.spec.node_name.clone()))?;
+        self.add_pod_at(pod, i)
+    }
+
+    /// Adds a pod bound to the node at index `i` (its `spec.nodeName`).
+    fn add_pod_at(&mut self, pod: Pod, i: usize) -> Result<(), SnapshotError> {
         let info = PodInfo::new(Arc::new(pod), &mut self.interner);
+        match self.pod_node.entry(info.key().to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                return Err(SnapshotError::DuplicatePod(e.key().clone()));
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+            }
+        }
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.infos[i].add_pod(info);
-        self.pod_node.insert(key, i);
         self.refresh(i);
         Ok(())
     }
@@ -419,11 +429,11 @@ impl Snapshot {
     /// Places a pending pod on a node as if bound (kube's "assume"), so the next scheduling
     /// cycle sees its requests. [`Snapshot::forget`] is the exact inverse.
     pub fn assume(&mut self, mut pod: Pod, node: &str) -> Result<(), SnapshotError> {
-        if self.index_of(node).is_none() {
-            return Err(SnapshotError::UnknownNode(node.to_string()));
-        }
+        let i = self
+            .index_of(node)
+            .ok_or_else(|| SnapshotError::UnknownNode(node.to_string()))?;
         pod.spec.node_name = node.to_string();
-        self.add_pod(pod)
+        self.add_pod_at(pod, i)
     }
 
     /// Takes an assumed pod off its node and returns it as it was before [`Snapshot::assume`]
