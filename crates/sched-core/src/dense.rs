@@ -66,50 +66,95 @@ impl DenseFit {
     }
 }
 
-/// What a node has requested and allocatable, as the dense scores read it: CPU and memory
-/// side by side in `f64`, so that both resources are scored with the same (paired)
-/// instructions; 48 bytes. The snapshot keeps one per node, derived from its [`NodeSummary`].
+/// What the nodes have requested and allocatable, as the dense scores read it: one column
+/// per number and resource (CPU, then memory), index-aligned with the snapshot's nodes, in
+/// `f64`, so that scoring runs over consecutive nodes in SIMD lanes. The snapshot keeps it,
+/// derived from each node's [`NodeSummary`].
 ///
-/// The numbers are exact when the node is in the exact range: allocatable in `1..=2^46` and
-/// requested in `0..=2^52` for both resources. Outside it, `inv` is zero and scoring uses
-/// kube's formulas on the summary's integers.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[repr(C, align(16))]
-pub struct DenseLoad {
+/// A node's numbers are exact when it is in the exact range: allocatable in `1..=2^46` and
+/// requested in `0..=2^52` for both resources. Outside it, its reciprocals are zero and
+/// scoring uses kube's formulas on the summary's integers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DenseLoads {
     /// Non-zero requested milli-CPU and memory bytes.
-    pub nz: [f64; 2],
+    nz: [Vec<f64>; 2],
     /// Allocatable milli-CPU and memory bytes.
-    pub alloc: [f64; 2],
-    /// `1 / alloc` for both resources, so that scoring multiplies where kube divides (and
-    /// corrects the result where that could differ); both zero outside the exact range.
-    pub inv: [f64; 2],
+    alloc: [Vec<f64>; 2],
+    /// `1 / alloc`, so that scoring multiplies where kube divides (and corrects the result
+    /// where that could differ); zero outside the exact range.
+    inv: [Vec<f64>; 2],
 }
 
-const _: () = assert!(std::mem::size_of::<DenseLoad>() == 48);
+impl DenseLoads {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nz[0].len()
+    }
 
-impl DenseLoad {
-    /// The load numbers of a summary.
-    pub fn of(s: &NodeSummary) -> DenseLoad {
+    /// Whether there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Node `i`'s non-zero requested, allocatable and reciprocal pairs (CPU, memory).
+    pub fn node(&self, i: usize) -> [[f64; 2]; 3] {
+        let pair = |c: &[Vec<f64>; 2]| [c[0][i], c[1][i]];
+        [pair(&self.nz), pair(&self.alloc), pair(&self.inv)]
+    }
+
+    /// The numbers of a summary.
+    fn numbers(s: &NodeSummary) -> [[f64; 2]; 3] {
         let exact = (1..=EXACT_CAPACITY).contains(&s.alloc_milli_cpu)
             && (1..=EXACT_CAPACITY).contains(&s.alloc_memory)
             && (0..=EXACT_REQUEST).contains(&s.nz_milli_cpu)
             && (0..=EXACT_REQUEST).contains(&s.nz_memory);
-        let (cpu, memory) = (s.alloc_milli_cpu as f64, s.alloc_memory as f64);
-        DenseLoad {
-            nz: [s.nz_milli_cpu as f64, s.nz_memory as f64],
-            alloc: [cpu, memory],
-            inv: if exact {
-                [1.0 / cpu, 1.0 / memory]
+        let alloc = [s.alloc_milli_cpu as f64, s.alloc_memory as f64];
+        [
+            [s.nz_milli_cpu as f64, s.nz_memory as f64],
+            alloc,
+            if exact {
+                [1.0 / alloc[0], 1.0 / alloc[1]]
             } else {
                 [0.0; 2]
             },
+        ]
+    }
+
+    /// Appends a node.
+    pub(crate) fn push(&mut self, s: &NodeSummary) {
+        let [nz, alloc, inv] = Self::numbers(s);
+        for r in 0..2 {
+            self.nz[r].push(nz[r]);
+            self.alloc[r].push(alloc[r]);
+            self.inv[r].push(inv[r]);
         }
     }
 
-    /// Whether the node is in the exact range.
-    #[inline(always)]
-    fn exact(&self) -> bool {
-        self.inv[0] != 0.0
+    /// Sets node `i` from its summary.
+    pub(crate) fn set(&mut self, i: usize, s: &NodeSummary) {
+        let [nz, alloc, inv] = Self::numbers(s);
+        for r in 0..2 {
+            self.nz[r][i] = nz[r];
+            self.alloc[r][i] = alloc[r];
+            self.inv[r][i] = inv[r];
+        }
+    }
+
+    /// Removes node `i`.
+    pub(crate) fn remove(&mut self, i: usize) {
+        for r in 0..2 {
+            self.nz[r].remove(i);
+            self.alloc[r].remove(i);
+            self.inv[r].remove(i);
+        }
+    }
+
+    /// Reserves room for `n` more nodes.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        for c in [&mut self.nz, &mut self.alloc, &mut self.inv] {
+            c[0].reserve(n);
+            c[1].reserve(n);
+        }
     }
 }
 
@@ -189,7 +234,7 @@ enum Kind {
     Balanced,
 }
 
-/// What a priority scores for one pod, when that needs only a node's [`DenseLoad`] and no
+/// What a priority scores for one pod, when that needs only a node's [`DenseLoads`] numbers and no
 /// normalization: LeastRequestedPriority and MostRequestedPriority with kube's default
 /// resources, and BalancedResourceAllocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,37 +276,35 @@ impl DenseScore {
     /// The node's final score (0..=100 for any realistic node; kube's formulas, which can
     /// leave that range on absurd input, otherwise).
     pub fn score(&self, s: &NodeSummary) -> i64 {
+        let mut loads = DenseLoads::default();
+        loads.push(s);
+        let mut out = KernelOut::default();
+        out.prepare(1);
         let pod = Requests::of(self.milli_cpu, self.memory);
-        let n = DenseLoad::of(s);
-        let scores = |[l, m, b]: [i64; 3]| match self.kind {
+        kernel::<true, true, true>(&loads, 0..1, &pod, &mut out);
+        let [l, m, b] = if out.unsure[0] == 0 {
+            [out.least[0], out.most[0], out.balanced[0]]
+        } else {
+            general_scores::<true, true, true>(s, self.milli_cpu, self.memory)
+        };
+        match self.kind {
             Kind::LeastRequested => l,
             Kind::MostRequested => m,
             Kind::Balanced => b,
-        };
-        if pod.exact
-            && n.exact()
-            && let Some(v) = exact_scores::<true, true, true>(&n, pod.pair)
-        {
-            return scores(v);
         }
-        scores(general_scores::<true, true, true>(
-            s,
-            self.milli_cpu,
-            self.memory,
-        ))
     }
 }
 
 /// A pod's non-zero CPU and memory requests as one `f64` pair, and whether they are in the
 /// exact range (`0..=2^52`, so that a node's requests plus the pod's stay exact).
 #[derive(Clone, Copy, Debug)]
-struct Requests {
+pub(crate) struct Requests {
     pair: [f64; 2],
     exact: bool,
 }
 
 impl Requests {
-    fn of(milli_cpu: i64, memory: i64) -> Requests {
+    pub(crate) fn of(milli_cpu: i64, memory: i64) -> Requests {
         Requests {
             pair: [milli_cpu as f64, memory as f64],
             exact: (0..=EXACT_REQUEST).contains(&milli_cpu)
@@ -298,9 +341,35 @@ fn to_int(v: f64) -> i64 {
 /// value, so farther from an integer all three truncate alike.
 const NEAR_INTEGER: f64 = 1e-9;
 
-/// The least-requested, most-requested and balanced scores (those asked for; 0 for the
-/// others) of a node in the exact range with a pod in the exact range, or `None` when the
-/// balanced score's estimate is too near an integer to decide.
+/// The kernel's results, indexed by node (reused from cycle to cycle).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KernelOut {
+    least: Vec<i64>,
+    most: Vec<i64>,
+    balanced: Vec<i64>,
+    /// 1 when the exact forms cannot decide (node or pod out of the exact range, or a
+    /// balanced estimate too near an integer): kube's formulas give that node's scores.
+    unsure: Vec<i64>,
+}
+
+impl KernelOut {
+    /// Room for `n` nodes.
+    pub(crate) fn prepare(&mut self, n: usize) {
+        for v in [
+            &mut self.least,
+            &mut self.most,
+            &mut self.balanced,
+            &mut self.unsure,
+        ] {
+            if v.len() < n {
+                v.resize(n, 0);
+            }
+        }
+    }
+}
+
+/// The least-requested, most-requested and balanced scores (those asked for) of the nodes
+/// `range`, flagging in `out.unsure` the nodes the exact forms cannot decide.
 ///
 /// kube divides: `requested / allocatable` in `f64` for BalancedResourceAllocation, integer
 /// quotients for the least- and most-requested scores. Here each resource's ratio is
@@ -316,50 +385,71 @@ const NEAR_INTEGER: f64 = 1e-9;
 ///   `(1 - |cpu - memory|) * 100` lies in (0, 100], and unless its estimate is within
 ///   [`NEAR_INTEGER`] of an integer its integer part is kube's.
 ///
-/// Written over `[f64; 2]` pairs so the compiler runs both resources in one SIMD lane pair.
-#[inline(always)]
-fn exact_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-    n: &DenseLoad,
-    pod: [f64; 2],
-) -> Option<[i64; 3]> {
-    // Comparisons are taken from sign bits of exact differences and applied as integer masks:
-    // about half the quotient corrections apply, in no predictable order, so branches would
-    // mispredict, and the compiler keeps masks in the paired lanes.
-    let (mut least, mut most, mut ratio, mut full) = ([0i64; 2], [0i64; 2], [0.0; 2], [0i64; 2]);
-    for r in 0..2 {
-        let (alloc, requested) = (n.alloc[r], n.nz[r] + pod[r]);
-        ratio[r] = requested * n.inv[r];
-        // Exact differences (integers below 2^53); `x - x` is +0.0, so equality has sign 0.
-        let free = alloc - requested;
-        let over = negative(free); // requested > alloc
-        full[r] = 1 - negative(requested - alloc); // requested >= alloc
-        if LEAST {
-            let q = round(100.0 - 100.0 * ratio[r]);
-            let q = to_int(q) - negative(free * 100.0 - q * alloc);
-            least[r] = q & (over - 1);
-        }
-        if MOST {
-            let q = round(100.0 * ratio[r]);
-            let q = to_int(q) - negative(requested * 100.0 - q * alloc);
-            let keep = full[r] - 1; // all ones unless full
-            most[r] = (q & keep) | (100 & !keep);
-        }
+/// Comparisons come from sign bits of exact differences (`x - x` is +0.0, so equality has
+/// sign 0) and apply as integer masks: no branch, so the loop runs over consecutive nodes in
+/// SIMD lanes, and the quotient corrections (about half apply, in no predictable order)
+/// cannot mispredict.
+pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    loads: &DenseLoads,
+    range: Range<usize>,
+    pod: &Requests,
+    out: &mut KernelOut,
+) {
+    fn cols(c: &[Vec<f64>; 2], range: Range<usize>) -> [&[f64]; 2] {
+        [&c[0][range.clone()], &c[1][range]]
     }
-    let mut balanced = 0;
-    if BALANCED && (full[0] | full[1]) == 0 {
-        let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
-        let nearest = round(estimate);
-        if (estimate - nearest).abs() < NEAR_INTEGER {
-            return None;
+    let (nz, alloc, inv) = (
+        cols(&loads.nz, range.clone()),
+        cols(&loads.alloc, range.clone()),
+        cols(&loads.inv, range.clone()),
+    );
+    let len = range.len();
+    let (least, most, balanced, unsure) = (
+        &mut out.least[range.clone()],
+        &mut out.most[range.clone()],
+        &mut out.balanced[range.clone()],
+        &mut out.unsure[range],
+    );
+    assert!(nz.iter().chain(&alloc).chain(&inv).all(|c| c.len() == len));
+    assert!(least.len() == len && most.len() == len && balanced.len() == len);
+    assert!(unsure.len() == len);
+    let pod_unsure = i64::from(!pod.exact);
+    for j in 0..len {
+        let (mut l, mut m, mut ratio, mut full) = ([0i64; 2], [0i64; 2], [0.0; 2], [0i64; 2]);
+        let mut out_of_range = pod_unsure;
+        for r in 0..2 {
+            let (a, requested) = (alloc[r][j], nz[r][j] + pod.pair[r]);
+            out_of_range |= i64::from(inv[r][j] == 0.0);
+            ratio[r] = requested * inv[r][j];
+            let free = a - requested;
+            let over = negative(free); // requested > alloc
+            full[r] = 1 - negative(requested - a); // requested >= alloc
+            if LEAST {
+                let q = round(100.0 - 100.0 * ratio[r]);
+                let q = to_int(q).wrapping_sub(negative(free * 100.0 - q * a));
+                l[r] = q & (over - 1);
+            }
+            if MOST {
+                let q = round(100.0 * ratio[r]);
+                let q = to_int(q).wrapping_sub(negative(requested * 100.0 - q * a));
+                let keep = full[r] - 1; // all ones unless full
+                m[r] = (q & keep) | (100 & !keep);
+            }
         }
-        balanced = to_int(nearest) - negative(estimate - nearest);
+        // Both capacities are positive and every score is in 0..=100: plain halving. (Lanes
+        // out of the exact range hold garbage, flagged below; the arithmetic wraps.)
+        least[j] = l[0].wrapping_add(l[1]) >> 1;
+        most[j] = m[0].wrapping_add(m[1]) >> 1;
+        if BALANCED {
+            let keep = (full[0] | full[1]) - 1; // all ones unless a resource is full
+            let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
+            let nearest = round(estimate);
+            let near = i64::from((estimate - nearest).abs() < NEAR_INTEGER);
+            balanced[j] = to_int(nearest).wrapping_sub(negative(estimate - nearest)) & keep;
+            out_of_range |= near & keep;
+        }
+        unsure[j] = out_of_range;
     }
-    // Both capacities are positive and every score is in 0..=100: plain halving.
-    Some([
-        (least[0] + least[1]) >> 1,
-        (most[0] + most[1]) >> 1,
-        balanced,
-    ])
 }
 
 /// 1 if `v` is negative (its sign bit), else 0.
@@ -474,20 +564,24 @@ impl DenseScorer {
         Some(scorer)
     }
 
-    /// Scores the feasible nodes at positions `range`: each score goes to `table[row * f +
-    /// k]` (`f = feasible.len()`) and its weighted value is added to `totals[k]`. Returns the
-    /// OR of [`out_of_range_bits`] over the scores kube's general formulas gave (the exact-range
-    /// forms are in 0..=100 by construction).
+    /// Scores all feasible nodes: each score goes to `table[row * f + k]` (`f =
+    /// feasible.len()`) and its weighted value is added to `totals[k]`; with `select`, the
+    /// totals are offered to it in order. Returns the OR of [`out_of_range_bits`] over the
+    /// scores kube's general formulas gave (the exact forms are in 0..=100 by construction).
+    ///
+    /// The kernel runs over the span of node indices the feasible nodes lie in (one range, or
+    /// two when evaluation wrapped around), rejected nodes included: consecutive nodes are
+    /// what lets it use SIMD lanes. The results are then gathered in feasible order.
     pub(crate) fn run(
         &self,
-        nodes: (&[DenseLoad], &[NodeSummary]),
+        nodes: (&DenseLoads, &[NodeSummary]),
         feasible: &[u32],
-        range: Range<usize>,
+        out: &mut KernelOut,
         table: &mut [i64],
         totals: &mut [i64],
         select: Option<(&mut Reservoir, &mut dyn RngCore)>,
     ) -> i64 {
-        let args = (nodes, feasible, range, table, totals);
+        let args = (nodes, feasible, out, table, totals);
         if let Some((reservoir, rng)) = select {
             return self.run_for(args, |totals, k| reservoir.offer_all(totals, k, rng));
         }
@@ -517,13 +611,22 @@ impl DenseScorer {
     #[inline(always)]
     fn run_with<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         &self,
-        (nodes, feasible, range, table, totals): RunArgs<'_>,
+        ((loads, summaries), feasible, out, table, totals): RunArgs<'_>,
         mut each: impl FnMut(&[i64], usize),
     ) -> i64 {
         let f = feasible.len();
-        let len = range.len();
-        if len == 0 {
+        let (Some(&first), Some(&last)) = (feasible.first(), feasible.last()) else {
             return 0;
+        };
+        let (first, last) = (first as usize, last as usize);
+        let pod = Requests::of(self.milli_cpu, self.memory);
+        out.prepare(loads.len());
+        if first <= last {
+            kernel::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
+        } else {
+            // Evaluation wrapped around the end of the node list.
+            kernel::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
+            kernel::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
         }
         let unused = Output {
             row: usize::MAX,
@@ -534,7 +637,7 @@ impl DenseScorer {
             self.most.unwrap_or(unused),
             self.balanced.unwrap_or(unused),
         );
-        // The table rows this pass writes, cut to `range` (an absent formula's stays empty).
+        // The table rows this pass writes (an absent formula's stays empty).
         let mut rows: [&mut [i64]; 3] = [&mut [], &mut [], &mut []];
         for (r, row) in table.chunks_exact_mut(f).enumerate() {
             let slot = match r {
@@ -543,41 +646,26 @@ impl DenseScorer {
                 _ if r == balanced.row => 2,
                 _ => continue,
             };
-            rows[slot] = &mut row[range.clone()];
+            rows[slot] = row;
         }
         let [least_row, most_row, balanced_row] = rows;
-        assert!(!LEAST || least_row.len() == len);
-        assert!(!MOST || most_row.len() == len);
-        assert!(!BALANCED || balanced_row.len() == len);
+        assert!(!LEAST || least_row.len() == f);
+        assert!(!MOST || most_row.len() == f);
+        assert!(!BALANCED || balanced_row.len() == f);
+        let totals = &mut totals[..f];
         let mut bad = 0i64;
-        let start = range.start;
-        let (loads, summaries) = nodes;
-        let pod = Requests::of(self.milli_cpu, self.memory);
-        for (j, (&i, total)) in feasible[range.clone()]
-            .iter()
-            .zip(&mut totals[range.clone()])
-            .enumerate()
-        {
+        for (j, (&i, total)) in feasible.iter().zip(totals.iter_mut()).enumerate() {
             let i = i as usize;
-            let n = &loads[i];
-            // One branch per node between the exact-range forms, whose scores are in 0..=100
-            // by construction, and kube's general ones, which are range-checked.
-            let exact = if pod.exact && n.exact() {
-                exact_scores::<LEAST, MOST, BALANCED>(n, pod.pair)
+            let [l, m, b] = if out.unsure[i] == 0 {
+                [out.least[i], out.most[i], out.balanced[i]]
             } else {
-                None
-            };
-            let [l, m, b] = match exact {
-                Some(scores) => scores,
-                None => {
-                    let scores = general_scores::<LEAST, MOST, BALANCED>(
-                        &summaries[i],
-                        self.milli_cpu,
-                        self.memory,
-                    );
-                    bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
-                    scores
-                }
+                let scores = general_scores::<LEAST, MOST, BALANCED>(
+                    &summaries[i],
+                    self.milli_cpu,
+                    self.memory,
+                );
+                bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
+                scores
             };
             let mut t = *total;
             if LEAST {
@@ -594,15 +682,15 @@ impl DenseScorer {
             }
             *total = t;
         }
-        each(&totals[range.clone()], start);
+        each(totals, 0);
         bad
     }
 }
 
 type RunArgs<'a> = (
-    (&'a [DenseLoad], &'a [NodeSummary]),
+    (&'a DenseLoads, &'a [NodeSummary]),
     &'a [u32],
-    Range<usize>,
+    &'a mut KernelOut,
     &'a mut [i64],
     &'a mut [i64],
 );

@@ -10,7 +10,7 @@ use rand::{RngCore, SeedableRng};
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::dense::{DenseFilter, DenseScore, DenseScorer};
+use crate::dense::{DenseFilter, DenseScore, DenseScorer, KernelOut};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, PluginError, PluginState, Predicate, Prepared, PreparedScore,
     Priority, Reason,
@@ -137,21 +137,28 @@ impl Reservoir {
         const BLOCK: usize = 64;
         for (b, block) in scores.chunks(BLOCK).enumerate() {
             let at = base + b * BLOCK;
-            let max = block.iter().copied().fold(i64::MIN, i64::max);
-            if self.ties > 0 && max < self.best {
-                continue;
-            }
-            if self.ties > 0 && max == self.best {
-                let ties = block.iter().filter(|&&s| s == max).count() as u64;
-                // Offered one by one, the block's lower scores change nothing, its first tie
-                // draws the replacement point if none is drawn, and no other draw comes
-                // before a replacement.
-                if self.next == 0 {
-                    self.next = next_replacement(self.ties, rng);
+            if self.ties > 0 {
+                // One pass, no dependency between elements: does anything beat the best, and
+                // how many tie it?
+                let (mut higher, mut ties) = (false, 0u64);
+                for &s in block {
+                    higher |= s > self.best;
+                    ties += u64::from(s == self.best);
                 }
-                if self.ties + ties < self.next {
-                    self.ties += ties;
-                    continue;
+                if !higher {
+                    if ties == 0 {
+                        continue;
+                    }
+                    // Offered one by one, the block's lower scores change nothing, its first
+                    // tie draws the replacement point if none is drawn, and no other draw
+                    // comes before a replacement.
+                    if self.next == 0 {
+                        self.next = next_replacement(self.ties, rng);
+                    }
+                    if self.ties + ties < self.next {
+                        self.ties += ties;
+                        continue;
+                    }
                 }
             }
             for (j, &s) in block.iter().enumerate() {
@@ -555,6 +562,8 @@ struct Scratch {
     constant_total: i64,
     /// The priorities scored through their dense form: index, form, weight.
     dense: Vec<(usize, DenseScore, i64)>,
+    /// The dense kernel's per-node results.
+    kernel: KernelOut,
 }
 
 /// A compiled scheduling pipeline: predicates, weighted priorities, and the cycle settings.
@@ -1272,7 +1281,6 @@ impl Scheduler {
             TieRng::ChaCha(rng) => rng.as_mut(),
             TieRng::Custom(rng) => rng.as_mut(),
         };
-        let dense_nodes = cx.snapshot().dense_load();
         let mut dense_out_of_range = 0i64;
         // Score chunk by chunk, every running priority on one chunk of nodes while the chunk's
         // summaries are in the L1 cache, instead of streaming all of them once per priority.
@@ -1290,16 +1298,7 @@ impl Scheduler {
                     );
                 }
             }
-            if let Some(scorer) = &scorer {
-                dense_out_of_range |= scorer.run(
-                    (dense_nodes, cx.snapshot().summaries()),
-                    &s.feasible,
-                    lo..hi,
-                    &mut s.table,
-                    &mut s.totals,
-                    fuse_select.then_some((&mut reservoir, &mut *rng)),
-                );
-            } else if !s.dense.is_empty() {
+            if scorer.is_none() && !s.dense.is_empty() {
                 dense_out_of_range |= score_each(
                     &s.dense,
                     cx.snapshot().summaries(),
@@ -1309,6 +1308,17 @@ impl Scheduler {
                     &mut s.totals,
                 );
             }
+        }
+        // The dense priorities in one pass over all feasible nodes.
+        if let Some(scorer) = &scorer {
+            dense_out_of_range |= scorer.run(
+                (cx.snapshot().dense_load(), cx.snapshot().summaries()),
+                &s.feasible,
+                &mut s.kernel,
+                &mut s.table,
+                &mut s.totals,
+                fuse_select.then_some((&mut reservoir, &mut *rng)),
+            );
         }
         if dense_out_of_range != 0 {
             // Dense scores are always in range; were one not, report it as the general path

@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
-use crate::dense::{DenseFit, DenseLoad};
+use crate::dense::{DenseFit, DenseLoads};
 use crate::model::{Node, Pod, TaintEffect, Workload};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
@@ -63,8 +63,8 @@ pub struct Snapshot {
     summaries: Vec<NodeSummary>,
     /// [`DenseFit::of`] each summary, index-aligned.
     dense_fit: Vec<DenseFit>,
-    /// [`DenseLoad::of`] each summary, index-aligned.
-    dense_load: Vec<DenseLoad>,
+    /// Each summary's load numbers, as columns.
+    dense_load: DenseLoads,
     /// Node name to index (foldhash, as the interner: looked up on every pod placed).
     by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Pod key to node index.
@@ -149,7 +149,7 @@ impl Snapshot {
 
     /// What each node has requested and allocatable, index-aligned with
     /// [`Snapshot::summaries`] (see [`crate::dense`]).
-    pub fn dense_load(&self) -> &[DenseLoad] {
+    pub fn dense_load(&self) -> &DenseLoads {
         &self.dense_load
     }
 
@@ -277,7 +277,7 @@ impl Snapshot {
             self.count_flags(summary.flags, true);
         }
         self.dense_fit[i] = DenseFit::of(&summary);
-        self.dense_load[i] = DenseLoad::of(&summary);
+        self.dense_load.set(i, &summary);
         self.summaries[i] = summary;
         self.generation += 1;
     }
@@ -315,7 +315,7 @@ impl Snapshot {
             .push(NodeInfo::new(Arc::new(node), &mut self.interner));
         self.summaries.push(NodeSummary::default());
         self.dense_fit.push(DenseFit::default());
-        self.dense_load.push(DenseLoad::default());
+        self.dense_load.push(&NodeSummary::default());
         self.first_hard_taint.push(u16::MAX);
         self.count_node_tables(i, 1);
         self.refresh(i);
