@@ -283,7 +283,7 @@ impl DenseScore {
         let pod = Requests::of(self.milli_cpu, self.memory);
         kernel::<true, true, true>(&loads, 0..1, &pod, &mut out);
         let [l, m, b] = if out.unsure[0] == 0 {
-            [out.least[0], out.most[0], out.balanced[0]]
+            [out.least[0], out.most[0], out.balanced[0]].map(i64::from)
         } else {
             general_scores::<true, true, true>(s, self.milli_cpu, self.memory)
         };
@@ -344,12 +344,13 @@ const NEAR_INTEGER: f64 = 1e-9;
 /// The kernel's results, indexed by node (reused from cycle to cycle).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct KernelOut {
-    least: Vec<i64>,
-    most: Vec<i64>,
-    balanced: Vec<i64>,
+    /// Scores in `i32` (they are in 0..=100 wherever `unsure` is 0): half the memory traffic.
+    least: Vec<i32>,
+    most: Vec<i32>,
+    balanced: Vec<i32>,
     /// 1 when the exact forms cannot decide (node or pod out of the exact range, or a
     /// balanced estimate too near an integer): kube's formulas give that node's scores.
-    unsure: Vec<i64>,
+    unsure: Vec<i32>,
 }
 
 impl KernelOut {
@@ -438,17 +439,22 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         }
         // Both capacities are positive and every score is in 0..=100: plain halving. (Lanes
         // out of the exact range hold garbage, flagged below; the arithmetic wraps.)
-        least[j] = l[0].wrapping_add(l[1]) >> 1;
-        most[j] = m[0].wrapping_add(m[1]) >> 1;
+        if LEAST {
+            least[j] = (l[0].wrapping_add(l[1]) >> 1) as i32;
+        }
+        if MOST {
+            most[j] = (m[0].wrapping_add(m[1]) >> 1) as i32;
+        }
         if BALANCED {
             let keep = (full[0] | full[1]) - 1; // all ones unless a resource is full
             let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
             let nearest = round(estimate);
             let near = i64::from((estimate - nearest).abs() < NEAR_INTEGER);
-            balanced[j] = to_int(nearest).wrapping_sub(negative(estimate - nearest)) & keep;
+            balanced[j] =
+                (to_int(nearest).wrapping_sub(negative(estimate - nearest)) & keep) as i32;
             out_of_range |= near & keep;
         }
-        unsure[j] = out_of_range;
+        unsure[j] = out_of_range as i32;
     }
 }
 
@@ -657,7 +663,7 @@ impl DenseScorer {
         for (j, (&i, total)) in feasible.iter().zip(totals.iter_mut()).enumerate() {
             let i = i as usize;
             let [l, m, b] = if out.unsure[i] == 0 {
-                [out.least[i], out.most[i], out.balanced[i]]
+                [out.least[i], out.most[i], out.balanced[i]].map(i64::from)
             } else {
                 let scores = general_scores::<LEAST, MOST, BALANCED>(
                     &summaries[i],
