@@ -72,13 +72,14 @@ impl DenseFit {
 /// derived from each node's [`NodeSummary`].
 ///
 /// A node's numbers are exact when it is in the exact range: allocatable in `1..=2^46` and
-/// requested in `0..=2^52` for both resources. Outside it, its reciprocals are zero and
-/// scoring uses kube's formulas on the summary's integers.
+/// requested in `0..=2^52` for both resources. Outside it, its allocatable reads -1 and its
+/// reciprocals 0, and scoring uses kube's formulas on the summary's integers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DenseLoads {
     /// Non-zero requested milli-CPU and memory bytes.
     nz: [Vec<f64>; 2],
-    /// Allocatable milli-CPU and memory bytes.
+    /// Allocatable milli-CPU and memory bytes; -1 outside the exact range (a sign bit the
+    /// kernel reads in one instruction).
     alloc: [Vec<f64>; 2],
     /// `1 / alloc`, so that scoring multiplies where kube divides (and corrects the result
     /// where that could differ); zero outside the exact range.
@@ -109,15 +110,12 @@ impl DenseLoads {
             && (0..=EXACT_REQUEST).contains(&s.nz_milli_cpu)
             && (0..=EXACT_REQUEST).contains(&s.nz_memory);
         let alloc = [s.alloc_milli_cpu as f64, s.alloc_memory as f64];
-        [
-            [s.nz_milli_cpu as f64, s.nz_memory as f64],
-            alloc,
-            if exact {
-                [1.0 / alloc[0], 1.0 / alloc[1]]
-            } else {
-                [0.0; 2]
-            },
-        ]
+        let nz = [s.nz_milli_cpu as f64, s.nz_memory as f64];
+        if exact {
+            [nz, alloc, [1.0 / alloc[0], 1.0 / alloc[1]]]
+        } else {
+            [nz, [-1.0; 2], [0.0; 2]]
+        }
     }
 
     /// Appends a node.
@@ -420,7 +418,7 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         let mut out_of_range = pod_unsure;
         for r in 0..2 {
             let (a, requested) = (alloc[r][j], nz[r][j] + pod.pair[r]);
-            out_of_range |= i64::from(inv[r][j] == 0.0);
+            out_of_range |= negative(a); // -1 marks a node out of the exact range
             ratio[r] = requested * inv[r][j];
             let free = a - requested;
             let over = negative(free); // requested > alloc
