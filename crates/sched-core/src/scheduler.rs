@@ -977,7 +977,7 @@ impl Scheduler {
     ) -> Result<ScheduleResult, ScheduleError> {
         let r = self.schedule(pod, snapshot)?;
         snapshot
-            .assume(pod.clone(), &r.node)
+            .assume_at(pod.clone(), r.node_index)
             .map_err(|e| PluginError {
                 plugin: "assume".into(),
                 message: e.to_string(),

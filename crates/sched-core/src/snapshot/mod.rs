@@ -436,6 +436,16 @@ impl Snapshot {
         self.add_pod_at(pod, i)
     }
 
+    /// [`Snapshot::assume`] onto the node at `index` (which the caller got from this
+    /// snapshot).
+    pub(crate) fn assume_at(&mut self, mut pod: Pod, index: usize) -> Result<(), SnapshotError> {
+        let info = self.infos.get(index).ok_or_else(|| {
+            SnapshotError::UnknownNode(format!("index {index} of {}", self.infos.len()))
+        })?;
+        pod.spec.node_name = info.name().to_string();
+        self.add_pod_at(pod, index)
+    }
+
     /// Takes an assumed pod off its node and returns it as it was before [`Snapshot::assume`]
     /// (with no node name).
     pub fn forget(&mut self, pod_key: &str) -> Result<Pod, SnapshotError> {

@@ -158,6 +158,10 @@ pub struct NodeInfo {
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
     disk_volume_pods: usize,
+    /// The [`flags`] that depend on the node object only, and its number of
+    /// PreferNoSchedule taints: computed when the node is set, not on every pod change.
+    node_flags: u32,
+    soft_taints: u32,
 }
 
 /// kube's zone key (`utilnode.GetZoneKey`): region and zone, the beta `failure-domain` labels
@@ -204,6 +208,8 @@ impl NodeInfo {
             affinity_pods: 0,
             required_anti_affinity_pods: 0,
             disk_volume_pods: 0,
+            node_flags: 0,
+            soft_taints: 0,
         };
         info.set_node(node, interner);
         info
@@ -224,6 +230,7 @@ impl NodeInfo {
         images.sort_unstable();
         images.dedup_by_key(|(s, _)| *s);
         self.images = images;
+        (self.node_flags, self.soft_taints) = NodeSummary::node_flags(&node);
         self.node = node;
     }
 
@@ -402,9 +409,9 @@ pub struct NodeSummary {
 }
 
 impl NodeSummary {
-    /// Computes the summary of a NodeInfo.
-    pub fn of(info: &NodeInfo) -> NodeSummary {
-        let node = info.node();
+    /// The flags that depend on the node object only, and its number of PreferNoSchedule
+    /// taints.
+    fn node_flags(node: &Node) -> (u32, u32) {
         let cond = |t: &str| {
             node.status
                 .conditions
@@ -449,6 +456,18 @@ impl NodeSummary {
         {
             f |= flags::PREFER_AVOID_PODS;
         }
+        let soft = node
+            .spec
+            .taints
+            .iter()
+            .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
+            .count() as u32;
+        (f, soft)
+    }
+
+    /// Computes the summary of a NodeInfo.
+    pub fn of(info: &NodeInfo) -> NodeSummary {
+        let mut f = info.node_flags;
         if !info.allocatable.scalar.is_empty() || !info.requested.scalar.is_empty() {
             f |= flags::SCALAR_RESOURCES;
         }
@@ -473,12 +492,7 @@ impl NodeSummary {
             nz_memory: info.non_zero_requested.1,
             pod_count: info.pods.len() as u32,
             flags: f,
-            prefer_no_schedule_taints: node
-                .spec
-                .taints
-                .iter()
-                .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
-                .count() as u32,
+            prefer_no_schedule_taints: info.soft_taints,
             zone: info.zone,
         }
     }
