@@ -146,25 +146,52 @@ impl Reservoir {
                     ties += u64::from(s == self.best);
                 }
                 if !higher {
-                    if ties == 0 {
-                        continue;
+                    if ties > 0 {
+                        self.settle_ties(block, at, ties, rng);
                     }
-                    // Offered one by one, the block's lower scores change nothing, its first
-                    // tie draws the replacement point if none is drawn, and no other draw
-                    // comes before a replacement.
-                    if self.next == 0 {
-                        self.next = next_replacement(self.ties, rng);
-                    }
-                    if self.ties + ties < self.next {
-                        self.ties += ties;
-                        continue;
-                    }
+                    continue;
                 }
             }
             for (j, &s) in block.iter().enumerate() {
                 self.offer(s, at + j, rng);
             }
         }
+    }
+
+    /// Offers a block that holds `ties` ties of the best and nothing higher. Offered one by
+    /// one, its lower scores change nothing, its first tie draws the replacement point if
+    /// none is drawn, and each replacement draws the next: so only the ties where a
+    /// replacement falls are looked for, by counting.
+    fn settle_ties<R: RngCore + ?Sized>(
+        &mut self,
+        block: &[i64],
+        at: usize,
+        mut ties: u64,
+        rng: &mut R,
+    ) {
+        if self.next == 0 {
+            self.next = next_replacement(self.ties, rng);
+        }
+        let mut from = 0;
+        while self.ties + ties >= self.next {
+            // The replacement falls on the `need`-th tie from `from`.
+            let need = self.next - self.ties;
+            let mut seen = 0;
+            let mut j = from;
+            loop {
+                seen += u64::from(block[j] == self.best);
+                if seen == need {
+                    break;
+                }
+                j += 1;
+            }
+            self.ties = self.next;
+            self.selected = at + j;
+            self.next = next_replacement(self.ties, rng);
+            ties -= need;
+            from = j + 1;
+        }
+        self.ties += ties;
     }
 
     /// The `ties`-th tie just arrived at `index`: draws the replacement point if this best
