@@ -591,6 +591,10 @@ struct Scratch {
     dense: Vec<(usize, DenseScore, i64)>,
     /// The dense kernel's per-node results.
     kernel: KernelOut,
+    /// The active predicates of the cycle with their states.
+    active: Vec<(u16, PluginState)>,
+    /// The priorities' prepared forms of the cycle.
+    prepared: Vec<PreparedScore>,
 }
 
 /// A compiled scheduling pipeline: predicates, weighted priorities, and the cycle settings.
@@ -922,12 +926,26 @@ impl Scheduler {
         pod: &Pod,
         snapshot: &Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
+        // The per-pod plugin states live in vectors kept from cycle to cycle.
+        let mut active = std::mem::take(&mut self.scratch.active);
+        let result = self.schedule_with(pod, snapshot, &mut active);
+        active.clear();
+        self.scratch.active = active;
+        result
+    }
+
+    fn schedule_with(
+        &mut self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        active: &mut Vec<(u16, PluginState)>,
+    ) -> Result<ScheduleResult, ScheduleError> {
         let n = snapshot.len();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
         let cx = CycleContext::new(pod, snapshot);
-        let mut active: Vec<(u16, PluginState)> = Vec::with_capacity(self.predicates.len());
+        active.clear();
         for (i, p) in self.predicates.iter().enumerate() {
             match p.prepare(&cx)? {
                 Prepared::Skip => {}
@@ -948,14 +966,14 @@ impl Scheduler {
         let processed = if let Some(filter) = dense {
             self.filter_dense(&cx, filter, start, to_find)
         } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
-            self.filter_parallel(&cx, &active, start, to_find)
+            self.filter_parallel(&cx, active, start, to_find)
         } else {
-            self.filter_sequential(&cx, &active, start, to_find)
+            self.filter_sequential(&cx, active, start, to_find)
         };
         self.next_start_index = (start + processed) % n;
 
         if self.scratch.feasible.is_empty() {
-            self.resolve_pending(&cx, &active);
+            self.resolve_pending(&cx, active);
         }
         let feasible = self.scratch.feasible.len();
         let evaluated = feasible + self.scratch.failures.len();
@@ -1273,7 +1291,21 @@ impl Scheduler {
         // Prepare every priority in order, up to the first that fails; its error is returned
         // after the priorities before it were checked, as when each was prepared just before
         // being scored.
-        let mut prepared: Vec<PreparedScore> = Vec::with_capacity(self.priorities.len());
+        let mut prepared = std::mem::take(&mut s.prepared);
+        prepared.clear();
+        let result = self.prioritize_with(cx, &mut prepared);
+        prepared.clear();
+        self.scratch.prepared = prepared;
+        result
+    }
+
+    fn prioritize_with(
+        &mut self,
+        cx: &CycleContext<'_>,
+        prepared: &mut Vec<PreparedScore>,
+    ) -> Result<Option<usize>, ScheduleError> {
+        let s = &mut self.scratch;
+        let f = s.feasible.len();
         let mut prepare_error = None;
         for (p, _) in &self.priorities {
             match p.prepare(cx, &s.feasible) {
@@ -1352,10 +1384,10 @@ impl Scheduler {
             // would (scanning the rows below).
             s.dense.clear();
         }
-        for (pi, ((p, w), prep)) in self.priorities.iter().zip(prepared).enumerate() {
+        for (pi, ((p, w), prep)) in self.priorities.iter().zip(prepared.iter()).enumerate() {
             match prep {
                 // The same score on every node: one addition instead of a pass over the nodes.
-                PreparedScore::Constant(c) => {
+                &PreparedScore::Constant(c) => {
                     if !(0..=MAX_NODE_SCORE).contains(&c) {
                         return Err(ScheduleError::InvalidScore {
                             plugin: p.name().to_string(),
@@ -1369,13 +1401,13 @@ impl Scheduler {
                     s.constant_total += c * w;
                 }
                 PreparedScore::Run(_) if s.dense.iter().any(|d| d.0 == pi) => {
-                    // Scored, weighed and added by `score_dense`.
+                    // Scored, weighed and added by the dense pass.
                     s.constants.push(None);
                 }
                 PreparedScore::Run(state) => {
                     s.constants.push(None);
                     let row = &mut s.table[pi * f..(pi + 1) * f];
-                    p.normalize(cx, &state, row);
+                    p.normalize(cx, state, row);
                     // One branch-free pass: add the weighted scores and remember whether any
                     // was out of range; only then look for the offending node.
                     // OR-ing `out_of_range_bits` over the row vectorizes, unlike per-value
