@@ -209,12 +209,93 @@ impl Reservoir {
 }
 
 /// Holding the `t`-th tie, the tie count of the next replacement: `floor(t / u) + 1` for `u`
-/// uniform in (0, 1], so that `P(> m) = t / m` for `m >= t`.
+/// uniform in (0, 1], so that `P(> m) = t / m` for `m >= t`. With `u = d / 2^64`, `d = r + 1`
+/// for a 64-bit draw `r`, that is `floor(t * 2^64 / d) + 1`.
+///
+/// Computed without a 128-bit division (a slow library call, and a pod can make a dozen
+/// draws): a pass has fewer than 2^32 nodes (indices are `u32`), so a replacement point at
+/// 2^32 or beyond is never reached and is returned as `u64::MAX`; below that, an `f64`
+/// estimate of the quotient is within 2^-19 of it and one exact 128-bit comparison corrects
+/// its integer part.
 #[cold]
 fn next_replacement<R: RngCore + ?Sized>(t: u64, rng: &mut R) -> u64 {
-    let r = u128::from(rng.next_u64()) + 1;
-    let q = (u128::from(t) << 64) / r;
-    u64::try_from(q).unwrap_or(u64::MAX).saturating_add(1)
+    let d = u128::from(rng.next_u64()) + 1;
+    let n = u128::from(t) << 64;
+    if d <= u128::from(t) << 32 {
+        // The quotient is at least 2^32.
+        return u64::MAX;
+    }
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    let mut q = (t as f64 * (TWO_64 / d as f64)) as u128;
+    if (q + 1) * d <= n {
+        q += 1;
+    } else if q * d > n {
+        q -= 1;
+    }
+    q as u64 + 1
+}
+
+#[cfg(test)]
+#[test]
+fn next_replacement_matches_the_128_bit_division() {
+    use rand::SeedableRng;
+    // A "generator" that returns a fixed value, to test chosen draws.
+    struct Fixed(u64);
+    impl RngCore for Fixed {
+        fn next_u32(&mut self) -> u32 {
+            self.0 as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0
+        }
+        fn fill_bytes(&mut self, dst: &mut [u8]) {
+            dst.fill(0)
+        }
+    }
+    let exact = |t: u64, r: u64| {
+        let q = (u128::from(t) << 64) / (u128::from(r) + 1);
+        if q >= 1 << 32 { u64::MAX } else { q as u64 + 1 }
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut cases: Vec<(u64, u64)> = Vec::new();
+    for t in [
+        1u64,
+        2,
+        3,
+        7,
+        100,
+        4_095,
+        1 << 20,
+        (1 << 31) + 7,
+        u32::MAX as u64,
+    ] {
+        for r in [
+            0u64,
+            1,
+            2,
+            t.wrapping_sub(1),
+            t,
+            t + 1,
+            (t << 32) - 1,
+            t << 32,
+            (t << 32) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            cases.push((t, r));
+        }
+        for _ in 0..2_000 {
+            cases.push((t, rng.next_u64()));
+            cases.push((t, rng.next_u64() >> (rng.next_u32() % 64)));
+        }
+    }
+    for (t, r) in cases {
+        assert_eq!(
+            next_replacement(t, &mut Fixed(r)),
+            exact(t, r),
+            "t {t} r {r}"
+        );
+    }
 }
 
 /// Why a scheduler could not be built.
