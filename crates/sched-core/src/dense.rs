@@ -328,17 +328,16 @@ const EXACT_REQUEST: i64 = 1 << 52;
 /// Adding 1.5 * 2^52 to an `f64` of magnitude below 2^51 rounds it to the nearest integer.
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// `v` rounded to the nearest integer (ties to even), for `|v| < 2^51`.
+/// `v` rounded to the nearest integer (ties to even), for `|v| < 2^51`, as an `f64` and as an
+/// integer from the same sum: the integer is the low bits of `v + 1.5 * 2^52`, which equals
+/// `round(v) + 1.5 * 2^52` exactly.
 #[inline(always)]
-fn round(v: f64) -> f64 {
-    (v + ROUND) - ROUND
-}
-
-/// An integral `f64` below 2^51 as an integer: the low bits of the sum with 1.5 * 2^52
-/// (cheaper than a float-to-integer conversion, which Rust must saturate).
-#[inline(always)]
-fn to_int(v: f64) -> i64 {
-    ((v + ROUND).to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64)
+fn rounded(v: f64) -> (f64, i64) {
+    let sum = v + ROUND;
+    (
+        sum - ROUND,
+        (sum.to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64),
+    )
 }
 
 /// How close to an integer a balanced-score estimate may come before kube's exact divisions
@@ -431,13 +430,13 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
             let over = negative(free); // requested > alloc
             full[r] = 1 - negative(requested - a); // requested >= alloc
             if LEAST {
-                let q = round(100.0 - 100.0 * ratio[r]);
-                let q = to_int(q).wrapping_sub(negative(free * 100.0 - q * a));
+                let (q, qi) = rounded(100.0 - 100.0 * ratio[r]);
+                let q = qi.wrapping_sub(negative(free * 100.0 - q * a));
                 l[r] = q & (over - 1);
             }
             if MOST {
-                let q = round(100.0 * ratio[r]);
-                let q = to_int(q).wrapping_sub(negative(requested * 100.0 - q * a));
+                let (q, qi) = rounded(100.0 * ratio[r]);
+                let q = qi.wrapping_sub(negative(requested * 100.0 - q * a));
                 let keep = full[r] - 1; // all ones unless full
                 m[r] = (q & keep) | (100 & !keep);
             }
@@ -453,10 +452,9 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         if BALANCED {
             let keep = (full[0] | full[1]) - 1; // all ones unless a resource is full
             let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
-            let nearest = round(estimate);
+            let (nearest, ni) = rounded(estimate);
             let near = i64::from((estimate - nearest).abs() < NEAR_INTEGER);
-            balanced[j] =
-                (to_int(nearest).wrapping_sub(negative(estimate - nearest)) & keep) as i32;
+            balanced[j] = (ni.wrapping_sub(negative(estimate - nearest)) & keep) as i32;
             out_of_range |= near & keep;
         }
         unsure[j] = out_of_range as i32;
