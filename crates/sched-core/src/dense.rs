@@ -40,6 +40,7 @@ use crate::snapshot::NodeSummary;
 /// The snapshot keeps one per node, derived from its [`NodeSummary`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(32))]
+#[non_exhaustive]
 pub struct DenseFit {
     /// Allocatable minus requested milli-CPU (wrapping, as the resource check computes it).
     pub free_milli_cpu: i64,

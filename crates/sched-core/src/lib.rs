@@ -37,8 +37,10 @@
 //! ```
 //!
 //! Performance: per-pod `prepare` resolves the pod's terms to interned ids once, plugins with
-//! nothing to do for the pod are skipped, and filters and scores read a dense per-node
-//! [`snapshot::NodeSummary`]; scheduling allocates nothing per node.
+//! nothing to do for the pod are skipped, filters and scores read a dense per-node
+//! [`snapshot::NodeSummary`], and built-ins whose work needs only a node's numbers run as
+//! fused passes over compact node arrays (see [`dense`]); scheduling allocates nothing per
+//! node.
 
 pub mod dense;
 pub mod framework;
