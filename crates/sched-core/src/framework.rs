@@ -209,6 +209,11 @@ pub struct CycleContext<'a> {
 }
 
 impl<'a> CycleContext<'a> {
+    /// The pod's requests and non-zero requests, for reuse once the cycle is over.
+    pub(crate) fn into_requests(self) -> (Resources, (i64, i64)) {
+        (self.requests, self.non_zero)
+    }
+
     /// Precomputes the pod's requests.
     pub fn new(pod: &'a Pod, snapshot: &'a Snapshot) -> Self {
         CycleContext {

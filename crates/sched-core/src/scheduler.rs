@@ -1007,9 +1007,13 @@ impl Scheduler {
         pod: &Pod,
         snapshot: &Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_in(&CycleContext::new(pod, snapshot))
+    }
+
+    fn schedule_in(&mut self, cx: &CycleContext<'_>) -> Result<ScheduleResult, ScheduleError> {
         // The per-pod plugin states live in vectors kept from cycle to cycle.
         let mut active = std::mem::take(&mut self.scratch.active);
-        let result = self.schedule_with(pod, snapshot, &mut active);
+        let result = self.schedule_with(cx, &mut active);
         active.clear();
         self.scratch.active = active;
         result
@@ -1017,18 +1021,17 @@ impl Scheduler {
 
     fn schedule_with(
         &mut self,
-        pod: &Pod,
-        snapshot: &Snapshot,
+        cx: &CycleContext<'_>,
         active: &mut Vec<(u16, PluginState)>,
     ) -> Result<ScheduleResult, ScheduleError> {
+        let snapshot = cx.snapshot();
         let n = snapshot.len();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let cx = CycleContext::new(pod, snapshot);
         active.clear();
         for (i, p) in self.predicates.iter().enumerate() {
-            match p.prepare(&cx)? {
+            match p.prepare(cx)? {
                 Prepared::Skip => {}
                 Prepared::Run(state) => active.push((i as u16, state)),
             }
@@ -1041,25 +1044,25 @@ impl Scheduler {
             active
                 .iter()
                 .try_fold(DenseFilter::ALL, |acc, (pi, state)| {
-                    Some(acc.and(self.predicates[*pi as usize].dense(&cx, state)?))
+                    Some(acc.and(self.predicates[*pi as usize].dense(cx, state)?))
                 })
         };
         let processed = if let Some(filter) = dense {
-            self.filter_dense(&cx, filter, start, to_find)
+            self.filter_dense(cx, filter, start, to_find)
         } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
-            self.filter_parallel(&cx, active, start, to_find)
+            self.filter_parallel(cx, active, start, to_find)
         } else {
-            self.filter_sequential(&cx, active, start, to_find)
+            self.filter_sequential(cx, active, start, to_find)
         };
         self.next_start_index = (start + processed) % n;
 
         if self.scratch.feasible.is_empty() {
-            self.resolve_pending(&cx, active);
+            self.resolve_pending(cx, active);
         }
         let feasible = self.scratch.feasible.len();
         let evaluated = feasible + self.scratch.failures.len();
         if feasible == 0 {
-            return Err(ScheduleError::Unschedulable(self.fit_error(&cx)));
+            return Err(ScheduleError::Unschedulable(self.fit_error(cx)));
         }
         if feasible == 1 {
             let idx = self.scratch.feasible[0] as usize;
@@ -1076,7 +1079,7 @@ impl Scheduler {
                 score: 0,
             });
         }
-        let selected = self.prioritize(&cx)?;
+        let selected = self.prioritize(cx)?;
         let pick = match (selected, &mut self.rng) {
             (Some(pick), _) => pick,
             (None, TieRng::ChaCha(rng)) => select_host(&self.scratch.totals, rng.as_mut())
@@ -1101,9 +1104,11 @@ impl Scheduler {
         pod: &Pod,
         snapshot: &mut Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
-        let r = self.schedule(pod, snapshot)?;
+        let cx = CycleContext::new(pod, snapshot);
+        let r = self.schedule_in(&cx)?;
+        let (requests, non_zero) = cx.into_requests();
         snapshot
-            .assume_at(pod.clone(), r.node_index)
+            .assume_at(pod.clone(), r.node_index, requests, non_zero)
             .map_err(|e| PluginError {
                 plugin: "assume".into(),
                 message: e.to_string(),
@@ -1161,9 +1166,11 @@ impl Scheduler {
         let mut failed = [0u32; SEQ_BATCH];
         let mut pos = 0;
         for range in [start..n, 0..start] {
-            let offset = range.start;
-            for (c, batch) in fit[range].chunks(SEQ_BATCH).enumerate() {
-                let base = offset + c * SEQ_BATCH;
+            let mut base = range.start;
+            while base < range.end {
+                // No more nodes than still needed (at least 8), so an early stop wastes little.
+                let needed = to_find - s.feasible.len();
+                let batch = &fit[base..base + needed.clamp(8, SEQ_BATCH).min(range.end - base)];
                 let (mut ok, mut bad) = (0usize, 0usize);
                 for (j, node) in batch.iter().enumerate() {
                     let i = (base + j) as u32;
@@ -1177,7 +1184,6 @@ impl Scheduler {
                         bad += 1;
                     }
                 }
-                let needed = to_find - s.feasible.len();
                 let mut len = batch.len();
                 if ok >= needed {
                     // Stop right after the `to_find`-th feasible node.
@@ -1196,6 +1202,7 @@ impl Scheduler {
                 if s.feasible.len() >= to_find {
                     return pos;
                 }
+                base += len;
             }
         }
         pos

@@ -14,7 +14,7 @@ pub use intern::{Interner, LabelIds, Sym};
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
 use crate::dense::{DenseFit, DenseLoads};
-use crate::model::{Node, Pod, TaintEffect, Workload};
+use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -383,6 +383,11 @@ impl Snapshot {
     /// Adds a pod bound to the node at index `i` (its `spec.nodeName`).
     fn add_pod_at(&mut self, pod: Pod, i: usize) -> Result<(), SnapshotError> {
         let info = PodInfo::new(Arc::new(pod), &mut self.interner);
+        self.add_info_at(info, i)
+    }
+
+    /// Adds a pod's info to the node at index `i`.
+    fn add_info_at(&mut self, info: PodInfo, i: usize) -> Result<(), SnapshotError> {
         match self.pod_node.entry(info.key().to_string()) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 return Err(SnapshotError::DuplicatePod(e.key().clone()));
@@ -438,12 +443,21 @@ impl Snapshot {
 
     /// [`Snapshot::assume`] onto the node at `index` (which the caller got from this
     /// snapshot).
-    pub(crate) fn assume_at(&mut self, mut pod: Pod, index: usize) -> Result<(), SnapshotError> {
+    /// The pod's effective and non-zero requests come precomputed (the scheduling cycle has
+    /// them).
+    pub(crate) fn assume_at(
+        &mut self,
+        mut pod: Pod,
+        index: usize,
+        requests: Resources,
+        non_zero: (i64, i64),
+    ) -> Result<(), SnapshotError> {
         let info = self.infos.get(index).ok_or_else(|| {
             SnapshotError::UnknownNode(format!("index {index} of {}", self.infos.len()))
         })?;
         pod.spec.node_name = info.name().to_string();
-        self.add_pod_at(pod, index)
+        let info = PodInfo::with_requests(Arc::new(pod), requests, non_zero, &mut self.interner);
+        self.add_info_at(info, index)
     }
 
     /// Takes an assumed pod off its node and returns it as it was before [`Snapshot::assume`]

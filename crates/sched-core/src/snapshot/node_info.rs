@@ -82,10 +82,21 @@ pub struct PodInfo {
 impl PodInfo {
     /// Precomputes a pod's requests, interned labels and ports.
     pub fn new(pod: Arc<Pod>, interner: &mut Interner) -> PodInfo {
+        let (requests, non_zero) = (pod_requests(&pod), pod_non_zero_requests(&pod));
+        PodInfo::with_requests(pod, requests, non_zero, interner)
+    }
+
+    /// [`PodInfo::new`] with the pod's requests already computed.
+    pub(crate) fn with_requests(
+        pod: Arc<Pod>,
+        requests: Resources,
+        non_zero: (i64, i64),
+        interner: &mut Interner,
+    ) -> PodInfo {
         PodInfo {
             key: pod.key(),
-            requests: pod_requests(&pod),
-            non_zero: pod_non_zero_requests(&pod),
+            requests,
+            non_zero,
             labels: LabelIds::intern(interner, &pod.metadata.labels),
             ports: HostPort::of_pod(&pod),
             has_affinity: pod.has_pod_affinity_terms(),
