@@ -667,7 +667,12 @@ impl DenseScorer {
         for (j, (&i, total)) in feasible.iter().zip(totals.iter_mut()).enumerate() {
             let i = i as usize;
             let [l, m, b] = if out.unsure[i] == 0 {
-                [out.least[i], out.most[i], out.balanced[i]].map(i64::from)
+                let pick = |on: bool, v: &[i32]| if on { i64::from(v[i]) } else { 0 };
+                [
+                    pick(LEAST, &out.least),
+                    pick(MOST, &out.most),
+                    pick(BALANCED, &out.balanced),
+                ]
             } else {
                 let scores = general_scores::<LEAST, MOST, BALANCED>(
                     &summaries[i],
