@@ -62,7 +62,10 @@ pub struct EmptyScores;
 /// replacement comes at the `m`-th tie with `P(later than m) = t / m`, exactly the chance that
 /// reservoir sampling keeps its pick through ties `t + 1..=m`, so the pick is uniform over the
 /// ties as in kube, with about `ln(ties) + 1` draws. The chance is computed from one 64-bit
-/// draw (`floor(t * 2^64 / (r + 1))`), which is within `2^-64` of it.
+/// draw (`floor(t * 2^64 / (r + 1))`), which is within `2^-64` of it. Scores are taken in
+/// blocks of 64: a block with nothing above the best is settled by one scan that counts its
+/// ties, looking node by node only where a replacement falls (the same pick and draws as
+/// taking the scores one at a time).
 ///
 /// ```
 /// use rand::SeedableRng;
