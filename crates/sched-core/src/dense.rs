@@ -31,8 +31,7 @@ use std::ops::Range;
 
 use rand::RngCore;
 
-use crate::framework::MAX_NODE_SCORE;
-use crate::plugins::resource::{least_requested_score, most_requested_score};
+use crate::plugins::resource::{balanced_score, least_requested_score, most_requested_score};
 use crate::scheduler::{Reservoir, out_of_range_bits};
 use crate::snapshot::NodeSummary;
 
@@ -282,17 +281,9 @@ impl DenseScore {
     /// The node's final score (0..=100 for any realistic node; kube's formulas, which can
     /// leave that range on absurd input, otherwise).
     pub fn score(&self, s: &NodeSummary) -> i64 {
-        let mut loads = DenseLoads::default();
-        loads.push(s);
-        let mut out = KernelOut::default();
-        out.prepare(1);
-        let pod = Requests::of(self.milli_cpu, self.memory);
-        kernel::<true, true, true>(&loads, 0..1, &pod, &mut out);
-        let [l, m, b] = if out.unsure[0] == 0 {
-            [out.least[0], out.most[0], out.balanced[0]].map(i64::from)
-        } else {
-            general_scores::<true, true, true>(s, self.milli_cpu, self.memory)
-        };
+        // One node: kube's formulas as they are (no kernel, no allocation). The kernel gives
+        // the same scores (the tests below compare them).
+        let [l, m, b] = general_scores::<true, true, true>(s, self.milli_cpu, self.memory);
         match self.kind {
             Kind::LeastRequested => l,
             Kind::MostRequested => m,
@@ -495,23 +486,9 @@ fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         );
     }
     if BALANCED {
-        let cpu = fraction(cpu, cpu_alloc);
-        let memory = fraction(memory, memory_alloc);
-        out[2] = if cpu >= 1.0 || memory >= 1.0 {
-            0
-        } else {
-            ((1.0 - (cpu - memory).abs()) * MAX_NODE_SCORE as f64) as i64
-        };
+        out[2] = balanced_score(cpu, cpu_alloc, memory, memory_alloc);
     }
     out
-}
-
-/// kube's `fractionOfCapacity`: `requested / capacity` in `f64`, 1.0 for no capacity.
-fn fraction(requested: i64, capacity: i64) -> f64 {
-    if capacity == 0 {
-        return 1.0;
-    }
-    requested as f64 / capacity as f64
 }
 
 /// The weighted average (weights 1) over the resources the node has, with integer division.
@@ -713,7 +690,6 @@ type RunArgs<'a> = (
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::resource::balanced_score;
     use proptest::prelude::*;
 
     fn load(cpu: i64, cpu_alloc: i64, memory: i64, memory_alloc: i64) -> NodeSummary {
@@ -745,6 +721,24 @@ mod tests {
         }
     }
 
+    /// A node's score through the kernel, or kube's formulas where it is unsure (as the
+    /// scheduler does).
+    fn kernel_score(d: &DenseScore, s: &NodeSummary) -> i64 {
+        let mut loads = DenseLoads::default();
+        loads.push(s);
+        let mut out = KernelOut::default();
+        out.prepare(1);
+        kernel::<true, true, true>(&loads, 0..1, &Requests::of(d.milli_cpu, d.memory), &mut out);
+        if out.unsure[0] != 0 {
+            return d.score(s);
+        }
+        i64::from(match d.kind {
+            Kind::LeastRequested => out.least[0],
+            Kind::MostRequested => out.most[0],
+            Kind::Balanced => out.balanced[0],
+        })
+    }
+
     fn check(c: i64, ca: i64, m: i64, ma: i64, pod_c: i64, pod_m: i64) {
         let n = load(c, ca, m, ma);
         for (kind, d) in [
@@ -760,7 +754,7 @@ mod tests {
         ] {
             let want = reference(kind, c.wrapping_add(pod_c), ca, m.wrapping_add(pod_m), ma);
             assert_eq!(
-                d.score(&n),
+                kernel_score(&d, &n),
                 want,
                 "{kind:?} ({c}+{pod_c})/{ca} ({m}+{pod_m})/{ma}"
             );

@@ -36,7 +36,6 @@ pub use allocation::{LeastRequestedPriority, MostRequestedPriority, ResourceSpec
 pub(crate) use allocation::{least_requested_score, most_requested_score};
 pub use avoid::{NodePreferAvoidPodsPriority, PREFER_AVOID_PODS_ANNOTATION};
 pub use balanced::BalancedResourceAllocation;
-#[cfg(test)]
 pub(crate) use balanced::balanced_score;
 pub use equal::EqualPriority;
 pub use image::{ImageLocalityPriority, normalized_image_name};
