@@ -25,5 +25,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (unit, integration, property, multi-process, real-server and doc tests)"
 cargo test --workspace --no-fail-fast
 
+step "scoring kernel, optimized (its vector builds exist only with optimizations)"
+cargo test --release -p sched-core --lib dense::
+cargo test --release -p sched-core --test dense
+
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

@@ -386,6 +386,9 @@ impl KernelOut {
 /// sign 0) and apply as integer masks: no branch, so the loop runs over consecutive nodes in
 /// SIMD lanes, and the quotient corrections (about half apply, in no predictable order)
 /// cannot mispredict.
+///
+/// [`kernel_best`] runs it with the widest vectors the CPU has.
+#[inline(always)]
 pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
     loads: &DenseLoads,
     range: Range<usize>,
@@ -451,6 +454,44 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         }
         unsure[j] = out_of_range as i32;
     }
+}
+
+/// [`kernel`] compiled for the widest vectors the CPU has: with AVX2 (x86-64), four nodes
+/// per instruction instead of two. The results are the same bit for bit: the kernel uses
+/// only IEEE-exact `f64` operations (add, subtract, multiply, absolute value) and integer
+/// bit operations, and Rust never fuses a multiply and an add.
+#[inline]
+pub(crate) fn kernel_best<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    loads: &DenseLoads,
+    range: Range<usize>,
+    pod: &Requests,
+    out: &mut KernelOut,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // The crate's only `unsafe`: calling a function compiled for AVX2 needs it. Measured
+        // on the benchmark (5,000 nodes, adaptive), this takes about 1 µs off 7 µs per pod.
+        // SAFETY: `kernel_avx2` requires AVX2 and nothing else, and the CPU has it (checked
+        // just above; the check includes the OS's support for the wider registers).
+        #[allow(unsafe_code)]
+        unsafe {
+            kernel_avx2::<LEAST, MOST, BALANCED>(loads, range, pod, out)
+        };
+        return;
+    }
+    kernel::<LEAST, MOST, BALANCED>(loads, range, pod, out)
+}
+
+/// [`kernel`] with AVX2 enabled, so that the compiler vectorizes it four nodes wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) fn kernel_avx2<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    loads: &DenseLoads,
+    range: Range<usize>,
+    pod: &Requests,
+    out: &mut KernelOut,
+) {
+    kernel::<LEAST, MOST, BALANCED>(loads, range, pod, out)
 }
 
 /// 1 if `v` is negative (its sign bit), else 0.
@@ -609,11 +650,11 @@ impl DenseScorer {
         let pod = Requests::of(self.milli_cpu, self.memory);
         out.prepare(loads.len());
         if first <= last {
-            kernel::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
+            kernel_best::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
         } else {
             // Evaluation wrapped around the end of the node list.
-            kernel::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
-            kernel::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
+            kernel_best::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
+            kernel_best::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
         }
         let unused = Output {
             row: usize::MAX,
@@ -728,7 +769,12 @@ mod tests {
         loads.push(s);
         let mut out = KernelOut::default();
         out.prepare(1);
-        kernel::<true, true, true>(&loads, 0..1, &Requests::of(d.milli_cpu, d.memory), &mut out);
+        kernel_best::<true, true, true>(
+            &loads,
+            0..1,
+            &Requests::of(d.milli_cpu, d.memory),
+            &mut out,
+        );
         if out.unsure[0] != 0 {
             return d.score(s);
         }
@@ -815,6 +861,59 @@ mod tests {
                 ((ca as f64 * cf) as i64, (ma as f64 * mf) as i64)
             };
             check(c, ca, m, ma, pod_c, pod_m);
+        }
+
+        /// The AVX2 build of the kernel gives the same results, bit for bit, as the baseline
+        /// build, over runs of nodes long enough for full vectors and their remainders.
+        #[test]
+        fn avx2_kernel_matches_baseline(
+            nodes in prop::collection::vec(
+                (
+                    prop_oneof![1i64..=64_000, 0i64..=4, any::<i64>()],
+                    prop_oneof![1i64..=(1 << 40), 0i64..=4, any::<i64>()],
+                    0.0f64..1.3,
+                    0.0f64..1.3,
+                ),
+                0..40,
+            ),
+            pod_c in prop_oneof![0i64..=4000, any::<i64>()],
+            pod_m in prop_oneof![0i64..=(1 << 32), any::<i64>()],
+            start in 0usize..5,
+        ) {
+            let mut loads = DenseLoads::default();
+            for &(ca, ma, cf, mf) in &nodes {
+                loads.push(&load((ca as f64 * cf) as i64, ca, (ma as f64 * mf) as i64, ma));
+            }
+            let range = start.min(nodes.len())..nodes.len();
+            let pod = Requests::of(pod_c, pod_m);
+            let (mut base, mut wide) = (KernelOut::default(), KernelOut::default());
+            base.prepare(nodes.len());
+            wide.prepare(nodes.len());
+            kernel::<true, true, true>(&loads, range.clone(), &pod, &mut base);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked just above.
+                #[allow(unsafe_code)]
+                unsafe {
+                    kernel_avx2::<true, true, true>(&loads, range.clone(), &pod, &mut wide)
+                };
+                prop_assert_eq!(&base.least, &wide.least);
+                prop_assert_eq!(&base.most, &wide.most);
+                prop_assert_eq!(&base.balanced, &wide.balanced);
+                prop_assert_eq!(&base.unsure, &wide.unsure);
+            }
+            // Either build agrees with kube's formulas wherever it is sure.
+            for i in range {
+                let (s, c, m) = (&nodes[i], pod_c, pod_m);
+                let (ca, ma) = (s.0, s.1);
+                let (nc, nm) = ((ca as f64 * s.2) as i64, (ma as f64 * s.3) as i64);
+                if base.unsure[i] == 0 {
+                    let (rc, rm) = (nc.wrapping_add(c), nm.wrapping_add(m));
+                    prop_assert_eq!(i64::from(base.least[i]), reference(Kind::LeastRequested, rc, ca, rm, ma));
+                    prop_assert_eq!(i64::from(base.most[i]), reference(Kind::MostRequested, rc, ca, rm, ma));
+                    prop_assert_eq!(i64::from(base.balanced[i]), reference(Kind::Balanced, rc, ca, rm, ma));
+                }
+            }
         }
     }
 
