@@ -129,8 +129,9 @@ impl Reservoir {
     /// Offers `scores`, the scores of the nodes at `base..`, exactly as offering them one by
     /// one would (the same pick and the same draws), but in blocks: a block below the best is
     /// skipped after one maximum, and a block that only ties it is settled by counting its
-    /// ties, unless a replacement falls inside it. Only blocks that raise the best, or hold a
-    /// replacement (about `ln(ties)` in a pass), are offered node by node.
+    /// ties, unless a replacement falls inside it. A block that raises the best is split at
+    /// its first maximum (see [`Reservoir::offer_raising`]). Node by node go only the nodes
+    /// where a replacement falls (about `ln(ties)` in a pass).
     pub(crate) fn offer_all<R: RngCore + ?Sized>(
         &mut self,
         scores: &[i64],
@@ -139,25 +140,66 @@ impl Reservoir {
     ) {
         const BLOCK: usize = 64;
         for (b, block) in scores.chunks(BLOCK).enumerate() {
-            let at = base + b * BLOCK;
-            if self.ties > 0 {
-                // One pass, no dependency between elements: does anything beat the best, and
-                // how many tie it?
-                let (mut higher, mut ties) = (false, 0u64);
-                for &s in block {
-                    higher |= s > self.best;
-                    ties += u64::from(s == self.best);
-                }
-                if !higher {
-                    if ties > 0 {
-                        self.settle_ties(block, at, ties, rng);
-                    }
-                    continue;
-                }
+            self.offer_block(block, base + b * BLOCK, rng, 0);
+        }
+    }
+
+    /// Offers one block (the nodes at `at..`); `depth` counts the splits above it.
+    #[inline]
+    fn offer_block<R: RngCore + ?Sized>(
+        &mut self,
+        block: &[i64],
+        at: usize,
+        rng: &mut R,
+        depth: u32,
+    ) {
+        if self.ties > 0 {
+            // One pass, no dependency between elements: does anything beat the best, and how
+            // many tie it?
+            let (mut higher, mut ties) = (false, 0u64);
+            for &s in block {
+                higher |= s > self.best;
+                ties += u64::from(s == self.best);
             }
-            for (j, &s) in block.iter().enumerate() {
+            if !higher {
+                if ties > 0 {
+                    self.settle_ties(block, at, ties, rng);
+                }
+                return;
+            }
+        }
+        self.offer_raising(block, at, rng, depth);
+    }
+
+    /// Offers a non-empty block that raises the best (or holds the first offer): its first
+    /// maximum `m`, at `p`, becomes the best whatever comes before it, since everything
+    /// before it is lower. So the block is offered as the part before `p` (a smaller block,
+    /// which may raise the best in its turn and draw for its ties), then `m`, then the rest,
+    /// which holds nothing above `m` and is settled by counting its ties. Scores that keep
+    /// rising split again and again; after a few splits the part before is offered node by
+    /// node, which bounds the work at a few scans of the block.
+    fn offer_raising<R: RngCore + ?Sized>(
+        &mut self,
+        block: &[i64],
+        at: usize,
+        rng: &mut R,
+        depth: u32,
+    ) {
+        const MAX_SPLITS: u32 = 3;
+        let m = block.iter().copied().fold(i64::MIN, i64::max);
+        let p = block.iter().position(|&s| s == m).unwrap_or(0);
+        if depth >= MAX_SPLITS {
+            for (j, &s) in block[..p].iter().enumerate() {
                 self.offer(s, at + j, rng);
             }
+        } else if p > 0 {
+            self.offer_block(&block[..p], at, rng, depth + 1);
+        }
+        self.offer(m, at + p, rng);
+        let rest = &block[p + 1..];
+        let ties = rest.iter().map(|&s| u64::from(s == m)).sum::<u64>();
+        if ties > 0 {
+            self.settle_ties(rest, at + p + 1, ties, rng);
         }
     }
 
@@ -851,7 +893,20 @@ mod reservoir_tests {
         /// offering one by one, wherever the blocks start.
         #[test]
         fn blocks_offer_like_single_offers(
-            scores in prop::collection::vec(prop_oneof![3 => 0i64..4, 1 => Just(3i64)], 1..700),
+            scores in prop_oneof![
+                // Many ties of few values.
+                prop::collection::vec(prop_oneof![3 => 0i64..4, 1 => Just(3i64)], 1..700),
+                // Many distinct values.
+                prop::collection::vec(0i64..300, 1..700),
+                // Runs that keep rising (a new best at every node) or fall.
+                prop::collection::vec((0i64..5, 1usize..90, any::<bool>()), 1..12).prop_map(|runs| {
+                    runs.into_iter()
+                        .flat_map(|(step, len, up)| {
+                            (0..len as i64).map(move |k| if up { k * step } else { 500 - k * step })
+                        })
+                        .collect()
+                }),
+            ],
             splits in prop::collection::vec(0usize..700, 0..4),
             seed: u64,
         ) {
