@@ -386,8 +386,6 @@ impl KernelOut {
 /// sign 0) and apply as integer masks: no branch, so the loop runs over consecutive nodes in
 /// SIMD lanes, and the quotient corrections (about half apply, in no predictable order)
 /// cannot mispredict.
-///
-/// [`kernel_best`] runs it with the widest vectors the CPU has.
 #[inline(always)]
 pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
     loads: &DenseLoads,
@@ -454,44 +452,6 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         }
         unsure[j] = out_of_range as i32;
     }
-}
-
-/// [`kernel`] compiled for the widest vectors the CPU has: with AVX2 (x86-64), four nodes
-/// per instruction instead of two. The results are the same bit for bit: the kernel uses
-/// only IEEE-exact `f64` operations (add, subtract, multiply, absolute value) and integer
-/// bit operations, and Rust never fuses a multiply and an add.
-#[inline]
-pub(crate) fn kernel_best<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-    loads: &DenseLoads,
-    range: Range<usize>,
-    pod: &Requests,
-    out: &mut KernelOut,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // The crate's only `unsafe`: calling a function compiled for AVX2 needs it. Measured
-        // on the benchmark (5,000 nodes, adaptive), this takes about 1 µs off 7 µs per pod.
-        // SAFETY: `kernel_avx2` requires AVX2 and nothing else, and the CPU has it (checked
-        // just above; the check includes the OS's support for the wider registers).
-        #[allow(unsafe_code)]
-        unsafe {
-            kernel_avx2::<LEAST, MOST, BALANCED>(loads, range, pod, out)
-        };
-        return;
-    }
-    kernel::<LEAST, MOST, BALANCED>(loads, range, pod, out)
-}
-
-/// [`kernel`] with AVX2 enabled, so that the compiler vectorizes it four nodes wide.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(crate) fn kernel_avx2<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-    loads: &DenseLoads,
-    range: Range<usize>,
-    pod: &Requests,
-    out: &mut KernelOut,
-) {
-    kernel::<LEAST, MOST, BALANCED>(loads, range, pod, out)
 }
 
 /// 1 if `v` is negative (its sign bit), else 0.
@@ -618,8 +578,37 @@ impl DenseScorer {
 
     /// [`DenseScorer::run`], calling `each(totals, k)` with the weighted totals of the nodes
     /// at `k..` once they are complete.
+    ///
+    /// The pass is compiled for the widest vectors the CPU has: with AVX2 (x86-64), the
+    /// kernel scores four nodes per instruction instead of two. The results are the same bit
+    /// for bit: the pass uses only IEEE-exact `f64` operations (add, subtract, multiply,
+    /// absolute value) and integer operations, and Rust never fuses a multiply and an add
+    /// (tested: `avx2_pass_matches_baseline`).
     #[inline(always)]
     fn run_for(&self, args: RunArgs<'_>, each: impl FnMut(&[i64], usize)) -> i64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // The crate's only `unsafe`: calling a function compiled for AVX2 needs it.
+            // Measured on the benchmark (5,000 nodes, adaptive), the AVX2 build takes about
+            // 1.3 µs off 7 µs per pod.
+            // SAFETY: `run_avx2` requires AVX2 and nothing else, and the CPU has it (checked
+            // just above; the check includes the OS's support for the wider registers).
+            #[allow(unsafe_code)]
+            return unsafe { self.run_avx2(args, each) };
+        }
+        self.run_any(args, each)
+    }
+
+    /// [`DenseScorer::run_any`] with AVX2 enabled.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn run_avx2(&self, args: RunArgs<'_>, each: impl FnMut(&[i64], usize)) -> i64 {
+        self.run_any(args, each)
+    }
+
+    /// The pass compiled for the formulas present.
+    #[inline(always)]
+    fn run_any(&self, args: RunArgs<'_>, each: impl FnMut(&[i64], usize)) -> i64 {
         match (
             self.least.is_some(),
             self.most.is_some(),
@@ -650,11 +639,11 @@ impl DenseScorer {
         let pod = Requests::of(self.milli_cpu, self.memory);
         out.prepare(loads.len());
         if first <= last {
-            kernel_best::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
+            kernel::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
         } else {
             // Evaluation wrapped around the end of the node list.
-            kernel_best::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
-            kernel_best::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
+            kernel::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
+            kernel::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
         }
         let unused = Output {
             row: usize::MAX,
@@ -681,43 +670,91 @@ impl DenseScorer {
         assert!(!MOST || most_row.len() == f);
         assert!(!BALANCED || balanced_row.len() == f);
         let totals = &mut totals[..f];
+        let weights = [least.weight, most.weight, balanced.weight];
+        let mut rows = [least_row, most_row, balanced_row];
+        let unsure = gather::<LEAST, MOST, BALANCED>(out, feasible, weights, &mut rows, totals);
         let mut bad = 0i64;
-        for (j, (&i, total)) in feasible.iter().zip(totals.iter_mut()).enumerate() {
-            let i = i as usize;
-            let [l, m, b] = if out.unsure[i] == 0 {
-                let pick = |on: bool, v: &[i32]| if on { i64::from(v[i]) } else { 0 };
-                [
-                    pick(LEAST, &out.least),
-                    pick(MOST, &out.most),
-                    pick(BALANCED, &out.balanced),
-                ]
-            } else {
+        if unsure != 0 {
+            // Nodes the kernel was unsure of (none on most clusters): kube's formulas, in
+            // place of the kernel's numbers.
+            for (j, &i) in feasible.iter().enumerate() {
+                let i = i as usize;
+                if out.unsure[i] == 0 {
+                    continue;
+                }
                 let scores = general_scores::<LEAST, MOST, BALANCED>(
                     &summaries[i],
                     self.milli_cpu,
                     self.memory,
                 );
                 bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
-                scores
-            };
-            let mut t = *total;
-            if LEAST {
-                least_row[j] = l;
-                t = t.wrapping_add(l.wrapping_mul(least.weight));
+                for (k, on) in [LEAST, MOST, BALANCED].into_iter().enumerate() {
+                    if on {
+                        let w = weights[k];
+                        totals[j] = totals[j]
+                            .wrapping_sub(rows[k][j].wrapping_mul(w))
+                            .wrapping_add(scores[k].wrapping_mul(w));
+                        rows[k][j] = scores[k];
+                    }
+                }
             }
-            if MOST {
-                most_row[j] = m;
-                t = t.wrapping_add(m.wrapping_mul(most.weight));
-            }
-            if BALANCED {
-                balanced_row[j] = b;
-                t = t.wrapping_add(b.wrapping_mul(balanced.weight));
-            }
-            *total = t;
         }
         each(totals, 0);
         bad
     }
+}
+
+/// Copies the kernel's scores of the feasible nodes into the table rows (in feasible order)
+/// and adds their weighted sum to `totals`; returns the OR of their `unsure` flags.
+#[inline(always)]
+fn gather<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    out: &KernelOut,
+    feasible: &[u32],
+    weights: [i64; 3],
+    rows: &mut [&mut [i64]; 3],
+    totals: &mut [i64],
+) -> i32 {
+    let n = out.unsure.len();
+    if n == 0 {
+        return 0;
+    }
+    let (ol, om, ob, ou) = (
+        &out.least[..n],
+        &out.most[..n],
+        &out.balanced[..n],
+        &out.unsure[..n],
+    );
+    let f = totals.len();
+    let [lr, mr, br] = rows;
+    let (lr, mr, br) = (
+        &mut lr[..if LEAST { f } else { 0 }],
+        &mut mr[..if MOST { f } else { 0 }],
+        &mut br[..if BALANCED { f } else { 0 }],
+    );
+    let mut unsure = 0;
+    for (j, (&i, total)) in feasible[..f].iter().zip(totals.iter_mut()).enumerate() {
+        // Feasible indices are below `n`; the `min` lets the compiler drop bounds checks.
+        let i = (i as usize).min(n - 1);
+        unsure |= ou[i];
+        let mut t = *total;
+        if LEAST {
+            let v = i64::from(ol[i]);
+            lr[j] = v;
+            t = t.wrapping_add(v.wrapping_mul(weights[0]));
+        }
+        if MOST {
+            let v = i64::from(om[i]);
+            mr[j] = v;
+            t = t.wrapping_add(v.wrapping_mul(weights[1]));
+        }
+        if BALANCED {
+            let v = i64::from(ob[i]);
+            br[j] = v;
+            t = t.wrapping_add(v.wrapping_mul(weights[2]));
+        }
+        *total = t;
+    }
+    unsure
 }
 
 type RunArgs<'a> = (
@@ -769,12 +806,7 @@ mod tests {
         loads.push(s);
         let mut out = KernelOut::default();
         out.prepare(1);
-        kernel_best::<true, true, true>(
-            &loads,
-            0..1,
-            &Requests::of(d.milli_cpu, d.memory),
-            &mut out,
-        );
+        kernel::<true, true, true>(&loads, 0..1, &Requests::of(d.milli_cpu, d.memory), &mut out);
         if out.unsure[0] != 0 {
             return d.score(s);
         }
@@ -863,57 +895,93 @@ mod tests {
             check(c, ca, m, ma, pod_c, pod_m);
         }
 
-        /// The AVX2 build of the kernel gives the same results, bit for bit, as the baseline
-        /// build, over runs of nodes long enough for full vectors and their remainders.
+        /// The scoring pass as the CPU runs it (the AVX2 build where the CPU has AVX2) gives
+        /// the same rows, totals, pick and draws, bit for bit, as the baseline build; and
+        /// every row holds kube's score for its node. Runs of nodes are long enough for full
+        /// vectors and their remainders; evaluation may wrap around the node list.
         #[test]
-        fn avx2_kernel_matches_baseline(
+        fn avx2_pass_matches_baseline(
             nodes in prop::collection::vec(
                 (
                     prop_oneof![1i64..=64_000, 0i64..=4, any::<i64>()],
                     prop_oneof![1i64..=(1 << 40), 0i64..=4, any::<i64>()],
                     0.0f64..1.3,
                     0.0f64..1.3,
+                    prop::bool::weighted(0.8),
                 ),
-                0..40,
+                1..40,
             ),
             pod_c in prop_oneof![0i64..=4000, any::<i64>()],
             pod_m in prop_oneof![0i64..=(1 << 32), any::<i64>()],
-            start in 0usize..5,
+            start in 0usize..40,
+            formulas in 1usize..8,
+            weights in prop::array::uniform3(1i64..=10),
+            seed: u64,
         ) {
+            let n = nodes.len();
+            let summaries: Vec<NodeSummary> = nodes
+                .iter()
+                .map(|&(ca, ma, cf, mf, _)| load((ca as f64 * cf) as i64, ca, (ma as f64 * mf) as i64, ma))
+                .collect();
             let mut loads = DenseLoads::default();
-            for &(ca, ma, cf, mf) in &nodes {
-                loads.push(&load((ca as f64 * cf) as i64, ca, (ma as f64 * mf) as i64, ma));
-            }
-            let range = start.min(nodes.len())..nodes.len();
-            let pod = Requests::of(pod_c, pod_m);
-            let (mut base, mut wide) = (KernelOut::default(), KernelOut::default());
-            base.prepare(nodes.len());
-            wide.prepare(nodes.len());
-            kernel::<true, true, true>(&loads, range.clone(), &pod, &mut base);
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked just above.
-                #[allow(unsafe_code)]
-                unsafe {
-                    kernel_avx2::<true, true, true>(&loads, range.clone(), &pod, &mut wide)
+            summaries.iter().for_each(|s| loads.push(s));
+            let start = start % n;
+            let feasible: Vec<u32> = (start..n)
+                .chain(0..start)
+                .filter(|&i| nodes[i].4)
+                .map(|i| i as u32)
+                .collect();
+            let kinds = [
+                (Kind::LeastRequested, DenseScore::least_requested(pod_c, pod_m)),
+                (Kind::MostRequested, DenseScore::most_requested(pod_c, pod_m)),
+                (Kind::Balanced, DenseScore::balanced(pod_c, pod_m)),
+            ];
+            let dense: Vec<(usize, DenseScore, i64)> = (0..3)
+                .filter(|k| formulas & (1 << k) != 0)
+                .map(|k| (k, kinds[k].1, weights[k]))
+                .collect();
+            let scorer = DenseScorer::new(&dense).expect("one request, distinct formulas");
+            let f = feasible.len();
+            let pass = |wide: bool| {
+                let (mut out, mut table, mut totals) = (KernelOut::default(), vec![0; 3 * f], vec![0; f]);
+                let mut reservoir = crate::scheduler::Reservoir::EMPTY;
+                let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
+                let args = ((&loads, &summaries[..]), &feasible[..], &mut out, &mut table[..], &mut totals[..]);
+                let each = |t: &[i64], k| reservoir.offer_all(t, k, &mut rng);
+                let bad = if wide {
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") {
+                        // SAFETY: the CPU has AVX2, checked just above.
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            scorer.run_avx2(args, each)
+                        }
+                    } else {
+                        scorer.run_for(args, each)
+                    }
+                    #[cfg(not(target_arch = "x86_64"))]
+                    scorer.run_for(args, each)
+                } else {
+                    scorer.run_any(args, each)
                 };
-                prop_assert_eq!(&base.least, &wide.least);
-                prop_assert_eq!(&base.most, &wide.most);
-                prop_assert_eq!(&base.balanced, &wide.balanced);
-                prop_assert_eq!(&base.unsure, &wide.unsure);
-            }
-            // Either build agrees with kube's formulas wherever it is sure.
-            for i in range {
-                let (s, c, m) = (&nodes[i], pod_c, pod_m);
-                let (ca, ma) = (s.0, s.1);
-                let (nc, nm) = ((ca as f64 * s.2) as i64, (ma as f64 * s.3) as i64);
-                if base.unsure[i] == 0 {
-                    let (rc, rm) = (nc.wrapping_add(c), nm.wrapping_add(m));
-                    prop_assert_eq!(i64::from(base.least[i]), reference(Kind::LeastRequested, rc, ca, rm, ma));
-                    prop_assert_eq!(i64::from(base.most[i]), reference(Kind::MostRequested, rc, ca, rm, ma));
-                    prop_assert_eq!(i64::from(base.balanced[i]), reference(Kind::Balanced, rc, ca, rm, ma));
+                (table, totals, bad, reservoir.selected, rand::RngCore::next_u64(&mut rng))
+            };
+            let (base, wide) = (pass(false), pass(true));
+            prop_assert_eq!(&base, &wide);
+            let (table, totals, bad, ..) = base;
+            for (j, &i) in feasible.iter().enumerate() {
+                let s = &summaries[i as usize];
+                let (rc, rm) = (s.nz_milli_cpu.wrapping_add(pod_c), s.nz_memory.wrapping_add(pod_m));
+                let mut total = 0i64;
+                for &(k, _, w) in &dense {
+                    let want = reference(kinds[k].0, rc, s.alloc_milli_cpu, rm, s.alloc_memory);
+                    prop_assert_eq!(table[k * f + j], want, "{:?} node {}", kinds[k].0, i);
+                    total = total.wrapping_add(want.wrapping_mul(w));
                 }
+                prop_assert_eq!(totals[j], total);
             }
+            let any_out_of_range = (0..3 * f).any(|x| formulas & (1 << (x / f.max(1))) != 0 && !(0..=100).contains(&table[x]));
+            prop_assert_eq!(bad != 0, any_out_of_range);
         }
     }
 

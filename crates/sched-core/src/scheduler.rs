@@ -132,6 +132,7 @@ impl Reservoir {
     /// ties, unless a replacement falls inside it. A block that raises the best is split at
     /// its first maximum (see [`Reservoir::offer_raising`]). Node by node go only the nodes
     /// where a replacement falls (about `ln(ties)` in a pass).
+    #[inline(never)]
     pub(crate) fn offer_all<R: RngCore + ?Sized>(
         &mut self,
         scores: &[i64],
