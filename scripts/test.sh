@@ -3,7 +3,8 @@
 #   - installs (Debian packages) and starts PostgreSQL, etcd and Redis on loopback in a
 #     temporary directory (scripts/servers.sh), and stops them on exit;
 #   - formatting, clippy with warnings as errors, every unit/integration/property/doc test,
-#     and rustdoc without warnings.
+#     sched-core's scoring-kernel tests again optimized (the vector builds exist only with
+#     optimizations), and rustdoc without warnings.
 # A backend test whose server is missing fails; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
