@@ -472,20 +472,10 @@ fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
     let (cpu_alloc, memory_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
     let mut out = [0; 3];
     if LEAST {
-        out[0] = average(
-            least_requested_score(cpu, cpu_alloc),
-            least_requested_score(memory, memory_alloc),
-            cpu_alloc,
-            memory_alloc,
-        );
+        out[0] = average_of(least_requested_score, cpu, cpu_alloc, memory, memory_alloc);
     }
     if MOST {
-        out[1] = average(
-            most_requested_score(cpu, cpu_alloc),
-            most_requested_score(memory, memory_alloc),
-            cpu_alloc,
-            memory_alloc,
-        );
+        out[1] = average_of(most_requested_score, cpu, cpu_alloc, memory, memory_alloc);
     }
     if BALANCED {
         out[2] = balanced_score(cpu, cpu_alloc, memory, memory_alloc);
@@ -493,9 +483,26 @@ fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
     out
 }
 
+/// A per-resource score of CPU and of memory, averaged over the resources the node has.
+#[inline(always)]
+pub(crate) fn average_of(
+    score: impl Fn(i64, i64) -> i64,
+    cpu: i64,
+    cpu_alloc: i64,
+    memory: i64,
+    mem_alloc: i64,
+) -> i64 {
+    average(
+        score(cpu, cpu_alloc),
+        score(memory, mem_alloc),
+        cpu_alloc,
+        mem_alloc,
+    )
+}
+
 /// The weighted average (weights 1) over the resources the node has, with integer division.
 #[inline(always)]
-pub(crate) fn average(cpu: i64, memory: i64, cpu_alloc: i64, mem_alloc: i64) -> i64 {
+fn average(cpu: i64, memory: i64, cpu_alloc: i64, mem_alloc: i64) -> i64 {
     match (cpu_alloc != 0, mem_alloc != 0) {
         (true, true) => cpu.wrapping_add(memory).wrapping_div(2),
         (true, false) => cpu,
@@ -784,18 +791,8 @@ mod tests {
     /// kube's formulas, as the plugins compute them node by node.
     fn reference(kind: Kind, c: i64, ca: i64, m: i64, ma: i64) -> i64 {
         match kind {
-            Kind::LeastRequested => average(
-                least_requested_score(c, ca),
-                least_requested_score(m, ma),
-                ca,
-                ma,
-            ),
-            Kind::MostRequested => average(
-                most_requested_score(c, ca),
-                most_requested_score(m, ma),
-                ca,
-                ma,
-            ),
+            Kind::LeastRequested => average_of(least_requested_score, c, ca, m, ma),
+            Kind::MostRequested => average_of(most_requested_score, c, ca, m, ma),
             Kind::Balanced => balanced_score(c, ca, m, ma),
         }
     }

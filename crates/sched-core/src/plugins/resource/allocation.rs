@@ -1,7 +1,7 @@
 //! The request/allocatable arithmetic shared by the resource-allocation scorers (kube's
 //! `resourceAllocationScorer`), and the least- and most-requested priorities built on it.
 
-use crate::dense::{DenseScore, average};
+use crate::dense::{DenseScore, average_of};
 use crate::framework::{
     CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
 };
@@ -226,10 +226,13 @@ impl WeightedResources {
             let (pod_cpu, pod_memory) = (cpu.pod_request, memory.pod_request);
             for (o, &i) in out.iter_mut().zip(nodes) {
                 let s = &summaries[i as usize];
-                let (cpu_alloc, mem_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
-                let c = fast_score(s.nz_milli_cpu.wrapping_add(pod_cpu), cpu_alloc);
-                let m = fast_score(s.nz_memory.wrapping_add(pod_memory), mem_alloc);
-                *o = average(c, m, cpu_alloc, mem_alloc);
+                *o = average_of(
+                    fast_score,
+                    s.nz_milli_cpu.wrapping_add(pod_cpu),
+                    s.alloc_milli_cpu,
+                    s.nz_memory.wrapping_add(pod_memory),
+                    s.alloc_memory,
+                );
             }
             return;
         }
