@@ -8,8 +8,9 @@
 #   source scripts/servers.sh               start the servers and export the variables into the
 #                                           current shell; `lease_elect_servers_stop` stops them
 #
-# Packages (Debian: postgresql, etcd-server, redis-server, protobuf-compiler) are installed with
-# apt-get when missing and we are root. PostgreSQL refuses to run as root, so it runs as the
+# Packages are installed by scripts/deps.sh (postgresql, etcd-server, redis-server, redis-tools,
+# protobuf-compiler, libprotobuf-dev, ...) when anything it checks for is missing, and it then
+# checks that every binary and file is present. PostgreSQL refuses to run as root, so it runs as the
 # system user $LEASE_ELECT_PG_USER (created when missing).
 #
 # Exported:
@@ -30,33 +31,10 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then _le_sourced=1; fi
 
 _le_log() { echo "servers.sh: $*" >&2; }
 
-_le_pg_bindir() {
-  local d
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-    if [[ -x "$d/initdb" && -x "$d/postgres" ]]; then echo "$d"; return 0; fi
-  done
-  return 1
-}
-
-_le_install() {
-  local missing=()
-  command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
-  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-  command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
-  _le_pg_bindir >/dev/null || missing+=(postgresql)
-  if ((${#missing[@]} == 0)); then return 0; fi
-  _le_log "installing ${missing[*]}"
-  local sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
-      _le_log "missing ${missing[*]} and not root: install them first"; return 1
-    fi
-  fi
-  "${sudo[@]}" apt-get update -qq >/dev/null || return 1
-  # policy-rc.d keeps the packages' own services from starting; ours run on other ports anyway.
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null || return 1
-}
+# shellcheck source=scripts/deps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/deps.sh"
+_le_pg_bindir() { lease_elect_pg_bindir; }
+_le_install() { lease_elect_deps_install; }
 
 _le_wait() { # name, seconds, command...
   local name=$1 secs=$2; shift 2
