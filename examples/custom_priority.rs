@@ -5,9 +5,11 @@
 //! cargo run --example custom_priority
 //! ```
 
-use sched_core::framework::{CycleContext, NodeRef, PluginState, Priority, default_normalize};
+use sched_core::formulas::default_normalize;
+use sched_core::framework::{CycleContext, PluginState, Priority};
 use sched_core::plugins::resource::LeastRequestedPriority;
 use sched_core::scheduler::Scheduler;
+use sched_core::snapshot::NodeRef;
 use sched_core::snapshot::Snapshot;
 use sched_core::synth::{benchmark_cluster, benchmark_pod};
 

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sched_core::framework::MAX_NODE_SCORE;
+use sched_core::formulas::{MAX_NODE_SCORE};
 use sched_core::model::{Pod, Workload, load_node_list, load_pod_list};
 use sched_core::policy::{
     MANDATORY_PREDICATES, MAX_CUSTOM_PRIORITY_SCORE, Policy, PolicyPlan, PriorityArgs,

@@ -32,139 +32,13 @@ use std::ops::Range;
 
 use rand::RngCore;
 
-use crate::plugins::resource::{balanced_score, least_requested_score, most_requested_score};
-use crate::scheduler::{Reservoir, out_of_range_bits};
-use crate::snapshot::NodeSummary;
+use crate::formulas::{
+    average_of, balanced_score, least_requested_score, most_requested_score, out_of_range_bits,
+};
+use crate::select::Reservoir;
+use crate::snapshot::{EXACT_REQUEST, LoadColumns, NodeFree, NodeSummary};
 
-/// What a node has free, as the dense filters read it: 32 bytes, two nodes per cache line.
-/// The snapshot keeps one per node, derived from its [`NodeSummary`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C, align(32))]
-#[non_exhaustive]
-pub struct DenseFit {
-    /// Allocatable minus requested milli-CPU (wrapping, as the resource check computes it).
-    pub free_milli_cpu: i64,
-    /// Allocatable minus requested memory bytes (wrapping).
-    pub free_memory: i64,
-    /// Allocatable minus requested ephemeral storage bytes (wrapping).
-    pub free_ephemeral: i64,
-    /// Allocatable pods minus pods on the node, saturated to the `i32` range (which keeps its
-    /// comparison with 1 exact).
-    pub free_pods: i32,
-    /// The summary's [`crate::snapshot::flags`].
-    pub flags: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<DenseFit>() == 32);
-
-impl DenseFit {
-    /// The free numbers of a summary.
-    pub fn of(s: &NodeSummary) -> DenseFit {
-        let free_pods = s
-            .alloc_pods
-            .saturating_sub(i64::from(s.pod_count))
-            .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
-        DenseFit {
-            free_milli_cpu: s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu),
-            free_memory: s.alloc_memory.wrapping_sub(s.req_memory),
-            free_ephemeral: s.alloc_ephemeral.wrapping_sub(s.req_ephemeral),
-            free_pods,
-            flags: s.flags,
-        }
-    }
-}
-
-/// What the nodes have requested and allocatable, as the dense scores read it: one column
-/// per number and resource (CPU, then memory), index-aligned with the snapshot's nodes, in
-/// `f64`, so that scoring runs over consecutive nodes in SIMD lanes. The snapshot keeps it,
-/// derived from each node's [`NodeSummary`].
-///
-/// A node's numbers are exact when it is in the exact range: allocatable in `1..=2^46` and
-/// requested in `0..=2^52` for both resources. Outside it, its allocatable reads -1 and its
-/// reciprocals 0, and scoring uses kube's formulas on the summary's integers.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DenseLoads {
-    /// Non-zero requested milli-CPU and memory bytes.
-    nz: [Vec<f64>; 2],
-    /// Allocatable milli-CPU and memory bytes; -1 outside the exact range (a sign bit the
-    /// kernel reads in one instruction).
-    alloc: [Vec<f64>; 2],
-    /// `1 / alloc`, so that scoring multiplies where kube divides (and corrects the result
-    /// where that could differ); zero outside the exact range.
-    inv: [Vec<f64>; 2],
-}
-
-impl DenseLoads {
-    /// Number of nodes.
-    pub fn len(&self) -> usize {
-        self.nz[0].len()
-    }
-
-    /// Whether there are no nodes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Node `i`'s non-zero requested, allocatable and reciprocal pairs (CPU, memory).
-    pub fn node(&self, i: usize) -> [[f64; 2]; 3] {
-        let pair = |c: &[Vec<f64>; 2]| [c[0][i], c[1][i]];
-        [pair(&self.nz), pair(&self.alloc), pair(&self.inv)]
-    }
-
-    /// The numbers of a summary.
-    fn numbers(s: &NodeSummary) -> [[f64; 2]; 3] {
-        let exact = (1..=EXACT_CAPACITY).contains(&s.alloc_milli_cpu)
-            && (1..=EXACT_CAPACITY).contains(&s.alloc_memory)
-            && (0..=EXACT_REQUEST).contains(&s.nz_milli_cpu)
-            && (0..=EXACT_REQUEST).contains(&s.nz_memory);
-        let alloc = [s.alloc_milli_cpu as f64, s.alloc_memory as f64];
-        let nz = [s.nz_milli_cpu as f64, s.nz_memory as f64];
-        if exact {
-            [nz, alloc, [1.0 / alloc[0], 1.0 / alloc[1]]]
-        } else {
-            [nz, [-1.0; 2], [0.0; 2]]
-        }
-    }
-
-    /// Appends a node.
-    pub(crate) fn push(&mut self, s: &NodeSummary) {
-        let [nz, alloc, inv] = Self::numbers(s);
-        for r in 0..2 {
-            self.nz[r].push(nz[r]);
-            self.alloc[r].push(alloc[r]);
-            self.inv[r].push(inv[r]);
-        }
-    }
-
-    /// Sets node `i` from its summary.
-    pub(crate) fn set(&mut self, i: usize, s: &NodeSummary) {
-        let [nz, alloc, inv] = Self::numbers(s);
-        for r in 0..2 {
-            self.nz[r][i] = nz[r];
-            self.alloc[r][i] = alloc[r];
-            self.inv[r][i] = inv[r];
-        }
-    }
-
-    /// Removes node `i`.
-    pub(crate) fn remove(&mut self, i: usize) {
-        for r in 0..2 {
-            self.nz[r].remove(i);
-            self.alloc[r].remove(i);
-            self.inv[r].remove(i);
-        }
-    }
-
-    /// Reserves room for `n` more nodes.
-    pub(crate) fn reserve(&mut self, n: usize) {
-        for c in [&mut self.nz, &mut self.alloc, &mut self.inv] {
-            c[0].reserve(n);
-            c[1].reserve(n);
-        }
-    }
-}
-
-/// What a predicate checks for one pod, when that needs only a node's [`DenseFit`]: the node
+/// What a predicate checks for one pod, when that needs only a node's [`NodeFree`]: the node
 /// passes exactly when none of `flags` is set, and the pod's CPU, memory and ephemeral storage
 /// requests (and one more pod, when counted) fit in what is free. Several dense filters
 /// combine into one with [`DenseFilter::and`].
@@ -223,7 +97,7 @@ impl DenseFilter {
     /// Whether the node passes. Branch-free, so a loop over nodes runs at the speed of its
     /// loads.
     #[inline(always)]
-    pub fn passes(&self, n: &DenseFit) -> bool {
+    pub(crate) fn passes(&self, n: &NodeFree) -> bool {
         ((n.flags & self.flags) == 0)
             & (n.free_pods >= self.min_free_pods)
             & (self.milli_cpu <= n.free_milli_cpu)
@@ -240,7 +114,7 @@ enum Kind {
     Balanced,
 }
 
-/// What a priority scores for one pod, when that needs only a node's [`DenseLoads`] numbers and no
+/// What a priority scores for one pod, when that needs only a node's [`LoadColumns`] numbers and no
 /// normalization: LeastRequestedPriority and MostRequestedPriority with kube's default
 /// resources, and BalancedResourceAllocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,13 +184,6 @@ impl Requests {
         }
     }
 }
-
-/// Capacities in `1..=2^46`: every ratio below 1 is then at least `2^-46` from 1, and every
-/// product in the quotient corrections below 2^53.
-const EXACT_CAPACITY: i64 = 1 << 46;
-
-/// Requests (a node's, a pod's) in `0..=2^52`: their sums are below 2^53, exact in `f64`.
-const EXACT_REQUEST: i64 = 1 << 52;
 
 /// Adding 1.5 * 2^52 to an `f64` of magnitude below 2^51 rounds it to the nearest integer.
 const ROUND: f64 = 6_755_399_441_055_744.0;
@@ -389,7 +256,7 @@ impl KernelOut {
 /// cannot mispredict.
 #[inline(always)]
 pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-    loads: &DenseLoads,
+    loads: &LoadColumns,
     range: Range<usize>,
     pod: &Requests,
     out: &mut KernelOut,
@@ -483,34 +350,6 @@ fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
     out
 }
 
-/// A per-resource score of CPU and of memory, averaged over the resources the node has.
-#[inline(always)]
-pub(crate) fn average_of(
-    score: impl Fn(i64, i64) -> i64,
-    cpu: i64,
-    cpu_alloc: i64,
-    memory: i64,
-    mem_alloc: i64,
-) -> i64 {
-    average(
-        score(cpu, cpu_alloc),
-        score(memory, mem_alloc),
-        cpu_alloc,
-        mem_alloc,
-    )
-}
-
-/// The weighted average (weights 1) over the resources the node has, with integer division.
-#[inline(always)]
-fn average(cpu: i64, memory: i64, cpu_alloc: i64, mem_alloc: i64) -> i64 {
-    match (cpu_alloc != 0, mem_alloc != 0) {
-        (true, true) => cpu.wrapping_add(memory).wrapping_div(2),
-        (true, false) => cpu,
-        (false, true) => memory,
-        (false, false) => 0,
-    }
-}
-
 /// Where one dense priority's scores go: its row in the score table and its weight.
 #[derive(Clone, Copy, Debug)]
 struct Output {
@@ -570,7 +409,7 @@ impl DenseScorer {
     /// what lets it use SIMD lanes. The results are then gathered in feasible order.
     pub(crate) fn run(
         &self,
-        nodes: (&DenseLoads, &[NodeSummary]),
+        nodes: (&LoadColumns, &[NodeSummary]),
         feasible: &[u32],
         out: &mut KernelOut,
         table: &mut [i64],
@@ -766,7 +605,7 @@ fn gather<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
 }
 
 type RunArgs<'a> = (
-    (&'a DenseLoads, &'a [NodeSummary]),
+    (&'a LoadColumns, &'a [NodeSummary]),
     &'a [u32],
     &'a mut KernelOut,
     &'a mut [i64],
@@ -800,7 +639,7 @@ mod tests {
     /// A node's score through the kernel, or kube's formulas where it is unsure (as the
     /// scheduler does).
     fn kernel_score(d: &DenseScore, s: &NodeSummary) -> i64 {
-        let mut loads = DenseLoads::default();
+        let mut loads = LoadColumns::default();
         loads.push(s);
         let mut out = KernelOut::default();
         out.prepare(1);
@@ -921,7 +760,7 @@ mod tests {
                 .iter()
                 .map(|&(ca, ma, cf, mf, _)| load((ca as f64 * cf) as i64, ca, (ma as f64 * mf) as i64, ma))
                 .collect();
-            let mut loads = DenseLoads::default();
+            let mut loads = LoadColumns::default();
             summaries.iter().for_each(|s| loads.push(s));
             let start = start % n;
             let feasible: Vec<u32> = (start..n)
@@ -942,7 +781,7 @@ mod tests {
             let f = feasible.len();
             let pass = |wide: bool| {
                 let (mut out, mut table, mut totals) = (KernelOut::default(), vec![0; 3 * f], vec![0; f]);
-                let mut reservoir = crate::scheduler::Reservoir::EMPTY;
+                let mut reservoir = crate::select::Reservoir::EMPTY;
                 let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
                 let args = ((&loads, &summaries[..]), &feasible[..], &mut out, &mut table[..], &mut totals[..]);
                 let each = |t: &[i64], k| reservoir.offer_all(t, k, &mut rng);
@@ -985,7 +824,7 @@ mod tests {
 
     #[test]
     fn filter_is_the_conjunction_of_its_parts() {
-        let fit = DenseFit {
+        let fit = NodeFree {
             free_milli_cpu: 1000,
             free_memory: 10,
             free_ephemeral: 0,
@@ -997,7 +836,7 @@ mod tests {
         assert!(!DenseFilter::fits(Some((1001, 10, 0))).passes(&fit));
         assert!(!DenseFilter::fits(Some((0, 0, 1))).passes(&fit));
         assert!(DenseFilter::fits(None).passes(&fit));
-        assert!(!DenseFilter::fits(None).passes(&DenseFit {
+        assert!(!DenseFilter::fits(None).passes(&NodeFree {
             free_pods: 0,
             ..fit
         }));
@@ -1005,7 +844,7 @@ mod tests {
         assert!(DenseFilter::without_flags(0b010).passes(&fit));
         let both = DenseFilter::without_flags(0b010).and(DenseFilter::fits(Some((2000, 0, 0))));
         assert!(!both.passes(&fit));
-        assert!(both.passes(&DenseFit {
+        assert!(both.passes(&NodeFree {
             free_milli_cpu: 2000,
             ..fit
         }));

@@ -22,7 +22,7 @@ use std::fmt;
 
 use crate::dense::{DenseFilter, DenseScore};
 use crate::model::{Node, Pod, Resources, pod_non_zero_requests, pod_requests};
-use crate::snapshot::{NodeInfo, NodeSummary, Snapshot};
+use crate::snapshot::{NodeInfo, NodeRef, Snapshot};
 
 /// A set of resources a node lacks: bit 0 CPU, 1 memory, 2 ephemeral storage, 3 pod count,
 /// bit `4 + i` the pod's i-th scalar request (see [`CycleContext::requests`]).
@@ -153,49 +153,6 @@ impl Reason {
             Reason::ServiceAffinityViolated => out("node(s) didn't match service affinity".into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
         }
-    }
-}
-
-/// A node as plugins see it: its position in the snapshot, the full [`NodeInfo`] and the
-/// dense [`NodeSummary`].
-#[derive(Clone, Copy, Debug)]
-pub struct NodeRef<'a> {
-    index: usize,
-    info: &'a NodeInfo,
-    summary: &'a NodeSummary,
-}
-
-impl<'a> NodeRef<'a> {
-    pub(crate) fn new(index: usize, info: &'a NodeInfo, summary: &'a NodeSummary) -> Self {
-        NodeRef {
-            index,
-            info,
-            summary,
-        }
-    }
-
-    /// Position in [`Snapshot::node_infos`].
-    #[inline]
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The full NodeInfo.
-    #[inline]
-    pub fn info(&self) -> &'a NodeInfo {
-        self.info
-    }
-
-    /// The dense numbers.
-    #[inline]
-    pub fn summary(&self) -> &'a NodeSummary {
-        self.summary
-    }
-
-    /// The node object.
-    #[inline]
-    pub fn node(&self) -> &'a Node {
-        self.info.node()
     }
 }
 
@@ -482,22 +439,3 @@ where
         (self.f)(cx.pod(), node.info())
     }
 }
-
-/// kube's `DefaultNormalizeScore`: scale so the largest raw score becomes `max`; with
-/// `reverse`, subtract from `max`. All zeros stay zero (or all `max` when reversed).
-pub fn default_normalize(max: i64, reverse: bool, scores: &mut [i64]) {
-    let top = scores.iter().copied().max().unwrap_or(0).max(0);
-    if top == 0 {
-        if reverse {
-            scores.iter_mut().for_each(|s| *s = max);
-        }
-        return;
-    }
-    for s in scores.iter_mut() {
-        let v = max * *s / top;
-        *s = if reverse { max - v } else { v };
-    }
-}
-
-/// The framework's highest node score.
-pub const MAX_NODE_SCORE: i64 = 100;

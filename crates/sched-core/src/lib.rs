@@ -43,10 +43,12 @@
 //! node.
 
 pub mod dense;
+pub mod formulas;
 pub mod framework;
 pub mod model;
 pub mod plugins;
 pub mod policy;
 pub mod scheduler;
+pub mod select;
 pub mod snapshot;
 pub mod synth;

@@ -8,7 +8,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sched_core::framework::{Reason, ResourceSet, predicate_fn, priority_fn};
 use sched_core::model::{Node, Pod, Quantity, Taint, TaintEffect};
-use sched_core::scheduler::{ScheduleError, Scheduler, num_feasible_nodes_to_find, select_host};
+use sched_core::scheduler::{ScheduleError, Scheduler, num_feasible_nodes_to_find};
+use sched_core::select::select_host;
 use sched_core::snapshot::Snapshot;
 
 fn node(name: &str, cpu: &str) -> Node {
@@ -271,7 +272,7 @@ fn custom_reasons_use_the_predicate_text() {
             &self,
             _: &sched_core::framework::CycleContext<'_>,
             _: &sched_core::framework::PluginState,
-            _: sched_core::framework::NodeRef<'_>,
+            _: sched_core::snapshot::NodeRef<'_>,
         ) -> Result<(), Reason> {
             Err(Reason::Custom(1))
         }

@@ -12,7 +12,7 @@ use super::names::{
     UNSUPPORTED_PREDICATES, UNSUPPORTED_PRIORITIES,
 };
 use super::schema::{PREDICATE_ARGUMENT_FIELDS, PRIORITY_ARGUMENT_FIELDS};
-use crate::framework::MAX_NODE_SCORE;
+use crate::formulas::MAX_NODE_SCORE;
 
 /// The maximum score of a point of a requestedToCapacityRatio shape in the legacy Policy
 /// (kube's `MaxCustomPriorityScore`); scores are multiplied by

@@ -4,6 +4,7 @@
 //! full objects it keeps, for each node, a [`NodeSummary`] of dense numbers and interned ids:
 //! that is what built-in plugins read on every pod, so filtering never touches label strings.
 
+mod columns;
 mod intern;
 mod node_info;
 
@@ -13,8 +14,8 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
-use crate::dense::{DenseFit, DenseLoads};
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
+pub(crate) use columns::{EXACT_REQUEST, LoadColumns, NodeFree};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -61,10 +62,10 @@ pub enum SnapshotError {
 pub struct Snapshot {
     infos: Vec<NodeInfo>,
     summaries: Vec<NodeSummary>,
-    /// [`DenseFit::of`] each summary, index-aligned.
-    dense_fit: Vec<DenseFit>,
+    /// [`NodeFree::of`] each summary, index-aligned.
+    free: Vec<NodeFree>,
     /// Each summary's load numbers, as columns.
-    dense_load: DenseLoads,
+    loads: LoadColumns,
     /// Node name to index (foldhash, as the interner: looked up on every pod placed).
     by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Pod key to node index.
@@ -103,8 +104,8 @@ impl Snapshot {
         let mut s = Snapshot::new();
         s.infos.reserve(nodes.len());
         s.summaries.reserve(nodes.len());
-        s.dense_fit.reserve(nodes.len());
-        s.dense_load.reserve(nodes.len());
+        s.free.reserve(nodes.len());
+        s.loads.reserve(nodes.len());
         for n in nodes {
             s.add_node(n)?;
         }
@@ -143,19 +144,19 @@ impl Snapshot {
 
     /// What each node has free, index-aligned with [`Snapshot::summaries`] (see
     /// [`crate::dense`]).
-    pub fn dense_fit(&self) -> &[DenseFit] {
-        &self.dense_fit
+    pub(crate) fn free(&self) -> &[NodeFree] {
+        &self.free
     }
 
     /// What each node has requested and allocatable, index-aligned with
     /// [`Snapshot::summaries`] (see [`crate::dense`]).
-    pub fn dense_load(&self) -> &DenseLoads {
-        &self.dense_load
+    pub(crate) fn loads(&self) -> &LoadColumns {
+        &self.loads
     }
 
     /// The node at `index`.
-    pub fn node(&self, index: usize) -> crate::framework::NodeRef<'_> {
-        crate::framework::NodeRef::new(index, &self.infos[index], &self.summaries[index])
+    pub fn node(&self, index: usize) -> NodeRef<'_> {
+        NodeRef::new(index, &self.infos[index], &self.summaries[index])
     }
 
     /// The position of a node by name.
@@ -276,8 +277,8 @@ impl Snapshot {
             self.count_flags(self.summaries[i].flags, false);
             self.count_flags(summary.flags, true);
         }
-        self.dense_fit[i] = DenseFit::of(&summary);
-        self.dense_load.set(i, &summary);
+        self.free[i] = NodeFree::of(&summary);
+        self.loads.set(i, &summary);
         self.summaries[i] = summary;
         self.generation += 1;
     }
@@ -314,8 +315,8 @@ impl Snapshot {
         self.infos
             .push(NodeInfo::new(Arc::new(node), &mut self.interner));
         self.summaries.push(NodeSummary::default());
-        self.dense_fit.push(DenseFit::default());
-        self.dense_load.push(&NodeSummary::default());
+        self.free.push(NodeFree::default());
+        self.loads.push(&NodeSummary::default());
         self.first_hard_taint.push(u16::MAX);
         self.count_node_tables(i, 1);
         self.refresh(i);
@@ -342,8 +343,8 @@ impl Snapshot {
         self.count_node_tables(i, -1);
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
-        self.dense_fit.remove(i);
-        self.dense_load.remove(i);
+        self.free.remove(i);
+        self.loads.remove(i);
         self.first_hard_taint.remove(i);
         self.soft_taint_nodes -= usize::from(summary.prefer_no_schedule_taints > 0);
         self.count_flags(summary.flags, false);
@@ -466,5 +467,48 @@ impl Snapshot {
         let mut pod = self.remove_pod(pod_key)?;
         pod.spec.node_name.clear();
         Ok(pod)
+    }
+}
+
+/// A node as plugins see it: its position in the snapshot, the full [`NodeInfo`] and the
+/// dense [`NodeSummary`].
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRef<'a> {
+    index: usize,
+    info: &'a NodeInfo,
+    summary: &'a NodeSummary,
+}
+
+impl<'a> NodeRef<'a> {
+    pub(crate) fn new(index: usize, info: &'a NodeInfo, summary: &'a NodeSummary) -> Self {
+        NodeRef {
+            index,
+            info,
+            summary,
+        }
+    }
+
+    /// Position in [`Snapshot::node_infos`].
+    #[inline]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The full NodeInfo.
+    #[inline]
+    pub fn info(&self) -> &'a NodeInfo {
+        self.info
+    }
+
+    /// The dense numbers.
+    #[inline]
+    pub fn summary(&self) -> &'a NodeSummary {
+        self.summary
+    }
+
+    /// The node object.
+    #[inline]
+    pub fn node(&self) -> &'a Node {
+        self.info.node()
     }
 }

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use super::terms::{
     CompiledTerm, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
 };
-use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
-};
+use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
 
 /// Legacy predicate `MatchInterPodAffinity` (no argument): the pod's required pod affinity and

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
 use crate::model::{PodAffinityTerm, WeightedPodAffinityTerm};
+use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
 
 /// kube's default `hardPodAffinitySymmetricWeight`.

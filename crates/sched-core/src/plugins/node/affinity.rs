@@ -1,11 +1,12 @@
 //! MatchNodeSelector and NodeAffinityPriority: the pod's nodeSelector and node affinity,
 //! compiled once per pod into interned label ids.
 
+use crate::formulas::{MAX_NODE_SCORE, default_normalize};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, Predicate, Prepared,
-    PreparedScore, Priority, Reason, default_normalize,
+    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
 use crate::model::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
+use crate::snapshot::NodeRef;
 use crate::snapshot::{Interner, LabelIds, Snapshot, Sym};
 
 use super::util::{is_qualified_name, is_valid_label_value, parse_int};

@@ -1,10 +1,9 @@
 //! Node conditions: CheckNodeCondition and the memory, disk and PID pressure predicates.
 
 use crate::dense::DenseFilter;
-use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
-};
+use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
 use crate::model::Node;
+use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
 use super::util::is_best_effort;

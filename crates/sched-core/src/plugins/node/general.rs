@@ -2,9 +2,10 @@
 
 use crate::dense::DenseFilter;
 use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
+    CycleContext, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
 use crate::snapshot::HostPort;
+use crate::snapshot::NodeRef;
 
 use super::affinity::RequiredState;
 use super::host_name::{HostName, HostNameState};

@@ -1,8 +1,7 @@
 //! HostName: a pod that names its node runs only there.
 
-use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
-};
+use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::snapshot::NodeRef;
 
 /// kube's `HostName` predicate (legacy `PodFitsHost`; framework plugin `NodeName`). No
 /// argument.

@@ -1,9 +1,10 @@
 //! Node label presence: CheckNodeLabelPresence and NodeLabelPriority.
 
+use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, Predicate, Prepared,
-    PreparedScore, Priority, Reason,
+    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
+use crate::snapshot::NodeRef;
 use crate::snapshot::{Interner, Sym};
 
 /// kube's `CheckNodeLabelPresence` predicate (framework plugin `NodeLabel`, filter part).

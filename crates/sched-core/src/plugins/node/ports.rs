@@ -1,9 +1,8 @@
 //! PodFitsHostPorts: are the pod's host ports free on the node?
 
-use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
-};
+use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
 use crate::model::Pod;
+use crate::snapshot::NodeRef;
 use crate::snapshot::{HostPort, flags};
 
 /// kube's `PodFitsHostPorts` predicate (legacy alias `PodFitsPorts`; framework plugin

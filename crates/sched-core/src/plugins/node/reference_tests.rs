@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use super::testutil::*;
 use super::util::{is_qualified_name, is_valid_label_value, parse_int};
 use super::{CheckNodeLabelPresence, MatchNodeSelector, NodeAffinityPriority, NodeLabelPriority};
-use crate::framework::{CycleContext, PreparedScore, Priority, default_normalize};
+use crate::formulas::default_normalize;
+use crate::framework::{CycleContext, PreparedScore, Priority};
 use crate::model::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement,
     NodeSelectorTerm, Pod, PreferredSchedulingTerm,

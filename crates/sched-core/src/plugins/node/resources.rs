@@ -2,9 +2,10 @@
 
 use crate::dense::DenseFilter;
 use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
+    CycleContext, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
 };
 use crate::model::Resources;
+use crate::snapshot::NodeRef;
 use crate::snapshot::{NodeSummary, flags};
 
 use super::util::is_extended_resource_name;

@@ -2,11 +2,12 @@
 //! CheckNodeUnschedulable.
 
 use crate::dense::DenseFilter;
+use crate::formulas::{MAX_NODE_SCORE, default_normalize};
 use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, Predicate, Prepared,
-    PreparedScore, Priority, Reason, default_normalize,
+    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
 use crate::model::{Taint, TaintEffect, Toleration};
+use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
 use super::util::{tolerates_all_with_effect, tolerates_parts, tolerations_tolerate};

@@ -1,9 +1,8 @@
 //! NoDiskConflict: a disk that allows one writer is not mounted twice on a node.
 
-use crate::framework::{
-    CycleContext, NodeRef, PluginError, PluginState, Predicate, Prepared, Reason,
-};
+use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
 use crate::model::{Pod, Volume};
+use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
 /// kube's `NoDiskConflict` predicate (framework plugin `VolumeRestrictions`, disk part). No

@@ -1,10 +1,15 @@
 //! The request/allocatable arithmetic shared by the resource-allocation scorers (kube's
 //! `resourceAllocationScorer`), and the least- and most-requested priorities built on it.
 
-use crate::dense::{DenseScore, average_of};
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
+use crate::dense::DenseScore;
+use crate::formulas::MAX_NODE_SCORE;
+use crate::formulas::average_of;
+use crate::formulas::{
+    least_requested_score, least_requested_score_fast, most_requested_score,
+    most_requested_score_fast,
 };
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
 /// A resource and its weight, as kube's `ResourceSpec` (`{"name": "cpu", "weight": 1}`).
@@ -242,47 +247,6 @@ impl WeightedResources {
     }
 }
 
-/// Capacities up to this bound let [`quotient_to_100`] divide in `f64` exactly.
-const F64_EXACT_CAPACITY: i64 = 1 << 46;
-
-/// `numerator / capacity` with integer (truncating) division, for `0 <= numerator <=
-/// 100 * capacity` and `0 < capacity <= 2^46`, computed with one `f64` division (several times
-/// the throughput of a 64-bit integer division).
-///
-/// Exact: both operands are below 2^53, so they convert exactly. Let `q` be the true quotient
-/// (0..=100). If `numerator / capacity` is an integer, the correctly rounded division returns
-/// it exactly. Otherwise the real quotient lies at least `1 / capacity` below `q + 1`, while
-/// the rounding error is at most half an ulp of a value <= 100, i.e. <= 100 * 2^-53 <
-/// 2^-46 <= 1 / capacity: the result stays below `q + 1` (and, rounding being monotone, not
-/// below `q`), so truncation gives `q`.
-#[inline]
-fn quotient_to_100(numerator: i64, capacity: i64) -> i64 {
-    (numerator as f64 / capacity as f64) as i64
-}
-
-/// [`least_requested_score`] with an `f64` division where that is exact (see
-/// [`quotient_to_100`]); the integer formula otherwise.
-#[inline]
-pub(crate) fn least_requested_score_fast(requested: i64, capacity: i64) -> i64 {
-    if capacity > 0 && capacity <= F64_EXACT_CAPACITY && requested >= 0 {
-        if requested > capacity {
-            return 0;
-        }
-        return quotient_to_100((capacity - requested) * MAX_NODE_SCORE, capacity);
-    }
-    least_requested_score(requested, capacity)
-}
-
-/// [`most_requested_score`] with an `f64` division where that is exact (see
-/// [`quotient_to_100`]); the integer formula otherwise.
-#[inline]
-pub(crate) fn most_requested_score_fast(requested: i64, capacity: i64) -> i64 {
-    if capacity > 0 && capacity <= F64_EXACT_CAPACITY && requested >= 0 {
-        return quotient_to_100(requested.min(capacity) * MAX_NODE_SCORE, capacity);
-    }
-    most_requested_score(requested, capacity)
-}
-
 /// Validates weights as kube's `validateResources` (1..=100 for least/most allocated).
 fn validate_weights(specs: &[ResourceSpec]) -> Result<(), String> {
     for s in specs {
@@ -300,32 +264,6 @@ fn validate_weights(specs: &[ResourceSpec]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// kube's `leastRequestedScore`: the unused share of a resource on 0..=100; 0 when the node
-/// has none or the requests exceed it.
-#[inline]
-pub(crate) fn least_requested_score(requested: i64, capacity: i64) -> i64 {
-    if capacity == 0 || requested > capacity {
-        return 0;
-    }
-    capacity
-        .wrapping_sub(requested)
-        .wrapping_mul(MAX_NODE_SCORE)
-        .wrapping_div(capacity)
-}
-
-/// kube's `mostRequestedScore` (1.22): the used share of a resource on 0..=100; requests above
-/// the capacity (possible with the non-zero defaults) count as the full capacity.
-#[inline]
-pub(crate) fn most_requested_score(requested: i64, capacity: i64) -> i64 {
-    if capacity == 0 {
-        return 0;
-    }
-    requested
-        .min(capacity)
-        .wrapping_mul(MAX_NODE_SCORE)
-        .wrapping_div(capacity)
 }
 
 /// `LeastRequestedPriority`: favours nodes with more unrequested CPU and memory.
@@ -813,80 +751,5 @@ mod tests {
             ],
         );
         assert_eq!(run(&p, &with_foo, nodes(), vec![]), vec![50, 60]);
-    }
-
-    #[test]
-    fn formulas_never_panic() {
-        for (r, c) in [
-            (i64::MAX, 1),
-            (1, i64::MAX),
-            (-5, -1),
-            (i64::MIN, -1),
-            (0, 0),
-        ] {
-            let _ = least_requested_score(r, c);
-            let _ = most_requested_score(r, c);
-        }
-    }
-
-    mod f64_division {
-        use super::super::*;
-        use proptest::prelude::*;
-
-        /// Capacities around the f64 bound and small ones, where rounding is most delicate.
-        fn capacity() -> impl Strategy<Value = i64> {
-            prop_oneof![
-                1i64..=1_000,
-                1i64..=F64_EXACT_CAPACITY,
-                (F64_EXACT_CAPACITY - 1_000)..=F64_EXACT_CAPACITY,
-                (F64_EXACT_CAPACITY - 1_000)..=(F64_EXACT_CAPACITY + 1_000),
-            ]
-        }
-
-        #[test]
-        fn quotient_is_exact_around_every_integer_at_the_bound() {
-            for cap in [
-                1,
-                3,
-                7,
-                99,
-                101,
-                32_000,
-                137_438_953_472,
-                F64_EXACT_CAPACITY - 1,
-                F64_EXACT_CAPACITY,
-            ] {
-                for k in 0..=100i64 {
-                    for d in -2..=2i64 {
-                        let n = k * cap + d;
-                        if (0..=100 * cap).contains(&n) {
-                            assert_eq!(quotient_to_100(n, cap), n / cap, "{n} / {cap}");
-                        }
-                    }
-                }
-            }
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(20_000))]
-
-            #[test]
-            fn quotient_matches_integer_division(cap in capacity(), k in 0i64..=100, d in -3i64..=3, any_n in 0i64..=i64::MAX) {
-                let cap = cap.min(F64_EXACT_CAPACITY);
-                for n in [k * cap + d, any_n % (100 * cap + 1)] {
-                    if (0..=100 * cap).contains(&n) {
-                        prop_assert_eq!(quotient_to_100(n, cap), n / cap);
-                    }
-                }
-            }
-
-            #[test]
-            fn fast_scores_match_kubes_integer_formulas(cap in capacity(), req in -10i64..=(F64_EXACT_CAPACITY + 10), near in -3i64..=3, any_req: i64, any_cap: i64) {
-                for (r, c) in [(req, cap), ((cap + near).max(0), cap), (cap - cap / 3 + near, cap), (any_req, any_cap), (any_req, cap), (req, any_cap)] {
-                    prop_assert_eq!(least_requested_score_fast(r, c), least_requested_score(r, c), "least {} {}", r, c);
-                    prop_assert_eq!(most_requested_score_fast(r, c), most_requested_score(r, c), "most {} {}", r, c);
-                }
-            }
-        }
     }
 }

@@ -2,10 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
 use crate::model::Node;
+use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
 /// The node annotation listing controllers whose pods should avoid the node.

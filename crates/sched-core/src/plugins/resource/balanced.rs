@@ -1,7 +1,9 @@
 //! `BalancedResourceAllocation`.
 
 use crate::dense::DenseScore;
-use crate::framework::{CycleContext, MAX_NODE_SCORE, NodeRef, PluginState, Priority};
+use crate::formulas::balanced_score;
+use crate::framework::{CycleContext, PluginState, Priority};
+use crate::snapshot::NodeRef;
 
 /// `BalancedResourceAllocation`: favours nodes whose CPU and memory would be used in the same
 /// proportion after placing the pod.
@@ -23,28 +25,6 @@ impl BalancedResourceAllocation {
     pub fn new() -> BalancedResourceAllocation {
         BalancedResourceAllocation
     }
-}
-
-/// kube's `fractionOfCapacity`.
-#[inline]
-fn fraction_of_capacity(requested: i64, capacity: i64) -> f64 {
-    if capacity == 0 {
-        return 1.0;
-    }
-    requested as f64 / capacity as f64
-}
-
-/// The legacy balanced-allocation score of a node from its requested and allocatable CPU and
-/// memory.
-#[inline]
-pub(crate) fn balanced_score(cpu_req: i64, cpu_alloc: i64, mem_req: i64, mem_alloc: i64) -> i64 {
-    let cpu = fraction_of_capacity(cpu_req, cpu_alloc);
-    let mem = fraction_of_capacity(mem_req, mem_alloc);
-    if cpu >= 1.0 || mem >= 1.0 {
-        return 0;
-    }
-    let diff = (cpu - mem).abs();
-    ((1.0 - diff) * MAX_NODE_SCORE as f64) as i64
 }
 
 impl Priority for BalancedResourceAllocation {

@@ -1,6 +1,7 @@
 //! `EqualPriority`.
 
-use crate::framework::{CycleContext, NodeRef, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::snapshot::NodeRef;
 
 /// `EqualPriority`: every node scores 1.
 ///

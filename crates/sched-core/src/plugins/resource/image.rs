@@ -1,8 +1,8 @@
 //! `ImageLocalityPriority`.
 
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::snapshot::NodeRef;
 use crate::snapshot::{Sym, flags};
 
 const MB: i64 = 1024 * 1024;

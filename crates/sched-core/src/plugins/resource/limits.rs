@@ -1,7 +1,8 @@
 //! `ResourceLimitsPriority`.
 
-use crate::framework::{CycleContext, NodeRef, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
 use crate::model::Pod;
+use crate::snapshot::NodeRef;
 
 /// `ResourceLimitsPriority`: a tie-breaker that gives 1 to nodes whose allocatable CPU or
 /// memory can hold the pod's limit, 0 to the others.

@@ -33,10 +33,8 @@ mod ratio;
 mod testutil;
 
 pub use allocation::{LeastRequestedPriority, MostRequestedPriority, ResourceSpec};
-pub(crate) use allocation::{least_requested_score, most_requested_score};
 pub use avoid::{NodePreferAvoidPodsPriority, PREFER_AVOID_PODS_ANNOTATION};
 pub use balanced::BalancedResourceAllocation;
-pub(crate) use balanced::balanced_score;
 pub use equal::EqualPriority;
 pub use image::{ImageLocalityPriority, normalized_image_name};
 pub use limits::ResourceLimitsPriority;

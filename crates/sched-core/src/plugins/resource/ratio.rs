@@ -1,9 +1,9 @@
 //! `RequestedToCapacityRatioPriority`.
 
 use super::allocation::{PodResource, ResourceSpec, WeightedResources};
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::snapshot::NodeRef;
 
 /// The highest score of a shape point in the legacy Policy (`MaxCustomPriorityScore`); points
 /// are scaled by `100 / 10` to the framework's 0..=100.

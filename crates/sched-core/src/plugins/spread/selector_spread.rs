@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::zone::ZoneKeys;
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
 use crate::model::{Pod, Workload, WorkloadKind};
 use crate::plugins::interpod::selector::{self, CompiledSelector};
+use crate::snapshot::NodeRef;
 use crate::snapshot::{Interner, Sym};
 
 /// With zones, 2/3 of the score comes from zone spreading and 1/3 from node spreading.

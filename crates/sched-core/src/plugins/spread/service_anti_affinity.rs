@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 
 use super::selector_spread::pod_services;
-use crate::framework::{
-    CycleContext, MAX_NODE_SCORE, NodeRef, PluginError, PluginState, PreparedScore, Priority,
-};
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
 use crate::plugins::interpod::selector::CompiledSelector;
+use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
 
 /// Legacy priority `ServiceAntiAffinity`, from a policy priority with the argument
