@@ -1,17 +1,17 @@
 //! sched-core benchmarks: one pod per iteration on the benchmark cluster (see
-//! `sched_core::synth`), with kube's default predicates and priorities, all nodes scored and
+//! `sched_core::bench_cluster`), with kube's default predicates and priorities, all nodes scored and
 //! adaptive; plus building a snapshot of 15,000 nodes and 150,000 pods.
 
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
 use sched_core::policy::Policy;
-use sched_core::scheduler::Scheduler;
+use sched_core::profile::Profile;
 use sched_core::snapshot::Snapshot;
-use sched_core::synth::{benchmark_cluster, benchmark_pod};
 
-/// kube's default policy compiled into a single-threaded scheduler.
-fn default_scheduler(percentage: u32) -> Scheduler {
+/// kube's default policy compiled into a single-threaded profile.
+fn default_profile(percentage: u32) -> Profile {
     let mut policy = Policy::kube_default();
     policy.percentage_of_nodes_to_score = Some(i64::from(percentage));
     policy
@@ -30,7 +30,8 @@ fn schedule(c: &mut Criterion) {
         let base = Snapshot::from_objects(node_list, pods).expect("snapshot");
         for (label, pct) in [("all_nodes", 100u32), ("adaptive", 0u32)] {
             let mut snapshot = base.clone();
-            let mut scheduler = default_scheduler(pct);
+            let profile = default_profile(pct);
+            let mut cache = profile.create_cache();
             let mut next = 0usize;
             let mut placed: std::collections::VecDeque<String> = Default::default();
             group.bench_with_input(BenchmarkId::new(label, nodes), &nodes, |b, _| {
@@ -40,8 +41,8 @@ fn schedule(c: &mut Criterion) {
                         let pod = benchmark_pod(next);
                         next += 1;
                         let t = Instant::now();
-                        let r = scheduler
-                            .schedule_and_assume(&pod, &mut snapshot)
+                        let r = profile
+                            .schedule_and_assume(&mut cache, &pod, &mut snapshot)
                             .expect("fits");
                         total += t.elapsed();
                         std::hint::black_box(r);

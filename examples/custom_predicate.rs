@@ -4,11 +4,11 @@
 //! cargo run --example custom_predicate
 //! ```
 
+use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
 use sched_core::framework::{Reason, predicate_fn};
 use sched_core::policy::Policy;
-use sched_core::scheduler::ScheduleError;
+use sched_core::profile::ScheduleError;
 use sched_core::snapshot::Snapshot;
-use sched_core::synth::{benchmark_cluster, benchmark_pod};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 30 synthetic nodes; label every third one for the ML team.
@@ -31,16 +31,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     // kube's default policy plus the custom predicate.
-    let mut scheduler = Policy::kube_default()
+    let profile = Policy::kube_default()
         .builder()?
         .predicate(same_team)
         .seed(1)
         .build()?;
+    // What a scheduling worker writes (buffers, tie-breaking RNG, round-robin index).
+    let mut cache = profile.create_cache();
 
     for i in 0..5 {
         let mut pod = benchmark_pod(i);
         pod.metadata.labels.insert("team".into(), "ml".into());
-        let r = scheduler.schedule_and_assume(&pod, &mut snapshot)?;
+        let r = profile.schedule_and_assume(&mut cache, &pod, &mut snapshot)?;
         println!(
             "{} -> {} ({} feasible of {})",
             pod.key(),
@@ -57,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .resources
         .requests
         .insert("cpu".into(), "30".parse()?);
-    match scheduler.schedule(&huge, &snapshot) {
+    match profile.schedule(&mut cache, &huge, &snapshot) {
         Err(ScheduleError::Unschedulable(fit)) => println!("{}: {fit}", huge.key()),
         other => println!("unexpected: {other:?}"),
     }

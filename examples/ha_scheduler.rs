@@ -30,13 +30,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use lease_elect::{
     ElectionConfig, FileLock, LeaderCallbacks, LeaderElector, LeaderGuard, ResourceLock,
 };
+use sched_core::bench_cluster::benchmark_cluster;
 use sched_core::model::{
     Container, ContainerPort, LabelSelector, Pod, Quantity, Workload, WorkloadKind,
 };
 use sched_core::policy::Policy;
-use sched_core::scheduler::{ScheduleError, Scheduler};
+use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
-use sched_core::synth::benchmark_cluster;
 use serde::{Deserialize, Serialize};
 
 const REPLICAS: usize = 3;
@@ -183,7 +183,7 @@ fn fenced_append(dir: &Path, b: &Binding) -> std::io::Result<bool> {
     Ok(true)
 }
 
-fn compile_scheduler() -> Scheduler {
+fn compile_profile() -> Profile {
     let policy = Policy::from_json(POLICY).expect("examples/data/policy-demo.json is valid");
     policy
         .builder()
@@ -221,7 +221,8 @@ impl Replica {
             done.len(),
             started.elapsed().as_millis()
         );
-        let mut scheduler = compile_scheduler();
+        let profile = compile_profile();
+        let mut cache = profile.create_cache();
         let period = Duration::from_secs_f64(1.0 / self.settings.rate.max(1) as f64);
         let mut next_at = Instant::now();
         let mut count = 0usize;
@@ -235,7 +236,7 @@ impl Replica {
             }
             let pod = demo_pod(i);
             let t = Instant::now();
-            let outcome = scheduler.schedule_and_assume(&pod, &mut snapshot);
+            let outcome = profile.schedule_and_assume(&mut cache, &pod, &mut snapshot);
             let sched_us = t.elapsed().as_micros() as u64;
             let (node, why) = match outcome {
                 Ok(r) => (Some(r.node), None),

@@ -4,9 +4,9 @@
 //! Prints the mean wall time per pod, the CPU time per pod (less sensitive to other processes
 //! on a shared machine) and the best mean over batches of 100 pods, plus a checksum of the
 //! decisions (equal checksums: the same nodes and scores were chosen).
+use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
 use sched_core::policy::Policy;
 use sched_core::snapshot::Snapshot;
-use sched_core::synth::{benchmark_cluster, benchmark_pod};
 use std::time::{Duration, Instant};
 
 /// User plus system CPU time of this process, from /proc (Linux; zero elsewhere).
@@ -34,20 +34,23 @@ fn main() {
     let mut snapshot = Snapshot::from_objects(n, p).unwrap();
     let mut policy = Policy::kube_default();
     policy.percentage_of_nodes_to_score = Some(pct as i64);
-    let mut s = policy
+    let profile = policy
         .builder()
         .unwrap()
         .threads(1)
         .seed(1)
         .build()
         .unwrap();
+    let mut cache = profile.create_cache();
     let mut checksum = 0usize;
     let (mut best, mut batch) = (Duration::MAX, Duration::ZERO);
     let (t, cpu) = (Instant::now(), cpu_time());
     for i in 0..pods {
         let pod = benchmark_pod(i);
         let t = Instant::now();
-        let r = s.schedule_and_assume(&pod, &mut snapshot).unwrap();
+        let r = profile
+            .schedule_and_assume(&mut cache, &pod, &mut snapshot)
+            .unwrap();
         batch += t.elapsed();
         if i % 100 == 99 {
             best = best.min(batch / 100);

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use sched_core::model::{Pod, load_node_list, load_pod_list};
 use sched_core::policy::Policy;
-use sched_core::scheduler::ScheduleError;
+use sched_core::profile::ScheduleError;
 use sched_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
@@ -94,10 +94,11 @@ fn run() -> Result<(), String> {
         Some(p) => Policy::from_json(&read(p)?).map_err(|e| format!("{p}: {e}"))?,
         None => Policy::kube_default(),
     };
-    let mut scheduler = policy
+    let profile = policy
         .builder()
         .and_then(|b| Ok(b.threads(1).seed(args.seed).build()?))
         .map_err(|e| format!("policy: {e}"))?;
+    let mut cache = profile.create_cache();
     let (pending, bound): (Vec<Pod>, Vec<Pod>) = pods.into_iter().partition(|p| {
         p.spec.node_name.is_empty() && !matches!(p.status.phase.as_str(), "Succeeded" | "Failed")
     });
@@ -111,15 +112,15 @@ fn run() -> Result<(), String> {
         snapshot.len(),
         snapshot.pod_count(),
         pending.len(),
-        scheduler.predicate_names().count(),
-        scheduler.priority_weights().count(),
+        profile.predicate_names().count(),
+        profile.priority_weights().count(),
         args.seed
     );
     for pod in &pending {
         let key = pod.key();
-        match scheduler.schedule_and_assume(pod, &mut snapshot) {
+        match profile.schedule_and_assume(&mut cache, pod, &mut snapshot) {
             Ok(r) => {
-                let table = scheduler.last_scores();
+                let table = profile.last_scores(&cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();
                 rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use sched_core::model::{Pod, Workload, load_node_list, load_pod_list};
 use sched_core::policy::Policy;
-use sched_core::scheduler::{ScheduleError, ScheduleResult, Scheduler};
+use sched_core::profile::{Profile, ScheduleError, ScheduleResult};
 use sched_core::snapshot::Snapshot;
 
 /// Every built-in predicate and priority, those that take arguments with one.
@@ -121,11 +121,12 @@ fuzz_target!(|data: &[u8]| {
 
 /// Schedules and assumes the pods in order; returns each outcome (node, or error text).
 fn schedule_all(mut snapshot: Snapshot, pods: &[Pod]) -> Vec<Result<ScheduleResult, String>> {
-    let mut scheduler = scheduler();
+    let profile = profile();
+    let mut cache = profile.create_cache();
     let mut out = Vec::new();
     for pod in pods {
         let before = snapshot.pod_count();
-        match scheduler.schedule_and_assume(pod, &mut snapshot) {
+        match profile.schedule_and_assume(&mut cache, pod, &mut snapshot) {
             Ok(r) => {
                 assert!(r.node_index < snapshot.len());
                 assert_eq!(snapshot.node_infos()[r.node_index].name(), r.node);
@@ -153,8 +154,8 @@ fn schedule_all(mut snapshot: Snapshot, pods: &[Pod]) -> Vec<Result<ScheduleResu
     out
 }
 
-/// The all-built-ins scheduler, one thread, fixed seed.
-fn scheduler() -> Scheduler {
+/// The all-built-ins profile, one thread, fixed seed.
+fn profile() -> Profile {
     policy()
         .builder()
         .expect("the policy compiles")

@@ -23,7 +23,7 @@ use sched_core::model::{Pod, Workload, load_node_list, load_pod_list};
 use sched_core::policy::{
     MANDATORY_PREDICATES, MAX_CUSTOM_PRIORITY_SCORE, Policy, PolicyPlan, PriorityArgs,
 };
-use sched_core::scheduler::ScheduleError;
+use sched_core::profile::ScheduleError;
 use sched_core::snapshot::Snapshot;
 
 /// Three nodes (zones, a taint, a GPU, an image), two running pods, three pending ones.
@@ -114,17 +114,18 @@ fuzz_target!(|data: &[u8]| {
 
 /// Compiles the policy (one thread, fixed seed) and schedules the fixed pending pods.
 fn schedule_with(policy: &Policy) {
-    let mut scheduler = policy
+    let profile = policy
         .builder()
         .unwrap_or_else(|e| panic!("a policy that plans does not compile: {e}"))
         .threads(1)
         .seed(1)
         .build()
         .unwrap_or_else(|e| panic!("a compiled policy does not build: {e}"));
+    let mut cache = profile.create_cache();
     let (snapshot, pending) = cluster();
     let mut snapshot = snapshot.clone();
     for pod in pending {
-        match scheduler.schedule_and_assume(pod, &mut snapshot) {
+        match profile.schedule_and_assume(&mut cache, pod, &mut snapshot) {
             Ok(r) => assert!(r.score >= 0 && r.node_index < snapshot.len()),
             Err(ScheduleError::InvalidScore {
                 plugin,

@@ -2,17 +2,18 @@
 //! allocations on 200 nodes as on 2,000 (all nodes filtered and scored, one thread), for pods
 //! that exercise every default predicate and priority.
 
+mod common;
+use common::{BuildWorker, Worker};
+use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
 use sched_core::model::{
     Affinity, ContainerPort, LabelSelector, NodeAffinity, NodeSelectorOperator,
     NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm,
     PreferredSchedulingTerm, TaintEffect, Toleration, TolerationOperator, WeightedPodAffinityTerm,
 };
 use sched_core::policy::Policy;
-use sched_core::scheduler::Scheduler;
 use sched_core::snapshot::Snapshot;
-use sched_core::synth::{benchmark_cluster, benchmark_pod};
 
-fn scheduler() -> Scheduler {
+fn scheduler() -> Worker {
     let mut policy = Policy::kube_default();
     policy.percentage_of_nodes_to_score = Some(100);
     policy
@@ -20,7 +21,7 @@ fn scheduler() -> Scheduler {
         .expect("default policy")
         .threads(1)
         .seed(5)
-        .build()
+        .build_worker()
         .expect("builds")
 }
 

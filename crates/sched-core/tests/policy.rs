@@ -1,13 +1,15 @@
 //! Policy documents: kube's own examples parse and resolve as kube would, every kind of
 //! malformed document gets an error naming the offending field and value.
 
+mod common;
+use common::{BuildWorker, Worker};
 use sched_core::model::{Node, Pod, parse_node, parse_pod};
 use sched_core::policy::{
     DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
     MANDATORY_PREDICATES, Policy, PolicyError, PredicateKind, PredicatePolicy, PredicateSpec,
     PriorityArgs, PriorityKind, PriorityPolicy,
 };
-use sched_core::scheduler::{ScheduleError, Scheduler};
+use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
 
 fn predicate_names(p: &Policy) -> Vec<String> {
@@ -931,22 +933,22 @@ fn extenders_are_rejected_unless_empty() {
 
 // ---- compilation into a scheduler ----------------------------------------------------------
 
-fn compiled(json: &str) -> Scheduler {
+fn compiled(json: &str) -> Worker {
     Policy::from_json(json)
         .unwrap()
         .builder()
         .unwrap()
         .threads(1)
         .seed(7)
-        .build()
+        .build_worker()
         .unwrap()
 }
 
-fn names_of(s: &Scheduler) -> Vec<&str> {
+fn names_of(s: &Profile) -> Vec<&str> {
     s.predicate_names().collect()
 }
 
-fn weights_of(s: &Scheduler) -> Vec<(&str, i64)> {
+fn weights_of(s: &Profile) -> Vec<(&str, i64)> {
     s.priority_weights().collect()
 }
 

@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+mod common;
+use common::BuildWorker;
 use sched_core::framework::{Reason, ResourceSet, predicate_fn, priority_fn};
 use sched_core::model::{Node, Pod, Quantity, Taint, TaintEffect};
-use sched_core::scheduler::{ScheduleError, Scheduler, num_feasible_nodes_to_find};
+use sched_core::profile::{Profile, ScheduleError, num_feasible_nodes_to_find};
 use sched_core::select::select_host;
 use sched_core::snapshot::Snapshot;
 
@@ -113,12 +115,12 @@ fn select_host_is_uniform_among_ties() {
 fn round_robin_gives_every_node_a_turn() {
     // 1,000 nodes, adaptive: 420 nodes evaluated per cycle, start index advances by that.
     let snapshot = cluster(1000);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .predicate(predicate_fn("AlwaysFits", |_, _| Ok(())))
         .priority(priority_fn("Zero", |_, _| 0), 1)
         .threads(1)
         .seed(1)
-        .build()
+        .build_worker()
         .unwrap();
     let mut chosen_from = vec![false; 1000];
     let mut starts = vec![];
@@ -143,7 +145,7 @@ fn round_robin_gives_every_node_a_turn() {
 #[test]
 fn one_feasible_node_skips_scoring() {
     let snapshot = cluster(5);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .predicate(predicate_fn("OnlyNode3", |_, n| {
             if n.name() == "node-3" {
                 Ok(())
@@ -153,7 +155,7 @@ fn one_feasible_node_skips_scoring() {
         }))
         .priority(priority_fn("Bad", |_, _| 1000), 1)
         .seed(3)
-        .build()
+        .build_worker()
         .unwrap();
     let r = s.schedule(&pod("p"), &snapshot).unwrap();
     assert_eq!(
@@ -165,10 +167,10 @@ fn one_feasible_node_skips_scoring() {
 #[test]
 fn out_of_range_score_is_an_error() {
     let snapshot = cluster(3);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .priority(priority_fn("TooBig", |_, _| 101), 1)
         .seed(3)
-        .build()
+        .build_worker()
         .unwrap();
     let err = s.schedule(&pod("p"), &snapshot).unwrap_err();
     assert!(
@@ -180,7 +182,7 @@ fn out_of_range_score_is_an_error() {
 #[test]
 fn weighted_scores_pick_the_best_node() {
     let snapshot = cluster(50);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .priority(
             priority_fn(
                 "PreferNode7",
@@ -190,7 +192,7 @@ fn weighted_scores_pick_the_best_node() {
         )
         .priority(priority_fn("Flat", |_, _| 50), 2)
         .seed(9)
-        .build()
+        .build_worker()
         .unwrap();
     let r = s.schedule(&pod("p"), &snapshot).unwrap();
     assert_eq!(r.node, "node-7");
@@ -208,7 +210,7 @@ fn fit_error_summarizes_like_kube() {
         });
     }
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .predicate(predicate_fn("Taints", |_, n| {
             if n.node().spec.taints.is_empty() {
                 Ok(())
@@ -220,7 +222,7 @@ fn fit_error_summarizes_like_kube() {
             Err(Reason::Insufficient(ResourceSet(ResourceSet::CPU)))
         }))
         .seed(1)
-        .build()
+        .build_worker()
         .unwrap();
     let err = s.schedule(&pod("big"), &snapshot).unwrap_err();
     let ScheduleError::Unschedulable(fit) = err else {
@@ -234,7 +236,7 @@ fn fit_error_summarizes_like_kube() {
     assert_eq!(fit.failures[0].codes[0].0, "Taints");
 
     // With alwaysCheckAllPredicates every reason of every node is counted.
-    let mut all = Scheduler::builder()
+    let mut all = Profile::builder()
         .predicate(predicate_fn("Taints", |_, n| {
             if n.node().spec.taints.is_empty() {
                 Ok(())
@@ -249,7 +251,7 @@ fn fit_error_summarizes_like_kube() {
         }))
         .always_check_all_predicates(true)
         .seed(1)
-        .build()
+        .build_worker()
         .unwrap();
     let ScheduleError::Unschedulable(fit) = all.schedule(&pod("big"), &snapshot).unwrap_err()
     else {
@@ -265,13 +267,14 @@ fn fit_error_summarizes_like_kube() {
 fn custom_reasons_use_the_predicate_text() {
     struct NeedsLabel;
     impl sched_core::framework::Predicate for NeedsLabel {
+        type State = ();
         fn name(&self) -> &str {
             "NeedsLabel"
         }
         fn filter(
             &self,
             _: &sched_core::framework::CycleContext<'_>,
-            _: &sched_core::framework::PluginState,
+            _: &(),
             _: sched_core::snapshot::NodeRef<'_>,
         ) -> Result<(), Reason> {
             Err(Reason::Custom(1))
@@ -281,10 +284,10 @@ fn custom_reasons_use_the_predicate_text() {
         }
     }
     let snapshot = cluster(3);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .predicate(NeedsLabel)
         .seed(1)
-        .build()
+        .build_worker()
         .unwrap();
     let err = s.schedule(&pod("p"), &snapshot).unwrap_err();
     assert_eq!(
@@ -295,7 +298,7 @@ fn custom_reasons_use_the_predicate_text() {
 
 #[test]
 fn no_nodes_is_an_error() {
-    let mut s = Scheduler::builder().seed(1).build().unwrap();
+    let mut s = Profile::builder().seed(1).build_worker().unwrap();
     assert!(matches!(
         s.schedule(&pod("p"), &Snapshot::new()),
         Err(ScheduleError::NoNodes)
@@ -305,30 +308,30 @@ fn no_nodes_is_an_error() {
 #[test]
 fn builder_validates() {
     assert!(
-        Scheduler::builder()
+        Profile::builder()
             .percentage_of_nodes_to_score(101)
-            .build()
+            .build_worker()
             .is_err()
     );
-    assert!(Scheduler::builder().threads(0).build().is_err());
+    assert!(Profile::builder().threads(0).build_worker().is_err());
     assert!(
-        Scheduler::builder()
+        Profile::builder()
             .priority(priority_fn("A", |_, _| 0), 0)
-            .build()
+            .build_worker()
             .is_err()
     );
     assert!(
-        Scheduler::builder()
+        Profile::builder()
             .priority(priority_fn("A", |_, _| 0), i64::MAX / 100)
             .priority(priority_fn("B", |_, _| 0), 1)
-            .build()
+            .build_worker()
             .is_err()
     );
     assert!(
-        Scheduler::builder()
+        Profile::builder()
             .predicate(predicate_fn("A", |_, _| Ok(())))
             .predicate(predicate_fn("A", |_, _| Ok(())))
-            .build()
+            .build_worker()
             .is_err()
     );
 }
@@ -338,14 +341,14 @@ proptest! {
     #[test]
     fn one_and_many_threads_agree(nodes in 50usize..3000, seed: u64, pct in prop_oneof![Just(0u32), Just(100u32), 1u32..100], cycles in 1usize..4) {
         let snapshot = cluster(nodes);
-        let build = |threads| Scheduler::builder()
+        let build = |threads| Profile::builder()
             .predicate(predicate_fn("Hashed", hashed_fit(seed)))
             .priority(priority_fn("ByName", |_, n| (n.name().len() % 7) as i64 * 10), 1)
             .percentage_of_nodes_to_score(pct)
             .threads(threads)
             .parallel_threshold(0)
             .seed(seed)
-            .build()
+            .build_worker()
             .unwrap();
         let (mut one, mut many) = (build(1), build(4));
         for c in 0..cycles {
@@ -365,7 +368,7 @@ proptest! {
 #[test]
 fn score_table_of_a_single_feasible_node_has_no_priority_rows() {
     let snapshot = cluster(4);
-    let mut s = Scheduler::builder()
+    let mut s = Profile::builder()
         .predicate(predicate_fn("OnlyNode2", |_, n| {
             if n.name() == "node-2" {
                 Ok(())
@@ -375,7 +378,7 @@ fn score_table_of_a_single_feasible_node_has_no_priority_rows() {
         }))
         .priority(priority_fn("Flat", |_, _| 50), 1)
         .seed(1)
-        .build()
+        .build_worker()
         .unwrap();
     s.schedule(&pod("p"), &snapshot).unwrap();
     let t = s.last_scores();

@@ -1,40 +1,38 @@
-//! A [`PolicyPlan`] turned into a [`SchedulerBuilder`] holding the built-in plugins.
-
-use std::sync::Arc;
+//! A [`PolicyPlan`] turned into a [`ProfileBuilder`] holding the built-in plugins.
 
 use super::names::{PredicateKind, PriorityKind};
 use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
 use super::{Policy, PolicyError};
-use crate::framework::{Predicate, Priority};
+use crate::framework::{BoxPredicate, BoxPriority};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
 use crate::plugins::{interpod, node, resource, spread};
-use crate::scheduler::{Scheduler, SchedulerBuilder};
+use crate::profile::{Profile, ProfileBuilder};
 
 /// A priority with its weight.
-type Weighted = (Arc<dyn Priority>, i64);
+type Weighted = (BoxPriority, i64);
 
 impl Policy {
-    /// Validates the Policy and returns a [`SchedulerBuilder`] with its predicates, priorities
+    /// Validates the Policy and returns a [`ProfileBuilder`] with its predicates, priorities
     /// and settings, so that threads, the RNG seed or extra plugins can be set before building.
     ///
     /// # Errors
     /// A [`PolicyError`] for the first rule the document breaks.
-    pub fn builder(&self) -> Result<SchedulerBuilder, PolicyError> {
+    pub fn builder(&self) -> Result<ProfileBuilder, PolicyError> {
         self.plan()?.builder()
     }
 
-    /// Validates the Policy and builds the scheduler (default threads, RNG seeded from the OS;
+    /// Validates the Policy and builds the profile (default threads, RNG seeded from the OS;
     /// use [`Policy::builder`] to choose them).
     ///
     /// # Errors
     /// A [`PolicyError`] for the first rule the document breaks.
-    pub fn compile(&self) -> Result<Scheduler, PolicyError> {
+    pub fn compile(&self) -> Result<Profile, PolicyError> {
         Ok(self.builder()?.build()?)
     }
 }
 
 impl PolicyPlan {
-    /// A [`SchedulerBuilder`] with the plan's built-ins and settings.
+    /// A [`ProfileBuilder`] with the plan's built-ins and settings.
     ///
     /// Plugins are built as kube 1.18+ configures them from a Policy:
     /// - `GeneralPredicates` stands for PodFitsResources, HostName, PodFitsHostPorts and
@@ -53,62 +51,64 @@ impl PolicyPlan {
     /// # Errors
     /// [`PolicyError::InvalidShape`] if a requestedToCapacityRatio argument is refused by the
     /// priority itself (validation normally catches it first).
-    pub fn builder(&self) -> Result<SchedulerBuilder, PolicyError> {
-        let mut b = SchedulerBuilder::new()
+    pub fn builder(&self) -> Result<ProfileBuilder, PolicyError> {
+        let mut b = ProfileBuilder::new()
             .always_check_all_predicates(self.always_check_all_predicates())
             .percentage_of_nodes_to_score(u32::from(self.percentage_of_nodes_to_score()));
         for p in self.build_predicates() {
-            b = b.predicate_arc(p);
+            b = b.predicate(p);
         }
         for (p, w) in self.build_priorities()? {
-            b = b.priority_arc(p, w);
+            b = b.priority(p, w);
         }
         Ok(b)
     }
 
-    fn build_predicates(&self) -> Vec<Arc<dyn Predicate>> {
+    fn build_predicates(&self) -> Vec<BoxPredicate> {
         let specs = self.predicates();
         let general = specs
             .iter()
             .any(|s| s.kind() == PredicateKind::GeneralPredicates);
         let split_general = self.always_check_all_predicates();
-        let mut out: Vec<Arc<dyn Predicate>> = Vec::with_capacity(specs.len() + 3);
+        let mut out: Vec<BoxPredicate> = Vec::with_capacity(specs.len() + 3);
         let mut labels_done = false;
         for spec in specs {
             match spec.kind() {
                 PredicateKind::CheckNodeCondition => {
-                    out.push(Arc::new(node::CheckNodeCondition::new()));
+                    out.push(BoxPredicate::new(node::CheckNodeCondition::new()));
                 }
                 PredicateKind::CheckNodeUnschedulable => {
-                    out.push(Arc::new(node::CheckNodeUnschedulable::new()));
+                    out.push(BoxPredicate::new(node::CheckNodeUnschedulable::new()));
                 }
                 PredicateKind::GeneralPredicates if split_general => {
-                    out.push(Arc::new(node::PodFitsResources::new()));
-                    out.push(Arc::new(node::HostName::new()));
-                    out.push(Arc::new(node::PodFitsHostPorts::new()));
-                    out.push(Arc::new(node::MatchNodeSelector::new()));
+                    out.push(BoxPredicate::new(node::PodFitsResources::new()));
+                    out.push(BoxPredicate::new(node::HostName::new()));
+                    out.push(BoxPredicate::new(node::PodFitsHostPorts::new()));
+                    out.push(BoxPredicate::new(node::MatchNodeSelector::new()));
                 }
                 PredicateKind::GeneralPredicates => {
-                    out.push(Arc::new(node::GeneralPredicates::new()));
+                    out.push(BoxPredicate::new(node::GeneralPredicates::new()));
                 }
                 PredicateKind::HostName
                 | PredicateKind::PodFitsHostPorts
                 | PredicateKind::MatchNodeSelector
                 | PredicateKind::PodFitsResources
                     if general => {}
-                PredicateKind::HostName => out.push(Arc::new(node::HostName::new())),
+                PredicateKind::HostName => out.push(BoxPredicate::new(node::HostName::new())),
                 PredicateKind::PodFitsHostPorts => {
-                    out.push(Arc::new(node::PodFitsHostPorts::new()));
+                    out.push(BoxPredicate::new(node::PodFitsHostPorts::new()));
                 }
                 PredicateKind::MatchNodeSelector => {
-                    out.push(Arc::new(node::MatchNodeSelector::new()));
+                    out.push(BoxPredicate::new(node::MatchNodeSelector::new()));
                 }
                 PredicateKind::PodFitsResources => {
-                    out.push(Arc::new(node::PodFitsResources::new()));
+                    out.push(BoxPredicate::new(node::PodFitsResources::new()));
                 }
-                PredicateKind::NoDiskConflict => out.push(Arc::new(node::NoDiskConflict::new())),
+                PredicateKind::NoDiskConflict => {
+                    out.push(BoxPredicate::new(node::NoDiskConflict::new()))
+                }
                 PredicateKind::PodToleratesNodeTaints => {
-                    out.push(Arc::new(node::PodToleratesNodeTaints::new()));
+                    out.push(BoxPredicate::new(node::PodToleratesNodeTaints::new()));
                 }
                 PredicateKind::CheckNodeLabelPresence if labels_done => {}
                 PredicateKind::CheckNodeLabelPresence => {
@@ -123,21 +123,21 @@ impl PolicyPlan {
                             list.extend(labels.iter().cloned());
                         }
                     }
-                    out.push(Arc::new(node::CheckNodeLabelPresence::from_lists(
+                    out.push(BoxPredicate::new(node::CheckNodeLabelPresence::from_lists(
                         present, absent,
                     )));
                 }
                 PredicateKind::CheckNodeMemoryPressure => {
-                    out.push(Arc::new(node::CheckNodeMemoryPressure::new()));
+                    out.push(BoxPredicate::new(node::CheckNodeMemoryPressure::new()));
                 }
                 PredicateKind::CheckNodePIDPressure => {
-                    out.push(Arc::new(node::CheckNodePIDPressure::new()));
+                    out.push(BoxPredicate::new(node::CheckNodePIDPressure::new()));
                 }
                 PredicateKind::CheckNodeDiskPressure => {
-                    out.push(Arc::new(node::CheckNodeDiskPressure::new()));
+                    out.push(BoxPredicate::new(node::CheckNodeDiskPressure::new()));
                 }
                 PredicateKind::MatchInterPodAffinity => {
-                    out.push(Arc::new(interpod::MatchInterPodAffinity::new()));
+                    out.push(BoxPredicate::new(interpod::MatchInterPodAffinity::new()));
                 }
             }
         }
@@ -150,40 +150,42 @@ impl PolicyPlan {
         let mut labels_done = false;
         for spec in specs {
             let w = spec.weight;
-            let p: Arc<dyn Priority> = match spec.kind {
+            let p: BoxPriority = match spec.kind {
                 PriorityKind::LeastRequestedPriority => {
-                    Arc::new(resource::LeastRequestedPriority::new())
+                    BoxPriority::new(resource::LeastRequestedPriority::new())
                 }
                 PriorityKind::MostRequestedPriority => {
-                    Arc::new(resource::MostRequestedPriority::new())
+                    BoxPriority::new(resource::MostRequestedPriority::new())
                 }
                 PriorityKind::BalancedResourceAllocation => {
-                    Arc::new(resource::BalancedResourceAllocation::new())
+                    BoxPriority::new(resource::BalancedResourceAllocation::new())
                 }
                 PriorityKind::SelectorSpreadPriority => {
-                    Arc::new(spread::SelectorSpreadPriority::new())
+                    BoxPriority::new(spread::SelectorSpreadPriority::new())
                 }
                 PriorityKind::ServiceSpreadingPriority => {
-                    Arc::new(spread::ServiceSpreadingPriority::new())
+                    BoxPriority::new(spread::ServiceSpreadingPriority::new())
                 }
                 PriorityKind::InterPodAffinityPriority => {
-                    Arc::new(interpod::InterPodAffinityPriority::new(
+                    BoxPriority::new(interpod::InterPodAffinityPriority::new(
                         self.hard_pod_affinity_symmetric_weight(),
                     ))
                 }
-                PriorityKind::NodeAffinityPriority => Arc::new(node::NodeAffinityPriority::new()),
+                PriorityKind::NodeAffinityPriority => {
+                    BoxPriority::new(node::NodeAffinityPriority::new())
+                }
                 PriorityKind::TaintTolerationPriority => {
-                    Arc::new(node::TaintTolerationPriority::new())
+                    BoxPriority::new(node::TaintTolerationPriority::new())
                 }
                 PriorityKind::ImageLocalityPriority => {
-                    Arc::new(resource::ImageLocalityPriority::new())
+                    BoxPriority::new(resource::ImageLocalityPriority::new())
                 }
                 PriorityKind::NodePreferAvoidPodsPriority => {
-                    Arc::new(resource::NodePreferAvoidPodsPriority::new())
+                    BoxPriority::new(resource::NodePreferAvoidPodsPriority::new())
                 }
                 PriorityKind::RequestedToCapacityRatioPriority => ratio_priority(spec)?,
                 PriorityKind::ResourceLimitsPriority => {
-                    Arc::new(resource::ResourceLimitsPriority::new())
+                    BoxPriority::new(resource::ResourceLimitsPriority::new())
                 }
                 PriorityKind::NodeLabelPriority if labels_done => continue,
                 PriorityKind::NodeLabelPriority => {
@@ -199,19 +201,19 @@ impl PolicyPlan {
                     // their sum x 100 fits in i64, so this cannot overflow.
                     let n = (present.len() + absent.len()) as i64;
                     out.push((
-                        Arc::new(node::NodeLabelPriority::from_lists(present, absent)),
+                        BoxPriority::new(node::NodeLabelPriority::from_lists(present, absent)),
                         w.saturating_mul(n),
                     ));
                     continue;
                 }
                 PriorityKind::ServiceAntiAffinity => match &spec.argument {
-                    PriorityArgs::ServiceAntiAffinity { label } => Arc::new(
+                    PriorityArgs::ServiceAntiAffinity { label } => BoxPriority::new(
                         spread::ServiceAntiAffinity::new(label.clone())
                             .with_name(spec.name.clone()),
                     ),
                     other => return Err(argument_mismatch(spec, other)),
                 },
-                PriorityKind::EqualPriority => Arc::new(resource::EqualPriority::new()),
+                PriorityKind::EqualPriority => BoxPriority::new(resource::EqualPriority::new()),
             };
             out.push((p, w));
         }
@@ -219,7 +221,7 @@ impl PolicyPlan {
     }
 }
 
-fn ratio_priority(spec: &PrioritySpec) -> Result<Arc<dyn Priority>, PolicyError> {
+fn ratio_priority(spec: &PrioritySpec) -> Result<BoxPriority, PolicyError> {
     let PriorityArgs::RequestedToCapacityRatio(r) = &spec.argument else {
         return Err(argument_mismatch(spec, &spec.argument));
     };
@@ -249,7 +251,7 @@ fn ratio_priority(spec: &PrioritySpec) -> Result<Arc<dyn Priority>, PolicyError>
             message: e.to_string(),
         }
     })?;
-    Ok(Arc::new(p))
+    Ok(BoxPriority::new(p))
 }
 
 /// A plan whose argument does not fit its kind; validation never produces one.

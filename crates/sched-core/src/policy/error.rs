@@ -240,8 +240,8 @@ pub enum PolicyError {
         first_weight: i64,
     },
     /// The scheduler refused the compiled pipeline (validation normally catches this first).
-    #[error("building the scheduler: {0}")]
-    Build(#[from] crate::scheduler::BuildError),
+    #[error("building the profile: {0}")]
+    Build(#[from] crate::profile::BuildError),
     /// Non-empty `extenders`: this crate has no HTTP extender client.
     #[error("`extenders`: HTTP extenders are not supported (found {count}); remove them")]
     ExtendersUnsupported {

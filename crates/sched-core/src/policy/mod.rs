@@ -1,8 +1,8 @@
-//! kube-scheduler's legacy Policy JSON, compiled once into a scheduler.
+//! kube-scheduler's legacy Policy JSON, compiled once into a profile.
 //!
 //! Start here: [`Policy::from_json`] parses and validates a document, [`Policy::compile`] builds
-//! the [`Scheduler`](crate::scheduler::Scheduler) (or [`Policy::builder`] returns the
-//! [`SchedulerBuilder`](crate::scheduler::SchedulerBuilder) to set threads, a seed or extra
+//! the [`Profile`](crate::profile::Profile) (or [`Policy::builder`] returns the
+//! [`ProfileBuilder`](crate::profile::ProfileBuilder) to set threads, a seed or extra
 //! plugins first), and [`Policy::plan`] shows what will be built ([`PolicyPlan`]).
 //!
 //! ```
@@ -13,8 +13,8 @@
 //!     "predicates": [{"name": "PodFitsResources"}, {"name": "PodFitsPorts"}],
 //!     "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]
 //! }"#)?;
-//! let mut scheduler = policy.builder()?.seed(42).build()?;
-//! assert_eq!(scheduler.priority_weights().count(), 1);
+//! let profile = policy.builder()?.seed(42).build()?;
+//! assert_eq!(profile.priority_weights().count(), 1);
 //! let plan = policy.plan()?;
 //! // The mandatory predicates are always added, and predicates run in kube's order.
 //! let names: Vec<&str> = plan.predicates().iter().map(|p| p.name()).collect();
@@ -142,7 +142,7 @@ impl Policy {
     }
 
     /// kube's default Policy written out: [`DEFAULT_PREDICATES`] and [`DEFAULT_PRIORITIES`] as
-    /// explicit lists (it compiles to the same scheduler as a Policy that omits both lists).
+    /// explicit lists (it compiles to the same profile as a Policy that omits both lists).
     pub fn kube_default() -> Policy {
         Policy {
             kind: Some("Policy".into()),

@@ -13,7 +13,7 @@ pub(crate) const EXACT_CAPACITY: i64 = 1 << 46;
 /// Requests (a node's, a pod's) in `0..=2^52`: their sums are below 2^53, exact in `f64`.
 pub(crate) const EXACT_REQUEST: i64 = 1 << 52;
 
-/// What a node has free, as the dense filters read it: 32 bytes, two nodes per cache line.
+/// What a node has free, as the fast filters read it: 32 bytes, two nodes per cache line.
 /// The snapshot keeps one per node, derived from its [`NodeSummary`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(32))]
@@ -51,7 +51,7 @@ impl NodeFree {
     }
 }
 
-/// What the nodes have requested and allocatable, as the dense scores read it: one column
+/// What the nodes have requested and allocatable, as the fast scores read it: one column
 /// per number and resource (CPU, then memory), index-aligned with the snapshot's nodes, in
 /// `f64`, so that scoring runs over consecutive nodes in SIMD lanes. The snapshot keeps it,
 /// derived from each node's [`NodeSummary`].

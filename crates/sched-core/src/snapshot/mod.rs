@@ -142,14 +142,14 @@ impl Snapshot {
         &self.summaries
     }
 
-    /// What each node has free, index-aligned with [`Snapshot::summaries`] (see
-    /// [`crate::dense`]).
+    /// What each node has free, index-aligned with [`Snapshot::summaries`] (the fast path's
+    /// filter rows).
     pub(crate) fn free(&self) -> &[NodeFree] {
         &self.free
     }
 
     /// What each node has requested and allocatable, index-aligned with
-    /// [`Snapshot::summaries`] (see [`crate::dense`]).
+    /// [`Snapshot::summaries`] (the fast path's scoring columns).
     pub(crate) fn loads(&self) -> &LoadColumns {
         &self.loads
     }

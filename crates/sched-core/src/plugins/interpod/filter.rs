@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::terms::{
     CompiledTerm, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
 };
-use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
 
@@ -54,7 +54,7 @@ impl MatchInterPodAffinity {
 
 /// Per-pod state.
 #[derive(Debug, Default)]
-struct State {
+pub struct State {
     /// Topology keys of the pod's required affinity terms (`None`: no node has the label).
     affinity_keys: Vec<Option<Sym>>,
     affinity_counts: PairCounts,
@@ -68,11 +68,13 @@ struct State {
 }
 
 impl Predicate for MatchInterPodAffinity {
+    type State = State;
+
     fn name(&self) -> &str {
         "MatchInterPodAffinity"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         let pod = cx.pod();
         let snapshot = cx.snapshot();
         let interner = snapshot.interner();
@@ -159,18 +161,16 @@ impl Predicate for MatchInterPodAffinity {
             // either way.
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::new(st)))
+        Ok(Prepared::Run(st))
     }
 
     fn filter(
         &self,
         _cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        let Some(st) = state.get::<State>() else {
-            return Ok(());
-        };
+        let st = state;
         let labels = node.info().labels();
 
         // The pod's affinity.

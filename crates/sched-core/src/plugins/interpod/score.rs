@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::model::{PodAffinityTerm, WeightedPodAffinityTerm};
 use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
@@ -66,7 +66,7 @@ impl InterPodAffinityPriority {
 
 /// Per-pod state: weights per topology pair and the keys to look up per node.
 #[derive(Debug, Default)]
-struct State {
+pub struct State {
     weights: PairCounts,
     keys: Vec<Sym>,
 }
@@ -78,6 +78,8 @@ fn weighted(terms: &[WeightedPodAffinityTerm]) -> impl Iterator<Item = (i64, &Po
 }
 
 impl Priority for InterPodAffinityPriority {
+    type State = State;
+
     fn name(&self) -> &str {
         "InterPodAffinityPriority"
     }
@@ -86,7 +88,7 @@ impl Priority for InterPodAffinityPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let pod = cx.pod();
         let snapshot = cx.snapshot();
         let interner = snapshot.interner();
@@ -171,13 +173,11 @@ impl Priority for InterPodAffinityPriority {
             return Ok(PreparedScore::Constant(0));
         }
         st.keys = st.weights.keys();
-        Ok(PreparedScore::Run(PluginState::new(st)))
+        Ok(PreparedScore::Run(st))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(st) = state.get::<State>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let st = state;
         let labels = node.info().labels();
         st.keys
             .iter()
@@ -185,7 +185,7 @@ impl Priority for InterPodAffinityPriority {
             .sum()
     }
 
-    fn normalize(&self, _cx: &CycleContext<'_>, _state: &PluginState, scores: &mut [i64]) {
+    fn normalize(&self, _cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
         normalize_min_max(scores);
     }
 }

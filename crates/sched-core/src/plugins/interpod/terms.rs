@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::selector::{self, CompiledSelector, InvalidSelector};
-use crate::framework::PluginError;
+use crate::framework::{PluginError, PluginErrorKind};
 use crate::model::{Pod, PodAffinityTerm};
 use crate::snapshot::{Interner, LabelIds, PodInfo, Sym};
 
@@ -110,10 +110,11 @@ impl CompiledTerm {
 }
 
 fn invalid(plugin: &str, pod: &Pod, what: &str, e: InvalidSelector) -> PluginError {
-    PluginError {
-        plugin: plugin.to_string(),
-        message: format!("parsing pod {}: {what}: {e}", pod.key()),
-    }
+    PluginError::new(
+        plugin,
+        PluginErrorKind::InvalidInput(format!("parsing pod {}: {what}: {e}", pod.key())),
+    )
+    .with_source(e)
 }
 
 /// Validates and compiles the incoming pod's terms (`weight` per term), merging namespace

@@ -435,7 +435,7 @@ fn invalid_selector_fails_prepare() {
             .build(),
     ] {
         let err = run_filter(&pred, &p, &snap).unwrap_err();
-        assert!(err.message.contains("{{.bad-value.}}"), "{err}");
+        assert!(err.to_string().contains("{{.bad-value.}}"), "{err}");
     }
     let prio = InterPodAffinityPriority::default();
     let p = pod()

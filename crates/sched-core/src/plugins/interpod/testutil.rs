@@ -157,7 +157,7 @@ pub(crate) fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
 
 /// Runs a predicate on every node of the snapshot.
 pub(crate) fn run_filter(
-    p: &dyn Predicate,
+    p: &impl Predicate,
     pod: &Pod,
     snap: &Snapshot,
 ) -> Result<(bool, Vec<Result<(), Reason>>), PluginError> {
@@ -175,7 +175,7 @@ pub(crate) fn run_filter(
 
 /// Runs a priority with every node feasible; also says whether it was a constant.
 pub(crate) fn run_priority(
-    p: &dyn Priority,
+    p: &impl Priority,
     pod: &Pod,
     snap: &Snapshot,
 ) -> Result<(bool, Vec<i64>), PluginError> {
@@ -185,7 +185,7 @@ pub(crate) fn run_priority(
 
 /// Runs a priority over the given feasible nodes.
 pub(crate) fn run_priority_on(
-    p: &dyn Priority,
+    p: &impl Priority,
     pod: &Pod,
     snap: &Snapshot,
     feasible: &[u32],

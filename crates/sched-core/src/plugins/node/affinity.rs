@@ -3,7 +3,8 @@
 
 use crate::formulas::{MAX_NODE_SCORE, default_normalize};
 use crate::framework::{
-    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
+    CycleContext, PluginError, PluginErrorKind, Predicate, Prepared, PreparedScore, Priority,
+    Reason,
 };
 use crate::model::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
 use crate::snapshot::NodeRef;
@@ -220,7 +221,7 @@ fn is_empty_term(t: &NodeSelectorTerm) -> bool {
 
 /// The pod's nodeSelector and required node affinity, compiled.
 #[derive(Debug, Default)]
-pub(crate) struct RequiredState {
+pub struct RequiredState {
     /// No node can match.
     never: bool,
     /// nodeSelector pairs (key id, value id): each must be a label of the node.
@@ -316,26 +317,28 @@ impl MatchNodeSelector {
 }
 
 impl Predicate for MatchNodeSelector {
+    type State = RequiredState;
+
     fn name(&self) -> &str {
         "MatchNodeSelector"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         Ok(match RequiredState::compile(cx) {
             None => Prepared::Skip,
-            Some(st) => Prepared::Run(PluginState::new(st)),
+            Some(st) => Prepared::Run(st),
         })
     }
 
     fn filter(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        let ok = match state.get::<RequiredState>() {
-            Some(st) => st.matches(cx, node),
-            None => RequiredState::compile(cx).is_none_or(|st| st.matches(cx, node)),
+        let ok = {
+            let st = state;
+            st.matches(cx, node)
         };
         if ok {
             Ok(())
@@ -347,7 +350,7 @@ impl Predicate for MatchNodeSelector {
 
 /// The pod's preferred terms, compiled.
 #[derive(Debug, Default)]
-pub(crate) struct PreferredState {
+pub struct PreferredState {
     /// Sum of the weights of terms every node matches.
     base: i64,
     /// Weighted terms to check per node.
@@ -406,6 +409,8 @@ impl NodeAffinityPriority {
 }
 
 impl Priority for NodeAffinityPriority {
+    type State = PreferredState;
+
     fn name(&self) -> &str {
         "NodeAffinityPriority"
     }
@@ -414,10 +419,9 @@ impl Priority for NodeAffinityPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
-        let st = PreferredState::compile(cx).map_err(|message| PluginError {
-            plugin: self.name().to_string(),
-            message,
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
+        let st = PreferredState::compile(cx).map_err(|message| {
+            PluginError::new(self.name(), PluginErrorKind::InvalidInput(message))
         })?;
         if st.terms.is_empty() {
             // Every node has the same raw score `base`; normalization maps a positive one to
@@ -425,17 +429,17 @@ impl Priority for NodeAffinityPriority {
             let c = if st.base > 0 { MAX_NODE_SCORE } else { st.base };
             return Ok(PreparedScore::Constant(c));
         }
-        Ok(PreparedScore::Run(PluginState::new(st)))
+        Ok(PreparedScore::Run(st))
     }
 
-    fn score(&self, cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        match state.get::<PreferredState>() {
-            Some(st) => st.score(cx, node),
-            None => PreferredState::compile(cx).map_or(0, |st| st.score(cx, node)),
+    fn score(&self, cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        {
+            let st = state;
+            st.score(cx, node)
         }
     }
 
-    fn normalize(&self, _cx: &CycleContext<'_>, _state: &PluginState, scores: &mut [i64]) {
+    fn normalize(&self, _cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
         default_normalize(MAX_NODE_SCORE, false, scores);
     }
 }

@@ -1,7 +1,7 @@
 //! Node conditions: CheckNodeCondition and the memory, disk and PID pressure predicates.
 
-use crate::dense::DenseFilter;
-use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::fast_path::{FastFilter, Sealed};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::model::Node;
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
@@ -43,141 +43,140 @@ pub(crate) fn node_condition(node: &Node) -> Result<(), Reason> {
 }
 
 impl Predicate for CheckNodeCondition {
+    type State = ();
+
     fn name(&self) -> &str {
         "CheckNodeCondition"
     }
 
-    fn filter(
-        &self,
-        _cx: &CycleContext<'_>,
-        _state: &PluginState,
-        node: NodeRef<'_>,
-    ) -> Result<(), Reason> {
+    fn filter(&self, _cx: &CycleContext<'_>, _: &(), node: NodeRef<'_>) -> Result<(), Reason> {
         node_condition(node.node())
     }
 }
 
-/// kube's legacy `CheckNodeMemoryPressure` predicate. No argument.
-///
-/// Only BestEffort pods (no container or init container sets a CPU or memory request or limit)
-/// are kept off a node whose `MemoryPressure` condition is `True`: "node(s) had memory
-/// pressure". Other pods skip it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CheckNodeMemoryPressure;
-
-impl CheckNodeMemoryPressure {
-    /// The predicate.
-    pub fn new() -> Self {
-        CheckNodeMemoryPressure
-    }
+/// What a node-pressure predicate checks: a node whose summary has `flag` (its condition is
+/// `True`) fails with `reason`, for every pod or only BestEffort ones.
+struct Pressure {
+    flag: u32,
+    reason: Reason,
+    best_effort_only: bool,
 }
 
-impl Predicate for CheckNodeMemoryPressure {
-    fn name(&self) -> &str {
-        "CheckNodeMemoryPressure"
+impl Pressure {
+    fn applies_to(&self, cx: &CycleContext<'_>) -> bool {
+        !self.best_effort_only || is_best_effort(cx.pod())
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
-        Ok(if is_best_effort(cx.pod()) {
-            Prepared::Run(PluginState::none())
+    fn prepare(&self, cx: &CycleContext<'_>) -> Prepared<()> {
+        if self.applies_to(cx) {
+            Prepared::Run(())
         } else {
             Prepared::Skip
-        })
+        }
     }
 
-    fn filter(
-        &self,
-        cx: &CycleContext<'_>,
-        _state: &PluginState,
-        node: NodeRef<'_>,
-    ) -> Result<(), Reason> {
-        if node.summary().has(flags::MEMORY_PRESSURE) && is_best_effort(cx.pod()) {
-            Err(Reason::MemoryPressure)
+    fn filter(&self, cx: &CycleContext<'_>, node: NodeRef<'_>) -> Result<(), Reason> {
+        if node.summary().has(self.flag) && self.applies_to(cx) {
+            Err(self.reason)
         } else {
             Ok(())
         }
     }
 
-    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
-        Some(if is_best_effort(cx.pod()) {
-            DenseFilter::without_flags(flags::MEMORY_PRESSURE)
+    fn fast_filter(&self, cx: &CycleContext<'_>) -> FastFilter {
+        if self.applies_to(cx) {
+            FastFilter::without_flags(self.flag)
         } else {
-            DenseFilter::ALL
-        })
-    }
-}
-
-/// kube's legacy `CheckNodeDiskPressure` predicate. No argument.
-///
-/// A node whose `DiskPressure` condition is `True` takes no pod: "node(s) had disk pressure".
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CheckNodeDiskPressure;
-
-impl CheckNodeDiskPressure {
-    /// The predicate.
-    pub fn new() -> Self {
-        CheckNodeDiskPressure
-    }
-}
-
-impl Predicate for CheckNodeDiskPressure {
-    fn name(&self) -> &str {
-        "CheckNodeDiskPressure"
-    }
-
-    fn filter(
-        &self,
-        _cx: &CycleContext<'_>,
-        _state: &PluginState,
-        node: NodeRef<'_>,
-    ) -> Result<(), Reason> {
-        if node.summary().has(flags::DISK_PRESSURE) {
-            Err(Reason::DiskPressure)
-        } else {
-            Ok(())
+            FastFilter::ALL
         }
     }
-
-    fn dense(&self, _cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
-        Some(DenseFilter::without_flags(flags::DISK_PRESSURE))
-    }
 }
 
-/// kube's legacy `CheckNodePIDPressure` predicate. No argument.
-///
-/// A node whose `PIDPressure` condition is `True` takes no pod: "node(s) had pid pressure".
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CheckNodePIDPressure;
+/// A node-pressure predicate: a unit struct with its legacy name and its [`Pressure`].
+macro_rules! pressure_predicate {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $pressure:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $ty;
 
-impl CheckNodePIDPressure {
-    /// The predicate.
-    pub fn new() -> Self {
-        CheckNodePIDPressure
-    }
-}
+        impl $ty {
+            const PRESSURE: Pressure = $pressure;
 
-impl Predicate for CheckNodePIDPressure {
-    fn name(&self) -> &str {
-        "CheckNodePIDPressure"
-    }
-
-    fn filter(
-        &self,
-        _cx: &CycleContext<'_>,
-        _state: &PluginState,
-        node: NodeRef<'_>,
-    ) -> Result<(), Reason> {
-        if node.summary().has(flags::PID_PRESSURE) {
-            Err(Reason::PidPressure)
-        } else {
-            Ok(())
+            /// The predicate.
+            pub fn new() -> Self {
+                $ty
+            }
         }
-    }
 
-    fn dense(&self, _cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
-        Some(DenseFilter::without_flags(flags::PID_PRESSURE))
-    }
+        impl Predicate for $ty {
+            type State = ();
+
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<()>, PluginError> {
+                Ok(Self::PRESSURE.prepare(cx))
+            }
+
+            fn filter(
+                &self,
+                cx: &CycleContext<'_>,
+                _: &(),
+                node: NodeRef<'_>,
+            ) -> Result<(), Reason> {
+                Self::PRESSURE.filter(cx, node)
+            }
+
+            fn fast_filter(&self, cx: &CycleContext<'_>, _: &(), _: Sealed) -> Option<FastFilter> {
+                Some(Self::PRESSURE.fast_filter(cx))
+            }
+        }
+    };
 }
+
+pressure_predicate!(
+    /// kube's legacy `CheckNodeMemoryPressure` predicate. No argument.
+    ///
+    /// Only BestEffort pods (no container or init container sets a CPU or memory request or
+    /// limit) are kept off a node whose `MemoryPressure` condition is `True`: "node(s) had
+    /// memory pressure". Other pods skip it.
+    CheckNodeMemoryPressure,
+    "CheckNodeMemoryPressure",
+    Pressure {
+        flag: flags::MEMORY_PRESSURE,
+        reason: Reason::MemoryPressure,
+        best_effort_only: true,
+    }
+);
+
+pressure_predicate!(
+    /// kube's legacy `CheckNodeDiskPressure` predicate. No argument.
+    ///
+    /// A node whose `DiskPressure` condition is `True` takes no pod: "node(s) had disk
+    /// pressure".
+    CheckNodeDiskPressure,
+    "CheckNodeDiskPressure",
+    Pressure {
+        flag: flags::DISK_PRESSURE,
+        reason: Reason::DiskPressure,
+        best_effort_only: false,
+    }
+);
+
+pressure_predicate!(
+    /// kube's legacy `CheckNodePIDPressure` predicate. No argument.
+    ///
+    /// A node whose `PIDPressure` condition is `True` takes no pod: "node(s) had pid
+    /// pressure".
+    CheckNodePIDPressure,
+    "CheckNodePIDPressure",
+    Pressure {
+        flag: flags::PID_PRESSURE,
+        reason: Reason::PidPressure,
+        best_effort_only: false,
+    }
+);
 
 #[cfg(test)]
 mod tests {

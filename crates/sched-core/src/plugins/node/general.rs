@@ -1,9 +1,7 @@
 //! GeneralPredicates: resources, host name, host ports and node selector in one predicate.
 
-use crate::dense::DenseFilter;
-use crate::framework::{
-    CycleContext, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
-};
+use crate::fast_path::{FastFilter, Sealed};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason, ResourceSet};
 use crate::snapshot::HostPort;
 use crate::snapshot::NodeRef;
 
@@ -69,8 +67,8 @@ impl GeneralPredicates {
 }
 
 /// Per-pod state of the four checks.
-#[derive(Debug)]
-struct GeneralState {
+#[derive(Debug, Default)]
+pub struct GeneralState {
     fit: FitState,
     host: Option<HostNameState>,
     ports: Vec<HostPort>,
@@ -78,49 +76,49 @@ struct GeneralState {
 }
 
 impl Predicate for GeneralPredicates {
+    type State = GeneralState;
+
     fn name(&self) -> &str {
         "GeneralPredicates"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
-        Ok(Prepared::Run(PluginState::new(self.state(cx))))
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
+        Ok(Prepared::Run(self.state(cx)))
     }
 
     fn filter(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<GeneralState>() {
-            Some(st) => self.check(cx, st, node),
-            None => self.check(cx, &self.state(cx), node),
+        {
+            let st = state;
+            self.check(cx, st, node)
         }
     }
 
-    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
-        let st = state.get::<GeneralState>()?;
+    fn fast_filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
+        let st = state;
         if st.host.is_some() || !st.ports.is_empty() || st.selector.is_some() {
             return None;
         }
-        st.fit.dense(cx.requests())
+        st.fit.fast_filter(cx.requests())
     }
 
     fn filter_batch(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         nodes: &[u32],
         out: &mut [Result<(), Reason>],
     ) {
-        let fallback;
-        let st = match state.get::<GeneralState>() {
-            Some(st) => st,
-            None => {
-                fallback = self.state(cx);
-                &fallback
-            }
-        };
+        let st = state;
         let snapshot = cx.snapshot();
         if st.host.is_none() && st.ports.is_empty() && st.selector.is_none() {
             // Only the resource check has anything to do (the common pod).
@@ -129,7 +127,7 @@ impl Predicate for GeneralPredicates {
                 let (req, summaries) = (cx.requests(), snapshot.summaries());
                 for (o, &i) in out.iter_mut().zip(nodes) {
                     let lacking =
-                        PodFitsResources::lacking_dense(req, &st.fit, &summaries[i as usize]);
+                        PodFitsResources::lacking_in_summary(req, &st.fit, &summaries[i as usize]);
                     *o = if lacking == 0 {
                         Ok(())
                     } else {

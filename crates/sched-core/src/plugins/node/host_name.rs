@@ -1,6 +1,6 @@
 //! HostName: a pod that names its node runs only there.
 
-use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::snapshot::NodeRef;
 
 /// kube's `HostName` predicate (legacy `PodFitsHost`; framework plugin `NodeName`). No
@@ -19,8 +19,8 @@ impl HostName {
 }
 
 /// Per-pod state: the snapshot index of the named node (`None` if it is not in the snapshot).
-#[derive(Debug)]
-pub(crate) struct HostNameState(pub(crate) Option<usize>);
+#[derive(Debug, Default)]
+pub struct HostNameState(pub(crate) Option<usize>);
 
 impl HostName {
     pub(crate) fn state(cx: &CycleContext<'_>) -> Option<HostNameState> {
@@ -42,33 +42,28 @@ impl HostName {
 }
 
 impl Predicate for HostName {
+    type State = HostNameState;
+
     fn name(&self) -> &str {
         "HostName"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         Ok(match Self::state(cx) {
             None => Prepared::Skip,
-            Some(st) => Prepared::Run(PluginState::new(st)),
+            Some(st) => Prepared::Run(st),
         })
     }
 
     fn filter(
         &self,
-        cx: &CycleContext<'_>,
-        state: &PluginState,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<HostNameState>() {
-            Some(st) => Self::check(st, node),
-            None => {
-                let name = &cx.pod().spec.node_name;
-                if name.is_empty() || name == node.node().name() {
-                    Ok(())
-                } else {
-                    Err(Reason::NodeNameMismatch)
-                }
-            }
+        {
+            let st = state;
+            Self::check(st, node)
         }
     }
 }

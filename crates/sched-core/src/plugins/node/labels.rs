@@ -2,7 +2,7 @@
 
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
-    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
+    CycleContext, PluginError, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
 use crate::snapshot::NodeRef;
 use crate::snapshot::{Interner, Sym};
@@ -39,7 +39,7 @@ impl CheckNodeLabelPresence {
 
 /// Per-pod state: the label keys as ids.
 #[derive(Debug, Default)]
-pub(crate) struct PresenceState {
+pub struct PresenceState {
     /// A required label was never interned: no node has it.
     never: bool,
     present: Vec<Sym>,
@@ -74,27 +74,29 @@ impl PresenceState {
 }
 
 impl Predicate for CheckNodeLabelPresence {
+    type State = PresenceState;
+
     fn name(&self) -> &str {
         "CheckNodeLabelPresence"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         let st = PresenceState::of(self, cx.snapshot().interner());
         if !st.never && st.present.is_empty() && st.absent.is_empty() {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::new(st)))
+        Ok(Prepared::Run(st))
     }
 
     fn filter(
         &self,
-        cx: &CycleContext<'_>,
-        state: &PluginState,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<PresenceState>() {
-            Some(st) => st.check(node),
-            None => PresenceState::of(self, cx.snapshot().interner()).check(node),
+        {
+            let st = state;
+            st.check(node)
         }
     }
 }
@@ -130,7 +132,7 @@ impl NodeLabelPriority {
 
 /// Per-pod state for NodeLabelPriority.
 #[derive(Debug, Default)]
-pub(crate) struct PreferenceState {
+pub struct PreferenceState {
     /// Points every node gets (absent-preferred labels no node has).
     base: i64,
     present: Vec<Sym>,
@@ -175,6 +177,8 @@ impl PreferenceState {
 }
 
 impl Priority for NodeLabelPriority {
+    type State = PreferenceState;
+
     fn name(&self) -> &str {
         "NodeLabelPriority"
     }
@@ -183,7 +187,7 @@ impl Priority for NodeLabelPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let st = PreferenceState::of(self, cx.snapshot().interner());
         if st.count == 0 {
             return Ok(PreparedScore::Constant(0));
@@ -191,13 +195,13 @@ impl Priority for NodeLabelPriority {
         if st.present.is_empty() && st.absent.is_empty() {
             return Ok(PreparedScore::Constant(st.base / st.count));
         }
-        Ok(PreparedScore::Run(PluginState::new(st)))
+        Ok(PreparedScore::Run(st))
     }
 
-    fn score(&self, cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        match state.get::<PreferenceState>() {
-            Some(st) => st.score(node),
-            None => PreferenceState::of(self, cx.snapshot().interner()).score(node),
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        {
+            let st = state;
+            st.score(node)
         }
     }
 }

@@ -1,6 +1,6 @@
 //! PodFitsHostPorts: are the pod's host ports free on the node?
 
-use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::model::Pod;
 use crate::snapshot::NodeRef;
 use crate::snapshot::{HostPort, flags};
@@ -41,31 +41,33 @@ pub(crate) fn ports_conflict(want: &[HostPort], node: NodeRef<'_>) -> bool {
 }
 
 /// Per-pod state: the wanted ports.
-#[derive(Debug)]
-pub(crate) struct PortsState(pub(crate) Vec<HostPort>);
+#[derive(Debug, Default)]
+pub struct PortsState(pub(crate) Vec<HostPort>);
 
 impl Predicate for PodFitsHostPorts {
+    type State = PortsState;
+
     fn name(&self) -> &str {
         "PodFitsHostPorts"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         let want = wanted_ports(cx.pod());
         if want.is_empty() {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::new(PortsState(want))))
+        Ok(Prepared::Run(PortsState(want)))
     }
 
     fn filter(
         &self,
-        cx: &CycleContext<'_>,
-        state: &PluginState,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        let conflict = match state.get::<PortsState>() {
-            Some(st) => ports_conflict(&st.0, node),
-            None => ports_conflict(&wanted_ports(cx.pod()), node),
+        let conflict = {
+            let st = state;
+            ports_conflict(&st.0, node)
         };
         if conflict {
             Err(Reason::PortsConflict)

@@ -1,9 +1,7 @@
 //! PodFitsResources: does the node have room for the pod's requests and one more pod?
 
-use crate::dense::DenseFilter;
-use crate::framework::{
-    CycleContext, PluginError, PluginState, Predicate, Prepared, Reason, ResourceSet,
-};
+use crate::fast_path::{FastFilter, Sealed};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason, ResourceSet};
 use crate::model::Resources;
 use crate::snapshot::NodeRef;
 use crate::snapshot::{NodeSummary, flags};
@@ -30,8 +28,8 @@ pub struct PodFitsResources {
 }
 
 /// What PodFitsResources computed for the pod.
-#[derive(Debug)]
-pub(crate) struct FitState {
+#[derive(Debug, Default)]
+pub struct FitState {
     /// The pod requests nothing: only the pod count is checked.
     zero_request: bool,
     /// Bits of the scalar requests to check (ignored extended resources are left out).
@@ -47,12 +45,12 @@ impl FitState {
         !self.zero_request && self.scalar_mask != 0
     }
 
-    /// The check as a [`DenseFilter`], when the summary says it all (no scalar request).
-    pub(crate) fn dense(&self, req: &Resources) -> Option<DenseFilter> {
+    /// The check as a [`FastFilter`], when the summary says it all (no scalar request).
+    pub(crate) fn fast_filter(&self, req: &Resources) -> Option<FastFilter> {
         if self.reads_node_info() {
             return None;
         }
-        Some(DenseFilter::fits((!self.zero_request).then_some((
+        Some(FastFilter::fits((!self.zero_request).then_some((
             req.milli_cpu,
             req.memory,
             req.ephemeral_storage,
@@ -138,7 +136,7 @@ impl PodFitsResources {
     /// The part of [`PodFitsResources::check`] that reads only the node's summary (pod count,
     /// CPU, memory, ephemeral storage), as lacking [`ResourceSet`] bits.
     #[inline]
-    pub(crate) fn lacking_dense(req: &Resources, st: &FitState, s: &NodeSummary) -> u64 {
+    pub(crate) fn lacking_in_summary(req: &Resources, st: &FitState, s: &NodeSummary) -> u64 {
         // Go's int64 arithmetic wraps; so does this, and it never panics on absurd input.
         let mut lacking = 0u64;
         if i64::from(s.pod_count) + 1 > s.alloc_pods {
@@ -165,7 +163,7 @@ impl PodFitsResources {
         st: &FitState,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        let mut lacking = Self::lacking_dense(cx.requests(), st, node.summary());
+        let mut lacking = Self::lacking_in_summary(cx.requests(), st, node.summary());
         if st.reads_node_info() {
             lacking |= Self::lacking_scalars(cx, st, node);
         }
@@ -178,28 +176,35 @@ impl PodFitsResources {
 }
 
 impl Predicate for PodFitsResources {
+    type State = FitState;
+
     fn name(&self) -> &str {
         "PodFitsResources"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
-        Ok(Prepared::Run(PluginState::new(self.state(cx))))
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
+        Ok(Prepared::Run(self.state(cx)))
     }
 
     fn filter(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<FitState>() {
-            Some(st) => self.check(cx, st, node),
-            None => self.check(cx, &self.state(cx), node),
+        {
+            let st = state;
+            self.check(cx, st, node)
         }
     }
 
-    fn dense(&self, cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
-        state.get::<FitState>()?.dense(cx.requests())
+    fn fast_filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
+        state.fast_filter(cx.requests())
     }
 }
 

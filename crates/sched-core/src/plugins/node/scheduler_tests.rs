@@ -6,7 +6,7 @@ use crate::model::{
     Affinity, Node, NodeAffinity, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
     PreferredSchedulingTerm, TaintEffect, Toleration, TolerationOperator,
 };
-use crate::scheduler::{ScheduleError, Scheduler};
+use crate::profile::{Profile, ScheduleError};
 
 fn machine(name: &str, cpu: &str, mem: &str, disk: &str) -> Node {
     let mut n = labeled(name, &[("disk", disk)]);
@@ -14,8 +14,8 @@ fn machine(name: &str, cpu: &str, mem: &str, disk: &str) -> Node {
     n
 }
 
-fn scheduler() -> Scheduler {
-    Scheduler::builder()
+fn scheduler() -> Profile {
+    Profile::builder()
         .predicate(CheckNodeUnschedulable::new())
         .predicate(GeneralPredicates::new())
         .predicate(NoDiskConflict::new())
@@ -53,7 +53,11 @@ fn new_pod() -> crate::model::Pod {
 #[test]
 fn fit_error_summary_is_kubes() {
     let snap = snapshot(cluster(), vec![]);
-    let err = scheduler().schedule(&new_pod(), &snap).unwrap_err();
+    let err = {
+        let s = scheduler();
+        s.schedule(&mut s.create_cache(), &new_pod(), &snap)
+    }
+    .unwrap_err();
     let ScheduleError::Unschedulable(fit) = err else {
         panic!("expected a FitError, got {err:?}");
     };
@@ -78,7 +82,11 @@ fn tolerations_and_preferences_place_the_pod() {
         toleration_seconds: None,
     }];
     // Only node1 fits now.
-    let got = scheduler().schedule(&p, &snap).unwrap();
+    let got = {
+        let s = scheduler();
+        s.schedule(&mut s.create_cache(), &p, &snap)
+    }
+    .unwrap();
     assert_eq!((got.node.as_str(), got.feasible_nodes), ("node1", 1));
 
     // With room on node3 and node5 and a preference for node5's label, node5 wins.
@@ -105,6 +113,10 @@ fn tolerations_and_preferences_place_the_pod() {
         }),
         ..Affinity::default()
     });
-    let got = scheduler().schedule(&p, &snap).unwrap();
+    let got = {
+        let s = scheduler();
+        s.schedule(&mut s.create_cache(), &p, &snap)
+    }
+    .unwrap();
     assert_eq!((got.node.as_str(), got.feasible_nodes), ("node5", 3));
 }

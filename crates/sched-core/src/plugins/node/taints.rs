@@ -1,10 +1,10 @@
 //! Taints and tolerations: PodToleratesNodeTaints, TaintTolerationPriority and
 //! CheckNodeUnschedulable.
 
-use crate::dense::DenseFilter;
+use crate::fast_path::{FastFilter, Sealed};
 use crate::formulas::{MAX_NODE_SCORE, default_normalize};
 use crate::framework::{
-    CycleContext, PluginError, PluginState, Predicate, Prepared, PreparedScore, Priority, Reason,
+    CycleContext, PluginError, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
 use crate::model::{Taint, TaintEffect, Toleration};
 use crate::snapshot::NodeRef;
@@ -40,7 +40,7 @@ impl PodToleratesNodeTaints {
 
 /// Per-pod state: the tolerations that can match a NoSchedule or NoExecute taint.
 #[derive(Debug, Default)]
-pub(crate) struct TaintsState(Vec<Toleration>);
+pub struct TaintsState(Vec<Toleration>);
 
 impl TaintsState {
     fn of(tolerations: &[Toleration]) -> TaintsState {
@@ -69,11 +69,13 @@ impl TaintsState {
 }
 
 impl Predicate for PodToleratesNodeTaints {
+    type State = TaintsState;
+
     fn name(&self) -> &str {
         "PodToleratesNodeTaints"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         let tolerations = &cx.pod().spec.tolerations;
         let all = |effect| {
             tolerations
@@ -86,46 +88,42 @@ impl Predicate for PodToleratesNodeTaints {
         {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::new(TaintsState::of(
-            tolerations,
-        ))))
+        Ok(Prepared::Run(TaintsState::of(tolerations)))
     }
 
     fn filter(
         &self,
-        cx: &CycleContext<'_>,
-        state: &PluginState,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<TaintsState>() {
-            Some(st) => st.check(node),
-            None => TaintsState::of(&cx.pod().spec.tolerations).check(node),
+        {
+            let st = state;
+            st.check(node)
         }
     }
 
-    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseFilter> {
+    fn fast_filter(
+        &self,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
         // Without tolerations any NoSchedule/NoExecute taint rejects the node.
         state
-            .get::<TaintsState>()
-            .filter(|st| st.0.is_empty())
-            .map(|_| DenseFilter::without_flags(flags::HARD_TAINTS))
+            .0
+            .is_empty()
+            .then(|| FastFilter::without_flags(flags::HARD_TAINTS))
     }
 
     fn filter_batch(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         nodes: &[u32],
         out: &mut [Result<(), Reason>],
     ) {
-        let fallback;
-        let st = match state.get::<TaintsState>() {
-            Some(st) => st,
-            None => {
-                fallback = TaintsState::of(&cx.pod().spec.tolerations);
-                &fallback
-            }
-        };
+        let st = state;
         let snapshot = cx.snapshot();
         let summaries = snapshot.summaries();
         if st.0.is_empty() {
@@ -171,7 +169,7 @@ impl TaintTolerationPriority {
 
 /// Per-pod state: the tolerations with an empty or PreferNoSchedule effect.
 #[derive(Debug, Default)]
-pub(crate) struct PreferState(Vec<Toleration>);
+pub struct PreferState(Vec<Toleration>);
 
 impl PreferState {
     fn of(tolerations: &[Toleration]) -> PreferState {
@@ -201,6 +199,8 @@ impl PreferState {
 }
 
 impl Priority for TaintTolerationPriority {
+    type State = PreferState;
+
     fn name(&self) -> &str {
         "TaintTolerationPriority"
     }
@@ -209,7 +209,7 @@ impl Priority for TaintTolerationPriority {
         &self,
         cx: &CycleContext<'_>,
         feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let tolerations = &cx.pod().spec.tolerations;
         let snapshot = cx.snapshot();
         let summaries = snapshot.summaries();
@@ -228,19 +228,17 @@ impl Priority for TaintTolerationPriority {
             // Every raw score is 0, which the reversed normalization turns into 100.
             return Ok(PreparedScore::Constant(MAX_NODE_SCORE));
         }
-        Ok(PreparedScore::Run(PluginState::new(PreferState::of(
-            tolerations,
-        ))))
+        Ok(PreparedScore::Run(PreferState::of(tolerations)))
     }
 
-    fn score(&self, cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        match state.get::<PreferState>() {
-            Some(st) => st.count(node),
-            None => PreferState::of(&cx.pod().spec.tolerations).count(node),
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        {
+            let st = state;
+            st.count(node)
         }
     }
 
-    fn normalize(&self, _cx: &CycleContext<'_>, _state: &PluginState, scores: &mut [i64]) {
+    fn normalize(&self, _cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
         default_normalize(MAX_NODE_SCORE, true, scores);
     }
 }
@@ -269,24 +267,26 @@ fn tolerates_unschedulable(tolerations: &[Toleration]) -> bool {
 }
 
 impl Predicate for CheckNodeUnschedulable {
+    type State = ();
+
     fn name(&self) -> &str {
         "CheckNodeUnschedulable"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         // Nothing to check when the pod tolerates cordoned nodes or no node is cordoned.
         if tolerates_unschedulable(&cx.pod().spec.tolerations)
             || cx.snapshot().nodes_with_flag(flags::UNSCHEDULABLE) == 0
         {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::none()))
+        Ok(Prepared::Run(()))
     }
 
     fn filter(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
         let _ = state;
@@ -299,18 +299,23 @@ impl Predicate for CheckNodeUnschedulable {
         }
     }
 
-    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseFilter> {
+    fn fast_filter(
+        &self,
+        cx: &CycleContext<'_>,
+        _state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
         Some(if tolerates_unschedulable(&cx.pod().spec.tolerations) {
-            DenseFilter::ALL
+            FastFilter::ALL
         } else {
-            DenseFilter::without_flags(flags::UNSCHEDULABLE)
+            FastFilter::without_flags(flags::UNSCHEDULABLE)
         })
     }
 
     fn filter_batch(
         &self,
         cx: &CycleContext<'_>,
-        _state: &PluginState,
+        _state: &Self::State,
         nodes: &[u32],
         out: &mut [Result<(), Reason>],
     ) {
@@ -475,7 +480,7 @@ mod tests {
             ],
             vec![],
         );
-        // filter_all also checks filter_batch (the dense path for no tolerations) against filter.
+        // filter_all also checks filter_batch (the summary-only path for no tolerations) against filter.
         assert_eq!(
             filter_all(&PodToleratesNodeTaints, &pod(), &snap),
             vec![Err(Reason::UntoleratedTaint(1)), Ok(())]
@@ -619,7 +624,7 @@ mod tests {
         let all = with_tolerations(vec![tol("", Exists, "", Some(PreferNoSchedule))]);
         assert_eq!(scores_and_constant(&p, &all, &snap), (vec![100, 100], true));
         // Same answers without the shortcut.
-        let st = PluginState::new(PreferState::of(&all.spec.tolerations));
+        let st = PreferState::of(&all.spec.tolerations);
         let cx = CycleContext::new(&all, &snap);
         let mut raw: Vec<i64> = (0..2).map(|i| p.score(&cx, &st, snap.node(i))).collect();
         p.normalize(&cx, &st, &mut raw);

@@ -77,7 +77,7 @@ pub(crate) fn snapshot(nodes: Vec<Node>, pods: Vec<(usize, Pod)>) -> Snapshot {
 
 /// Prepares `p` for `pod` and filters node `i` (a skipped predicate passes).
 pub(crate) fn filter(
-    p: &dyn Predicate,
+    p: &impl Predicate,
     pod: &Pod,
     snap: &Snapshot,
     i: usize,
@@ -86,7 +86,11 @@ pub(crate) fn filter(
 }
 
 /// Prepares `p` for `pod` and filters every node.
-pub(crate) fn filter_all(p: &dyn Predicate, pod: &Pod, snap: &Snapshot) -> Vec<Result<(), Reason>> {
+pub(crate) fn filter_all(
+    p: &impl Predicate,
+    pod: &Pod,
+    snap: &Snapshot,
+) -> Vec<Result<(), Reason>> {
     let cx = CycleContext::new(pod, snap);
     match p.prepare(&cx).unwrap() {
         Prepared::Skip => vec![Ok(()); snap.len()],
@@ -105,14 +109,14 @@ pub(crate) fn filter_all(p: &dyn Predicate, pod: &Pod, snap: &Snapshot) -> Vec<R
 }
 
 /// Whether `p` skips for `pod`.
-pub(crate) fn skips(p: &dyn Predicate, pod: &Pod, snap: &Snapshot) -> bool {
+pub(crate) fn skips(p: &impl Predicate, pod: &Pod, snap: &Snapshot) -> bool {
     let cx = CycleContext::new(pod, snap);
     matches!(p.prepare(&cx).unwrap(), Prepared::Skip)
 }
 
 /// Final scores of every node (all feasible), and whether they came from a constant.
 pub(crate) fn scores_and_constant(
-    p: &dyn Priority,
+    p: &impl Priority,
     pod: &Pod,
     snap: &Snapshot,
 ) -> (Vec<i64>, bool) {
@@ -131,7 +135,7 @@ pub(crate) fn scores_and_constant(
 }
 
 /// Final scores of every node (all feasible).
-pub(crate) fn scores(p: &dyn Priority, pod: &Pod, snap: &Snapshot) -> Vec<i64> {
+pub(crate) fn scores(p: &impl Priority, pod: &Pod, snap: &Snapshot) -> Vec<i64> {
     scores_and_constant(p, pod, snap).0
 }
 

@@ -1,6 +1,6 @@
 //! NoDiskConflict: a disk that allows one writer is not mounted twice on a node.
 
-use crate::framework::{CycleContext, PluginError, PluginState, Predicate, Prepared, Reason};
+use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::model::{Pod, Volume};
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
@@ -72,8 +72,8 @@ pub(crate) fn is_volume_conflict(volume: &Volume, existing: &Pod) -> bool {
 }
 
 /// Per-pod state: the pod's disk volumes.
-#[derive(Debug)]
-pub(crate) struct DiskState(Vec<Volume>);
+#[derive(Debug, Default)]
+pub struct DiskState(Vec<Volume>);
 
 impl DiskState {
     fn of(pod: &Pod) -> DiskState {
@@ -105,27 +105,29 @@ impl DiskState {
 }
 
 impl Predicate for NoDiskConflict {
+    type State = DiskState;
+
     fn name(&self) -> &str {
         "NoDiskConflict"
     }
 
-    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared, PluginError> {
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
         let st = DiskState::of(cx.pod());
         if st.0.is_empty() {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(PluginState::new(st)))
+        Ok(Prepared::Run(st))
     }
 
     fn filter(
         &self,
-        cx: &CycleContext<'_>,
-        state: &PluginState,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        match state.get::<DiskState>() {
-            Some(st) => st.check(node),
-            None => DiskState::of(cx.pod()).check(node),
+        {
+            let st = state;
+            st.check(node)
         }
     }
 }

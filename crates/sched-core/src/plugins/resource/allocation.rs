@@ -1,14 +1,14 @@
 //! The request/allocatable arithmetic shared by the resource-allocation scorers (kube's
 //! `resourceAllocationScorer`), and the least- and most-requested priorities built on it.
 
-use crate::dense::DenseScore;
+use crate::fast_path::{FastScore, Sealed};
 use crate::formulas::MAX_NODE_SCORE;
 use crate::formulas::average_of;
 use crate::formulas::{
     least_requested_score, least_requested_score_fast, most_requested_score,
     most_requested_score_fast,
 };
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PluginErrorKind, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
@@ -83,7 +83,7 @@ pub(crate) struct WeightedResources {
 /// One resource of the pod being scheduled: which scorer item, its weight, and the pod's
 /// request for it (non-zero defaults for CPU and memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PodResource {
+pub struct PodResource {
     item: usize,
     pub(crate) weight: i64,
     pod_request: i64,
@@ -201,11 +201,8 @@ impl WeightedResources {
 
     /// The pod's CPU and memory requests when the score needs only the dense numbers (kube's
     /// default resources, cpu and memory with weight 1).
-    fn dense_requests(&self, state: &PluginState) -> Option<(i64, i64)> {
-        match (
-            state.get::<Vec<PodResource>>()?.as_slice(),
-            self.is_cpu_memory_unit(),
-        ) {
+    fn fast_requests(&self, state: &[PodResource]) -> Option<(i64, i64)> {
+        match (state, self.is_cpu_memory_unit()) {
             ([cpu, memory], true) => Some((cpu.pod_request, memory.pod_request)),
             _ => None,
         }
@@ -295,9 +292,8 @@ impl LeastRequestedPriority {
     pub fn with_resources(
         resources: &[ResourceSpec],
     ) -> Result<LeastRequestedPriority, PluginError> {
-        validate_weights(resources).map_err(|message| PluginError {
-            plugin: Self::NAME.to_string(),
-            message,
+        validate_weights(resources).map_err(|message| {
+            PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(message))
         })?;
         Ok(LeastRequestedPriority {
             resources: WeightedResources::from_specs(resources),
@@ -312,6 +308,8 @@ impl Default for LeastRequestedPriority {
 }
 
 impl Priority for LeastRequestedPriority {
+    type State = Vec<PodResource>;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -320,18 +318,16 @@ impl Priority for LeastRequestedPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let pod = self.resources.prepare(cx);
         if pod.is_empty() {
             return Ok(PreparedScore::Constant(0));
         }
-        Ok(PreparedScore::Run(PluginState::new(pod)))
+        Ok(PreparedScore::Run(pod))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(pod) = state.get::<Vec<PodResource>>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let pod = state;
         self.resources
             .weighted_average(pod, node, least_requested_score)
     }
@@ -339,14 +335,11 @@ impl Priority for LeastRequestedPriority {
     fn score_batch(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         nodes: &[u32],
         out: &mut [i64],
     ) {
-        let Some(pod) = state.get::<Vec<PodResource>>() else {
-            out.fill(0);
-            return;
-        };
+        let pod = state;
         self.resources.score_batch(
             cx,
             pod,
@@ -357,9 +350,14 @@ impl Priority for LeastRequestedPriority {
         );
     }
 
-    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseScore> {
-        let (cpu, memory) = self.resources.dense_requests(state)?;
-        Some(DenseScore::least_requested(cpu, memory))
+    fn fast_score(
+        &self,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastScore> {
+        let (cpu, memory) = self.resources.fast_requests(state)?;
+        Some(FastScore::least_requested(cpu, memory))
     }
 }
 
@@ -392,9 +390,8 @@ impl MostRequestedPriority {
     pub fn with_resources(
         resources: &[ResourceSpec],
     ) -> Result<MostRequestedPriority, PluginError> {
-        validate_weights(resources).map_err(|message| PluginError {
-            plugin: Self::NAME.to_string(),
-            message,
+        validate_weights(resources).map_err(|message| {
+            PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(message))
         })?;
         Ok(MostRequestedPriority {
             resources: WeightedResources::from_specs(resources),
@@ -409,6 +406,8 @@ impl Default for MostRequestedPriority {
 }
 
 impl Priority for MostRequestedPriority {
+    type State = Vec<PodResource>;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -417,18 +416,16 @@ impl Priority for MostRequestedPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let pod = self.resources.prepare(cx);
         if pod.is_empty() {
             return Ok(PreparedScore::Constant(0));
         }
-        Ok(PreparedScore::Run(PluginState::new(pod)))
+        Ok(PreparedScore::Run(pod))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(pod) = state.get::<Vec<PodResource>>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let pod = state;
         self.resources
             .weighted_average(pod, node, most_requested_score)
     }
@@ -436,14 +433,11 @@ impl Priority for MostRequestedPriority {
     fn score_batch(
         &self,
         cx: &CycleContext<'_>,
-        state: &PluginState,
+        state: &Self::State,
         nodes: &[u32],
         out: &mut [i64],
     ) {
-        let Some(pod) = state.get::<Vec<PodResource>>() else {
-            out.fill(0);
-            return;
-        };
+        let pod = state;
         self.resources.score_batch(
             cx,
             pod,
@@ -454,9 +448,14 @@ impl Priority for MostRequestedPriority {
         );
     }
 
-    fn dense(&self, _cx: &CycleContext<'_>, state: &PluginState) -> Option<DenseScore> {
-        let (cpu, memory) = self.resources.dense_requests(state)?;
-        Some(DenseScore::most_requested(cpu, memory))
+    fn fast_score(
+        &self,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastScore> {
+        let (cpu, memory) = self.resources.fast_requests(state)?;
+        Some(FastScore::most_requested(cpu, memory))
     }
 }
 
@@ -598,7 +597,7 @@ mod tests {
         ] {
             let e = LeastRequestedPriority::with_resources(&[ResourceSpec::new("memory", w)])
                 .unwrap_err();
-            assert_eq!(e.message, msg);
+            assert_eq!(e.kind(), &PluginErrorKind::InvalidArgument(msg.into()));
         }
     }
 

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::model::Node;
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
@@ -28,8 +28,8 @@ pub const PREFER_AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/pr
 pub struct NodePreferAvoidPodsPriority;
 
 /// Snapshot indices (sorted) of the feasible nodes that avoid the pod's controller.
-#[derive(Debug)]
-struct AvoidingNodes(Vec<u32>);
+#[derive(Debug, Default)]
+pub struct AvoidingNodes(Vec<u32>);
 
 impl NodePreferAvoidPodsPriority {
     /// The legacy Policy name.
@@ -195,6 +195,8 @@ fn parse_avoid_pods(doc: &Value) -> Result<Vec<(&str, &str)>, ()> {
 }
 
 impl Priority for NodePreferAvoidPodsPriority {
+    type State = AvoidingNodes;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -203,7 +205,7 @@ impl Priority for NodePreferAvoidPodsPriority {
         &self,
         cx: &CycleContext<'_>,
         feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let Some(ctrl) = cx.pod().controller_ref() else {
             return Ok(PreparedScore::Constant(MAX_NODE_SCORE));
         };
@@ -227,18 +229,17 @@ impl Priority for NodePreferAvoidPodsPriority {
             return Ok(PreparedScore::Constant(MAX_NODE_SCORE));
         }
         avoiding.sort_unstable();
-        Ok(PreparedScore::Run(PluginState::new(AvoidingNodes(
-            avoiding,
-        ))))
+        Ok(PreparedScore::Run(AvoidingNodes(avoiding)))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
         if !node.summary().has(flags::PREFER_AVOID_PODS) {
             return MAX_NODE_SCORE;
         }
-        match state.get::<AvoidingNodes>() {
-            Some(a) if a.0.binary_search(&(node.index() as u32)).is_ok() => 0,
-            _ => MAX_NODE_SCORE,
+        if state.0.binary_search(&(node.index() as u32)).is_ok() {
+            0
+        } else {
+            MAX_NODE_SCORE
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `BalancedResourceAllocation`.
 
-use crate::dense::DenseScore;
+use crate::fast_path::{FastScore, Sealed};
 use crate::formulas::balanced_score;
-use crate::framework::{CycleContext, PluginState, Priority};
+use crate::framework::{CycleContext, Priority};
 use crate::snapshot::NodeRef;
 
 /// `BalancedResourceAllocation`: favours nodes whose CPU and memory would be used in the same
@@ -28,11 +28,13 @@ impl BalancedResourceAllocation {
 }
 
 impl Priority for BalancedResourceAllocation {
+    type State = ();
+
     fn name(&self) -> &str {
         Self::NAME
     }
 
-    fn score(&self, cx: &CycleContext<'_>, _state: &PluginState, node: NodeRef<'_>) -> i64 {
+    fn score(&self, cx: &CycleContext<'_>, _state: &Self::State, node: NodeRef<'_>) -> i64 {
         // The pod's non-zero requests are precomputed by the cycle context.
         let (cpu, memory) = cx.non_zero_requests();
         let s = node.summary();
@@ -47,7 +49,7 @@ impl Priority for BalancedResourceAllocation {
     fn score_batch(
         &self,
         cx: &CycleContext<'_>,
-        _state: &PluginState,
+        _state: &Self::State,
         nodes: &[u32],
         out: &mut [i64],
     ) {
@@ -64,9 +66,14 @@ impl Priority for BalancedResourceAllocation {
         }
     }
 
-    fn dense(&self, cx: &CycleContext<'_>, _state: &PluginState) -> Option<DenseScore> {
+    fn fast_score(
+        &self,
+        cx: &CycleContext<'_>,
+        _state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastScore> {
         let (cpu, memory) = cx.non_zero_requests();
-        Some(DenseScore::balanced(cpu, memory))
+        Some(FastScore::balanced(cpu, memory))
     }
 }
 

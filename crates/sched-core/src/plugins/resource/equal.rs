@@ -1,6 +1,6 @@
 //! `EqualPriority`.
 
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 
 /// `EqualPriority`: every node scores 1.
@@ -27,6 +27,8 @@ impl EqualPriority {
 }
 
 impl Priority for EqualPriority {
+    type State = ();
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -35,11 +37,11 @@ impl Priority for EqualPriority {
         &self,
         _cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         Ok(PreparedScore::Constant(Self::SCORE))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, _state: &PluginState, _node: NodeRef<'_>) -> i64 {
+    fn score(&self, _cx: &CycleContext<'_>, _state: &Self::State, _node: NodeRef<'_>) -> i64 {
         Self::SCORE
     }
 }

@@ -1,7 +1,7 @@
 //! `ImageLocalityPriority`.
 
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 use crate::snapshot::{Sym, flags};
 
@@ -41,8 +41,8 @@ pub fn normalized_image_name(name: &str) -> String {
 pub struct ImageLocalityPriority;
 
 /// Per pod: the images present somewhere, with their spread, and the container count.
-#[derive(Debug)]
-struct PodImages {
+#[derive(Debug, Default)]
+pub struct PodImages {
     /// (interned image name, nodes having it) for each container whose image is on some node.
     images: Vec<(Sym, u32)>,
     total_nodes: usize,
@@ -87,6 +87,8 @@ pub(crate) fn calculate_priority(sum: i64, containers: usize) -> i64 {
 }
 
 impl Priority for ImageLocalityPriority {
+    type State = PodImages;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -95,7 +97,7 @@ impl Priority for ImageLocalityPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let snapshot = cx.snapshot();
         let containers = &cx.pod().spec.containers;
         let images: Vec<(Sym, u32)> = containers
@@ -110,17 +112,15 @@ impl Priority for ImageLocalityPriority {
             // No node has any of the images: every sum is 0, and calculatePriority(0, n) is 0.
             return Ok(PreparedScore::Constant(0));
         }
-        Ok(PreparedScore::Run(PluginState::new(PodImages {
+        Ok(PreparedScore::Run(PodImages {
             images,
             total_nodes: snapshot.len(),
             containers: containers.len(),
-        })))
+        }))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(pod) = state.get::<PodImages>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let pod = state;
         if !node.summary().has(flags::IMAGES) {
             return calculate_priority(0, pod.containers);
         }

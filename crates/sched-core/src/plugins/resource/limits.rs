@@ -1,6 +1,6 @@
 //! `ResourceLimitsPriority`.
 
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::model::Pod;
 use crate::snapshot::NodeRef;
 
@@ -17,8 +17,8 @@ use crate::snapshot::NodeRef;
 pub struct ResourceLimitsPriority;
 
 /// The pod's CPU (milli) and memory limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PodLimits {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PodLimits {
     milli_cpu: i64,
     memory: i64,
 }
@@ -66,6 +66,8 @@ fn fits(limit: i64, allocatable: i64) -> bool {
 }
 
 impl Priority for ResourceLimitsPriority {
+    type State = PodLimits;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -74,19 +76,17 @@ impl Priority for ResourceLimitsPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let limits = pod_limits(cx.pod());
         if limits.milli_cpu == 0 && limits.memory == 0 {
             // Neither resource can be satisfied anywhere: every node scores 0.
             return Ok(PreparedScore::Constant(0));
         }
-        Ok(PreparedScore::Run(PluginState::new(limits)))
+        Ok(PreparedScore::Run(limits))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(limits) = state.get::<PodLimits>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let limits = state;
         let s = node.summary();
         i64::from(fits(limits.milli_cpu, s.alloc_milli_cpu) || fits(limits.memory, s.alloc_memory))
     }

@@ -2,7 +2,7 @@
 
 use super::allocation::{PodResource, ResourceSpec, WeightedResources};
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 
 /// The highest score of a shape point in the legacy Policy (`MaxCustomPriorityScore`); points
@@ -190,6 +190,8 @@ pub(crate) fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
 }
 
 impl Priority for RequestedToCapacityRatioPriority {
+    type State = Vec<PodResource>;
+
     fn name(&self) -> &str {
         Self::NAME
     }
@@ -198,19 +200,17 @@ impl Priority for RequestedToCapacityRatioPriority {
         &self,
         cx: &CycleContext<'_>,
         _feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let pod = self.resources.prepare(cx);
         if pod.is_empty() {
             // Nothing to weigh on any node (only scalar resources the pod does not request).
             return Ok(PreparedScore::Constant(0));
         }
-        Ok(PreparedScore::Run(PluginState::new(pod)))
+        Ok(PreparedScore::Run(pod))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(pod) = state.get::<Vec<PodResource>>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let pod = state;
         let (mut sum, mut weights) = (0i64, 0i64);
         for r in pod {
             let (alloc, req) = self.resources.alloc_and_request(r, node);

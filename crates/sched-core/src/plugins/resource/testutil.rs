@@ -59,13 +59,13 @@ pub fn pod_on(node: &str, containers: Vec<Container>) -> Pod {
 
 /// Final scores of `priority` for `pod` on every node (all nodes feasible), as the scheduler
 /// computes them: a constant, or score then normalize.
-pub fn run(priority: &dyn Priority, pod: &Pod, nodes: Vec<Node>, pods: Vec<Pod>) -> Vec<i64> {
+pub fn run(priority: &impl Priority, pod: &Pod, nodes: Vec<Node>, pods: Vec<Pod>) -> Vec<i64> {
     let snapshot = Snapshot::from_objects(nodes, pods).unwrap();
     run_on(priority, pod, &snapshot)
 }
 
 /// [`run`] on an existing snapshot.
-pub fn run_on(priority: &dyn Priority, pod: &Pod, snapshot: &Snapshot) -> Vec<i64> {
+pub fn run_on(priority: &impl Priority, pod: &Pod, snapshot: &Snapshot) -> Vec<i64> {
     let cx = CycleContext::new(pod, snapshot);
     let n = snapshot.len();
     let feasible: Vec<u32> = (0..n as u32).collect();
@@ -91,7 +91,7 @@ pub fn run_on(priority: &dyn Priority, pod: &Pod, snapshot: &Snapshot) -> Vec<i6
 }
 
 /// Whether `prepare` answers with a constant for this pod.
-pub fn is_constant(priority: &dyn Priority, pod: &Pod, snapshot: &Snapshot) -> Option<i64> {
+pub fn is_constant(priority: &impl Priority, pod: &Pod, snapshot: &Snapshot) -> Option<i64> {
     let cx = CycleContext::new(pod, snapshot);
     let feasible: Vec<u32> = (0..snapshot.len() as u32).collect();
     match priority.prepare(&cx, &feasible).unwrap() {

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::zone::ZoneKeys;
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::model::{Pod, Workload, WorkloadKind};
 use crate::plugins::interpod::selector::{self, CompiledSelector};
 use crate::snapshot::NodeRef;
@@ -104,8 +104,8 @@ pub(crate) fn default_selector(
 }
 
 /// Per-pod state.
-#[derive(Debug)]
-struct State {
+#[derive(Debug, Default)]
+pub struct State {
     selector: CompiledSelector,
     namespace: String,
     feasible: Vec<u32>,
@@ -124,7 +124,7 @@ fn count_matching(st: &State, node: NodeRef<'_>) -> i64 {
         .count() as i64
 }
 
-fn prepare(cx: &CycleContext<'_>, feasible: &[u32], services_only: bool) -> PreparedScore {
+fn prepare(cx: &CycleContext<'_>, feasible: &[u32], services_only: bool) -> PreparedScore<State> {
     let snapshot = cx.snapshot();
     let selector = default_selector(
         cx.pod(),
@@ -136,12 +136,12 @@ fn prepare(cx: &CycleContext<'_>, feasible: &[u32], services_only: bool) -> Prep
         // Every count is 0, so every node gets the top score, zoned or not.
         return PreparedScore::Constant(ALL_ZERO_SCORE);
     }
-    PreparedScore::Run(PluginState::new(State {
+    PreparedScore::Run(State {
         selector,
         namespace: cx.pod().metadata.namespace.clone(),
         feasible: feasible.to_vec(),
         zones: ZoneKeys::new(snapshot.interner()),
-    }))
+    })
 }
 
 /// kube 1.22 `SelectorSpread.NormalizeScore`.
@@ -213,6 +213,8 @@ impl SelectorSpreadPriority {
 }
 
 impl Priority for SelectorSpreadPriority {
+    type State = State;
+
     fn name(&self) -> &str {
         "SelectorSpreadPriority"
     }
@@ -221,20 +223,16 @@ impl Priority for SelectorSpreadPriority {
         &self,
         cx: &CycleContext<'_>,
         feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         Ok(prepare(cx, feasible, false))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        state
-            .get::<State>()
-            .map_or(0, |st| count_matching(st, node))
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        count_matching(state, node)
     }
 
-    fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {
-        if let Some(st) = state.get::<State>() {
-            normalize(cx, st, scores);
-        }
+    fn normalize(&self, cx: &CycleContext<'_>, state: &Self::State, scores: &mut [i64]) {
+        normalize(cx, state, scores);
     }
 }
 
@@ -252,6 +250,8 @@ impl ServiceSpreadingPriority {
 }
 
 impl Priority for ServiceSpreadingPriority {
+    type State = State;
+
     fn name(&self) -> &str {
         "ServiceSpreadingPriority"
     }
@@ -260,19 +260,15 @@ impl Priority for ServiceSpreadingPriority {
         &self,
         cx: &CycleContext<'_>,
         feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         Ok(prepare(cx, feasible, true))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        state
-            .get::<State>()
-            .map_or(0, |st| count_matching(st, node))
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        count_matching(state, node)
     }
 
-    fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {
-        if let Some(st) = state.get::<State>() {
-            normalize(cx, st, scores);
-        }
+    fn normalize(&self, cx: &CycleContext<'_>, state: &Self::State, scores: &mut [i64]) {
+        normalize(cx, state, scores);
     }
 }

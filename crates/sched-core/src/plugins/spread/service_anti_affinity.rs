@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::selector_spread::pod_services;
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PluginState, PreparedScore, Priority};
+use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::plugins::interpod::selector::CompiledSelector;
 use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
@@ -49,8 +49,8 @@ impl ServiceAntiAffinity {
 }
 
 /// Per-pod state.
-#[derive(Debug)]
-struct State {
+#[derive(Debug, Default)]
+pub struct State {
     /// The first Service's selector, if a Service selects the pod.
     selector: Option<CompiledSelector>,
     namespace: String,
@@ -59,6 +59,8 @@ struct State {
 }
 
 impl Priority for ServiceAntiAffinity {
+    type State = State;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -67,7 +69,7 @@ impl Priority for ServiceAntiAffinity {
         &self,
         cx: &CycleContext<'_>,
         feasible: &[u32],
-    ) -> Result<PreparedScore, PluginError> {
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
         let snapshot = cx.snapshot();
         let interner = snapshot.interner();
         let Some(label) = interner.get(&self.label) else {
@@ -77,18 +79,16 @@ impl Priority for ServiceAntiAffinity {
         let selector = pod_services(cx.pod(), snapshot.workloads())
             .next()
             .map(|s| CompiledSelector::from_map(&s.selector.match_labels, interner));
-        Ok(PreparedScore::Run(PluginState::new(State {
+        Ok(PreparedScore::Run(State {
             selector,
             namespace: cx.pod().metadata.namespace.clone(),
             label,
             feasible: feasible.to_vec(),
-        })))
+        }))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &PluginState, node: NodeRef<'_>) -> i64 {
-        let Some(st) = state.get::<State>() else {
-            return 0;
-        };
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let st = state;
         let Some(sel) = st.selector.as_ref().filter(|s| !s.is_empty()) else {
             return 0;
         };
@@ -99,10 +99,8 @@ impl Priority for ServiceAntiAffinity {
             .count() as i64
     }
 
-    fn normalize(&self, cx: &CycleContext<'_>, state: &PluginState, scores: &mut [i64]) {
-        let Some(st) = state.get::<State>() else {
-            return;
-        };
+    fn normalize(&self, cx: &CycleContext<'_>, state: &Self::State, scores: &mut [i64]) {
+        let st = state;
         let infos = cx.snapshot().node_infos();
         let values: Vec<Option<Sym>> = (0..scores.len())
             .map(|i| {

@@ -33,7 +33,7 @@ fn owned(p: PodB, kind: (&str, &str), name: &str) -> PodB {
 }
 
 fn run(
-    prio: &dyn Priority,
+    prio: &impl Priority,
     p: &Pod,
     pods: Vec<Pod>,
     nodes: Vec<Node>,

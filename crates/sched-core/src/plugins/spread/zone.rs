@@ -3,7 +3,7 @@
 use crate::snapshot::{Interner, LabelIds, Sym};
 
 /// The interned ids of the zone and region label keys.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ZoneKeys {
     beta_zone: Option<Sym>,
     zone: Option<Sym>,

@@ -1,171 +1,15 @@
-//! Summary-only forms of the built-in plugins, which the scheduler evaluates in fused passes.
-//!
-//! For most pods the built-in predicates and priorities look at nothing but a node's numbers:
-//! free CPU, memory and pod slots, a few flags, the non-zero requests. For such a pod a
-//! built-in describes its per-node work as a [`DenseFilter`] (from [`Predicate::dense`]) or a
-//! [`DenseScore`] (from [`Priority::dense`]). The scheduler then evaluates them itself
-//! instead of calling each plugin on each batch of nodes:
-//! - filtering is one pass over [`Snapshot::dense_fit`] (32 bytes per node) with all dense
-//!   filters combined into one;
-//! - scoring is one branch-free kernel over [`Snapshot::dense_load`] (columns of `f64`) for
-//!   the span of consecutive nodes the feasible ones lie in, which the compiler runs in SIMD
-//!   lanes (four nodes per instruction where the CPU has AVX2, detected at run time),
-//!   compiled for the exact set of formulas present; the results are then gathered in
-//!   feasible order, weighted, and offered to the host selection in the same pass.
-//!
-//! The answers are exactly the plugins' own. A dense filter checks the same conditions as the
-//! predicate's `filter` on the same numbers; a node that fails gets its reason from the
-//! predicates' `filter` (only when no node fits, the only time reasons are read). The dense
-//! scores multiply by per-node reciprocals where kube divides and then make each result
-//! exact, or leave the node to kube's own formulas (the kernel's documentation in the source
-//! carries the argument). Both types are opaque:
-//! only the built-in plugins make them, so a custom plugin always runs through its own
-//! `filter` and `score`. `tests/dense.rs` checks on random clusters that pipelines with and
-//! without dense forms decide alike.
-//!
-//! [`Predicate::dense`]: crate::framework::Predicate::dense
-//! [`Priority::dense`]: crate::framework::Priority::dense
-//! [`Snapshot::dense_fit`]: crate::snapshot::Snapshot::dense_fit
-//! [`Snapshot::dense_load`]: crate::snapshot::Snapshot::dense_load
+//! The fused scoring pass of the fast path: the fast scores of all feasible nodes in one
+//! branch-free kernel over the snapshot's load columns, compiled for the exact set of formulas
+//! present and, where the CPU has AVX2, for four nodes per instruction.
 
 use std::ops::Range;
 
 use rand::RngCore;
 
-use crate::formulas::{
-    average_of, balanced_score, least_requested_score, most_requested_score, out_of_range_bits,
-};
+use crate::fast_path::{FastScore, FormulaKind, general_scores};
+use crate::formulas::out_of_range_bits;
 use crate::select::Reservoir;
-use crate::snapshot::{EXACT_REQUEST, LoadColumns, NodeFree, NodeSummary};
-
-/// What a predicate checks for one pod, when that needs only a node's [`NodeFree`]: the node
-/// passes exactly when none of `flags` is set, and the pod's CPU, memory and ephemeral storage
-/// requests (and one more pod, when counted) fit in what is free. Several dense filters
-/// combine into one with [`DenseFilter::and`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DenseFilter {
-    flags: u32,
-    min_free_pods: i32,
-    milli_cpu: i64,
-    memory: i64,
-    ephemeral: i64,
-}
-
-impl DenseFilter {
-    /// Passes every node.
-    pub(crate) const ALL: DenseFilter = DenseFilter {
-        flags: 0,
-        min_free_pods: i32::MIN,
-        milli_cpu: i64::MIN,
-        memory: i64::MIN,
-        ephemeral: i64::MIN,
-    };
-
-    /// Fails the nodes with any of these summary flags.
-    pub(crate) fn without_flags(flags: u32) -> DenseFilter {
-        DenseFilter {
-            flags,
-            ..DenseFilter::ALL
-        }
-    }
-
-    /// PodFitsResources' summary part: one more pod must fit and, unless the pod requests
-    /// nothing (`requests` is `None`), its CPU, memory and ephemeral storage requests.
-    pub(crate) fn fits(requests: Option<(i64, i64, i64)>) -> DenseFilter {
-        let (milli_cpu, memory, ephemeral) = requests.unwrap_or((i64::MIN, i64::MIN, i64::MIN));
-        DenseFilter {
-            flags: 0,
-            min_free_pods: 1,
-            milli_cpu,
-            memory,
-            ephemeral,
-        }
-    }
-
-    /// The filter that passes a node exactly when both pass it.
-    #[must_use]
-    pub fn and(self, other: DenseFilter) -> DenseFilter {
-        DenseFilter {
-            flags: self.flags | other.flags,
-            min_free_pods: self.min_free_pods.max(other.min_free_pods),
-            milli_cpu: self.milli_cpu.max(other.milli_cpu),
-            memory: self.memory.max(other.memory),
-            ephemeral: self.ephemeral.max(other.ephemeral),
-        }
-    }
-
-    /// Whether the node passes. Branch-free, so a loop over nodes runs at the speed of its
-    /// loads.
-    #[inline(always)]
-    pub(crate) fn passes(&self, n: &NodeFree) -> bool {
-        ((n.flags & self.flags) == 0)
-            & (n.free_pods >= self.min_free_pods)
-            & (self.milli_cpu <= n.free_milli_cpu)
-            & (self.memory <= n.free_memory)
-            & (self.ephemeral <= n.free_ephemeral)
-    }
-}
-
-/// Which formula a [`DenseScore`] computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    LeastRequested,
-    MostRequested,
-    Balanced,
-}
-
-/// What a priority scores for one pod, when that needs only a node's [`LoadColumns`] numbers and no
-/// normalization: LeastRequestedPriority and MostRequestedPriority with kube's default
-/// resources, and BalancedResourceAllocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DenseScore {
-    kind: Kind,
-    milli_cpu: i64,
-    memory: i64,
-}
-
-impl DenseScore {
-    /// LeastRequestedPriority (cpu and memory, weight 1 each) for a pod with these non-zero
-    /// requests.
-    pub(crate) fn least_requested(milli_cpu: i64, memory: i64) -> DenseScore {
-        DenseScore {
-            kind: Kind::LeastRequested,
-            milli_cpu,
-            memory,
-        }
-    }
-
-    /// MostRequestedPriority (cpu and memory, weight 1 each).
-    pub(crate) fn most_requested(milli_cpu: i64, memory: i64) -> DenseScore {
-        DenseScore {
-            kind: Kind::MostRequested,
-            milli_cpu,
-            memory,
-        }
-    }
-
-    /// BalancedResourceAllocation.
-    pub(crate) fn balanced(milli_cpu: i64, memory: i64) -> DenseScore {
-        DenseScore {
-            kind: Kind::Balanced,
-            milli_cpu,
-            memory,
-        }
-    }
-
-    /// The node's final score (0..=100 for any realistic node; kube's formulas, which can
-    /// leave that range on absurd input, otherwise).
-    pub fn score(&self, s: &NodeSummary) -> i64 {
-        // One node: kube's formulas as they are (no kernel, no allocation). The kernel gives
-        // the same scores (the tests below compare them).
-        let [l, m, b] = general_scores::<true, true, true>(s, self.milli_cpu, self.memory);
-        match self.kind {
-            Kind::LeastRequested => l,
-            Kind::MostRequested => m,
-            Kind::Balanced => b,
-        }
-    }
-}
+use crate::snapshot::{EXACT_REQUEST, LoadColumns, NodeSummary};
 
 /// A pod's non-zero CPU and memory requests as one `f64` pair, and whether they are in the
 /// exact range (`0..=2^52`, so that a node's requests plus the pod's stay exact).
@@ -328,40 +172,18 @@ fn negative(v: f64) -> i64 {
     (v.to_bits() >> 63) as i64
 }
 
-/// The same scores by kube's formulas as they are, from the summary's integers.
-fn general_scores<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
-    s: &NodeSummary,
-    pod_milli_cpu: i64,
-    pod_memory: i64,
-) -> [i64; 3] {
-    let cpu = s.nz_milli_cpu.wrapping_add(pod_milli_cpu);
-    let memory = s.nz_memory.wrapping_add(pod_memory);
-    let (cpu_alloc, memory_alloc) = (s.alloc_milli_cpu, s.alloc_memory);
-    let mut out = [0; 3];
-    if LEAST {
-        out[0] = average_of(least_requested_score, cpu, cpu_alloc, memory, memory_alloc);
-    }
-    if MOST {
-        out[1] = average_of(most_requested_score, cpu, cpu_alloc, memory, memory_alloc);
-    }
-    if BALANCED {
-        out[2] = balanced_score(cpu, cpu_alloc, memory, memory_alloc);
-    }
-    out
-}
-
-/// Where one dense priority's scores go: its row in the score table and its weight.
+/// Where one fast priority's scores go: its row in the score table and its weight.
 #[derive(Clone, Copy, Debug)]
 struct Output {
     row: usize,
     weight: i64,
 }
 
-/// The dense priorities of one cycle, arranged so that a node's scores share their ratios
+/// The fast priorities of one cycle, arranged so that a node's scores share their ratios
 /// and the loop over nodes is compiled for the exact set of formulas present (no per-node
 /// dispatch on the kind).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct DenseScorer {
+pub(crate) struct FastScorer {
     milli_cpu: i64,
     memory: i64,
     least: Option<Output>,
@@ -369,28 +191,28 @@ pub(crate) struct DenseScorer {
     balanced: Option<Output>,
 }
 
-impl DenseScorer {
-    /// Arranges the dense priorities `(index, form, weight)` of a cycle; the scores of priority
+impl FastScorer {
+    /// Arranges the fast priorities `(index, form, weight)` of a cycle; the scores of priority
     /// `index` go to table row `index`. `None` when they do not share one pod request or a
     /// formula appears twice (never the case for the built-ins; such a cycle scores node by
-    /// node with [`DenseScore::score`]).
-    pub(crate) fn new(dense: &[(usize, DenseScore, i64)]) -> Option<DenseScorer> {
-        let (_, first, _) = dense.first()?;
-        let mut scorer = DenseScorer {
+    /// node with [`FastScore::score`]).
+    pub(crate) fn new(fast: &[(usize, FastScore, i64)]) -> Option<FastScorer> {
+        let (_, first, _) = fast.first()?;
+        let mut scorer = FastScorer {
             milli_cpu: first.milli_cpu,
             memory: first.memory,
             least: None,
             most: None,
             balanced: None,
         };
-        for &(row, d, weight) in dense {
+        for &(row, d, weight) in fast {
             if (d.milli_cpu, d.memory) != (scorer.milli_cpu, scorer.memory) {
                 return None;
             }
             let slot = match d.kind {
-                Kind::LeastRequested => &mut scorer.least,
-                Kind::MostRequested => &mut scorer.most,
-                Kind::Balanced => &mut scorer.balanced,
+                FormulaKind::LeastRequested => &mut scorer.least,
+                FormulaKind::MostRequested => &mut scorer.most,
+                FormulaKind::Balanced => &mut scorer.balanced,
             };
             if slot.replace(Output { row, weight }).is_some() {
                 return None;
@@ -423,7 +245,7 @@ impl DenseScorer {
         self.run_for(args, |_, _| {})
     }
 
-    /// [`DenseScorer::run`], calling `each(totals, k)` with the weighted totals of the nodes
+    /// [`FastScorer::run`], calling `each(totals, k)` with the weighted totals of the nodes
     /// at `k..` once they are complete.
     ///
     /// The pass is compiled for the widest vectors the CPU has: with AVX2 (x86-64), the
@@ -446,7 +268,7 @@ impl DenseScorer {
         self.run_any(args, each)
     }
 
-    /// [`DenseScorer::run_any`] with AVX2 enabled.
+    /// [`FastScorer::run_any`] with AVX2 enabled.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn run_avx2(&self, args: RunArgs<'_>, each: impl FnMut(&[i64], usize)) -> i64 {
@@ -615,6 +437,9 @@ type RunArgs<'a> = (
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formulas::{
+        average_of, balanced_score, least_requested_score, most_requested_score,
+    };
     use proptest::prelude::*;
 
     fn load(cpu: i64, cpu_alloc: i64, memory: i64, memory_alloc: i64) -> NodeSummary {
@@ -628,17 +453,17 @@ mod tests {
     }
 
     /// kube's formulas, as the plugins compute them node by node.
-    fn reference(kind: Kind, c: i64, ca: i64, m: i64, ma: i64) -> i64 {
+    fn reference(kind: FormulaKind, c: i64, ca: i64, m: i64, ma: i64) -> i64 {
         match kind {
-            Kind::LeastRequested => average_of(least_requested_score, c, ca, m, ma),
-            Kind::MostRequested => average_of(most_requested_score, c, ca, m, ma),
-            Kind::Balanced => balanced_score(c, ca, m, ma),
+            FormulaKind::LeastRequested => average_of(least_requested_score, c, ca, m, ma),
+            FormulaKind::MostRequested => average_of(most_requested_score, c, ca, m, ma),
+            FormulaKind::Balanced => balanced_score(c, ca, m, ma),
         }
     }
 
     /// A node's score through the kernel, or kube's formulas where it is unsure (as the
     /// scheduler does).
-    fn kernel_score(d: &DenseScore, s: &NodeSummary) -> i64 {
+    fn kernel_score(d: &FastScore, s: &NodeSummary) -> i64 {
         let mut loads = LoadColumns::default();
         loads.push(s);
         let mut out = KernelOut::default();
@@ -648,9 +473,9 @@ mod tests {
             return d.score(s);
         }
         i64::from(match d.kind {
-            Kind::LeastRequested => out.least[0],
-            Kind::MostRequested => out.most[0],
-            Kind::Balanced => out.balanced[0],
+            FormulaKind::LeastRequested => out.least[0],
+            FormulaKind::MostRequested => out.most[0],
+            FormulaKind::Balanced => out.balanced[0],
         })
     }
 
@@ -658,14 +483,14 @@ mod tests {
         let n = load(c, ca, m, ma);
         for (kind, d) in [
             (
-                Kind::LeastRequested,
-                DenseScore::least_requested(pod_c, pod_m),
+                FormulaKind::LeastRequested,
+                FastScore::least_requested(pod_c, pod_m),
             ),
             (
-                Kind::MostRequested,
-                DenseScore::most_requested(pod_c, pod_m),
+                FormulaKind::MostRequested,
+                FastScore::most_requested(pod_c, pod_m),
             ),
-            (Kind::Balanced, DenseScore::balanced(pod_c, pod_m)),
+            (FormulaKind::Balanced, FastScore::balanced(pod_c, pod_m)),
         ] {
             let want = reference(kind, c.wrapping_add(pod_c), ca, m.wrapping_add(pod_m), ma);
             assert_eq!(
@@ -769,15 +594,15 @@ mod tests {
                 .map(|i| i as u32)
                 .collect();
             let kinds = [
-                (Kind::LeastRequested, DenseScore::least_requested(pod_c, pod_m)),
-                (Kind::MostRequested, DenseScore::most_requested(pod_c, pod_m)),
-                (Kind::Balanced, DenseScore::balanced(pod_c, pod_m)),
+                (FormulaKind::LeastRequested, FastScore::least_requested(pod_c, pod_m)),
+                (FormulaKind::MostRequested, FastScore::most_requested(pod_c, pod_m)),
+                (FormulaKind::Balanced, FastScore::balanced(pod_c, pod_m)),
             ];
-            let dense: Vec<(usize, DenseScore, i64)> = (0..3)
+            let fast: Vec<(usize, FastScore, i64)> = (0..3)
                 .filter(|k| formulas & (1 << k) != 0)
                 .map(|k| (k, kinds[k].1, weights[k]))
                 .collect();
-            let scorer = DenseScorer::new(&dense).expect("one request, distinct formulas");
+            let scorer = FastScorer::new(&fast).expect("one request, distinct formulas");
             let f = feasible.len();
             let pass = |wide: bool| {
                 let (mut out, mut table, mut totals) = (KernelOut::default(), vec![0; 3 * f], vec![0; f]);
@@ -810,7 +635,7 @@ mod tests {
                 let s = &summaries[i as usize];
                 let (rc, rm) = (s.nz_milli_cpu.wrapping_add(pod_c), s.nz_memory.wrapping_add(pod_m));
                 let mut total = 0i64;
-                for &(k, _, w) in &dense {
+                for &(k, _, w) in &fast {
                     let want = reference(kinds[k].0, rc, s.alloc_milli_cpu, rm, s.alloc_memory);
                     prop_assert_eq!(table[k * f + j], want, "{:?} node {}", kinds[k].0, i);
                     total = total.wrapping_add(want.wrapping_mul(w));
@@ -820,33 +645,5 @@ mod tests {
             let any_out_of_range = (0..3 * f).any(|x| formulas & (1 << (x / f.max(1))) != 0 && !(0..=100).contains(&table[x]));
             prop_assert_eq!(bad != 0, any_out_of_range);
         }
-    }
-
-    #[test]
-    fn filter_is_the_conjunction_of_its_parts() {
-        let fit = NodeFree {
-            free_milli_cpu: 1000,
-            free_memory: 10,
-            free_ephemeral: 0,
-            free_pods: 1,
-            flags: 0b100,
-        };
-        assert!(DenseFilter::ALL.passes(&fit));
-        assert!(DenseFilter::fits(Some((1000, 10, 0))).passes(&fit));
-        assert!(!DenseFilter::fits(Some((1001, 10, 0))).passes(&fit));
-        assert!(!DenseFilter::fits(Some((0, 0, 1))).passes(&fit));
-        assert!(DenseFilter::fits(None).passes(&fit));
-        assert!(!DenseFilter::fits(None).passes(&NodeFree {
-            free_pods: 0,
-            ..fit
-        }));
-        assert!(!DenseFilter::without_flags(0b110).passes(&fit));
-        assert!(DenseFilter::without_flags(0b010).passes(&fit));
-        let both = DenseFilter::without_flags(0b010).and(DenseFilter::fits(Some((2000, 0, 0))));
-        assert!(!both.passes(&fit));
-        assert!(both.passes(&NodeFree {
-            free_milli_cpu: 2000,
-            ..fit
-        }));
     }
 }

@@ -3,12 +3,13 @@
 //! same decisions with the same scores and the same explanations, cycle after cycle.
 
 use proptest::prelude::*;
+mod common;
+use common::{BuildWorker, Worker};
 use sched_core::model::{
     Container, Node, NodeCondition, Pod, Quantity, Taint, TaintEffect, Toleration,
     TolerationOperator,
 };
 use sched_core::policy::Policy;
-use sched_core::scheduler::Scheduler;
 use sched_core::snapshot::Snapshot;
 
 fn q(s: &str) -> Quantity {
@@ -187,7 +188,7 @@ fn policies() -> Vec<Policy> {
     vec![Policy::kube_default(), packing]
 }
 
-fn scheduler(policy: &Policy, pct: u32, dense: bool, seed: u64) -> Scheduler {
+fn scheduler(policy: &Policy, pct: u32, dense: bool, seed: u64) -> Worker {
     let mut policy = policy.clone();
     policy.percentage_of_nodes_to_score = Some(i64::from(pct));
     policy
@@ -195,8 +196,8 @@ fn scheduler(policy: &Policy, pct: u32, dense: bool, seed: u64) -> Scheduler {
         .unwrap()
         .threads(1)
         .seed(seed)
-        .dense(dense)
-        .build()
+        .fast_path(dense)
+        .build_worker()
         .unwrap()
 }
 
@@ -235,7 +236,7 @@ proptest! {
 /// The benchmark workload itself, for many pods: every decision and every score row equal.
 #[test]
 fn dense_path_matches_on_the_benchmark_cluster() {
-    let (nodes, pods) = sched_core::synth::benchmark_cluster(600);
+    let (nodes, pods) = sched_core::bench_cluster::benchmark_cluster(600);
     let mut a = Snapshot::from_objects(nodes, pods).unwrap();
     let mut b = a.clone();
     for pct in [100, 0] {
@@ -245,7 +246,7 @@ fn dense_path_matches_on_the_benchmark_cluster() {
             scheduler(&policy, pct, false, 9),
         );
         for i in 0..300 {
-            let p = sched_core::synth::benchmark_pod(i + pct as usize * 1000);
+            let p = sched_core::bench_cluster::benchmark_pod(i + pct as usize * 1000);
             let x = fast.schedule_and_assume(&p, &mut a).unwrap();
             let y = slow.schedule_and_assume(&p, &mut b).unwrap();
             assert_eq!(x, y, "pod {i}");

@@ -1,0 +1,214 @@
+//! The plugin interface: [`Predicate`] (filter) and [`Priority`] (score), plus the per-pod
+//! [`CycleContext`] they share and the [`Reason`] codes a failing node gets.
+//!
+//! Each plugin is called once per pod to `prepare` (kube's PreFilter/PreScore): it resolves the
+//! pod's terms against the snapshot into its own typed `State`, and may say it has nothing to
+//! do for this pod, which is how the scheduler avoids work for pods without tolerations, ports
+//! or affinity. Then `filter` or `score` runs per node with that state and must not allocate.
+//! A profile holds plugins of different types as [`BoxPredicate`] and [`BoxPriority`].
+//!
+//! A closure is enough for a simple predicate:
+//!
+//! ```
+//! use sched_core::framework::{predicate_fn, Reason};
+//! let gpu_only = predicate_fn("GpuNodesOnly", |_pod, node| {
+//!     if node.node().metadata.labels.contains_key("gpu") { Ok(()) } else { Err(Reason::Custom(1)) }
+//! });
+//! # let _ = gpu_only;
+//! ```
+
+mod boxed;
+mod error;
+mod plugin;
+
+use std::borrow::Cow;
+
+pub use boxed::{BoxPredicate, BoxPriority};
+pub(crate) use boxed::{ErasedState, PreparedScoring};
+pub use error::{PluginError, PluginErrorKind};
+pub use plugin::{Predicate, Prepared, PreparedScore, Priority, predicate_fn, priority_fn};
+
+use crate::model::{Node, Pod, Resources, pod_non_zero_requests, pod_requests};
+use crate::snapshot::Snapshot;
+
+/// A set of resources a node lacks: bit 0 CPU, 1 memory, 2 ephemeral storage, 3 pod count,
+/// bit `4 + i` the pod's i-th scalar request (see [`CycleContext::requests`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceSet(pub u64);
+
+impl ResourceSet {
+    /// CPU.
+    pub const CPU: u64 = 1;
+    /// Memory.
+    pub const MEMORY: u64 = 1 << 1;
+    /// Ephemeral storage.
+    pub const EPHEMERAL_STORAGE: u64 = 1 << 2;
+    /// Pod count.
+    pub const PODS: u64 = 1 << 3;
+
+    /// The bit of the pod's i-th scalar request (indices past 59 share the last bit).
+    pub fn scalar_bit(i: usize) -> u64 {
+        1 << (4 + i.min(59))
+    }
+}
+
+/// Why a node cannot take the pod. `Copy` and small, so the filter loop never builds text;
+/// [`Reason::write_messages`] renders kube's wording on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Not enough of these resources (one message per resource: "Insufficient cpu", ...,
+    /// "Too many pods").
+    Insufficient(ResourceSet),
+    /// A requested host port is taken.
+    PortsConflict,
+    /// `spec.nodeName` names another node.
+    NodeNameMismatch,
+    /// nodeSelector or required node affinity does not match.
+    NodeSelectorMismatch,
+    /// A GCE PD, EBS, RBD or iSCSI volume conflicts with one in use.
+    DiskConflict,
+    /// The node's taint at this index of `spec.taints` is not tolerated.
+    UntoleratedTaint(u16),
+    /// The node is cordoned.
+    Unschedulable,
+    /// The Ready condition is not True.
+    NotReady,
+    /// The network is unavailable.
+    NetworkUnavailable,
+    /// Memory pressure.
+    MemoryPressure,
+    /// Disk pressure.
+    DiskPressure,
+    /// PID pressure.
+    PidPressure,
+    /// Labels required (or forbidden) by CheckNodeLabelPresence.
+    LabelPresenceViolated,
+    /// The pod's required pod affinity is not satisfied.
+    PodAffinityRulesNotMatch,
+    /// The pod's required pod anti-affinity is violated.
+    PodAntiAffinityRulesNotMatch,
+    /// An existing pod's required anti-affinity forbids the pod here.
+    ExistingPodsAntiAffinityRulesNotMatch,
+    /// Service affinity (CheckServiceAffinity) is violated.
+    ServiceAffinityViolated,
+    /// A custom predicate's code; its text comes from [`Predicate::explain`].
+    Custom(u32),
+}
+
+impl Reason {
+    /// Calls `out` with each of kube's messages for this reason. `requests` are the pod's
+    /// effective requests (for scalar names) and `node` the node (for taints). Custom reasons
+    /// are rendered by [`Predicate::explain`] instead, so this gives them a generic text.
+    pub fn write_messages(
+        &self,
+        requests: &Resources,
+        node: &Node,
+        out: &mut dyn FnMut(Cow<'static, str>),
+    ) {
+        match *self {
+            Reason::Insufficient(set) => {
+                let bits = set.0;
+                if bits & ResourceSet::PODS != 0 {
+                    out("Too many pods".into());
+                }
+                if bits & ResourceSet::CPU != 0 {
+                    out("Insufficient cpu".into());
+                }
+                if bits & ResourceSet::MEMORY != 0 {
+                    out("Insufficient memory".into());
+                }
+                if bits & ResourceSet::EPHEMERAL_STORAGE != 0 {
+                    out("Insufficient ephemeral-storage".into());
+                }
+                for (i, (name, _)) in requests.scalar.iter().enumerate() {
+                    if bits & ResourceSet::scalar_bit(i) != 0 {
+                        out(format!("Insufficient {name}").into());
+                    }
+                }
+            }
+            Reason::PortsConflict => {
+                out("node(s) didn't have free ports for the requested pod ports".into())
+            }
+            Reason::NodeNameMismatch => out("node(s) didn't match the requested node name".into()),
+            Reason::NodeSelectorMismatch => {
+                out("node(s) didn't match Pod's node affinity/selector".into())
+            }
+            Reason::DiskConflict => out("node(s) had no available disk".into()),
+            Reason::UntoleratedTaint(i) => match node.spec.taints.get(i as usize) {
+                Some(t) => {
+                    out(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value).into())
+                }
+                None => out("node(s) had untolerated taint".into()),
+            },
+            Reason::Unschedulable => out("node(s) were unschedulable".into()),
+            Reason::NotReady => out("node(s) were not ready".into()),
+            Reason::NetworkUnavailable => out("node(s) had unavailable network".into()),
+            Reason::MemoryPressure => out("node(s) had memory pressure".into()),
+            Reason::DiskPressure => out("node(s) had disk pressure".into()),
+            Reason::PidPressure => out("node(s) had pid pressure".into()),
+            Reason::LabelPresenceViolated => out("node(s) didn't have the requested labels".into()),
+            Reason::PodAffinityRulesNotMatch => {
+                out("node(s) didn't match pod affinity rules".into())
+            }
+            Reason::PodAntiAffinityRulesNotMatch => {
+                out("node(s) didn't match pod anti-affinity rules".into())
+            }
+            Reason::ExistingPodsAntiAffinityRulesNotMatch => {
+                out("node(s) didn't satisfy existing pods anti-affinity rules".into())
+            }
+            Reason::ServiceAffinityViolated => out("node(s) didn't match service affinity".into()),
+            Reason::Custom(code) => out(format!("custom reason {code}").into()),
+        }
+    }
+}
+
+/// What the scheduler knows about the pod being placed, computed once per cycle.
+#[derive(Debug)]
+pub struct CycleContext<'a> {
+    pod: &'a Pod,
+    snapshot: &'a Snapshot,
+    requests: Resources,
+    non_zero: (i64, i64),
+}
+
+impl<'a> CycleContext<'a> {
+    /// The pod's requests and non-zero requests, for reuse once the cycle is over.
+    pub(crate) fn into_requests(self) -> (Resources, (i64, i64)) {
+        (self.requests, self.non_zero)
+    }
+
+    /// Precomputes the pod's requests.
+    pub fn new(pod: &'a Pod, snapshot: &'a Snapshot) -> Self {
+        CycleContext {
+            pod,
+            snapshot,
+            requests: pod_requests(pod),
+            non_zero: pod_non_zero_requests(pod),
+        }
+    }
+
+    /// The pod being scheduled.
+    #[inline]
+    pub fn pod(&self) -> &'a Pod {
+        self.pod
+    }
+
+    /// The cluster.
+    #[inline]
+    pub fn snapshot(&self) -> &'a Snapshot {
+        self.snapshot
+    }
+
+    /// The pod's effective requests (see [`crate::model::pod_requests`]).
+    #[inline]
+    pub fn requests(&self) -> &Resources {
+        &self.requests
+    }
+
+    /// The pod's non-zero CPU (milli) and memory (bytes) requests.
+    #[inline]
+    pub fn non_zero_requests(&self) -> (i64, i64) {
+        self.non_zero
+    }
+}

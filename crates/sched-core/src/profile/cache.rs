@@ -1,0 +1,137 @@
+//! [`Cache`]: what a scheduling cycle writes, owned by one worker.
+
+use std::fmt;
+use std::sync::Mutex;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::explain::ScoreTable;
+use super::filter::ChunkBuf;
+use super::kernel::KernelOut;
+use crate::fast_path::FastScore;
+use crate::framework::{BoxPriority, ErasedState, PreparedScoring, Reason};
+use crate::select::{EmptyScores, select_host};
+
+/// The tie-breaking RNG. The built-in ChaCha8 is kept with its concrete type so that
+/// `select_host`, which may draw several times per pod, inlines its generator instead of
+/// calling through a `dyn RngCore` per draw; the stream is the same.
+enum TieRng {
+    ChaCha(Box<ChaCha8Rng>),
+    Custom(Box<dyn RngCore + Send + Sync>),
+}
+
+/// A worker's scratch space for scheduling with a [`super::Profile`]: reused buffers (so the
+/// hot path allocates nothing per node), the tie-breaking RNG and the round-robin start
+/// index. Cheap to keep, not shared: one per scheduling thread. The results of the last cycle
+/// stay readable through [`super::Profile::last_scores`].
+pub struct Cache {
+    rng: TieRng,
+    pub(super) next_start_index: usize,
+    pub(super) scratch: Scratch,
+}
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cache")
+            .field("next_start_index", &self.next_start_index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache::new()
+    }
+}
+
+impl Cache {
+    /// A cache whose tie-breaking RNG (ChaCha8) is seeded from the OS.
+    pub fn new() -> Cache {
+        Cache::with_tie_rng(TieRng::ChaCha(Box::new(ChaCha8Rng::from_os_rng())))
+    }
+
+    /// A cache whose tie-breaking RNG (ChaCha8) starts from `seed`: runs are reproducible.
+    pub fn seeded(seed: u64) -> Cache {
+        Cache::with_tie_rng(TieRng::ChaCha(Box::new(ChaCha8Rng::seed_from_u64(seed))))
+    }
+
+    /// A cache that breaks ties with this RNG.
+    pub fn with_rng(rng: impl RngCore + Send + Sync + 'static) -> Cache {
+        Cache::with_tie_rng(TieRng::Custom(Box::new(rng)))
+    }
+
+    fn with_tie_rng(rng: TieRng) -> Cache {
+        Cache {
+            rng,
+            next_start_index: 0,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The round-robin index the next cycle starts filtering at.
+    pub fn next_start_index(&self) -> usize {
+        self.next_start_index
+    }
+
+    /// The scratch buffers and the tie-breaking RNG, for a pass that selects as it scores.
+    pub(super) fn scratch_and_rng(&mut self) -> (&mut Scratch, &mut dyn RngCore) {
+        let rng: &mut dyn RngCore = match &mut self.rng {
+            TieRng::ChaCha(rng) => rng.as_mut(),
+            TieRng::Custom(rng) => rng.as_mut(),
+        };
+        (&mut self.scratch, rng)
+    }
+
+    /// Selects among the totals of the last scoring pass (kube's `selectHost`).
+    pub(super) fn select_host(&mut self) -> Result<usize, EmptyScores> {
+        match &mut self.rng {
+            TieRng::ChaCha(rng) => select_host(&self.scratch.totals, rng.as_mut()),
+            TieRng::Custom(rng) => select_host(&self.scratch.totals, rng),
+        }
+    }
+
+    pub(super) fn score_table<'a>(
+        &'a self,
+        priorities: &'a [(BoxPriority, i64)],
+    ) -> ScoreTable<'a> {
+        let s = &self.scratch;
+        ScoreTable::new(
+            &s.feasible,
+            &s.table,
+            &s.totals,
+            &s.constants,
+            s.constant_total,
+            priorities.iter().map(|(p, w)| (p.name(), *w)).collect(),
+        )
+    }
+}
+
+/// The buffers of one cycle.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Snapshot indices of feasible nodes, in evaluation order.
+    pub(super) feasible: Vec<u32>,
+    /// Rejected nodes: (snapshot index, predicate index, first reason).
+    pub(super) failures: Vec<(u32, u16, Reason)>,
+    /// Per-chunk buffers for parallel filtering.
+    pub(super) chunks: Vec<Mutex<ChunkBuf>>,
+    /// Buffers for sequential filtering.
+    pub(super) seq: ChunkBuf,
+    /// Per priority, per feasible node, final scores (priority-major).
+    pub(super) table: Vec<i64>,
+    /// Weighted totals aligned with `feasible`, without `constant_total`.
+    pub(super) totals: Vec<i64>,
+    /// Per priority: `Some(score)` when it gave every node the same score.
+    pub(super) constants: Vec<Option<i64>>,
+    /// Sum of weight x score over the constant priorities (the same for every node).
+    pub(super) constant_total: i64,
+    /// The priorities scored through their fast form: index, form, weight.
+    pub(super) fast: Vec<(usize, FastScore, i64)>,
+    /// The scoring kernel's per-node results.
+    pub(super) kernel: KernelOut,
+    /// The active predicates of the cycle with their states.
+    pub(super) active: Vec<(u16, ErasedState)>,
+    /// The priorities' prepared forms of the cycle.
+    pub(super) prepared: Vec<PreparedScoring>,
+}

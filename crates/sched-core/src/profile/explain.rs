@@ -1,0 +1,205 @@
+//! Explanations: [`FitError`] (every rejected node's reasons and kube's summary line) and
+//! [`ScoreTable`] (the scores of the last cycle).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::Profile;
+use super::cache::Cache;
+use crate::framework::{CycleContext, ErasedState, Prepared, Reason};
+
+/// One rejected node and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFailure {
+    /// Node name.
+    pub node: String,
+    /// Failed predicates with their codes (the first only, unless alwaysCheckAllPredicates).
+    pub codes: Vec<(String, Reason)>,
+    /// kube's messages for those codes.
+    pub messages: Vec<String>,
+}
+
+/// No node can take the pod: every node's reasons, and kube's summary as `Display`
+/// ("0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu.").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FitError {
+    /// `namespace/name` of the pod.
+    pub pod: String,
+    /// Number of nodes in the snapshot.
+    pub num_all_nodes: usize,
+    /// Each rejected node, in snapshot order.
+    pub failures: Vec<NodeFailure>,
+}
+
+impl FitError {
+    /// Count of nodes per message, sorted as kube sorts the summary ("N message" as strings).
+    pub fn histogram(&self) -> Vec<(usize, String)> {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &self.failures {
+            for m in &f.messages {
+                *counts.entry(m).or_default() += 1;
+            }
+        }
+        let mut out: Vec<(String, usize, String)> = counts
+            .into_iter()
+            .map(|(m, n)| (format!("{n} {m}"), n, m.to_string()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.into_iter().map(|(_, n, m)| (n, m)).collect()
+    }
+}
+
+impl fmt::Display for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} nodes are available", self.num_all_nodes)?;
+        let h = self.histogram();
+        if !h.is_empty() {
+            f.write_str(": ")?;
+            for (i, (n, m)) in h.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{n} {m}")?;
+            }
+        }
+        f.write_str(".")
+    }
+}
+
+impl std::error::Error for FitError {}
+
+/// A view of the scores of the last successful cycle.
+#[derive(Debug)]
+pub struct ScoreTable<'a> {
+    feasible: &'a [u32],
+    table: &'a [i64],
+    totals: &'a [i64],
+    constants: &'a [Option<i64>],
+    constant_total: i64,
+    names: Vec<(&'a str, i64)>,
+}
+
+impl<'a> ScoreTable<'a> {
+    pub(super) fn new(
+        feasible: &'a [u32],
+        table: &'a [i64],
+        totals: &'a [i64],
+        constants: &'a [Option<i64>],
+        constant_total: i64,
+        names: Vec<(&'a str, i64)>,
+    ) -> ScoreTable<'a> {
+        ScoreTable {
+            feasible,
+            table,
+            totals,
+            constants,
+            constant_total,
+            names,
+        }
+    }
+
+    /// Priority names and weights, in pipeline order.
+    pub fn priorities(&self) -> &[(&'a str, i64)] {
+        &self.names
+    }
+
+    /// Number of scored nodes.
+    pub fn len(&self) -> usize {
+        self.feasible.len()
+    }
+
+    /// Whether no node was scored.
+    pub fn is_empty(&self) -> bool {
+        self.feasible.is_empty()
+    }
+
+    /// Whether priorities ran (they do not when exactly one node fits, as in kube).
+    pub fn scored(&self) -> bool {
+        !self.table.is_empty()
+    }
+
+    /// The `i`-th feasible node: snapshot index, weighted total, and each priority's normalized
+    /// (unweighted) score in pipeline order (empty when scoring was skipped).
+    pub fn row(&self, i: usize) -> (usize, i64, Vec<i64>) {
+        let n = self.feasible.len();
+        let per = if self.scored() {
+            (0..self.names.len())
+                .map(|p| {
+                    self.constants
+                        .get(p)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(self.table[p * n + i])
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (
+            self.feasible[i] as usize,
+            self.totals[i] + self.constant_total,
+            per,
+        )
+    }
+}
+
+impl Profile {
+    pub(super) fn fit_error(&self, cache: &Cache, cx: &CycleContext<'_>) -> FitError {
+        let snapshot = cx.snapshot();
+        let mut failures: Vec<(u32, u16, Reason)> = cache.scratch.failures.clone();
+        failures.sort_by_key(|f| f.0);
+        let mut prepared: Vec<Option<ErasedState>> = Vec::new();
+        if self.always_check_all_predicates {
+            for p in &self.predicates {
+                prepared.push(match p.prepare(cx) {
+                    Ok(Prepared::Run(s)) => Some(s),
+                    _ => None,
+                });
+            }
+        }
+        let failures = failures
+            .into_iter()
+            .map(|(idx, pi, reason)| {
+                let node_ref = snapshot.node(idx as usize);
+                let mut codes: Vec<(usize, Reason)> = vec![(pi as usize, reason)];
+                if self.always_check_all_predicates {
+                    codes.clear();
+                    for (i, p) in self.predicates.iter().enumerate() {
+                        if let Some(state) = &prepared[i]
+                            && let Err(r) = p.filter(cx, state, node_ref)
+                        {
+                            codes.push((i, r));
+                        }
+                    }
+                }
+                let mut messages = Vec::new();
+                for (i, r) in &codes {
+                    match r {
+                        Reason::Custom(code) => {
+                            messages.push(self.predicates[*i].explain(*code).into_owned())
+                        }
+                        _ => r.write_messages(
+                            cx.requests(),
+                            node_ref.node(),
+                            &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
+                        ),
+                    }
+                }
+                NodeFailure {
+                    node: node_ref.info().name().to_string(),
+                    codes: codes
+                        .into_iter()
+                        .map(|(i, r)| (self.predicates[i].name().to_string(), r))
+                        .collect(),
+                    messages,
+                }
+            })
+            .collect();
+        FitError {
+            pod: cx.pod().key(),
+            num_all_nodes: snapshot.len(),
+            failures,
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! Filtering: the fast pass over the snapshot's `NodeFree` rows, and the general passes
+//! (sequential in batches, or parallel in chunks with early stop) through the predicates.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::Profile;
+use super::cache::Cache;
+use crate::fast_path::FastFilter;
+use crate::framework::{BoxPredicate, CycleContext, ErasedState, Reason};
+
+type Outcome = Result<(), (u16, Reason)>;
+
+/// The predicate index of a failure whose reason is not computed yet (see
+/// [`Profile::filter_fast`]).
+const PENDING: u16 = u16::MAX;
+
+const CHUNK: usize = 256;
+
+/// Nodes per batch in sequential filtering (fewer when fewer feasible nodes are still needed,
+/// so early stop wastes little work).
+const SEQ_BATCH: usize = 128;
+
+/// Reusable buffers for filtering one chunk of nodes predicate by predicate.
+#[derive(Default)]
+pub(super) struct ChunkBuf {
+    /// Snapshot indices of the chunk's nodes, in evaluation order.
+    nodes: Vec<u32>,
+    /// Outcome per node of the chunk.
+    out: Vec<Outcome>,
+    /// Nodes still passing: snapshot indices and positions in the chunk.
+    alive: Vec<u32>,
+    alive_pos: Vec<u32>,
+    /// One predicate's answers for `alive`.
+    res: Vec<Result<(), Reason>>,
+}
+
+impl ChunkBuf {
+    /// Filters `self.nodes` into `self.out`. Without alwaysCheckAllPredicates each predicate
+    /// runs (through `filter_batch`) on the nodes that passed the ones before it, so every
+    /// node gets exactly the first failing predicate's reason, as the node-by-node loop gives.
+    fn filter(
+        &mut self,
+        predicates: &[BoxPredicate],
+        active: &[(u16, ErasedState)],
+        always_all: bool,
+        cx: &CycleContext<'_>,
+    ) {
+        self.out.clear();
+        if always_all {
+            self.out.extend(
+                self.nodes
+                    .iter()
+                    .map(|&i| Profile::check_node(predicates, active, true, cx, i as usize)),
+            );
+            return;
+        }
+        self.out.resize(self.nodes.len(), Ok(()));
+        self.alive.clear();
+        self.alive.extend_from_slice(&self.nodes);
+        self.alive_pos.clear();
+        self.alive_pos.extend(0..self.nodes.len() as u32);
+        for (j, (pi, state)) in active.iter().enumerate() {
+            if self.alive.is_empty() {
+                break;
+            }
+            self.res.clear();
+            self.res.resize(self.alive.len(), Ok(()));
+            predicates[*pi as usize].filter_batch(cx, state, &self.alive, &mut self.res);
+            if j + 1 == active.len() {
+                // The last predicate: record failures, no survivors to keep.
+                for (r, &at) in self.res.iter().zip(&self.alive_pos) {
+                    if let Err(r) = *r {
+                        self.out[at as usize] = Err((*pi, r));
+                    }
+                }
+                break;
+            }
+            if self.res.iter().all(Result::is_ok) {
+                continue;
+            }
+            // Keep the passing nodes in order (written unconditionally, advanced on pass).
+            let mut kept = 0;
+            for k in 0..self.alive.len() {
+                let (node, at) = (self.alive[k], self.alive_pos[k]);
+                self.alive[kept] = node;
+                self.alive_pos[kept] = at;
+                match self.res[k] {
+                    Ok(()) => kept += 1,
+                    Err(r) => self.out[at as usize] = Err((*pi, r)),
+                }
+            }
+            self.alive.truncate(kept);
+            self.alive_pos.truncate(kept);
+        }
+    }
+}
+
+/// Replaces `nodes` with the node indices at evaluation positions `pos..pos + len` when
+/// evaluation starts at `start` (`pos + len <= n`): at most two plain ranges.
+fn fill_positions(nodes: &mut Vec<u32>, start: usize, pos: usize, len: usize, n: usize) {
+    nodes.clear();
+    let first = wrap(start, pos, n);
+    let straight = len.min(n - first);
+    nodes.extend((first..first + straight).map(|i| i as u32));
+    nodes.extend((0..len - straight).map(|i| i as u32));
+}
+
+/// The node index at evaluation position `pos` when evaluation starts at `start` (both < n).
+#[inline]
+fn wrap(start: usize, pos: usize, n: usize) -> usize {
+    if pos < n - start {
+        start + pos
+    } else {
+        pos - (n - start)
+    }
+}
+
+impl Profile {
+    #[inline]
+    pub(super) fn check_node(
+        predicates: &[BoxPredicate],
+        active: &[(u16, ErasedState)],
+        always_all: bool,
+        cx: &CycleContext<'_>,
+        idx: usize,
+    ) -> Outcome {
+        let node = cx.snapshot().node(idx);
+        let mut first: Option<(u16, Reason)> = None;
+        for (pi, state) in active {
+            if let Err(r) = predicates[*pi as usize].filter(cx, state, node) {
+                if first.is_none() {
+                    first = Some((*pi, r));
+                }
+                if !always_all {
+                    break;
+                }
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(f) => Err(f),
+        }
+    }
+
+    /// Filters with the predicates' combined [`FastFilter`] (every active predicate has one),
+    /// in one pass over the snapshot's `NodeFree` rows. A node that fails is recorded with
+    /// [`PENDING`] for its reason: reasons are only read when no node fits, and then
+    /// [`Profile::resolve_pending`] asks the predicates' own `filter`. Same result as
+    /// [`Profile::filter_sequential`].
+    pub(super) fn filter_fast(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        filter: FastFilter,
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        const _: () = assert!(SEQ_BATCH.is_power_of_two());
+        let fit = cx.snapshot().free();
+        let n = fit.len();
+        let s = &mut cache.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        // Batches of nodes into buffers on the stack, whose counts stay in registers (pushing
+        // to the scratch vectors node by node reloads their lengths from memory).
+        let mut passed = [0u32; SEQ_BATCH];
+        let mut failed = [0u32; SEQ_BATCH];
+        let mut pos = 0;
+        for range in [start..n, 0..start] {
+            let mut base = range.start;
+            while base < range.end {
+                // No more nodes than still needed (at least 8), so an early stop wastes little.
+                let needed = to_find - s.feasible.len();
+                let batch = &fit[base..base + needed.clamp(8, SEQ_BATCH).min(range.end - base)];
+                let (mut ok, mut bad) = (0usize, 0usize);
+                for (j, node) in batch.iter().enumerate() {
+                    let i = (base + j) as u32;
+                    // The counts stay below the batch length; the masks let the compiler
+                    // see it.
+                    if filter.passes(node) {
+                        passed[ok & (SEQ_BATCH - 1)] = i;
+                        ok += 1;
+                    } else {
+                        failed[bad & (SEQ_BATCH - 1)] = i;
+                        bad += 1;
+                    }
+                }
+                let mut len = batch.len();
+                if ok >= needed {
+                    // Stop right after the `to_find`-th feasible node.
+                    let last = passed[needed - 1];
+                    ok = needed;
+                    bad = failed[..bad].partition_point(|&i| i < last);
+                    len = (last as usize - base) + 1;
+                }
+                s.feasible.extend_from_slice(&passed[..ok]);
+                s.failures.extend(
+                    failed[..bad]
+                        .iter()
+                        .map(|&i| (i, PENDING, Reason::Custom(0))),
+                );
+                pos += len;
+                if s.feasible.len() >= to_find {
+                    return pos;
+                }
+                base += len;
+            }
+        }
+        pos
+    }
+
+    /// Gives the failures recorded by [`Profile::filter_fast`] their reasons: the first
+    /// failing predicate and its reason, from the predicates' `filter`.
+    pub(super) fn resolve_pending(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        active: &[(u16, ErasedState)],
+    ) {
+        let s = &mut cache.scratch;
+        let mut kept = 0;
+        for k in 0..s.failures.len() {
+            let (idx, pi, _) = s.failures[k];
+            if pi != PENDING {
+                s.failures[kept] = s.failures[k];
+                kept += 1;
+                continue;
+            }
+            match Self::check_node(&self.predicates, active, false, cx, idx as usize) {
+                Err((pi, r)) => {
+                    s.failures[kept] = (idx, pi, r);
+                    kept += 1;
+                }
+                // Fast filters match their predicates exactly (tested), so this does not
+                // happen; were it to, the predicates' answer wins.
+                Ok(()) => s.feasible.push(idx),
+            }
+        }
+        s.failures.truncate(kept);
+    }
+
+    pub(super) fn filter_sequential(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        active: &[(u16, ErasedState)],
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        let n = cx.snapshot().len();
+        let s = &mut cache.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        if active.is_empty() {
+            // No filter to run: kube takes the first `to_find` nodes from the start index.
+            s.feasible
+                .extend((start..n).chain(0..start).take(to_find).map(|i| i as u32));
+            return to_find;
+        }
+        // Positions start..n, then 0..start, in batches filtered predicate by predicate.
+        let buf = &mut s.seq;
+        let mut pos = 0;
+        while pos < n {
+            let needed = to_find - s.feasible.len();
+            let len = needed.clamp(8, SEQ_BATCH).min(n - pos);
+            fill_positions(&mut buf.nodes, start, pos, len, n);
+            buf.filter(
+                &self.predicates,
+                active,
+                self.always_check_all_predicates,
+                cx,
+            );
+            for (&idx, o) in buf.nodes.iter().zip(&buf.out) {
+                pos += 1;
+                match *o {
+                    Ok(()) => {
+                        s.feasible.push(idx);
+                        if s.feasible.len() >= to_find {
+                            return pos;
+                        }
+                    }
+                    Err((pi, r)) => s.failures.push((idx, pi, r)),
+                }
+            }
+        }
+        n
+    }
+
+    /// Filters on the pool. Workers take chunks of positions in increasing order; a chunk is
+    /// skipped only when earlier chunks already hold `to_find` feasible nodes, so the merged
+    /// result (feasible nodes in position order, cut at `to_find`) equals the sequential one.
+    pub(super) fn filter_parallel(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        active: &[(u16, ErasedState)],
+        start: usize,
+        to_find: usize,
+    ) -> usize {
+        let n = cx.snapshot().len();
+        let chunks = n.div_ceil(CHUNK);
+        while cache.scratch.chunks.len() < chunks {
+            cache.scratch.chunks.push(Mutex::new(ChunkBuf::default()));
+        }
+        let next = AtomicUsize::new(0);
+        let found = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        {
+            let predicates = &self.predicates;
+            let always_all = self.always_check_all_predicates;
+            let slots = &cache.scratch.chunks[..chunks];
+            let work = || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= chunks {
+                        break;
+                    }
+                    let mut buf = slots[k].lock().unwrap_or_else(|e| e.into_inner());
+                    buf.out.clear();
+                    if found.load(Ordering::Acquire) >= to_find {
+                        // Enough feasible nodes in earlier chunks: leave this one unevaluated.
+                        continue;
+                    }
+                    let lo = k * CHUNK;
+                    let hi = (lo + CHUNK).min(n);
+                    fill_positions(&mut buf.nodes, start, lo, hi - lo, n);
+                    buf.filter(predicates, active, always_all, cx);
+                    let ok = buf.out.iter().filter(|o| o.is_ok()).count();
+                    found.fetch_add(ok, Ordering::AcqRel);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            let threads = self.threads.min(chunks);
+            match &self.pool {
+                Some(pool) => pool.scope(|sc| {
+                    for _ in 1..threads {
+                        sc.spawn(|_| work());
+                    }
+                    work();
+                }),
+                None => work(),
+            }
+        }
+        let s = &mut cache.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        for k in 0..chunks {
+            let buf = s.chunks[k].lock().unwrap_or_else(|e| e.into_inner());
+            for (j, o) in buf.out.iter().enumerate() {
+                let pos = k * CHUNK + j;
+                let idx = wrap(start, pos, n) as u32;
+                match o {
+                    Ok(()) => {
+                        s.feasible.push(idx);
+                        if s.feasible.len() >= to_find {
+                            return pos + 1;
+                        }
+                    }
+                    Err((pi, r)) => s.failures.push((idx, *pi, *r)),
+                }
+            }
+        }
+        n
+    }
+}

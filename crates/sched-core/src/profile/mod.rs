@@ -1,0 +1,334 @@
+//! A compiled scheduling profile: filter, score and select (kube-scheduler's `genericScheduler`
+//! under one profile).
+//!
+//! A [`Profile`] is compiled once (from a [`crate::policy::Policy`] or a [`ProfileBuilder`]) and
+//! never changes: it is `Send + Sync`, so several workers share one behind an `Arc`. What a
+//! cycle writes lives in a [`Cache`] that each worker owns: scratch buffers, the tie-breaking
+//! RNG and the round-robin start index. The same profile and an equal cache give the same
+//! decisions.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use sched_core::policy::Policy;
+//! use sched_core::snapshot::Snapshot;
+//! use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
+//!
+//! let (nodes, running) = benchmark_cluster(20);
+//! let snapshot = Snapshot::from_objects(nodes, running)?;
+//! let profile = Arc::new(Policy::kube_default().builder()?.seed(1).build()?);
+//! let workers: Vec<_> = (0..2)
+//!     .map(|w| {
+//!         let (profile, snapshot) = (Arc::clone(&profile), snapshot.clone());
+//!         std::thread::spawn(move || {
+//!             let mut cache = profile.create_cache();
+//!             profile.schedule(&mut cache, &benchmark_pod(w), &snapshot).map(|r| r.node)
+//!         })
+//!     })
+//!     .collect();
+//! for w in workers {
+//!     assert!(w.join().unwrap()?.starts_with("node-"));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod builder;
+mod cache;
+mod explain;
+mod filter;
+pub(crate) mod kernel;
+mod score;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use builder::{BuildError, ProfileBuilder};
+pub use cache::Cache;
+pub use explain::{FitError, NodeFailure, ScoreTable};
+
+use crate::fast_path::FastFilter;
+use crate::formulas::MAX_NODE_SCORE;
+use crate::framework::{
+    BoxPredicate, BoxPriority, CycleContext, ErasedState, PluginError, Prepared,
+};
+use crate::model::Pod;
+use crate::snapshot::{Snapshot, SnapshotError};
+
+/// kube's floor on how many feasible nodes to look for before stopping.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube's floor on the adaptive percentage of nodes to score.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How many feasible nodes to find before scoring, as kube-scheduler's
+/// `numFeasibleNodesToFind`: all nodes below 100 nodes or at 100 %; `percentage` 0 means
+/// adaptive (50 - nodes/125, at least 5 %); never fewer than 100 nodes.
+///
+/// ```
+/// use sched_core::profile::num_feasible_nodes_to_find;
+/// assert_eq!(num_feasible_nodes_to_find(5_000, 0), 500); // 10 %
+/// assert_eq!(num_feasible_nodes_to_find(15_000, 0), 750); // floor of 5 %
+/// assert_eq!(num_feasible_nodes_to_find(150, 0), 100);
+/// assert_eq!(num_feasible_nodes_to_find(5_000, 100), 5_000);
+/// ```
+pub fn num_feasible_nodes_to_find(num_all_nodes: usize, percentage: u32) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
+        return num_all_nodes;
+    }
+    let mut pct = percentage as i64;
+    if pct <= 0 {
+        pct = 50 - (num_all_nodes / 125) as i64;
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND as i64 {
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND as i64;
+        }
+    }
+    let n = (num_all_nodes as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// Why a pod was not scheduled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// The snapshot has no nodes.
+    #[error("no nodes available to schedule pods")]
+    NoNodes,
+    /// No node passed filtering; the error explains every node.
+    #[error(transparent)]
+    Unschedulable(#[from] FitError),
+    /// A plugin failed while preparing for the pod.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// A priority gave a normalized score outside 0..=100.
+    #[error(
+        "priority {plugin:?} gave node {node:?} the score {score}, outside 0..={MAX_NODE_SCORE}"
+    )]
+    InvalidScore {
+        /// Priority name.
+        plugin: String,
+        /// Node name.
+        node: String,
+        /// The score.
+        score: i64,
+    },
+    /// A node was chosen, but the snapshot refused to assume the pod onto it (the pod is
+    /// already in the snapshot, say); the snapshot is unchanged.
+    #[error("assuming the pod onto the chosen node: {0}")]
+    Assume(#[source] SnapshotError),
+}
+
+/// Where the pod goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleResult {
+    /// The chosen node's name.
+    pub node: String,
+    /// The chosen node's index in the snapshot.
+    pub node_index: usize,
+    /// Nodes filtered in this cycle (feasible plus rejected).
+    pub evaluated_nodes: usize,
+    /// Nodes that passed filtering.
+    pub feasible_nodes: usize,
+    /// The chosen node's weighted total score (0 when only one node was feasible and scoring
+    /// was skipped, as kube does).
+    pub score: i64,
+}
+
+/// A compiled, immutable scheduling pipeline: predicates, weighted priorities and the cycle
+/// settings. `Send + Sync`; share it with `Arc` and give each worker its own [`Cache`]
+/// ([`Profile::create_cache`]).
+pub struct Profile {
+    predicates: Vec<BoxPredicate>,
+    priorities: Vec<(BoxPriority, i64)>,
+    always_check_all_predicates: bool,
+    percentage_of_nodes_to_score: u32,
+    threads: usize,
+    parallel_threshold: usize,
+    fast_path: bool,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    seed: Option<u64>,
+}
+
+impl fmt::Debug for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Profile")
+            .field("predicates", &self.predicate_names().collect::<Vec<_>>())
+            .field("priorities", &self.priority_weights().collect::<Vec<_>>())
+            .field(
+                "always_check_all_predicates",
+                &self.always_check_all_predicates,
+            )
+            .field(
+                "percentage_of_nodes_to_score",
+                &self.percentage_of_nodes_to_score,
+            )
+            .field("threads", &self.threads)
+            .field("fast_path", &self.fast_path)
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+impl Profile {
+    /// Starts a builder.
+    pub fn builder() -> ProfileBuilder {
+        ProfileBuilder::new()
+    }
+
+    /// Predicate names in order.
+    pub fn predicate_names(&self) -> impl Iterator<Item = &str> {
+        self.predicates.iter().map(|p| p.name())
+    }
+
+    /// Priority names with weights in order.
+    pub fn priority_weights(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.priorities.iter().map(|(p, w)| (p.name(), *w))
+    }
+
+    /// percentageOfNodesToScore (0 = adaptive).
+    pub fn percentage_of_nodes_to_score(&self) -> u32 {
+        self.percentage_of_nodes_to_score
+    }
+
+    /// A new cache for one worker: tie-breaking seeded with the builder's seed when it had
+    /// one (so every cache made from this profile draws the same sequence), else from the OS.
+    pub fn create_cache(&self) -> Cache {
+        match self.seed {
+            Some(seed) => Cache::seeded(seed),
+            None => Cache::new(),
+        }
+    }
+
+    /// The feasible nodes and scores of the last successful cycle run with `cache`.
+    pub fn last_scores<'a>(&'a self, cache: &'a Cache) -> ScoreTable<'a> {
+        cache.score_table(&self.priorities)
+    }
+
+    /// Schedules one pod: filter (at most `numFeasibleNodesToFind` feasible nodes, starting at
+    /// the cache's round-robin index), score when more than one node fits, and select a best
+    /// node.
+    pub fn schedule(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &Snapshot,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_in(cache, &CycleContext::new(pod, snapshot))
+    }
+
+    /// Schedules the pod and, on success, assumes it onto the chosen node in the snapshot.
+    pub fn schedule_and_assume(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let cx = CycleContext::new(pod, snapshot);
+        let r = self.schedule_in(cache, &cx)?;
+        let (requests, non_zero) = cx.into_requests();
+        snapshot
+            .assume_at(pod.clone(), r.node_index, requests, non_zero)
+            .map_err(ScheduleError::Assume)?;
+        Ok(r)
+    }
+
+    fn schedule_in(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        // The per-pod plugin states live in a vector kept from cycle to cycle.
+        let mut active = std::mem::take(&mut cache.scratch.active);
+        let result = self.schedule_with(cache, cx, &mut active);
+        active.clear();
+        cache.scratch.active = active;
+        result
+    }
+
+    fn schedule_with(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        active: &mut Vec<(u16, ErasedState)>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let snapshot = cx.snapshot();
+        let n = snapshot.len();
+        if n == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        active.clear();
+        for (i, p) in self.predicates.iter().enumerate() {
+            match p.prepare(cx)? {
+                Prepared::Skip => {}
+                Prepared::Run(state) => active.push((i as u16, state)),
+            }
+        }
+        let to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
+        let start = cache.next_start_index % n;
+        let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
+            None
+        } else {
+            active.iter().try_fold(FastFilter::ALL, |acc, (pi, state)| {
+                Some(acc.and(self.predicates[*pi as usize].fast_filter(cx, state)?))
+            })
+        };
+        let processed = if let Some(filter) = fast {
+            self.filter_fast(cache, cx, filter, start, to_find)
+        } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
+            self.filter_parallel(cache, cx, active, start, to_find)
+        } else {
+            self.filter_sequential(cache, cx, active, start, to_find)
+        };
+        cache.next_start_index = (start + processed) % n;
+
+        if cache.scratch.feasible.is_empty() {
+            self.resolve_pending(cache, cx, active);
+        }
+        let s = &mut cache.scratch;
+        let feasible = s.feasible.len();
+        let evaluated = feasible + s.failures.len();
+        if feasible == 0 {
+            return Err(ScheduleError::Unschedulable(self.fit_error(cache, cx)));
+        }
+        if feasible == 1 {
+            let idx = s.feasible[0] as usize;
+            s.table.clear();
+            s.constants.clear();
+            s.constant_total = 0;
+            s.totals.clear();
+            s.totals.push(0);
+            return Ok(ScheduleResult {
+                node: snapshot.node_infos()[idx].name().to_string(),
+                node_index: idx,
+                evaluated_nodes: evaluated,
+                feasible_nodes: 1,
+                score: 0,
+            });
+        }
+        let selected = self.prioritize(cache, cx)?;
+        let pick = match selected {
+            Some(pick) => pick,
+            None => cache.select_host().map_err(|_| ScheduleError::NoNodes)?,
+        };
+        let s = &cache.scratch;
+        let idx = s.feasible[pick] as usize;
+        Ok(ScheduleResult {
+            node: snapshot.node_infos()[idx].name().to_string(),
+            node_index: idx,
+            evaluated_nodes: evaluated,
+            feasible_nodes: feasible,
+            score: s.totals[pick] + s.constant_total,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Profile>();
+        shared::<Arc<Profile>>();
+        fn owned<T: Send>() {}
+        owned::<Cache>();
+    }
+}
