@@ -17,6 +17,7 @@
 #   libprotobuf-dev   google/protobuf/*.proto, the well-known types those .proto files import
 #   gcc               cc (ring and other crates build C code)
 #   util-linux, passwd  runuser, useradd (PostgreSQL refuses to run as root)
+#   python3           scripts/check-layers.py (the module layering check)
 
 # One line per requirement: kind (cmd | file | pgbin), what, Debian package.
 _le_deps_manifest() {
@@ -36,6 +37,7 @@ pgbin pg_isready postgresql
 cmd cc gcc
 cmd runuser util-linux
 cmd useradd passwd
+cmd python3 python3
 EOF
 }
 

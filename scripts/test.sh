@@ -2,7 +2,8 @@
 # Runs every test of the workspace, real servers included:
 #   - installs (Debian packages) and starts PostgreSQL, etcd and Redis on loopback in a
 #     temporary directory (scripts/servers.sh), and stops them on exit;
-#   - formatting, clippy with warnings as errors, every unit/integration/property/doc test,
+#   - formatting, the module layering check (scripts/check-layers.py), clippy with warnings
+#     as errors, every unit/integration/property/doc test,
 #     sched-core's scoring-kernel tests again optimized (the vector builds exist only with
 #     optimizations), and rustdoc without warnings.
 # A backend test whose server is missing fails; nothing is skipped.
@@ -19,6 +20,9 @@ trap lease_elect_servers_stop EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "module layers (docs/architecture.md): imports go one way, no circles"
+python3 scripts/check-layers.py
 
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -386,3 +386,44 @@ fn score_table_of_a_single_feasible_node_has_no_priority_rows() {
     assert_eq!(t.len(), 1);
     assert_eq!(t.row(0), (2, 0, vec![]));
 }
+
+/// One `Profile` shared by two threads, each with its own `Cache`: each thread's decisions are
+/// exactly those of the same cache used alone, so workers never disturb each other.
+#[test]
+fn one_profile_two_caches_on_two_threads() {
+    use std::sync::Arc;
+    let (nodes, running) = sched_core::bench_cluster::benchmark_cluster(300);
+    let snapshot = Snapshot::from_objects(nodes, running).unwrap();
+    let profile = Arc::new(
+        sched_core::policy::Policy::kube_default()
+            .builder()
+            .unwrap()
+            .threads(1)
+            .build()
+            .unwrap(),
+    );
+    let run = |profile: &Profile, seed: u64, snapshot: &mut Snapshot| -> Vec<String> {
+        let mut cache = sched_core::profile::Cache::seeded(seed);
+        (0..200)
+            .map(|i| {
+                let pod = sched_core::bench_cluster::benchmark_pod(i + seed as usize * 1000);
+                profile
+                    .schedule_and_assume(&mut cache, &pod, snapshot)
+                    .unwrap()
+                    .node
+            })
+            .collect()
+    };
+    let alone: Vec<Vec<String>> = (1..=2)
+        .map(|seed| run(&profile, seed, &mut snapshot.clone()))
+        .collect();
+    let threads: Vec<_> = (1..=2u64)
+        .map(|seed| {
+            let (profile, mut snapshot) = (Arc::clone(&profile), snapshot.clone());
+            std::thread::spawn(move || run(&profile, seed, &mut snapshot))
+        })
+        .collect();
+    let together: Vec<Vec<String>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(together, alone);
+    assert_ne!(alone[0], alone[1], "different seeds break ties differently");
+}

@@ -6,11 +6,9 @@ use std::sync::Mutex;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::explain::ScoreTable;
-use super::filter::ChunkBuf;
 use super::kernel::KernelOut;
 use crate::fast_path::FastScore;
-use crate::framework::{BoxPriority, ErasedState, PreparedScoring, Reason};
+use crate::framework::{ErasedState, PreparedScoring, Reason};
 use crate::select::{EmptyScores, select_host};
 
 /// The tie-breaking RNG. The built-in ChaCha8 is kept with its concrete type so that
@@ -90,22 +88,11 @@ impl Cache {
             TieRng::Custom(rng) => select_host(&self.scratch.totals, rng),
         }
     }
-
-    pub(super) fn score_table<'a>(
-        &'a self,
-        priorities: &'a [(BoxPriority, i64)],
-    ) -> ScoreTable<'a> {
-        let s = &self.scratch;
-        ScoreTable::new(
-            &s.feasible,
-            &s.table,
-            &s.totals,
-            &s.constants,
-            s.constant_total,
-            priorities.iter().map(|(p, w)| (p.name(), *w)).collect(),
-        )
-    }
 }
+
+/// A node's filtering outcome: passed, or the index of the first failing predicate and its
+/// reason.
+pub(super) type Outcome = Result<(), (u16, Reason)>;
 
 /// The buffers of one cycle.
 #[derive(Default)]
@@ -134,4 +121,18 @@ pub(super) struct Scratch {
     pub(super) active: Vec<(u16, ErasedState)>,
     /// The priorities' prepared forms of the cycle.
     pub(super) prepared: Vec<PreparedScoring>,
+}
+
+/// Reusable buffers for filtering one chunk of nodes predicate by predicate.
+#[derive(Default)]
+pub(super) struct ChunkBuf {
+    /// Snapshot indices of the chunk's nodes, in evaluation order.
+    pub(super) nodes: Vec<u32>,
+    /// Outcome per node of the chunk.
+    pub(super) out: Vec<Outcome>,
+    /// Nodes still passing: snapshot indices and positions in the chunk.
+    pub(super) alive: Vec<u32>,
+    pub(super) alive_pos: Vec<u32>,
+    /// One predicate's answers for `alive`.
+    pub(super) res: Vec<Result<(), Reason>>,
 }

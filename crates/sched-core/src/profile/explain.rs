@@ -145,6 +145,22 @@ impl<'a> ScoreTable<'a> {
 }
 
 impl Profile {
+    /// The feasible nodes and scores of the last successful cycle run with `cache`.
+    pub fn last_scores<'a>(&'a self, cache: &'a Cache) -> ScoreTable<'a> {
+        let s = &cache.scratch;
+        ScoreTable::new(
+            &s.feasible,
+            &s.table,
+            &s.totals,
+            &s.constants,
+            s.constant_total,
+            self.priorities
+                .iter()
+                .map(|(p, w)| (p.name(), *w))
+                .collect(),
+        )
+    }
+
     pub(super) fn fit_error(&self, cache: &Cache, cx: &CycleContext<'_>) -> FitError {
         let snapshot = cx.snapshot();
         let mut failures: Vec<(u32, u16, Reason)> = cache.scratch.failures.clone();

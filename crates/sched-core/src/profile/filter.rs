@@ -5,11 +5,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Profile;
-use super::cache::Cache;
+use super::cache::{Cache, ChunkBuf, Outcome};
 use crate::fast_path::FastFilter;
 use crate::framework::{BoxPredicate, CycleContext, ErasedState, Reason};
-
-type Outcome = Result<(), (u16, Reason)>;
 
 /// The predicate index of a failure whose reason is not computed yet (see
 /// [`Profile::filter_fast`]).
@@ -20,20 +18,6 @@ const CHUNK: usize = 256;
 /// Nodes per batch in sequential filtering (fewer when fewer feasible nodes are still needed,
 /// so early stop wastes little work).
 const SEQ_BATCH: usize = 128;
-
-/// Reusable buffers for filtering one chunk of nodes predicate by predicate.
-#[derive(Default)]
-pub(super) struct ChunkBuf {
-    /// Snapshot indices of the chunk's nodes, in evaluation order.
-    nodes: Vec<u32>,
-    /// Outcome per node of the chunk.
-    out: Vec<Outcome>,
-    /// Nodes still passing: snapshot indices and positions in the chunk.
-    alive: Vec<u32>,
-    alive_pos: Vec<u32>,
-    /// One predicate's answers for `alive`.
-    res: Vec<Result<(), Reason>>,
-}
 
 impl ChunkBuf {
     /// Filters `self.nodes` into `self.out`. Without alwaysCheckAllPredicates each predicate

@@ -196,11 +196,6 @@ impl Profile {
         }
     }
 
-    /// The feasible nodes and scores of the last successful cycle run with `cache`.
-    pub fn last_scores<'a>(&'a self, cache: &'a Cache) -> ScoreTable<'a> {
-        cache.score_table(&self.priorities)
-    }
-
     /// Schedules one pod: filter (at most `numFeasibleNodesToFind` feasible nodes, starting at
     /// the cache's round-robin index), score when more than one node fits, and select a best
     /// node.
