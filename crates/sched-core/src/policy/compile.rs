@@ -164,7 +164,7 @@ impl PolicyPlan {
                     BoxPriority::new(spread::SelectorSpreadPriority::new())
                 }
                 PriorityKind::ServiceSpreadingPriority => {
-                    BoxPriority::new(spread::ServiceSpreadingPriority::new())
+                    BoxPriority::new(spread::SelectorSpreadPriority::service_spreading())
                 }
                 PriorityKind::InterPodAffinityPriority => {
                     BoxPriority::new(interpod::InterPodAffinityPriority::new(

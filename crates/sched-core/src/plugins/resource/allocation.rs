@@ -263,201 +263,132 @@ fn validate_weights(specs: &[ResourceSpec]) -> Result<(), String> {
     Ok(())
 }
 
-/// `LeastRequestedPriority`: favours nodes with more unrequested CPU and memory.
-///
-/// kube 1.22's NodeResourcesLeastAllocated with weights cpu:1, memory:1: per resource
-/// `(allocatable - requested) * 100 / allocatable` (0 when over capacity), where requested is
-/// the node's non-zero requests (100m / 200 MiB for containers without requests) plus the
-/// pod's; the node score is the weighted average with integer division over the resources
-/// the node has (a resource with zero allocatable is left out, as in 1.22). No argument in the
-/// Policy; [`LeastRequestedPriority::with_resources`] gives the plugin's `resources` argument.
-#[derive(Clone, Debug)]
-pub struct LeastRequestedPriority {
-    resources: WeightedResources,
-}
-
-impl LeastRequestedPriority {
-    /// The legacy Policy name.
-    pub const NAME: &'static str = "LeastRequestedPriority";
-
-    /// With kube's default resources (cpu and memory, weight 1 each).
-    pub fn new() -> LeastRequestedPriority {
-        LeastRequestedPriority {
-            resources: WeightedResources::from_specs(&ResourceSpec::cpu_and_memory()),
+/// A least- or most-requested priority: its struct, kube's argument validation, and the
+/// [`Priority`] over [`WeightedResources`] with one per-resource formula (and its `f64` form
+/// for the summary-only loop, and its fast-path form).
+macro_rules! requested_priority {
+    (
+        $(#[$doc:meta])*
+        $ty:ident, $name:literal, $args:literal,
+        $score:path, $score_fast:path, $fast_form:path
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $ty {
+            resources: WeightedResources,
         }
-    }
 
-    /// With other resources and weights (NodeResourcesLeastAllocatedArgs); each weight must be
-    /// in 1..=100. The error text is kube's.
-    pub fn with_resources(
-        resources: &[ResourceSpec],
-    ) -> Result<LeastRequestedPriority, PluginError> {
-        validate_weights(resources).map_err(|message| {
-            PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(message))
-        })?;
-        Ok(LeastRequestedPriority {
-            resources: WeightedResources::from_specs(resources),
-        })
-    }
-}
+        impl $ty {
+            /// The legacy Policy name.
+            pub const NAME: &'static str = $name;
 
-impl Default for LeastRequestedPriority {
-    fn default() -> Self {
-        LeastRequestedPriority::new()
-    }
-}
+            /// With kube's default resources (cpu and memory, weight 1 each).
+            pub fn new() -> $ty {
+                $ty {
+                    resources: WeightedResources::from_specs(&ResourceSpec::cpu_and_memory()),
+                }
+            }
 
-impl Priority for LeastRequestedPriority {
-    type State = Vec<PodResource>;
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
-    fn prepare(
-        &self,
-        cx: &CycleContext<'_>,
-        _feasible: &[u32],
-    ) -> Result<PreparedScore<Self::State>, PluginError> {
-        let pod = self.resources.prepare(cx);
-        if pod.is_empty() {
-            return Ok(PreparedScore::Constant(0));
+            #[doc = concat!("With other resources and weights (", $args, "); each weight must be")]
+            /// in 1..=100. The error text is kube's.
+            pub fn with_resources(resources: &[ResourceSpec]) -> Result<$ty, PluginError> {
+                validate_weights(resources).map_err(|message| {
+                    PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(message))
+                })?;
+                Ok($ty {
+                    resources: WeightedResources::from_specs(resources),
+                })
+            }
         }
-        Ok(PreparedScore::Run(pod))
-    }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
-        let pod = state;
-        self.resources
-            .weighted_average(pod, node, least_requested_score)
-    }
-
-    fn score_batch(
-        &self,
-        cx: &CycleContext<'_>,
-        state: &Self::State,
-        nodes: &[u32],
-        out: &mut [i64],
-    ) {
-        let pod = state;
-        self.resources.score_batch(
-            cx,
-            pod,
-            nodes,
-            out,
-            least_requested_score,
-            least_requested_score_fast,
-        );
-    }
-
-    fn fast_score(
-        &self,
-        _cx: &CycleContext<'_>,
-        state: &Self::State,
-        _: Sealed,
-    ) -> Option<FastScore> {
-        let (cpu, memory) = self.resources.fast_requests(state)?;
-        Some(FastScore::least_requested(cpu, memory))
-    }
-}
-
-/// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin packing).
-///
-/// kube 1.22's NodeResourcesMostAllocated with weights cpu:1, memory:1: per resource
-/// `min(requested, allocatable) * 100 / allocatable` (an overcommitted resource scores 100, as
-/// in 1.22 and the last 1.20/1.21 patches), requested being the non-zero requests plus the
-/// pod's; the node score is the weighted average with integer division over the resources the
-/// node has. No argument in the Policy; [`MostRequestedPriority::with_resources`] gives the
-/// plugin's `resources` argument.
-#[derive(Clone, Debug)]
-pub struct MostRequestedPriority {
-    resources: WeightedResources,
-}
-
-impl MostRequestedPriority {
-    /// The legacy Policy name.
-    pub const NAME: &'static str = "MostRequestedPriority";
-
-    /// With kube's default resources (cpu and memory, weight 1 each).
-    pub fn new() -> MostRequestedPriority {
-        MostRequestedPriority {
-            resources: WeightedResources::from_specs(&ResourceSpec::cpu_and_memory()),
+        impl Default for $ty {
+            fn default() -> Self {
+                $ty::new()
+            }
         }
-    }
 
-    /// With other resources and weights (NodeResourcesMostAllocatedArgs); each weight must be
-    /// in 1..=100. The error text is kube's.
-    pub fn with_resources(
-        resources: &[ResourceSpec],
-    ) -> Result<MostRequestedPriority, PluginError> {
-        validate_weights(resources).map_err(|message| {
-            PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(message))
-        })?;
-        Ok(MostRequestedPriority {
-            resources: WeightedResources::from_specs(resources),
-        })
-    }
-}
+        impl Priority for $ty {
+            type State = Vec<PodResource>;
 
-impl Default for MostRequestedPriority {
-    fn default() -> Self {
-        MostRequestedPriority::new()
-    }
-}
+            fn name(&self) -> &str {
+                Self::NAME
+            }
 
-impl Priority for MostRequestedPriority {
-    type State = Vec<PodResource>;
+            fn prepare(
+                &self,
+                cx: &CycleContext<'_>,
+                _feasible: &[u32],
+            ) -> Result<PreparedScore<Self::State>, PluginError> {
+                let pod = self.resources.prepare(cx);
+                if pod.is_empty() {
+                    return Ok(PreparedScore::Constant(0));
+                }
+                Ok(PreparedScore::Run(pod))
+            }
 
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+            fn score(&self, _cx: &CycleContext<'_>, pod: &Self::State, node: NodeRef<'_>) -> i64 {
+                self.resources.weighted_average(pod, node, $score)
+            }
 
-    fn prepare(
-        &self,
-        cx: &CycleContext<'_>,
-        _feasible: &[u32],
-    ) -> Result<PreparedScore<Self::State>, PluginError> {
-        let pod = self.resources.prepare(cx);
-        if pod.is_empty() {
-            return Ok(PreparedScore::Constant(0));
+            fn score_batch(
+                &self,
+                cx: &CycleContext<'_>,
+                pod: &Self::State,
+                nodes: &[u32],
+                out: &mut [i64],
+            ) {
+                self.resources
+                    .score_batch(cx, pod, nodes, out, $score, $score_fast);
+            }
+
+            fn fast_score(
+                &self,
+                _cx: &CycleContext<'_>,
+                pod: &Self::State,
+                _: Sealed,
+            ) -> Option<FastScore> {
+                let (cpu, memory) = self.resources.fast_requests(pod)?;
+                Some($fast_form(cpu, memory))
+            }
         }
-        Ok(PreparedScore::Run(pod))
-    }
-
-    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
-        let pod = state;
-        self.resources
-            .weighted_average(pod, node, most_requested_score)
-    }
-
-    fn score_batch(
-        &self,
-        cx: &CycleContext<'_>,
-        state: &Self::State,
-        nodes: &[u32],
-        out: &mut [i64],
-    ) {
-        let pod = state;
-        self.resources.score_batch(
-            cx,
-            pod,
-            nodes,
-            out,
-            most_requested_score,
-            most_requested_score_fast,
-        );
-    }
-
-    fn fast_score(
-        &self,
-        _cx: &CycleContext<'_>,
-        state: &Self::State,
-        _: Sealed,
-    ) -> Option<FastScore> {
-        let (cpu, memory) = self.resources.fast_requests(state)?;
-        Some(FastScore::most_requested(cpu, memory))
-    }
+    };
 }
+
+requested_priority!(
+    /// `LeastRequestedPriority`: favours nodes with more unrequested CPU and memory.
+    ///
+    /// kube 1.22's NodeResourcesLeastAllocated with weights cpu:1, memory:1: per resource
+    /// `(allocatable - requested) * 100 / allocatable` (0 when over capacity), where requested
+    /// is the node's non-zero requests (100m / 200 MiB for containers without requests) plus
+    /// the pod's; the node score is the weighted average with integer division over the
+    /// resources the node has (a resource with zero allocatable is left out, as in 1.22). No
+    /// argument in the Policy; [`LeastRequestedPriority::with_resources`] gives the plugin's
+    /// `resources` argument.
+    LeastRequestedPriority,
+    "LeastRequestedPriority",
+    "NodeResourcesLeastAllocatedArgs",
+    least_requested_score,
+    least_requested_score_fast,
+    FastScore::least_requested
+);
+
+requested_priority!(
+    /// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin
+    /// packing).
+    ///
+    /// kube 1.22's NodeResourcesMostAllocated with weights cpu:1, memory:1: per resource
+    /// `min(requested, allocatable) * 100 / allocatable` (an overcommitted resource scores 100,
+    /// as in 1.22 and the last 1.20/1.21 patches), requested being the non-zero requests plus
+    /// the pod's; the node score is the weighted average with integer division over the
+    /// resources the node has. No argument in the Policy;
+    /// [`MostRequestedPriority::with_resources`] gives the plugin's `resources` argument.
+    MostRequestedPriority,
+    "MostRequestedPriority",
+    "NodeResourcesMostAllocatedArgs",
+    most_requested_score,
+    most_requested_score_fast,
+    FastScore::most_requested
+);
 
 #[cfg(test)]
 mod tests {

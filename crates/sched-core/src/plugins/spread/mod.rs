@@ -1,5 +1,5 @@
 //! Spreading priorities: `SelectorSpreadPriority` ([`SelectorSpreadPriority`]),
-//! `ServiceSpreadingPriority` ([`ServiceSpreadingPriority`]) and the legacy `ServiceAntiAffinity`
+//! `ServiceSpreadingPriority` ([`SelectorSpreadPriority::service_spreading`]) and the legacy `ServiceAntiAffinity`
 //! ([`ServiceAntiAffinity`]), with kube-scheduler's formulas.
 //!
 //! They count, per node, the pods of the same namespace selected by the Services, controllers
@@ -13,5 +13,5 @@ mod zone;
 #[cfg(test)]
 mod tests;
 
-pub use selector_spread::{SelectorSpreadPriority, ServiceSpreadingPriority};
+pub use selector_spread::SelectorSpreadPriority;
 pub use service_anti_affinity::ServiceAntiAffinity;

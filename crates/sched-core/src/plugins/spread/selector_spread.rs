@@ -202,13 +202,30 @@ fn normalize(cx: &CycleContext<'_>, st: &State, scores: &mut [i64]) {
 ///
 /// Not modelled: kube skips this priority for pods with `topologySpreadConstraints` and ignores
 /// pods being deleted; the model has neither field.
+///
+/// [`SelectorSpreadPriority::service_spreading`] is the legacy priority
+/// `ServiceSpreadingPriority` (no argument): the same with Services only, as kube's legacy
+/// provider built it (`NewSelectorSpreadPriority` with empty controller, ReplicaSet and
+/// StatefulSet listers).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SelectorSpreadPriority;
+pub struct SelectorSpreadPriority {
+    services_only: bool,
+}
 
 impl SelectorSpreadPriority {
-    /// The priority.
+    /// `SelectorSpreadPriority`: Services, ReplicationControllers, ReplicaSets and
+    /// StatefulSets.
     pub fn new() -> Self {
-        SelectorSpreadPriority
+        SelectorSpreadPriority {
+            services_only: false,
+        }
+    }
+
+    /// `ServiceSpreadingPriority`: Services only.
+    pub fn service_spreading() -> Self {
+        SelectorSpreadPriority {
+            services_only: true,
+        }
     }
 }
 
@@ -216,7 +233,11 @@ impl Priority for SelectorSpreadPriority {
     type State = State;
 
     fn name(&self) -> &str {
-        "SelectorSpreadPriority"
+        if self.services_only {
+            "ServiceSpreadingPriority"
+        } else {
+            "SelectorSpreadPriority"
+        }
     }
 
     fn prepare(
@@ -224,44 +245,7 @@ impl Priority for SelectorSpreadPriority {
         cx: &CycleContext<'_>,
         feasible: &[u32],
     ) -> Result<PreparedScore<Self::State>, PluginError> {
-        Ok(prepare(cx, feasible, false))
-    }
-
-    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
-        count_matching(state, node)
-    }
-
-    fn normalize(&self, cx: &CycleContext<'_>, state: &Self::State, scores: &mut [i64]) {
-        normalize(cx, state, scores);
-    }
-}
-
-/// Legacy priority `ServiceSpreadingPriority` (no argument): [`SelectorSpreadPriority`] with
-/// Services only, as kube's legacy provider built it (`NewSelectorSpreadPriority` with empty
-/// controller, ReplicaSet and StatefulSet listers).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ServiceSpreadingPriority;
-
-impl ServiceSpreadingPriority {
-    /// The priority.
-    pub fn new() -> Self {
-        ServiceSpreadingPriority
-    }
-}
-
-impl Priority for ServiceSpreadingPriority {
-    type State = State;
-
-    fn name(&self) -> &str {
-        "ServiceSpreadingPriority"
-    }
-
-    fn prepare(
-        &self,
-        cx: &CycleContext<'_>,
-        feasible: &[u32],
-    ) -> Result<PreparedScore<Self::State>, PluginError> {
-        Ok(prepare(cx, feasible, true))
+        Ok(prepare(cx, feasible, self.services_only))
     }
 
     fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {

@@ -3,7 +3,7 @@
 //! scores.
 
 use super::selector_spread::ALL_ZERO_ZONED_SCORE;
-use super::{SelectorSpreadPriority, ServiceAntiAffinity, ServiceSpreadingPriority};
+use super::{SelectorSpreadPriority, ServiceAntiAffinity};
 use crate::framework::Priority;
 use crate::model::{Node, Pod, Workload, WorkloadKind};
 use crate::plugins::interpod::testutil::*;
@@ -440,7 +440,13 @@ fn service_spreading_uses_services_only() {
         [0, 50]
     );
     assert_eq!(
-        run(&ServiceSpreadingPriority::new(), &p, pods(), two(), rc),
+        run(
+            &SelectorSpreadPriority::service_spreading(),
+            &p,
+            pods(),
+            two(),
+            rc
+        ),
         [100, 100]
     );
     let with_service = || {
@@ -451,7 +457,7 @@ fn service_spreading_uses_services_only() {
     };
     assert_eq!(
         run(
-            &ServiceSpreadingPriority::new(),
+            &SelectorSpreadPriority::service_spreading(),
             &p,
             pods(),
             two(),
