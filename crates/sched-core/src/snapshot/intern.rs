@@ -27,7 +27,7 @@ pub struct Interner {
 
 impl Interner {
     /// The id of `s`, adding it if new.
-    pub fn intern(&mut self, s: &str) -> Sym {
+    pub(crate) fn intern(&mut self, s: &str) -> Sym {
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
@@ -65,7 +65,7 @@ pub struct LabelIds(Vec<(Sym, Sym)>);
 
 impl LabelIds {
     /// Interns a label map.
-    pub fn intern<'a>(
+    pub(crate) fn intern<'a>(
         interner: &mut Interner,
         labels: impl IntoIterator<Item = (&'a String, &'a String)>,
     ) -> LabelIds {

@@ -81,7 +81,7 @@ pub struct PodInfo {
 
 impl PodInfo {
     /// Precomputes a pod's requests, interned labels and ports.
-    pub fn new(pod: Arc<Pod>, interner: &mut Interner) -> PodInfo {
+    pub(crate) fn new(pod: Arc<Pod>, interner: &mut Interner) -> PodInfo {
         let (requests, non_zero) = (pod_requests(&pod), pod_non_zero_requests(&pod));
         PodInfo::with_requests(pod, requests, non_zero, interner)
     }
@@ -205,7 +205,7 @@ pub(crate) fn has_disk_volumes(pod: &Pod) -> bool {
 
 impl NodeInfo {
     /// A node with no pods.
-    pub fn new(node: Arc<Node>, interner: &mut Interner) -> NodeInfo {
+    pub(crate) fn new(node: Arc<Node>, interner: &mut Interner) -> NodeInfo {
         let mut info = NodeInfo {
             node: node.clone(),
             pods: Vec::new(),
