@@ -52,6 +52,20 @@ impl ResourceSet {
     }
 }
 
+/// Which kube-scheduler release a profile reproduces where releases differ: reason texts, and
+/// the formulas of the plugins that changed (each plugin takes the version it follows). The
+/// legacy Policy path is pinned to v1.20.2, the last release of the Policy era with the
+/// `DefaultPodTopologySpread` gate; `KubeSchedulerConfiguration` profiles follow v1.34.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum KubeVersion {
+    /// kube-scheduler v1.20.2.
+    V1_20,
+    /// kube-scheduler v1.34.
+    #[default]
+    V1_34,
+}
+
 /// Why a node cannot take the pod. `Copy` and small, so the filter loop never builds text;
 /// [`Reason::write_messages`] renders kube's wording on demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,11 +111,13 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Calls `out` with each of kube's messages for this reason. `requests` are the pod's
-    /// effective requests (for scalar names) and `node` the node (for taints). Custom reasons
-    /// are rendered by [`Predicate::explain`] instead, so this gives them a generic text.
+    /// Calls `out` with each of kube's messages for this reason, worded as `version` words
+    /// them. `requests` are the pod's effective requests (for scalar names) and `node` the node
+    /// (for taints). Custom reasons are rendered by [`Predicate::explain`] instead, so this
+    /// gives them a generic text.
     pub fn write_messages(
         &self,
+        version: KubeVersion,
         requests: &Resources,
         node: &Node,
         out: &mut dyn FnMut(Cow<'static, str>),
@@ -131,15 +147,21 @@ impl Reason {
                 out("node(s) didn't have free ports for the requested pod ports".into())
             }
             Reason::NodeNameMismatch => out("node(s) didn't match the requested node name".into()),
-            Reason::NodeSelectorMismatch => {
-                out("node(s) didn't match Pod's node affinity/selector".into())
-            }
+            Reason::NodeSelectorMismatch => out(match version {
+                KubeVersion::V1_20 => "node(s) didn't match Pod's node affinity".into(),
+                KubeVersion::V1_34 => "node(s) didn't match Pod's node affinity/selector".into(),
+            }),
             Reason::DiskConflict => out("node(s) had no available disk".into()),
-            Reason::UntoleratedTaint(i) => match node.spec.taints.get(i as usize) {
-                Some(t) => {
+            Reason::UntoleratedTaint(i) => match (node.spec.taints.get(i as usize), version) {
+                (Some(t), KubeVersion::V1_20) => out(format!(
+                    "node(s) had taint {{{}: {}}}, that the pod didn't tolerate",
+                    t.key, t.value
+                )
+                .into()),
+                (Some(t), KubeVersion::V1_34) => {
                     out(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value).into())
                 }
-                None => out("node(s) had untolerated taint".into()),
+                (None, _) => out("node(s) had untolerated taint".into()),
             },
             Reason::Unschedulable => out("node(s) were unschedulable".into()),
             Reason::NotReady => out("node(s) were not ready".into()),
@@ -148,14 +170,22 @@ impl Reason {
             Reason::DiskPressure => out("node(s) had disk pressure".into()),
             Reason::PidPressure => out("node(s) had pid pressure".into()),
             Reason::LabelPresenceViolated => out("node(s) didn't have the requested labels".into()),
-            Reason::PodAffinityRulesNotMatch => {
-                out("node(s) didn't match pod affinity rules".into())
-            }
-            Reason::PodAntiAffinityRulesNotMatch => {
-                out("node(s) didn't match pod anti-affinity rules".into())
-            }
-            Reason::ExistingPodsAntiAffinityRulesNotMatch => {
-                out("node(s) didn't satisfy existing pods anti-affinity rules".into())
+            Reason::PodAffinityRulesNotMatch
+            | Reason::PodAntiAffinityRulesNotMatch
+            | Reason::ExistingPodsAntiAffinityRulesNotMatch => {
+                if version == KubeVersion::V1_20 {
+                    // v1.20's InterPodAffinity adds a generic reason to each specific one.
+                    out("node(s) didn't match pod affinity/anti-affinity".into());
+                }
+                out(match *self {
+                    Reason::PodAffinityRulesNotMatch => {
+                        "node(s) didn't match pod affinity rules".into()
+                    }
+                    Reason::PodAntiAffinityRulesNotMatch => {
+                        "node(s) didn't match pod anti-affinity rules".into()
+                    }
+                    _ => "node(s) didn't satisfy existing pods anti-affinity rules".into(),
+                })
             }
             Reason::ServiceAffinityViolated => out("node(s) didn't match service affinity".into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),

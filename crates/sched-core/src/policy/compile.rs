@@ -3,7 +3,7 @@
 use super::names::{PredicateKind, PriorityKind};
 use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
 use super::{Policy, PolicyError};
-use crate::framework::{BoxPredicate, BoxPriority};
+use crate::framework::{BoxPredicate, BoxPriority, KubeVersion};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
 use crate::plugins::{interpod, node, resource, spread};
 use crate::profile::{Profile, ProfileBuilder};
@@ -53,6 +53,7 @@ impl PolicyPlan {
     /// priority itself (validation normally catches it first).
     pub fn builder(&self) -> Result<ProfileBuilder, PolicyError> {
         let mut b = ProfileBuilder::new()
+            .kube_version(KubeVersion::V1_20)
             .always_check_all_predicates(self.always_check_all_predicates())
             .percentage_of_nodes_to_score(u32::from(self.percentage_of_nodes_to_score()));
         for p in self.build_predicates() {

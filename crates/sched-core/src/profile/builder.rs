@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::Profile;
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{BoxPredicate, BoxPriority};
+use crate::framework::{BoxPredicate, BoxPriority, KubeVersion};
 
 /// Why a profile could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,6 +75,7 @@ pub struct ProfileBuilder {
     parallel_threshold: usize,
     fast_path: bool,
     seed: Option<u64>,
+    version: KubeVersion,
 }
 
 impl fmt::Debug for ProfileBuilder {
@@ -93,6 +94,7 @@ impl fmt::Debug for ProfileBuilder {
             .field("threads", &self.threads)
             .field("fast_path", &self.fast_path)
             .field("seed", &self.seed)
+            .field("version", &self.version)
             .finish()
     }
 }
@@ -108,6 +110,7 @@ impl Default for ProfileBuilder {
             parallel_threshold: 2_000,
             fast_path: true,
             seed: None,
+            version: KubeVersion::default(),
         }
     }
 }
@@ -171,6 +174,13 @@ impl ProfileBuilder {
     /// making runs reproducible. Without a seed each cache is seeded from the OS.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// The kube-scheduler release whose reason texts explanations use (default: the current
+    /// one, [`KubeVersion::V1_34`]; a legacy Policy sets [`KubeVersion::V1_20`]).
+    pub fn kube_version(mut self, version: KubeVersion) -> Self {
+        self.version = version;
         self
     }
 
@@ -241,6 +251,7 @@ impl ProfileBuilder {
             fast_path: self.fast_path,
             pool,
             seed: self.seed,
+            version: self.version,
         })
     }
 }

@@ -196,6 +196,7 @@ impl Profile {
                             messages.push(self.predicates[*i].explain(*code).into_owned())
                         }
                         _ => r.write_messages(
+                            self.version,
                             cx.requests(),
                             node_ref.node(),
                             &mut |m: Cow<'static, str>| messages.push(m.into_owned()),

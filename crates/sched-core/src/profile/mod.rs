@@ -48,7 +48,7 @@ pub use explain::{FitError, NodeFailure, ScoreTable};
 use crate::fast_path::FastFilter;
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
-    BoxPredicate, BoxPriority, CycleContext, ErasedState, PluginError, Prepared,
+    BoxPredicate, BoxPriority, CycleContext, ErasedState, KubeVersion, PluginError, Prepared,
 };
 use crate::model::Pod;
 use crate::snapshot::{Snapshot, SnapshotError};
@@ -144,6 +144,7 @@ pub struct Profile {
     fast_path: bool,
     pool: Option<Arc<rayon::ThreadPool>>,
     seed: Option<u64>,
+    version: KubeVersion,
 }
 
 impl fmt::Debug for Profile {
@@ -162,6 +163,7 @@ impl fmt::Debug for Profile {
             .field("threads", &self.threads)
             .field("fast_path", &self.fast_path)
             .field("seed", &self.seed)
+            .field("version", &self.version)
             .finish()
     }
 }
@@ -180,6 +182,11 @@ impl Profile {
     /// Priority names with weights in order.
     pub fn priority_weights(&self) -> impl Iterator<Item = (&str, i64)> {
         self.priorities.iter().map(|(p, w)| (p.name(), *w))
+    }
+
+    /// The kube-scheduler release whose reason texts this profile uses.
+    pub fn kube_version(&self) -> KubeVersion {
+        self.version
     }
 
     /// percentageOfNodesToScore (0 = adaptive).

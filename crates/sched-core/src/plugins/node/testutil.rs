@@ -143,7 +143,7 @@ pub(crate) fn scores(p: &impl Priority, pod: &Pod, snap: &Snapshot) -> Vec<i64> 
 pub(crate) fn messages(reason: Reason, pod: &Pod, snap: &Snapshot, i: usize) -> Vec<String> {
     let cx = CycleContext::new(pod, snap);
     let mut out = Vec::new();
-    reason.write_messages(cx.requests(), snap.node(i).node(), &mut |m| {
+    reason.write_messages(crate::framework::KubeVersion::V1_34, cx.requests(), snap.node(i).node(), &mut |m| {
         out.push(m.into_owned())
     });
     out
