@@ -14,7 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use sched_core::model::{LabelSelector, Pod, Workload, WorkloadKind, load_node_list, load_pod_list};
+use sched_core::model::{
+    LabelSelector, Pod, Workload, WorkloadKind, load_node_list, load_pod_list,
+};
 use sched_core::policy::Policy;
 use sched_core::profile::ScheduleError;
 use sched_core::snapshot::Snapshot;
@@ -94,14 +96,19 @@ fn workloads(path: &Path) -> Vec<Workload> {
 
 /// One difference between this crate and kube on one pod of one case.
 fn replay(dir: &Path) -> Vec<String> {
-    let name = dir.strip_prefix(cases_dir()).unwrap_or(dir).display().to_string();
+    let name = dir
+        .strip_prefix(cases_dir())
+        .unwrap_or(dir)
+        .display()
+        .to_string();
     let read = |f: &str| {
         std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
     };
     let oracle = read_json(&dir.join("oracle.json"));
     let nodes = load_node_list(&read("nodes.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
     let pods = load_pod_list(&read("pods.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut policy = Policy::from_json(&read("policy.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut policy =
+        Policy::from_json(&read("policy.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
     policy.percentage_of_nodes_to_score = Some(100);
     let profile = policy
         .builder()
@@ -113,7 +120,8 @@ fn replay(dir: &Path) -> Vec<String> {
     let mut cache = profile.create_cache();
     let (pending, bound): (Vec<Pod>, Vec<Pod>) =
         pods.into_iter().partition(|p| p.spec.node_name.is_empty());
-    let mut snapshot = Snapshot::from_objects(nodes, bound).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut snapshot =
+        Snapshot::from_objects(nodes, bound).unwrap_or_else(|e| panic!("{name}: {e}"));
     snapshot.set_workloads(workloads(&dir.join("workloads.json")));
 
     let mut diffs = Vec::new();
@@ -165,12 +173,19 @@ fn replay(dir: &Path) -> Vec<String> {
                             diff(format!("{node}: scores {got:?}, kube {want_plugins:?}"));
                         }
                         if totals.get(node).copied() != w["total"].as_i64() {
-                            diff(format!("{node}: total {:?}, kube {}", totals.get(node), w["total"]));
+                            diff(format!(
+                                "{node}: total {:?}, kube {}",
+                                totals.get(node),
+                                w["total"]
+                            ));
                         }
                     }
                     let max = totals.values().copied().max().unwrap_or(0);
-                    let tied: BTreeSet<String> =
-                        totals.iter().filter(|&(_, &t)| t == max).map(|(n, _)| n.clone()).collect();
+                    let tied: BTreeSet<String> = totals
+                        .iter()
+                        .filter(|&(_, &t)| t == max)
+                        .map(|(n, _)| n.clone())
+                        .collect();
                     let want_tied = strings(&want["tied"]);
                     if tied != want_tied {
                         diff(format!("tied {tied:?}, kube {want_tied:?}"));
@@ -179,7 +194,9 @@ fn replay(dir: &Path) -> Vec<String> {
             }
             Err(ScheduleError::Unschedulable(fit)) => {
                 if !want_feasible.is_empty() {
-                    diff(format!("unschedulable ({fit}), kube found {want_feasible:?}"));
+                    diff(format!(
+                        "unschedulable ({fit}), kube found {want_feasible:?}"
+                    ));
                 } else {
                     let got: BTreeMap<String, BTreeSet<String>> = fit
                         .failures
@@ -240,7 +257,9 @@ fn every_case_matches_kube_v1_20_2() {
     let mut failed = Vec::new();
     let mut pods = 0;
     for dir in &dirs {
-        pods += read_json(&dir.join("oracle.json"))["pods"].as_array().map_or(0, Vec::len);
+        pods += read_json(&dir.join("oracle.json"))["pods"]
+            .as_array()
+            .map_or(0, Vec::len);
         let diffs = replay(dir);
         if !diffs.is_empty() {
             failed.push((dir.clone(), diffs));

@@ -200,22 +200,56 @@ pub struct CycleContext<'a> {
     snapshot: &'a Snapshot,
     requests: Resources,
     non_zero: (i64, i64),
+    version: KubeVersion,
 }
 
 impl<'a> CycleContext<'a> {
-    /// The pod's requests and non-zero requests, for reuse once the cycle is over.
+    /// The pod's requests and non-zero requests as a node counts them, for the assume once
+    /// the cycle is over (v1.20's overhead quirk is a scoring matter only: kube's node sums add
+    /// the overhead's milli-CPU).
     pub(crate) fn into_requests(self) -> (Resources, (i64, i64)) {
-        (self.requests, self.non_zero)
+        let non_zero =
+            if self.version == KubeVersion::V1_20 && self.pod.spec.overhead.contains_key("cpu") {
+                pod_non_zero_requests(self.pod)
+            } else {
+                self.non_zero
+            };
+        (self.requests, non_zero)
     }
 
-    /// Precomputes the pod's requests.
+    /// Precomputes the pod's requests, for a profile that follows the current kube-scheduler
+    /// ([`KubeVersion::V1_34`]).
     pub fn new(pod: &'a Pod, snapshot: &'a Snapshot) -> Self {
+        CycleContext::for_version(pod, snapshot, KubeVersion::V1_34)
+    }
+
+    /// Precomputes the pod's requests as `version` computes them: v1.20's scoring adds a pod
+    /// overhead's CPU as its `Quantity.Value()`, whole cores rounded up, to the pod's
+    /// milli-CPU (250m of overhead adds 1, not 250), a kube quirk reproduced here; later
+    /// versions add the milli-CPU.
+    pub fn for_version(pod: &'a Pod, snapshot: &'a Snapshot, version: KubeVersion) -> Self {
+        let mut non_zero = pod_non_zero_requests(pod);
+        if version == KubeVersion::V1_20
+            && let Some(q) = pod.spec.overhead.get("cpu")
+        {
+            non_zero.0 = non_zero
+                .0
+                .wrapping_sub(q.milli_value())
+                .wrapping_add(q.value());
+        }
         CycleContext {
             pod,
             snapshot,
             requests: pod_requests(pod),
-            non_zero: pod_non_zero_requests(pod),
+            non_zero,
+            version,
         }
+    }
+
+    /// The kube-scheduler release the profile follows (plugins whose formulas changed read it).
+    #[inline]
+    pub fn kube_version(&self) -> KubeVersion {
+        self.version
     }
 
     /// The pod being scheduled.

@@ -212,7 +212,10 @@ impl Profile {
         pod: &Pod,
         snapshot: &Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
-        self.schedule_in(cache, &CycleContext::new(pod, snapshot))
+        self.schedule_in(
+            cache,
+            &CycleContext::for_version(pod, snapshot, self.version),
+        )
     }
 
     /// Schedules the pod and, on success, assumes it onto the chosen node in the snapshot.
@@ -222,7 +225,7 @@ impl Profile {
         pod: &Pod,
         snapshot: &mut Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
-        let cx = CycleContext::new(pod, snapshot);
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
         let r = self.schedule_in(cache, &cx)?;
         let (requests, non_zero) = cx.into_requests();
         snapshot

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
+use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
 use crate::model::{PodAffinityTerm, WeightedPodAffinityTerm};
 use crate::snapshot::NodeRef;
 use crate::snapshot::Sym;
@@ -185,17 +185,32 @@ impl Priority for InterPodAffinityPriority {
             .sum()
     }
 
-    fn normalize(&self, _cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
-        normalize_min_max(scores);
+    fn normalize(&self, cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
+        match cx.kube_version() {
+            KubeVersion::V1_20 => normalize_from_zero(scores),
+            _ => normalize_min_max(scores),
+        }
     }
 }
 
-/// kube 1.22 InterPodAffinity NormalizeScore: `int64(100 * (float(s - min) / float(max - min)))`
+/// kube 1.21+ InterPodAffinity NormalizeScore: `int64(100 * (float(s - min) / float(max - min)))`
 /// with the true minimum and maximum; all 0 when they are equal.
 pub(crate) fn normalize_min_max(scores: &mut [i64]) {
     let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
         return;
     };
+    normalize_between(scores, min, max);
+}
+
+/// kube v1.20 InterPodAffinity NormalizeScore: the same with the minimum and maximum taken
+/// from 0 (`minCount` and `maxCount` start at 0), so raw scores 20 and 10 give 100 and 50.
+pub(crate) fn normalize_from_zero(scores: &mut [i64]) {
+    let min = scores.iter().copied().min().unwrap_or(0).min(0);
+    let max = scores.iter().copied().max().unwrap_or(0).max(0);
+    normalize_between(scores, min, max);
+}
+
+fn normalize_between(scores: &mut [i64], min: i64, max: i64) {
     let diff = max.saturating_sub(min);
     for s in scores.iter_mut() {
         let mut f = 0.0f64;
@@ -208,7 +223,20 @@ pub(crate) fn normalize_min_max(scores: &mut [i64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_min_max;
+    use super::{normalize_from_zero, normalize_min_max};
+
+    #[test]
+    fn v1_20_normalizes_from_zero() {
+        let mut s = [20, 10];
+        normalize_from_zero(&mut s);
+        assert_eq!(s, [100, 50]);
+        let mut s = [-10, -4, 0];
+        normalize_from_zero(&mut s);
+        assert_eq!(s, [0, 60, 100]);
+        let mut s = [0, 0];
+        normalize_from_zero(&mut s);
+        assert_eq!(s, [0, 0]);
+    }
 
     #[test]
     fn normalize_uses_true_min_and_max() {

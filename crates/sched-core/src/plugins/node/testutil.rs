@@ -143,8 +143,11 @@ pub(crate) fn scores(p: &impl Priority, pod: &Pod, snap: &Snapshot) -> Vec<i64> 
 pub(crate) fn messages(reason: Reason, pod: &Pod, snap: &Snapshot, i: usize) -> Vec<String> {
     let cx = CycleContext::new(pod, snap);
     let mut out = Vec::new();
-    reason.write_messages(crate::framework::KubeVersion::V1_34, cx.requests(), snap.node(i).node(), &mut |m| {
-        out.push(m.into_owned())
-    });
+    reason.write_messages(
+        crate::framework::KubeVersion::V1_34,
+        cx.requests(),
+        snap.node(i).node(),
+        &mut |m| out.push(m.into_owned()),
+    );
     out
 }
