@@ -84,6 +84,19 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
         .wrapping_div(capacity)
 }
 
+/// kube v1.20's `mostRequestedScore`: the used share of a resource on 0..=100, and 0 when the
+/// requests exceed the capacity (possible with the non-zero defaults; later versions count
+/// such a resource as full).
+#[inline]
+pub fn most_requested_score_v1_20(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    requested
+        .wrapping_mul(MAX_NODE_SCORE)
+        .wrapping_div(capacity)
+}
+
 /// kube's `mostRequestedScore` (1.22): the used share of a resource on 0..=100; requests above
 /// the capacity (possible with the non-zero defaults) count as the full capacity.
 #[inline]

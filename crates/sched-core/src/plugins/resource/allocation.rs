@@ -6,9 +6,11 @@ use crate::formulas::MAX_NODE_SCORE;
 use crate::formulas::average_of;
 use crate::formulas::{
     least_requested_score, least_requested_score_fast, most_requested_score,
-    most_requested_score_fast,
+    most_requested_score_fast, most_requested_score_v1_20,
 };
-use crate::framework::{CycleContext, PluginError, PluginErrorKind, PreparedScore, Priority};
+use crate::framework::{
+    CycleContext, KubeVersion, PluginError, PluginErrorKind, PreparedScore, Priority,
+};
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
@@ -270,7 +272,7 @@ macro_rules! requested_priority {
     (
         $(#[$doc:meta])*
         $ty:ident, $name:literal, $args:literal,
-        $score:path, $score_fast:path, $fast_form:path
+        $score:path, $score_fast:path, $fast_form:path, $score_v1_20:path, $fast_in_v1_20:literal
     ) => {
         $(#[$doc])*
         #[derive(Clone, Debug)]
@@ -326,8 +328,11 @@ macro_rules! requested_priority {
                 Ok(PreparedScore::Run(pod))
             }
 
-            fn score(&self, _cx: &CycleContext<'_>, pod: &Self::State, node: NodeRef<'_>) -> i64 {
-                self.resources.weighted_average(pod, node, $score)
+            fn score(&self, cx: &CycleContext<'_>, pod: &Self::State, node: NodeRef<'_>) -> i64 {
+                match cx.kube_version() {
+                    KubeVersion::V1_20 => self.resources.weighted_average(pod, node, $score_v1_20),
+                    _ => self.resources.weighted_average(pod, node, $score),
+                }
             }
 
             fn score_batch(
@@ -337,16 +342,32 @@ macro_rules! requested_priority {
                 nodes: &[u32],
                 out: &mut [i64],
             ) {
-                self.resources
-                    .score_batch(cx, pod, nodes, out, $score, $score_fast);
+                match cx.kube_version() {
+                    KubeVersion::V1_20 => self.resources.score_batch(
+                        cx,
+                        pod,
+                        nodes,
+                        out,
+                        $score_v1_20,
+                        $score_v1_20,
+                    ),
+                    _ => self
+                        .resources
+                        .score_batch(cx, pod, nodes, out, $score, $score_fast),
+                }
             }
 
             fn fast_score(
                 &self,
-                _cx: &CycleContext<'_>,
+                cx: &CycleContext<'_>,
                 pod: &Self::State,
                 _: Sealed,
             ) -> Option<FastScore> {
+                // The fused kernel computes the current formulas; v1.20's most-requested formula
+                // differs (an overcommitted resource scores 0), so it runs through `score_batch`.
+                if cx.kube_version() == KubeVersion::V1_20 && !$fast_in_v1_20 {
+                    return None;
+                }
                 let (cpu, memory) = self.resources.fast_requests(pod)?;
                 Some($fast_form(cpu, memory))
             }
@@ -369,17 +390,19 @@ requested_priority!(
     "NodeResourcesLeastAllocatedArgs",
     least_requested_score,
     least_requested_score_fast,
-    FastScore::least_requested
+    FastScore::least_requested,
+    least_requested_score,
+    true
 );
 
 requested_priority!(
     /// `MostRequestedPriority`: favours nodes with more requested CPU and memory (bin
     /// packing).
     ///
-    /// kube 1.22's NodeResourcesMostAllocated with weights cpu:1, memory:1: per resource
-    /// `min(requested, allocatable) * 100 / allocatable` (an overcommitted resource scores 100,
-    /// as in 1.22 and the last 1.20/1.21 patches), requested being the non-zero requests plus
-    /// the pod's; the node score is the weighted average with integer division over the
+    /// kube's NodeResourcesMostAllocated with weights cpu:1, memory:1: per resource
+    /// `min(requested, allocatable) * 100 / allocatable` (an overcommitted resource scores 100;
+    /// in a [`KubeVersion::V1_20`] profile it scores 0, as v1.20.2 did), requested being the
+    /// non-zero requests plus the pod's; the node score is the weighted average with integer division over the
     /// resources the node has. No argument in the Policy;
     /// [`MostRequestedPriority::with_resources`] gives the plugin's `resources` argument.
     MostRequestedPriority,
@@ -387,7 +410,9 @@ requested_priority!(
     "NodeResourcesMostAllocatedArgs",
     most_requested_score,
     most_requested_score_fast,
-    FastScore::most_requested
+    FastScore::most_requested,
+    most_requested_score_v1_20,
+    false
 );
 
 #[cfg(test)]
