@@ -111,6 +111,16 @@ impl WeightedResources {
     /// Resources that give (0, 0) on every node for this pod (a scalar the pod does not
     /// request, a name kube does not score) are left out: kube drops them from the maps too.
     pub(crate) fn prepare(&self, cx: &CycleContext<'_>) -> Vec<PodResource> {
+        self.pod_resources(cx, false)
+    }
+
+    /// Every resource of the scorer, those the pod does not request included (with a request
+    /// of 0), as kube v1.20's scorers iterate over their whole weight map.
+    pub(crate) fn prepare_every(&self, cx: &CycleContext<'_>) -> Vec<PodResource> {
+        self.pod_resources(cx, true)
+    }
+
+    fn pod_resources(&self, cx: &CycleContext<'_>, every: bool) -> Vec<PodResource> {
         let (nz_cpu, nz_mem) = cx.non_zero_requests();
         let req = cx.requests();
         self.items
@@ -123,11 +133,12 @@ impl WeightedResources {
                     Kind::EphemeralStorage => req.ephemeral_storage,
                     Kind::Scalar(name) => {
                         let v = req.scalar(name);
-                        if v == 0 {
+                        if v == 0 && !every {
                             return None;
                         }
                         v
                     }
+                    Kind::Ignored if every => 0,
                     Kind::Ignored => return None,
                 };
                 Some(PodResource {

@@ -2,7 +2,7 @@
 
 use super::allocation::{PodResource, ResourceSpec, WeightedResources};
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
+use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 
 /// The highest score of a shape point in the legacy Policy (`MaxCustomPriorityScore`); points
@@ -93,6 +93,10 @@ pub enum RatioArgsError {
 /// allocatable, else `f(requested * 100 / allocatable)`, `f` being the broken-linear function
 /// with kube's integer arithmetic. Resources scoring 0 are left out of the average; the node
 /// score is `round(sum(score * weight) / sum(weight))` (0 when nothing is left).
+///
+/// In a [`KubeVersion::V1_20`] profile, v1.20.2's rules: every resource of the argument is
+/// scored, those the pod does not request too; one the node lacks (zero allocatable) scores
+/// `f(100)`; and utilization is `100 - (allocatable - requested) * 100 / allocatable`.
 #[derive(Clone, Debug)]
 pub struct RequestedToCapacityRatioPriority {
     /// (utilization, score scaled to 0..=100).
@@ -201,7 +205,10 @@ impl Priority for RequestedToCapacityRatioPriority {
         cx: &CycleContext<'_>,
         _feasible: &[u32],
     ) -> Result<PreparedScore<Self::State>, PluginError> {
-        let pod = self.resources.prepare(cx);
+        let pod = match cx.kube_version() {
+            KubeVersion::V1_20 => self.resources.prepare_every(cx),
+            _ => self.resources.prepare(cx),
+        };
         if pod.is_empty() {
             // Nothing to weigh on any node (only scalar resources the pod does not request).
             return Ok(PreparedScore::Constant(0));
@@ -209,16 +216,24 @@ impl Priority for RequestedToCapacityRatioPriority {
         Ok(PreparedScore::Run(pod))
     }
 
-    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
-        let pod = state;
+    fn score(&self, cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let v1_20 = cx.kube_version() == KubeVersion::V1_20;
         let (mut sum, mut weights) = (0i64, 0i64);
-        for r in pod {
+        for r in state {
             let (alloc, req) = self.resources.alloc_and_request(r, node);
-            if alloc == 0 {
+            if alloc == 0 && !v1_20 {
                 continue;
             }
-            let utilization = if req > alloc {
+            let utilization = if alloc == 0 || req > alloc {
                 MAX_UTILIZATION
+            } else if v1_20 {
+                // v1.20: `100 - (capacity - requested) * 100 / capacity`, which rounds up.
+                MAX_UTILIZATION.wrapping_sub(
+                    alloc
+                        .wrapping_sub(req)
+                        .wrapping_mul(MAX_UTILIZATION)
+                        .wrapping_div(alloc),
+                )
             } else {
                 req.wrapping_mul(MAX_UTILIZATION).wrapping_div(alloc)
             };
