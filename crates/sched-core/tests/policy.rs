@@ -82,20 +82,22 @@ fn kube_example_policy_resolves_in_kube_order_with_mandatory_predicates() {
             "PodToleratesNodeTaints",
         ]
     );
+    // kube v1.20 (pkg/scheduler/factory.go, checked by factory_test.go TestCreateFromConfig and
+    // the v1 compatibility tests): EqualPriority is skipped and ServiceSpreadingPriority runs as
+    // SelectorSpread.
     assert_eq!(
         priority_weights(&p),
         [
             ("LeastRequestedPriority".to_string(), 1),
             ("BalancedResourceAllocation".to_string(), 1),
-            ("ServiceSpreadingPriority".to_string(), 1),
-            ("EqualPriority".to_string(), 1),
+            ("SelectorSpreadPriority".to_string(), 1),
         ]
     );
     let plan = p.plan().unwrap();
     assert!(!plan.always_check_all_predicates());
     assert_eq!(plan.hard_pod_affinity_symmetric_weight(), 1);
     assert_eq!(plan.percentage_of_nodes_to_score(), 0);
-    assert_eq!(plan.max_total_score(), 400);
+    assert_eq!(plan.max_total_score(), 300);
 }
 
 /// kube's scheduler factory test "policy with arguments", verbatim.
@@ -275,12 +277,25 @@ fn a_policy_using_every_name_and_argument() {
     }
     assert_eq!(plan.predicates().len(), PredicateKind::ALL.len() + 1);
     for k in PriorityKind::ALL {
+        // kube v1.20 skips EqualPriority and runs ServiceSpreadingPriority as
+        // SelectorSpreadPriority.
+        if matches!(
+            k,
+            PriorityKind::EqualPriority | PriorityKind::ServiceSpreadingPriority
+        ) {
+            continue;
+        }
         assert!(
             plan.priorities().iter().any(|s| s.kind == *k),
             "{k:?} missing"
         );
     }
-    let PriorityArgs::RequestedToCapacityRatio(r) = &plan.priorities()[10].argument else {
+    let Some(PriorityArgs::RequestedToCapacityRatio(r)) = plan
+        .priorities()
+        .iter()
+        .map(|p| &p.argument)
+        .find(|a| matches!(a, PriorityArgs::RequestedToCapacityRatio(_)))
+    else {
         panic!()
     };
     assert_eq!(r.scaled_shape(), [(0, 100), (100, 0)]);
@@ -967,13 +982,13 @@ fn kube_example_compiles_to_the_listed_plugins() {
             "PodToleratesNodeTaints",
         ]
     );
+    // kube v1.20 skips EqualPriority and runs ServiceSpreadingPriority as SelectorSpread.
     assert_eq!(
         weights_of(&s),
         [
             ("LeastRequestedPriority", 1),
             ("BalancedResourceAllocation", 1),
-            ("ServiceSpreadingPriority", 1),
-            ("EqualPriority", 1),
+            ("SelectorSpreadPriority", 1),
         ]
     );
 }
@@ -1053,12 +1068,14 @@ fn kube_policy_with_arguments_compiles_like_kube() {
             "CheckNodeLabelPresence"
         ]
     );
-    // The labelPreference priorities form one NodeLabel score with weight 2 x 3.
+    // The labelPreference priorities form one NodeLabel score with weight 2 x 3, and the
+    // serviceAntiAffinity ones one ServiceAffinity score with weight 2 x 3: kube v1.20's
+    // factory_test.go TestCreateFromConfig expects exactly these weights (ServiceAffinity 6,
+    // NodeLabel 6).
     assert_eq!(
         weights_of(&s),
         [
-            ("RackSpread", 3),
-            ("ZoneSpread", 3),
+            ("ServiceAntiAffinity", 6),
             ("RequestedToCapacityRatioPriority", 2),
             ("NodeLabelPriority", 6),
             ("NodeAffinityPriority", 2),
@@ -1092,7 +1109,9 @@ fn a_policy_using_every_name_and_argument_compiles() {
     // alwaysCheckAllPredicates: GeneralPredicates runs as its four parts.
     assert!(!names.contains(&"GeneralPredicates"));
     let weights = weights_of(&s);
-    assert_eq!(weights.len(), 15, "{weights:?}");
+    // Every priority but EqualPriority (skipped by kube v1.20) and ServiceSpreadingPriority
+    // (SelectorSpreadPriority in v1.20, listed once).
+    assert_eq!(weights.len(), 13, "{weights:?}");
     assert!(weights.contains(&("NodeLabelPriority", 4)));
     assert!(weights.contains(&("ServiceAntiAffinity", 1)));
     assert!(weights.contains(&("RequestedToCapacityRatioPriority", 2)));

@@ -30,6 +30,11 @@ pub struct ObjectMeta {
     /// Owner references (the controller of a pod, for spreading and prefer-avoid-pods).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
+    /// When the object is being deleted, the time its deletion was requested (RFC 3339, as
+    /// the API server writes it); `None` for a live object. Spreading skips pods being deleted,
+    /// as kube does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
 }
 
 /// An owner reference (`metadata.ownerReferences[]`).
@@ -576,6 +581,11 @@ pub enum WorkloadKind {
 }
 
 impl Pod {
+    /// Whether the pod is being deleted (`metadata.deletionTimestamp` is set).
+    pub fn is_terminating(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
     /// `namespace/name`, the key kube uses for a pod.
     pub fn key(&self) -> String {
         format!("{}/{}", self.metadata.namespace, self.metadata.name)

@@ -44,8 +44,8 @@ impl PolicyPlan {
     ///   present and labels required absent), and all `labelPreference` priorities form one
     ///   `NodeLabelPriority` averaging over the labels, with weight n x w (kube's NodeLabel
     ///   plugin; validation made the n weights equal).
-    /// - each `serviceAntiAffinity` priority is its own `ServiceAntiAffinity`, named as in the
-    ///   Policy.
+    /// - all `serviceAntiAffinity` priorities form one `ServiceAntiAffinity` averaging over the
+    ///   labels, with weight n x w (kube's ServiceAffinity plugin).
     /// - `hardPodAffinitySymmetricWeight` goes to `InterPodAffinityPriority`.
     ///
     /// # Errors
@@ -148,7 +148,7 @@ impl PolicyPlan {
     fn build_priorities(&self) -> Result<Vec<Weighted>, PolicyError> {
         let specs = self.priorities();
         let mut out: Vec<Weighted> = Vec::with_capacity(specs.len());
-        let mut labels_done = false;
+        let (mut labels_done, mut anti_affinity_done) = (false, false);
         for spec in specs {
             let w = spec.weight;
             let p: BoxPriority = match spec.kind {
@@ -164,8 +164,9 @@ impl PolicyPlan {
                 PriorityKind::SelectorSpreadPriority => {
                     BoxPriority::new(spread::SelectorSpreadPriority::new())
                 }
+                // The plan runs it as SelectorSpreadPriority, as kube v1.20 does.
                 PriorityKind::ServiceSpreadingPriority => {
-                    BoxPriority::new(spread::SelectorSpreadPriority::service_spreading())
+                    BoxPriority::new(spread::SelectorSpreadPriority::new())
                 }
                 PriorityKind::InterPodAffinityPriority => {
                     BoxPriority::new(interpod::InterPodAffinityPriority::new(
@@ -207,13 +208,26 @@ impl PolicyPlan {
                     ));
                     continue;
                 }
-                PriorityKind::ServiceAntiAffinity => match &spec.argument {
-                    PriorityArgs::ServiceAntiAffinity { label } => BoxPriority::new(
-                        spread::ServiceAntiAffinity::new(label.clone())
-                            .with_name(spec.name.clone()),
-                    ),
-                    other => return Err(argument_mismatch(spec, other)),
-                },
+                PriorityKind::ServiceAntiAffinity if anti_affinity_done => continue,
+                PriorityKind::ServiceAntiAffinity => {
+                    anti_affinity_done = true;
+                    let labels: Vec<String> = specs
+                        .iter()
+                        .filter_map(|s| match &s.argument {
+                            PriorityArgs::ServiceAntiAffinity { label } => Some(label.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    // kube: one ServiceAffinity plugin over every label, weight x number of
+                    // labels; the weights are equal (validated).
+                    let n = labels.len() as i64;
+                    out.push((
+                        BoxPriority::new(spread::ServiceAntiAffinity::over_labels(labels)),
+                        w.saturating_mul(n),
+                    ));
+                    continue;
+                }
+                // The plan skips it, as kube v1.20 does; built only from a hand-made plan.
                 PriorityKind::EqualPriority => BoxPriority::new(resource::EqualPriority::new()),
             };
             out.push((p, w));

@@ -217,7 +217,7 @@ pub(crate) fn plan(policy: &Policy) -> Result<PolicyPlan, PolicyError> {
                 argument: PriorityArgs::None,
             })
             .collect(),
-        Some(list) => plan_priorities(list)?,
+        Some(list) => as_kube_v1_20_runs(plan_priorities(list)?),
     };
     Ok(PolicyPlan {
         predicates,
@@ -226,6 +226,33 @@ pub(crate) fn plan(policy: &Policy) -> Result<PolicyPlan, PolicyError> {
         hard_pod_affinity_symmetric_weight: hard_weight,
         percentage_of_nodes_to_score: percentage,
     })
+}
+
+/// The priorities as kube v1.20.2 runs a Policy's list: `EqualPriority` is skipped, and
+/// `ServiceSpreadingPriority` is `SelectorSpreadPriority` (its Services and its controllers);
+/// when both are listed they are one priority, at the place of the first, with the weight of
+/// the last (kube keys its priorities by name, so a later entry's weight replaces an earlier
+/// one's).
+fn as_kube_v1_20_runs(specs: Vec<PrioritySpec>) -> Vec<PrioritySpec> {
+    let mut out: Vec<PrioritySpec> = Vec::with_capacity(specs.len());
+    for mut spec in specs {
+        match spec.kind {
+            PriorityKind::EqualPriority => continue,
+            PriorityKind::ServiceSpreadingPriority => {
+                spec.kind = PriorityKind::SelectorSpreadPriority;
+                spec.name = PriorityKind::SelectorSpreadPriority.name().to_string();
+            }
+            _ => {}
+        }
+        match out
+            .iter_mut()
+            .find(|s| s.kind == PriorityKind::SelectorSpreadPriority && spec.kind == s.kind)
+        {
+            Some(first) => first.weight = spec.weight,
+            None => out.push(spec),
+        }
+    }
+    out
 }
 
 fn plan_predicates(list: &[PredicatePolicy]) -> Result<Vec<PredicateSpec>, PolicyError> {

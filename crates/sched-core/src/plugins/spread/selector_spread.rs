@@ -1,10 +1,10 @@
-//! SelectorSpreadPriority and ServiceSpreadingPriority (kube 1.22 `selectorspread`).
+//! SelectorSpreadPriority (kube's `selectorspread`; v1.20's rules in a v1.20 profile).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::zone::ZoneKeys;
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
+use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
 use crate::model::{Pod, Workload, WorkloadKind};
 use crate::plugins::interpod::selector::{self, CompiledSelector};
 use crate::snapshot::NodeRef;
@@ -46,15 +46,21 @@ pub(crate) fn pod_services<'a>(
     })
 }
 
-/// kube's `helper.DefaultSelector`: the merged selectors of the Services selecting the pod,
-/// then the pod's controller (owner reference with `controller: true`): a `v1`
-/// ReplicationController merges its map, an `apps/v1` ReplicaSet or StatefulSet adds its
-/// requirements. Controllers are found by name in the pod's namespace.
+/// kube's `helper.DefaultSelector` as `version` has it.
+///
+/// - v1.20: the merged selectors of the Services and ReplicationControllers in the pod's
+///   namespace whose selectors select the pod, then the requirements of every ReplicaSet and
+///   StatefulSet there whose (non-empty, valid) selector selects it. Controllers are found by
+///   their selectors, whoever owns the pod; a pod without labels has none.
+/// - later versions: the merged selectors of the Services selecting the pod, then the pod's
+///   controller (owner reference with `controller: true`): a `v1` ReplicationController merges
+///   its map, an `apps/v1` ReplicaSet or StatefulSet adds its requirements. Controllers are
+///   found by name in the pod's namespace.
 pub(crate) fn default_selector(
     pod: &Pod,
     workloads: &[Workload],
     interner: &Interner,
-    services_only: bool,
+    version: KubeVersion,
 ) -> CompiledSelector {
     let mut set: BTreeMap<String, String> = BTreeMap::new();
     for s in pod_services(pod, workloads) {
@@ -65,10 +71,10 @@ pub(crate) fn default_selector(
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
     }
-    let mut sel = CompiledSelector::from_map(&set, interner);
-    if services_only {
-        return sel;
+    if version == KubeVersion::V1_20 {
+        return default_selector_v1_20(pod, workloads, interner, set);
     }
+    let mut sel = CompiledSelector::from_map(&set, interner);
     let Some(owner) = pod.controller_ref() else {
         return sel;
     };
@@ -103,6 +109,44 @@ pub(crate) fn default_selector(
     sel
 }
 
+/// [`default_selector`] of kube v1.20: controllers by selector (see there); `set` holds the
+/// Services' merged selectors.
+fn default_selector_v1_20(
+    pod: &Pod,
+    workloads: &[Workload],
+    interner: &Interner,
+    mut set: BTreeMap<String, String>,
+) -> CompiledSelector {
+    let labels = &pod.metadata.labels;
+    let in_namespace = |kind: WorkloadKind| {
+        workloads.iter().filter(move |w| {
+            w.kind == kind && w.namespace == pod.metadata.namespace && !labels.is_empty()
+        })
+    };
+    for rc in in_namespace(WorkloadKind::ReplicationController) {
+        if map_selects(&rc.selector.match_labels, labels) {
+            set.extend(
+                rc.selector
+                    .match_labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+    }
+    let mut sel = CompiledSelector::from_map(&set, interner);
+    for kind in [WorkloadKind::ReplicaSet, WorkloadKind::StatefulSet] {
+        for w in in_namespace(kind) {
+            if !selector::is_empty(&w.selector)
+                && selector::validate(&w.selector).is_ok()
+                && selector::matches(&w.selector, labels)
+            {
+                sel.and(&CompiledSelector::compile(Some(&w.selector), interner));
+            }
+        }
+    }
+    sel
+}
+
 /// Per-pod state.
 #[derive(Debug, Default)]
 pub struct State {
@@ -120,17 +164,22 @@ fn count_matching(st: &State, node: NodeRef<'_>) -> i64 {
     node.info()
         .pods()
         .iter()
-        .filter(|p| p.pod().metadata.namespace == st.namespace && st.selector.matches(p.labels()))
+        .filter(|p| {
+            let pod = p.pod();
+            pod.metadata.namespace == st.namespace
+                && !pod.is_terminating()
+                && st.selector.matches(p.labels())
+        })
         .count() as i64
 }
 
-fn prepare(cx: &CycleContext<'_>, feasible: &[u32], services_only: bool) -> PreparedScore<State> {
+fn prepare(cx: &CycleContext<'_>, feasible: &[u32]) -> PreparedScore<State> {
     let snapshot = cx.snapshot();
     let selector = default_selector(
         cx.pod(),
         snapshot.workloads(),
         snapshot.interner(),
-        services_only,
+        cx.kube_version(),
     );
     if selector.is_empty() || selector.is_nothing() {
         // Every count is 0, so every node gets the top score, zoned or not.
@@ -200,32 +249,18 @@ fn normalize(cx: &CycleContext<'_>, st: &State, scores: &mut [i64]) {
 ///
 /// A pod no Service or controller selects gets 100 on every node (returned as a constant).
 ///
-/// Not modelled: kube skips this priority for pods with `topologySpreadConstraints` and ignores
-/// pods being deleted; the model has neither field.
+/// Pods being deleted (`metadata.deletionTimestamp` set) are not counted, as in kube.
 ///
-/// [`SelectorSpreadPriority::service_spreading`] is the legacy priority
-/// `ServiceSpreadingPriority` (no argument): the same with Services only, as kube's legacy
-/// provider built it (`NewSelectorSpreadPriority` with empty controller, ReplicaSet and
-/// StatefulSet listers).
+/// In a v1.20 profile the pod's controllers are found as kube v1.20 found them (by their
+/// selectors, see `default_selector`); the legacy name `ServiceSpreadingPriority` runs as this
+/// priority, as in kube 1.18+.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SelectorSpreadPriority {
-    services_only: bool,
-}
+pub struct SelectorSpreadPriority;
 
 impl SelectorSpreadPriority {
-    /// `SelectorSpreadPriority`: Services, ReplicationControllers, ReplicaSets and
-    /// StatefulSets.
+    /// The priority.
     pub fn new() -> Self {
-        SelectorSpreadPriority {
-            services_only: false,
-        }
-    }
-
-    /// `ServiceSpreadingPriority`: Services only.
-    pub fn service_spreading() -> Self {
-        SelectorSpreadPriority {
-            services_only: true,
-        }
+        SelectorSpreadPriority
     }
 }
 
@@ -233,11 +268,7 @@ impl Priority for SelectorSpreadPriority {
     type State = State;
 
     fn name(&self) -> &str {
-        if self.services_only {
-            "ServiceSpreadingPriority"
-        } else {
-            "SelectorSpreadPriority"
-        }
+        "SelectorSpreadPriority"
     }
 
     fn prepare(
@@ -245,7 +276,7 @@ impl Priority for SelectorSpreadPriority {
         cx: &CycleContext<'_>,
         feasible: &[u32],
     ) -> Result<PreparedScore<Self::State>, PluginError> {
-        Ok(prepare(cx, feasible, self.services_only))
+        Ok(prepare(cx, feasible))
     }
 
     fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {

@@ -416,65 +416,27 @@ fn zone_key_prefers_the_beta_labels() {
     assert_eq!(got, [0, 100, 100]);
 }
 
+/// kube v1.20's DefaultSelector finds ReplicaSets, ReplicationControllers and StatefulSets by
+/// their selectors (the pod needs no owner reference); later versions follow the owner
+/// reference only.
 #[test]
-fn service_spreading_uses_services_only() {
-    let two = || vec![node("node1", &[]), node("node2", &[])];
-    let dflt = |n: &str, l: &[(&str, &str)]| pod().node(n).ns("default").labels(l);
-    let pods = || {
-        vec![
-            owned(dflt("node1", LABELS2), RC, "rc2").build(),
-            owned(dflt("node1", LABELS1), RC, "rc1").build(),
-            owned(dflt("node2", LABELS1), RC, "rc1").build(),
-        ]
-    };
-    let p = owned(pod().ns("default").labels(LABELS1), RC, "rc3").build();
-    let rc = vec![controller(RC, "rc3", &[("baz", "blah")])];
-    assert_eq!(
-        run(
-            &SelectorSpreadPriority::new(),
-            &p,
-            pods(),
-            two(),
-            rc.clone()
-        ),
-        [0, 50]
-    );
-    assert_eq!(
-        run(
-            &SelectorSpreadPriority::service_spreading(),
-            &p,
-            pods(),
-            two(),
-            rc
-        ),
-        [100, 100]
-    );
-    let with_service = || {
-        vec![
-            controller(RC, "rc3", &[("foo", "bar")]),
-            svc("default", &[("baz", "blah")]),
-        ]
-    };
-    assert_eq!(
-        run(
-            &SelectorSpreadPriority::service_spreading(),
-            &p,
-            pods(),
-            two(),
-            with_service()
-        ),
-        [0, 50]
-    );
-    assert_eq!(
-        run(
-            &SelectorSpreadPriority::new(),
-            &p,
-            pods(),
-            two(),
-            with_service()
-        ),
-        [0, 0]
-    );
+fn v1_20_finds_controllers_by_selector() {
+    use super::selector_spread::default_selector;
+    use crate::framework::KubeVersion;
+    let p = pod().ns("default").labels(LABELS1).build();
+    let workloads = vec![
+        controller(RS, "rs1", LABELS1),
+        controller(RC, "rc9", &[("nothing", "matches")]),
+    ];
+    let snap = snapshot(vec![], vec![p.clone()]);
+    let interner = snap.interner();
+    let v1_20 = default_selector(&p, &workloads, interner, KubeVersion::V1_20);
+    let current = default_selector(&p, &workloads, interner, KubeVersion::V1_34);
+    assert!(!v1_20.is_empty(), "the ReplicaSet selects the pod");
+    assert!(current.is_empty(), "no owner reference, no Service");
+    // A pod without labels has no controllers in v1.20.
+    let bare = pod().ns("default").build();
+    assert!(default_selector(&bare, &workloads, interner, KubeVersion::V1_20).is_empty());
 }
 
 #[test]
