@@ -19,7 +19,7 @@ use sched_core::model::{
 };
 use sched_core::policy::Policy;
 use sched_core::profile::ScheduleError;
-use sched_core::snapshot::Snapshot;
+use sched_core::snapshot::{ImageCounts, Snapshot};
 use serde_json::Value;
 
 fn cases_dir() -> PathBuf {
@@ -124,6 +124,12 @@ fn replay(dir: &Path) -> Vec<String> {
     let mut snapshot =
         Snapshot::from_objects(nodes, bound).unwrap_or_else(|e| panic!("{name}: {e}"));
     snapshot.set_workloads(workloads(&dir.join("workloads.json")));
+    // Cases recorded with `--refresh-nodes=false`: kube's cache never updated the nodes after
+    // adding them, so each node's image summary kept the counts of that moment.
+    let case = dir.join("case.json");
+    if case.exists() && read_json(&case)["oracleArgs"].to_string().contains("--refresh-nodes=false") {
+        snapshot.set_image_counts(ImageCounts::AsOfNodeUpdate);
+    }
 
     let mut diffs = Vec::new();
     let entries = oracle["pods"].as_array().cloned().unwrap_or_default();

@@ -71,7 +71,9 @@ pub struct Snapshot {
     /// Pod key to node index.
     pod_node: HashMap<String, usize, foldhash::fast::RandomState>,
     interner: Interner,
-    image_nodes: HashMap<Sym, u32>,
+    /// Per image: the size the first node that reported it gave, and on how many nodes it is.
+    images: HashMap<Sym, ImageState>,
+    image_counts: ImageCounts,
     zone_nodes: HashMap<Sym, u32>,
     workloads: Vec<Workload>,
     skipped_pods: usize,
@@ -84,6 +86,28 @@ pub struct Snapshot {
     /// (`u16::MAX` when none), so that a pod without tolerations is judged from dense data.
     first_hard_taint: Vec<u16>,
     generation: u64,
+}
+
+/// An image as kube-scheduler's cache knows it: one size per image name, the size the first
+/// node reporting the name gave (kept until no node has it), and how many nodes have it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ImageState {
+    size: i64,
+    nodes: u32,
+}
+
+/// Which count of nodes having an image `ImageLocality` reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ImageCounts {
+    /// The current count (kube's steady state, once every node was updated after the last
+    /// node change; kube v1.21+ always).
+    #[default]
+    Current,
+    /// The count when each node was last added or updated, as kube v1.20's cache keeps it in
+    /// the node's image summary: with nodes added one after another and never updated, the
+    /// first node with an image sees 1, the second 2, and so on.
+    AsOfNodeUpdate,
 }
 
 /// Whether kube-scheduler's cache would hold this pod: terminated pods are not counted.
@@ -179,9 +203,28 @@ impl Snapshot {
         &self.interner
     }
 
+    /// The size of an image (interned name) as kube's cache knows it: the size reported by the
+    /// first node (in the order nodes were added) that has the image, kept while any node has
+    /// it.
+    pub fn image_size(&self, image: Sym) -> Option<i64> {
+        self.images.get(&image).map(|s| s.size)
+    }
+
+    /// Which image counts `ImageLocality` reads (default [`ImageCounts::Current`]).
+    pub fn image_counts(&self) -> ImageCounts {
+        self.image_counts
+    }
+
+    /// Chooses which image counts `ImageLocality` reads: [`ImageCounts::AsOfNodeUpdate`]
+    /// reproduces a kube v1.20 scheduler whose nodes were not updated since they were added.
+    pub fn set_image_counts(&mut self, counts: ImageCounts) {
+        self.image_counts = counts;
+        self.generation += 1;
+    }
+
     /// On how many nodes an image (interned name) is present.
     pub fn image_node_count(&self, image: Sym) -> u32 {
-        self.image_nodes.get(&image).copied().unwrap_or(0)
+        self.images.get(&image).map_or(0, |s| s.nodes)
     }
 
     /// How many nodes are in each zone (interned zone key).
@@ -284,14 +327,19 @@ impl Snapshot {
     }
 
     fn count_node_tables(&mut self, i: usize, delta: i64) {
-        let info = &self.infos[i];
-        for (img, _) in info.images() {
-            let c = self.image_nodes.entry(*img).or_insert(0);
-            *c = (*c as i64 + delta) as u32;
-            if *c == 0 {
-                self.image_nodes.remove(img);
+        for k in 0..self.infos[i].images().len() {
+            let (img, size) = self.infos[i].images()[k];
+            let state = self.images.entry(img).or_insert(ImageState { size, nodes: 0 });
+            state.nodes = (i64::from(state.nodes) + delta) as u32;
+            let nodes = state.nodes;
+            if nodes == 0 {
+                self.images.remove(&img);
+            }
+            if delta > 0 {
+                self.infos[i].set_image_count(k, nodes);
             }
         }
+        let info = &self.infos[i];
         let zone = info.zone();
         if zone != Sym::NONE {
             let c = self.zone_nodes.entry(zone).or_insert(0);

@@ -165,6 +165,10 @@ pub struct NodeInfo {
     used_ports: Vec<HostPort>,
     labels: LabelIds,
     images: Vec<(Sym, i64)>,
+    /// Per image (aligned with `images`): on how many nodes of the snapshot it was when this
+    /// node was last added or updated, counting this node (kube v1.20's cache keeps that count
+    /// in the node's image summary until the node is next updated).
+    image_counts: Vec<u32>,
     zone: Sym,
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
@@ -215,6 +219,7 @@ impl NodeInfo {
             used_ports: Vec::new(),
             labels: LabelIds::default(),
             images: Vec::new(),
+            image_counts: Vec::new(),
             zone: Sym::NONE,
             affinity_pods: 0,
             required_anti_affinity_pods: 0,
@@ -240,6 +245,7 @@ impl NodeInfo {
             .collect();
         images.sort_unstable();
         images.dedup_by_key(|(s, _)| *s);
+        self.image_counts = vec![0; images.len()];
         self.images = images;
         (self.node_flags, self.soft_taints) = NodeSummary::node_flags(&node);
         self.node = node;
@@ -338,6 +344,20 @@ impl NodeInfo {
             .binary_search_by(|(s, _)| s.cmp(&name))
             .ok()
             .map(|i| self.images[i].1)
+    }
+
+    /// On how many nodes the image was when this node was last added or updated (see
+    /// [`super::ImageCounts::AsOfNodeUpdate`]), if the node has it.
+    pub fn image_count_at_update(&self, name: Sym) -> Option<u32> {
+        self.images
+            .binary_search_by(|(s, _)| s.cmp(&name))
+            .ok()
+            .map(|i| self.image_counts[i])
+    }
+
+    /// Records the image counts seen when this node was added or updated.
+    pub(crate) fn set_image_count(&mut self, k: usize, count: u32) {
+        self.image_counts[k] = count;
     }
 
     /// Interned image names on the node with their sizes, sorted by id.

@@ -3,7 +3,7 @@
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
-use crate::snapshot::{Sym, flags};
+use crate::snapshot::{ImageCounts, Sym, flags};
 
 const MB: i64 = 1024 * 1024;
 /// Below this (scaled) sum of image sizes a node scores 0.
@@ -34,7 +34,10 @@ pub fn normalized_image_name(name: &str) -> String {
 /// kube 1.22's ImageLocality: for each of the pod's containers (init containers excluded; a
 /// repeated image counts once per container) whose image, normalized with
 /// [`normalized_image_name`], is on the node, add `int64(float64(size) * numNodes /
-/// totalNodes)` where `numNodes` is how many nodes of the snapshot have the image; clamp the sum
+/// totalNodes)` where `numNodes` is how many nodes of the snapshot have the image (see
+/// [`crate::snapshot::ImageCounts`]) and `size` the image's size as kube's cache keeps it, the
+/// size the first node with the image reported ([`crate::snapshot::Snapshot::image_size`],
+/// kube v1.20 and today alike); clamp the sum
 /// to `[23 MiB, 1000 MiB * containers]` and map it linearly (integer arithmetic) onto 0..=100.
 /// No argument.
 #[derive(Clone, Copy, Debug, Default)]
@@ -43,8 +46,10 @@ pub struct ImageLocalityPriority;
 /// Per pod: the images present somewhere, with their spread, and the container count.
 #[derive(Debug, Default)]
 pub struct PodImages {
-    /// (interned image name, nodes having it) for each container whose image is on some node.
-    images: Vec<(Sym, u32)>,
+    /// (interned image name, its size, nodes having it) for each container whose image is on
+    /// some node.
+    images: Vec<(Sym, i64, u32)>,
+    counts: ImageCounts,
     total_nodes: usize,
     containers: usize,
 }
@@ -100,12 +105,12 @@ impl Priority for ImageLocalityPriority {
     ) -> Result<PreparedScore<Self::State>, PluginError> {
         let snapshot = cx.snapshot();
         let containers = &cx.pod().spec.containers;
-        let images: Vec<(Sym, u32)> = containers
+        let images: Vec<(Sym, i64, u32)> = containers
             .iter()
             .filter_map(|c| {
                 let sym = snapshot.interner().get(&normalized_image_name(&c.image))?;
                 let n = snapshot.image_node_count(sym);
-                (n > 0).then_some((sym, n))
+                Some((sym, snapshot.image_size(sym)?, n))
             })
             .collect();
         if images.is_empty() {
@@ -114,6 +119,7 @@ impl Priority for ImageLocalityPriority {
         }
         Ok(PreparedScore::Run(PodImages {
             images,
+            counts: snapshot.image_counts(),
             total_nodes: snapshot.len(),
             containers: containers.len(),
         }))
@@ -126,8 +132,12 @@ impl Priority for ImageLocalityPriority {
         }
         let info = node.info();
         let mut sum = 0i64;
-        for &(sym, n) in &pod.images {
-            if let Some(size) = info.image_size(sym) {
+        for &(sym, size, n) in &pod.images {
+            let n = match pod.counts {
+                ImageCounts::Current => info.image_size(sym).map(|_| n),
+                ImageCounts::AsOfNodeUpdate => info.image_count_at_update(sym),
+            };
+            if let Some(n) = n {
                 sum = sum.wrapping_add(scaled_image_score(size, n, pod.total_nodes));
             }
         }
