@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use sched_core::model::{
     LabelSelector, Pod, Workload, WorkloadKind, load_node_list, load_pod_list,
 };
-use sched_core::policy::Policy;
+use sched_core::policy::{FeatureGates, Policy};
 use sched_core::profile::ScheduleError;
 use sched_core::snapshot::{ImageCounts, Snapshot};
 use serde_json::Value;
@@ -111,8 +111,12 @@ fn replay(dir: &Path) -> Vec<String> {
     let mut policy =
         Policy::from_json(&read("policy.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
     policy.percentage_of_nodes_to_score = Some(100);
+    // The feature gates kube ran with (DefaultPodTopologySpread off unless the case says).
+    let gates = FeatureGates::default().default_pod_topology_spread(
+        oracle["meta"]["defaultPodTopologySpread"].as_bool() == Some(true),
+    );
     let profile = policy
-        .builder()
+        .builder_with(gates)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .threads(1)
         .seed(1)
@@ -127,7 +131,11 @@ fn replay(dir: &Path) -> Vec<String> {
     // Cases recorded with `--refresh-nodes=false`: kube's cache never updated the nodes after
     // adding them, so each node's image summary kept the counts of that moment.
     let case = dir.join("case.json");
-    if case.exists() && read_json(&case)["oracleArgs"].to_string().contains("--refresh-nodes=false") {
+    if case.exists()
+        && read_json(&case)["oracleArgs"]
+            .to_string()
+            .contains("--refresh-nodes=false")
+    {
         snapshot.set_image_counts(ImageCounts::AsOfNodeUpdate);
     }
 

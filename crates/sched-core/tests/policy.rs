@@ -5,15 +5,21 @@ mod common;
 use common::{BuildWorker, Worker};
 use sched_core::model::{Node, Pod, parse_node, parse_pod};
 use sched_core::policy::{
-    DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
+    DEFAULT_PREDICATES, DEFAULT_PRIORITIES, FeatureGates, KNOWN_PREDICATES, KNOWN_PRIORITIES,
     MANDATORY_PREDICATES, Policy, PolicyError, PredicateKind, PredicatePolicy, PredicateSpec,
     PriorityArgs, PriorityKind, PriorityPolicy,
 };
 use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
 
+/// The gates these list tests read a Policy under: `DefaultPodTopologySpread` off, so the
+/// priorities keep the names the Policy gives them (the gate's merge has its own test).
+fn gates_off() -> FeatureGates {
+    FeatureGates::default().default_pod_topology_spread(false)
+}
+
 fn predicate_names(p: &Policy) -> Vec<String> {
-    p.plan()
+    p.plan_with(gates_off())
         .unwrap()
         .predicates()
         .iter()
@@ -22,7 +28,7 @@ fn predicate_names(p: &Policy) -> Vec<String> {
 }
 
 fn priority_weights(p: &Policy) -> Vec<(String, i64)> {
-    p.plan()
+    p.plan_with(gates_off())
         .unwrap()
         .priorities()
         .iter()
@@ -236,7 +242,8 @@ const EVERYTHING: &str = r#"{
         {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"]}}},
         {"name": "CheckNodeMemoryPressure"},
         {"name": "CheckNodePIDPressure"},
-        {"name": "CheckNodeDiskPressure"}
+        {"name": "CheckNodeDiskPressure"},
+        {"name": "EvenPodsSpread"}
     ],
     "priorities": [
         {"name": "LeastRequestedPriority", "weight": 1},
@@ -256,7 +263,8 @@ const EVERYTHING: &str = r#"{
         {"name": "NodeLabelPriority", "weight": 2, "argument": {"labelPreference": {"label": "ssd", "presence": true}}},
         {"name": "PreferNoSpot", "weight": 2, "argument": {"labelPreference": {"label": "spot"}}},
         {"name": "ServiceAntiAffinity", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
-        {"name": "EqualPriority", "weight": 1}
+        {"name": "EqualPriority", "weight": 1},
+        {"name": "EvenPodsSpreadPriority", "weight": 2}
     ],
     "extenders": [],
     "hardPodAffinitySymmetricWeight": 10,
@@ -267,7 +275,7 @@ const EVERYTHING: &str = r#"{
 #[test]
 fn a_policy_using_every_name_and_argument() {
     let p = Policy::from_json(EVERYTHING).unwrap();
-    let plan = p.plan().unwrap();
+    let plan = p.plan_with(gates_off()).unwrap();
     let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
     let mut sorted = kinds.clone();
     sorted.sort();
@@ -311,7 +319,7 @@ fn a_policy_using_every_name_and_argument() {
 #[test]
 fn omitted_lists_mean_kube_defaults() {
     let p = Policy::from_json(r#"{"kind": "Policy", "apiVersion": "v1"}"#).unwrap();
-    let plan = p.plan().unwrap();
+    let plan = p.plan_with(gates_off()).unwrap();
     let kinds: Vec<PredicateKind> = plan.predicates().iter().map(|s| s.kind()).collect();
     assert_eq!(kinds, DEFAULT_PREDICATES);
     let prios: Vec<(PriorityKind, i64)> = plan
@@ -321,7 +329,13 @@ fn omitted_lists_mean_kube_defaults() {
         .collect();
     assert_eq!(prios, DEFAULT_PRIORITIES);
     // An entirely empty document is the same.
-    assert_eq!(Policy::from_json("{}").unwrap().plan().unwrap(), plan);
+    assert_eq!(
+        Policy::from_json("{}")
+            .unwrap()
+            .plan_with(gates_off())
+            .unwrap(),
+        plan
+    );
 }
 
 #[test]
@@ -532,11 +546,8 @@ fn kube_names_we_do_not_implement_say_why() {
         "{e:?}"
     );
     assert_mentions(&msg, &["\"NoVolumeZoneConflict\"", "PersistentVolume"]);
-    let (_, msg) = reject(r#"{"priorities": [{"name": "EvenPodsSpreadPriority", "weight": 2}]}"#);
-    assert_mentions(
-        &msg,
-        &["\"EvenPodsSpreadPriority\"", "topologySpreadConstraints"],
-    );
+    let (_, msg) = reject(r#"{"predicates": [{"name": "CheckServiceAffinity"}]}"#);
+    assert_mentions(&msg, &["\"CheckServiceAffinity\"", "not implemented"]);
 }
 
 #[test]
@@ -969,7 +980,12 @@ fn weights_of(s: &Profile) -> Vec<(&str, i64)> {
 
 #[test]
 fn kube_example_compiles_to_the_listed_plugins() {
-    let s = Policy::from_json(KUBE_EXAMPLE).unwrap().compile().unwrap();
+    let s = Policy::from_json(KUBE_EXAMPLE)
+        .unwrap()
+        .builder_with(gates_off())
+        .unwrap()
+        .build()
+        .unwrap();
     assert_eq!(
         names_of(&s),
         [
@@ -995,20 +1011,18 @@ fn kube_example_compiles_to_the_listed_plugins() {
 
 #[test]
 fn default_policy_compiles_to_kube_defaults() {
-    for s in [
-        Policy::default().compile().unwrap(),
-        Policy::kube_default().compile().unwrap(),
-    ] {
-        assert_eq!(
-            names_of(&s),
-            [
-                "CheckNodeUnschedulable",
-                "GeneralPredicates",
-                "NoDiskConflict",
-                "PodToleratesNodeTaints",
-                "MatchInterPodAffinity",
-            ]
-        );
+    let off = |p: Policy| p.builder_with(gates_off()).unwrap().build().unwrap();
+    let on = |p: Policy| p.compile().unwrap();
+    let predicates = [
+        "CheckNodeUnschedulable",
+        "GeneralPredicates",
+        "NoDiskConflict",
+        "PodToleratesNodeTaints",
+        "EvenPodsSpread",
+        "MatchInterPodAffinity",
+    ];
+    for s in [off(Policy::default()), off(Policy::kube_default())] {
+        assert_eq!(names_of(&s), predicates);
         assert_eq!(
             weights_of(&s),
             [
@@ -1020,9 +1034,34 @@ fn default_policy_compiles_to_kube_defaults() {
                 ("NodeAffinityPriority", 1),
                 ("TaintTolerationPriority", 1),
                 ("ImageLocalityPriority", 1),
+                ("EvenPodsSpreadPriority", 2),
             ]
         );
     }
+    // v1.20's default gates: DefaultPodTopologySpread turns SelectorSpreadPriority into
+    // PodTopologySpread with the system defaults, one plugin with the larger weight.
+    for s in [on(Policy::default()), on(Policy::kube_default())] {
+        assert_eq!(names_of(&s), predicates);
+        assert_eq!(
+            weights_of(&s),
+            [
+                ("EvenPodsSpreadPriority", 2),
+                ("InterPodAffinityPriority", 1),
+                ("LeastRequestedPriority", 1),
+                ("BalancedResourceAllocation", 1),
+                ("NodePreferAvoidPodsPriority", 10000),
+                ("NodeAffinityPriority", 1),
+                ("TaintTolerationPriority", 1),
+                ("ImageLocalityPriority", 1),
+            ]
+        );
+    }
+    assert!(
+        Policy::kube_default()
+            .plan()
+            .unwrap()
+            .spread_system_defaults()
+    );
 }
 
 #[test]
@@ -1103,6 +1142,7 @@ fn a_policy_using_every_name_and_argument_compiles() {
             "CheckNodeMemoryPressure",
             "CheckNodePIDPressure",
             "CheckNodeDiskPressure",
+            "EvenPodsSpread",
             "MatchInterPodAffinity",
         ]
     );

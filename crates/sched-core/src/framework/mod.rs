@@ -106,6 +106,10 @@ pub enum Reason {
     ExistingPodsAntiAffinityRulesNotMatch,
     /// Service affinity (CheckServiceAffinity) is violated.
     ServiceAffinityViolated,
+    /// Placing the pod here would break a `DoNotSchedule` topology spread constraint.
+    TopologySpreadConstraintsNotMatch,
+    /// The node lacks the topology key of a `DoNotSchedule` topology spread constraint.
+    TopologySpreadMissingLabel,
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),
 }
@@ -188,6 +192,13 @@ impl Reason {
                 })
             }
             Reason::ServiceAffinityViolated => out("node(s) didn't match service affinity".into()),
+            Reason::TopologySpreadConstraintsNotMatch => {
+                out("node(s) didn't match pod topology spread constraints".into())
+            }
+            Reason::TopologySpreadMissingLabel => out(
+                "node(s) didn't match pod topology spread constraints (missing required label)"
+                    .into(),
+            ),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
         }
     }

@@ -235,6 +235,55 @@ pub struct PodSpec {
     /// Scheduler name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scheduler_name: String,
+    /// How the pod's group spreads across topology domains.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+}
+
+/// What to do with a pod that would break a [`TopologySpreadConstraint`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WhenUnsatisfiable {
+    /// A filter: nodes that would break the constraint are not feasible.
+    #[default]
+    DoNotSchedule,
+    /// A score: nodes that keep the spread even score higher.
+    ScheduleAnyway,
+}
+
+/// Whether a node property counts when spreading (`nodeAffinityPolicy`, `nodeTaintsPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeInclusionPolicy {
+    /// Only nodes that satisfy the pod's node affinity (or tolerate the taints) count.
+    Honor,
+    /// All nodes count.
+    Ignore,
+}
+
+/// A topology spread constraint (`spec.topologySpreadConstraints[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopologySpreadConstraint {
+    /// The largest difference allowed between the matching pods of two domains.
+    pub max_skew: i32,
+    /// The node label whose values are the domains.
+    pub topology_key: String,
+    /// Filter (`DoNotSchedule`) or score (`ScheduleAnyway`).
+    pub when_unsatisfiable: WhenUnsatisfiable,
+    /// The pods counted; absent counts none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// The fewest domains there must be; fewer make the global minimum 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_domains: Option<i32>,
+    /// Keys of the pod's labels whose values are added to the selector.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub match_label_keys: Vec<String>,
+    /// Whether the pod's node affinity limits the nodes counted (absent: `Honor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_affinity_policy: Option<NodeInclusionPolicy>,
+    /// Whether the node's taints limit the nodes counted (absent: `Ignore`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_taints_policy: Option<NodeInclusionPolicy>,
 }
 
 /// A container (`spec.containers[]` or `spec.initContainers[]`).

@@ -2,7 +2,7 @@
 
 use super::names::{PredicateKind, PriorityKind};
 use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
-use super::{Policy, PolicyError};
+use super::{FeatureGates, Policy, PolicyError};
 use crate::framework::{BoxPredicate, BoxPriority, KubeVersion};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
 use crate::plugins::{interpod, node, resource, spread};
@@ -19,6 +19,14 @@ impl Policy {
     /// A [`PolicyError`] for the first rule the document breaks.
     pub fn builder(&self) -> Result<ProfileBuilder, PolicyError> {
         self.plan()?.builder()
+    }
+
+    /// [`Policy::builder`] under these feature gates.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn builder_with(&self, gates: FeatureGates) -> Result<ProfileBuilder, PolicyError> {
+        self.plan_with(gates)?.builder()
     }
 
     /// Validates the Policy and builds the profile (default threads, RNG seeded from the OS;
@@ -137,6 +145,11 @@ impl PolicyPlan {
                 PredicateKind::CheckNodeDiskPressure => {
                     out.push(BoxPredicate::new(node::CheckNodeDiskPressure::new()));
                 }
+                PredicateKind::EvenPodsSpread => {
+                    out.push(BoxPredicate::new(
+                        spread::PodTopologySpread::without_defaults(),
+                    ));
+                }
                 PredicateKind::MatchInterPodAffinity => {
                     out.push(BoxPredicate::new(interpod::MatchInterPodAffinity::new()));
                 }
@@ -229,6 +242,12 @@ impl PolicyPlan {
                 }
                 // The plan skips it, as kube v1.20 does; built only from a hand-made plan.
                 PriorityKind::EqualPriority => BoxPriority::new(resource::EqualPriority::new()),
+                PriorityKind::EvenPodsSpreadPriority if self.spread_system_defaults() => {
+                    BoxPriority::new(spread::PodTopologySpread::new())
+                }
+                PriorityKind::EvenPodsSpreadPriority => {
+                    BoxPriority::new(spread::PodTopologySpread::without_defaults())
+                }
             };
             out.push((p, w));
         }

@@ -94,6 +94,44 @@ pub use plan::{
 
 use std::str::FromStr;
 
+/// The kube-scheduler v1.20 feature gates that change how a Policy runs. The default is
+/// v1.20.2's.
+///
+/// ```
+/// use sched_core::policy::{FeatureGates, Policy};
+/// let policy = Policy::kube_default();
+/// // Under the gate (v1.20's default) SelectorSpreadPriority runs as PodTopologySpread.
+/// let on = policy.plan()?;
+/// assert!(on.spread_system_defaults());
+/// let off = policy.plan_with(FeatureGates::default().default_pod_topology_spread(false))?;
+/// assert!(!off.spread_system_defaults());
+/// # Ok::<(), sched_core::policy::PolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FeatureGates {
+    /// `DefaultPodTopologySpread` (beta, on by default in v1.20): `SelectorSpreadPriority` runs
+    /// as `EvenPodsSpreadPriority` (PodTopologySpread) over kube's system default constraints.
+    pub default_pod_topology_spread: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates {
+            default_pod_topology_spread: true,
+        }
+    }
+}
+
+impl FeatureGates {
+    /// Sets `DefaultPodTopologySpread`.
+    #[must_use]
+    pub fn default_pod_topology_spread(mut self, on: bool) -> Self {
+        self.default_pod_topology_spread = on;
+        self
+    }
+}
+
 impl Policy {
     /// Parses and validates a Policy document.
     ///
@@ -133,12 +171,21 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Validates the Policy and resolves it into the built-ins to construct, in order.
+    /// Validates the Policy and resolves it into the built-ins to construct, in order, with
+    /// kube v1.20's default feature gates.
     ///
     /// # Errors
     /// A [`PolicyError`] for the first rule the document breaks.
     pub fn plan(&self) -> Result<PolicyPlan, PolicyError> {
-        plan::plan(self)
+        self.plan_with(FeatureGates::default())
+    }
+
+    /// [`Policy::plan`] under these feature gates.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn plan_with(&self, gates: FeatureGates) -> Result<PolicyPlan, PolicyError> {
+        plan::plan(self, gates)
     }
 
     /// kube's default Policy written out: [`DEFAULT_PREDICATES`] and [`DEFAULT_PRIORITIES`] as

@@ -31,6 +31,8 @@ pub enum PredicateKind {
     CheckNodePIDPressure,
     /// `CheckNodeDiskPressure`: no DiskPressure.
     CheckNodeDiskPressure,
+    /// `EvenPodsSpread`: `DoNotSchedule` topology spread constraints (PodTopologySpread).
+    EvenPodsSpread,
     /// `MatchInterPodAffinity`: required pod affinity and anti-affinity.
     MatchInterPodAffinity,
 }
@@ -51,6 +53,7 @@ impl PredicateKind {
         PredicateKind::CheckNodeMemoryPressure,
         PredicateKind::CheckNodePIDPressure,
         PredicateKind::CheckNodeDiskPressure,
+        PredicateKind::EvenPodsSpread,
         PredicateKind::MatchInterPodAffinity,
     ];
 
@@ -70,6 +73,7 @@ impl PredicateKind {
             PredicateKind::CheckNodeMemoryPressure => "CheckNodeMemoryPressure",
             PredicateKind::CheckNodePIDPressure => "CheckNodePIDPressure",
             PredicateKind::CheckNodeDiskPressure => "CheckNodeDiskPressure",
+            PredicateKind::EvenPodsSpread => "EvenPodsSpread",
             PredicateKind::MatchInterPodAffinity => "MatchInterPodAffinity",
         }
     }
@@ -123,8 +127,11 @@ pub enum PriorityKind {
     NodeLabelPriority,
     /// `ServiceAntiAffinity`; needs `serviceAntiAffinity`.
     ServiceAntiAffinity,
-    /// `EqualPriority`: the same score for every node.
+    /// `EqualPriority`: the same score for every node (kube v1.20 skips it).
     EqualPriority,
+    /// `EvenPodsSpreadPriority`: `ScheduleAnyway` topology spread constraints
+    /// (PodTopologySpread).
+    EvenPodsSpreadPriority,
 }
 
 impl PriorityKind {
@@ -145,6 +152,7 @@ impl PriorityKind {
         PriorityKind::NodeLabelPriority,
         PriorityKind::ServiceAntiAffinity,
         PriorityKind::EqualPriority,
+        PriorityKind::EvenPodsSpreadPriority,
     ];
 
     /// kube's name.
@@ -165,6 +173,7 @@ impl PriorityKind {
             PriorityKind::NodeLabelPriority => "NodeLabelPriority",
             PriorityKind::ServiceAntiAffinity => "ServiceAntiAffinity",
             PriorityKind::EqualPriority => "EqualPriority",
+            PriorityKind::EvenPodsSpreadPriority => "EvenPodsSpreadPriority",
         }
     }
 
@@ -202,6 +211,7 @@ pub const KNOWN_PREDICATES: &[&str] = &[
     "CheckNodeMemoryPressure",
     "CheckNodePIDPressure",
     "CheckNodeDiskPressure",
+    "EvenPodsSpread",
     "MatchInterPodAffinity",
 ];
 
@@ -222,6 +232,7 @@ pub const KNOWN_PRIORITIES: &[&str] = &[
     "NodeLabelPriority",
     "ServiceAntiAffinity",
     "EqualPriority",
+    "EvenPodsSpreadPriority",
 ];
 
 /// Predicates kube adds to every Policy, even to an empty predicate list (kube 1.17+:
@@ -231,28 +242,24 @@ pub const MANDATORY_PREDICATES: &[PredicateKind] = &[
     PredicateKind::PodToleratesNodeTaints,
 ];
 
-/// The predicates used when a Policy omits `predicates`: kube's legacy defaults (1.18-1.22)
-/// limited to the ones sched-core implements, in execution order.
+/// The predicates used when a Policy omits `predicates`: kube v1.20's legacy defaults limited
+/// to the ones sched-core implements, in execution order.
 ///
 /// kube's default set also has NoVolumeZoneConflict, MaxEBSVolumeCount, MaxGCEPDVolumeCount,
 /// MaxAzureDiskVolumeCount, MaxCSIVolumeCountPred and CheckVolumeBinding, which read
 /// PersistentVolumes, PersistentVolumeClaims, StorageClasses and CSINode objects that the model
-/// does not carry (and never reject a pod without such volumes), and EvenPodsSpread
-/// (topologySpreadConstraints, not part of the model either).
+/// does not carry (and never reject a pod without such volumes).
 pub const DEFAULT_PREDICATES: &[PredicateKind] = &[
     PredicateKind::CheckNodeUnschedulable,
     PredicateKind::GeneralPredicates,
     PredicateKind::NoDiskConflict,
     PredicateKind::PodToleratesNodeTaints,
+    PredicateKind::EvenPodsSpread,
     PredicateKind::MatchInterPodAffinity,
 ];
 
-/// The priorities (with weights) used when a Policy omits `priorities`: kube's legacy defaults
-/// limited to the ones sched-core implements.
-///
-/// kube's default set also has EvenPodsSpreadPriority (weight 2), which scores
-/// topologySpreadConstraints (not part of the model) and gives every node the same score for a
-/// pod without them.
+/// The priorities (with weights) used when a Policy omits `priorities`: kube v1.20's legacy
+/// defaults.
 pub const DEFAULT_PRIORITIES: &[(PriorityKind, i64)] = &[
     (PriorityKind::SelectorSpreadPriority, 1),
     (PriorityKind::InterPodAffinityPriority, 1),
@@ -262,6 +269,7 @@ pub const DEFAULT_PRIORITIES: &[(PriorityKind, i64)] = &[
     (PriorityKind::NodeAffinityPriority, 1),
     (PriorityKind::TaintTolerationPriority, 1),
     (PriorityKind::ImageLocalityPriority, 1),
+    (PriorityKind::EvenPodsSpreadPriority, 2),
 ];
 
 /// kube-scheduler predicates sched-core does not implement, with the reason.
@@ -273,7 +281,6 @@ pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
     ("MaxCinderVolumeCount", VOLUME_REASON),
     ("MaxCSIVolumeCountPred", VOLUME_REASON),
     ("CheckVolumeBinding", VOLUME_REASON),
-    ("EvenPodsSpread", SPREAD_REASON),
     ("CheckServiceAffinity", SERVICE_AFFINITY_REASON),
     (
         "PodToleratesNodeNoExecuteTaints",
@@ -282,14 +289,11 @@ pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
 ];
 
 /// kube-scheduler priorities sched-core does not implement, with the reason.
-pub(crate) const UNSUPPORTED_PRIORITIES: &[(&str, &str)] =
-    &[("EvenPodsSpreadPriority", SPREAD_REASON)];
+pub(crate) const UNSUPPORTED_PRIORITIES: &[(&str, &str)] = &[];
 
 const VOLUME_REASON: &str = "it reads PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSINode objects, which the model does not carry";
 /// Why `serviceAffinity` predicates are rejected.
 pub(crate) const SERVICE_AFFINITY_REASON: &str = "kube's ServiceAffinity filter (CheckServiceAffinity, or a custom predicate with a `serviceAffinity` argument) is not implemented";
-const SPREAD_REASON: &str =
-    "topologySpreadConstraints (PodTopologySpread) are not part of the model";
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Validation: a [`Policy`] document resolved into a [`PolicyPlan`], the list of built-ins to
 //! construct with their arguments and weights.
 
+use super::FeatureGates;
 use super::PolicyError;
 use super::document::{
     LabelPreference, LabelsPresence, Policy, PredicateArgument, PredicatePolicy, PriorityArgument,
@@ -28,9 +29,17 @@ pub struct PolicyPlan {
     always_check_all_predicates: bool,
     hard_pod_affinity_symmetric_weight: i32,
     percentage_of_nodes_to_score: u8,
+    spread_system_defaults: bool,
 }
 
 impl PolicyPlan {
+    /// Whether `EvenPodsSpreadPriority` spreads pods without constraints of their own over
+    /// kube's system default constraints (what `SelectorSpreadPriority` becomes under the
+    /// `DefaultPodTopologySpread` gate).
+    pub fn spread_system_defaults(&self) -> bool {
+        self.spread_system_defaults
+    }
+
     /// The predicates, in execution order (kube's predicate ordering; custom predicates of one
     /// kind in document order).
     pub fn predicates(&self) -> &[PredicateSpec] {
@@ -166,8 +175,8 @@ fn entry(list: &str, i: usize) -> String {
     format!("{list}[{i}]")
 }
 
-/// Validates a Policy and resolves it into a plan.
-pub(crate) fn plan(policy: &Policy) -> Result<PolicyPlan, PolicyError> {
+/// Validates a Policy and resolves it into a plan, under these feature gates.
+pub(crate) fn plan(policy: &Policy, gates: FeatureGates) -> Result<PolicyPlan, PolicyError> {
     if let Some(kind) = &policy.kind
         && kind != "Policy"
     {
@@ -217,14 +226,16 @@ pub(crate) fn plan(policy: &Policy) -> Result<PolicyPlan, PolicyError> {
                 argument: PriorityArgs::None,
             })
             .collect(),
-        Some(list) => as_kube_v1_20_runs(plan_priorities(list)?),
+        Some(list) => plan_priorities(list)?,
     };
+    let (priorities, spread_system_defaults) = as_kube_v1_20_runs(priorities, gates);
     Ok(PolicyPlan {
         predicates,
         priorities,
         always_check_all_predicates: policy.always_check_all_predicates.unwrap_or(false),
         hard_pod_affinity_symmetric_weight: hard_weight,
         percentage_of_nodes_to_score: percentage,
+        spread_system_defaults,
     })
 }
 
@@ -232,8 +243,11 @@ pub(crate) fn plan(policy: &Policy) -> Result<PolicyPlan, PolicyError> {
 /// `ServiceSpreadingPriority` is `SelectorSpreadPriority` (its Services and its controllers);
 /// when both are listed they are one priority, at the place of the first, with the weight of
 /// the last (kube keys its priorities by name, so a later entry's weight replaces an earlier
-/// one's).
-fn as_kube_v1_20_runs(specs: Vec<PrioritySpec>) -> Vec<PrioritySpec> {
+/// one's). Under `DefaultPodTopologySpread`, `SelectorSpreadPriority` runs as
+/// `EvenPodsSpreadPriority` (kube's PodTopologySpread plugin) with the system default
+/// constraints, one priority with the larger weight when both are listed (kube keeps the
+/// larger weight of a plugin configured twice); the second value says whether that happened.
+fn as_kube_v1_20_runs(specs: Vec<PrioritySpec>, gates: FeatureGates) -> (Vec<PrioritySpec>, bool) {
     let mut out: Vec<PrioritySpec> = Vec::with_capacity(specs.len());
     for mut spec in specs {
         match spec.kind {
@@ -252,7 +266,27 @@ fn as_kube_v1_20_runs(specs: Vec<PrioritySpec>) -> Vec<PrioritySpec> {
             None => out.push(spec),
         }
     }
-    out
+    let selector_spread = out
+        .iter()
+        .any(|s| s.kind == PriorityKind::SelectorSpreadPriority);
+    if !gates.default_pod_topology_spread || !selector_spread {
+        return (out, false);
+    }
+    let mut merged: Vec<PrioritySpec> = Vec::with_capacity(out.len());
+    for mut spec in out {
+        if spec.kind == PriorityKind::SelectorSpreadPriority {
+            spec.kind = PriorityKind::EvenPodsSpreadPriority;
+            spec.name = PriorityKind::EvenPodsSpreadPriority.name().to_string();
+        }
+        match merged
+            .iter_mut()
+            .find(|s| s.kind == PriorityKind::EvenPodsSpreadPriority && spec.kind == s.kind)
+        {
+            Some(first) => first.weight = first.weight.max(spec.weight),
+            None => merged.push(spec),
+        }
+    }
+    (merged, true)
 }
 
 fn plan_predicates(list: &[PredicatePolicy]) -> Result<Vec<PredicateSpec>, PolicyError> {

@@ -329,7 +329,10 @@ impl Snapshot {
     fn count_node_tables(&mut self, i: usize, delta: i64) {
         for k in 0..self.infos[i].images().len() {
             let (img, size) = self.infos[i].images()[k];
-            let state = self.images.entry(img).or_insert(ImageState { size, nodes: 0 });
+            let state = self
+                .images
+                .entry(img)
+                .or_insert(ImageState { size, nodes: 0 });
             state.nodes = (i64::from(state.nodes) + delta) as u32;
             let nodes = state.nodes;
             if nodes == 0 {

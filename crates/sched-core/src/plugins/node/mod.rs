@@ -66,6 +66,7 @@ mod scheduler_tests;
 #[cfg(test)]
 mod testutil;
 
+pub(crate) use affinity::RequiredState;
 pub use affinity::{MatchNodeSelector, NodeAffinityPriority};
 pub use conditions::{
     CheckNodeCondition, CheckNodeDiskPressure, CheckNodeMemoryPressure, CheckNodePIDPressure,
@@ -75,6 +76,7 @@ pub use host_name::HostName;
 pub use labels::{CheckNodeLabelPresence, NodeLabelPriority};
 pub use ports::PodFitsHostPorts;
 pub use resources::PodFitsResources;
+pub(crate) use taints::TaintsState;
 pub use taints::{
     CheckNodeUnschedulable, PodToleratesNodeTaints, TAINT_NODE_UNSCHEDULABLE,
     TaintTolerationPriority,

@@ -43,7 +43,7 @@ impl PodToleratesNodeTaints {
 pub struct TaintsState(Vec<Toleration>);
 
 impl TaintsState {
-    fn of(tolerations: &[Toleration]) -> TaintsState {
+    pub(crate) fn of(tolerations: &[Toleration]) -> TaintsState {
         TaintsState(
             tolerations
                 .iter()
@@ -53,7 +53,7 @@ impl TaintsState {
         )
     }
 
-    fn check(&self, node: NodeRef<'_>) -> Result<(), Reason> {
+    pub(crate) fn check(&self, node: NodeRef<'_>) -> Result<(), Reason> {
         if !node.summary().has(flags::HARD_TAINTS) {
             return Ok(());
         }

@@ -8,6 +8,7 @@
 
 mod selector_spread;
 mod service_anti_affinity;
+mod topology;
 mod zone;
 
 #[cfg(test)]
@@ -15,3 +16,4 @@ mod tests;
 
 pub use selector_spread::SelectorSpreadPriority;
 pub use service_anti_affinity::ServiceAntiAffinity;
+pub use topology::{DefaultConstraints, PodTopologySpread};

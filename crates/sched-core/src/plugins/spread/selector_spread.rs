@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use super::zone::ZoneKeys;
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
-use crate::model::{Pod, Workload, WorkloadKind};
+use crate::model::{
+    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Pod, Workload, WorkloadKind,
+};
 use crate::plugins::interpod::selector::{self, CompiledSelector};
 use crate::snapshot::NodeRef;
-use crate::snapshot::{Interner, Sym};
+use crate::snapshot::Sym;
 
 /// With zones, 2/3 of the score comes from zone spreading and 1/3 from node spreading.
 const ZONE_WEIGHTING: f64 = 2.0 / 3.0;
@@ -46,7 +48,8 @@ pub(crate) fn pod_services<'a>(
     })
 }
 
-/// kube's `helper.DefaultSelector` as `version` has it.
+/// kube's `helper.DefaultSelector` as `version` has it, as one [`LabelSelector`] (the
+/// requirements kube ANDs): an empty selector when nothing selects the pod.
 ///
 /// - v1.20: the merged selectors of the Services and ReplicationControllers in the pod's
 ///   namespace whose selectors select the pod, then the requirements of every ReplicaSet and
@@ -59,92 +62,82 @@ pub(crate) fn pod_services<'a>(
 pub(crate) fn default_selector(
     pod: &Pod,
     workloads: &[Workload],
-    interner: &Interner,
     version: KubeVersion,
-) -> CompiledSelector {
-    let mut set: BTreeMap<String, String> = BTreeMap::new();
+) -> LabelSelector {
+    let mut out = LabelSelector::default();
     for s in pod_services(pod, workloads) {
-        set.extend(
-            s.selector
-                .match_labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
+        merge_map(&mut out, &s.selector.match_labels);
     }
+    let labels = &pod.metadata.labels;
     if version == KubeVersion::V1_20 {
-        return default_selector_v1_20(pod, workloads, interner, set);
+        let in_namespace = |kind: WorkloadKind| {
+            workloads.iter().filter(move |w| {
+                w.kind == kind && w.namespace == pod.metadata.namespace && !labels.is_empty()
+            })
+        };
+        for rc in in_namespace(WorkloadKind::ReplicationController) {
+            if map_selects(&rc.selector.match_labels, labels) {
+                merge_map(&mut out, &rc.selector.match_labels);
+            }
+        }
+        for kind in [WorkloadKind::ReplicaSet, WorkloadKind::StatefulSet] {
+            for w in in_namespace(kind) {
+                if !selector::is_empty(&w.selector)
+                    && selector::validate(&w.selector).is_ok()
+                    && selector::matches(&w.selector, labels)
+                {
+                    add_requirements(&mut out, &w.selector);
+                }
+            }
+        }
+        return out;
     }
-    let mut sel = CompiledSelector::from_map(&set, interner);
     let Some(owner) = pod.controller_ref() else {
-        return sel;
+        return out;
     };
     let (group, version) = match owner.api_version.split_once('/') {
         Some((g, v)) if !v.contains('/') => (g, v),
-        Some(_) => return sel,
+        Some(_) => return out,
         None => ("", owner.api_version.as_str()),
     };
     let kind = match (group, version, owner.kind.as_str()) {
         ("", "v1", "ReplicationController") => WorkloadKind::ReplicationController,
         ("apps", "v1", "ReplicaSet") => WorkloadKind::ReplicaSet,
         ("apps", "v1", "StatefulSet") => WorkloadKind::StatefulSet,
-        _ => return sel,
+        _ => return out,
     };
     let Some(w) = workloads
         .iter()
         .find(|w| w.kind == kind && w.namespace == pod.metadata.namespace && w.name == owner.name)
     else {
-        return sel;
+        return out;
     };
     if kind == WorkloadKind::ReplicationController {
-        set.extend(
-            w.selector
-                .match_labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        sel = CompiledSelector::from_map(&set, interner);
+        merge_map(&mut out, &w.selector.match_labels);
     } else if selector::validate(&w.selector).is_ok() {
-        sel.and(&CompiledSelector::compile(Some(&w.selector), interner));
+        add_requirements(&mut out, &w.selector);
     }
-    sel
+    out
 }
 
-/// [`default_selector`] of kube v1.20: controllers by selector (see there); `set` holds the
-/// Services' merged selectors.
-fn default_selector_v1_20(
-    pod: &Pod,
-    workloads: &[Workload],
-    interner: &Interner,
-    mut set: BTreeMap<String, String>,
-) -> CompiledSelector {
-    let labels = &pod.metadata.labels;
-    let in_namespace = |kind: WorkloadKind| {
-        workloads.iter().filter(move |w| {
-            w.kind == kind && w.namespace == pod.metadata.namespace && !labels.is_empty()
-        })
-    };
-    for rc in in_namespace(WorkloadKind::ReplicationController) {
-        if map_selects(&rc.selector.match_labels, labels) {
-            set.extend(
-                rc.selector
-                    .match_labels
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-        }
+/// kube's `labels.Merge` into the selector's exact pairs (a later value wins).
+fn merge_map(out: &mut LabelSelector, map: &BTreeMap<String, String>) {
+    out.match_labels
+        .extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+}
+
+/// kube's `selector.Add(other.Requirements()...)`: `other`'s exact pairs become `In`
+/// requirements beside the merged map.
+fn add_requirements(out: &mut LabelSelector, other: &LabelSelector) {
+    for (k, v) in &other.match_labels {
+        out.match_expressions.push(LabelSelectorRequirement {
+            key: k.clone(),
+            operator: LabelSelectorOperator::In,
+            values: vec![v.clone()],
+        });
     }
-    let mut sel = CompiledSelector::from_map(&set, interner);
-    for kind in [WorkloadKind::ReplicaSet, WorkloadKind::StatefulSet] {
-        for w in in_namespace(kind) {
-            if !selector::is_empty(&w.selector)
-                && selector::validate(&w.selector).is_ok()
-                && selector::matches(&w.selector, labels)
-            {
-                sel.and(&CompiledSelector::compile(Some(&w.selector), interner));
-            }
-        }
-    }
-    sel
+    out.match_expressions
+        .extend(other.match_expressions.iter().cloned());
 }
 
 /// Per-pod state.
@@ -175,11 +168,13 @@ fn count_matching(st: &State, node: NodeRef<'_>) -> i64 {
 
 fn prepare(cx: &CycleContext<'_>, feasible: &[u32]) -> PreparedScore<State> {
     let snapshot = cx.snapshot();
-    let selector = default_selector(
-        cx.pod(),
-        snapshot.workloads(),
+    let selector = CompiledSelector::compile(
+        Some(&default_selector(
+            cx.pod(),
+            snapshot.workloads(),
+            cx.kube_version(),
+        )),
         snapshot.interner(),
-        cx.kube_version(),
     );
     if selector.is_empty() || selector.is_nothing() {
         // Every count is 0, so every node gets the top score, zoned or not.

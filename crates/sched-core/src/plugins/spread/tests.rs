@@ -428,15 +428,28 @@ fn v1_20_finds_controllers_by_selector() {
         controller(RS, "rs1", LABELS1),
         controller(RC, "rc9", &[("nothing", "matches")]),
     ];
-    let snap = snapshot(vec![], vec![p.clone()]);
-    let interner = snap.interner();
-    let v1_20 = default_selector(&p, &workloads, interner, KubeVersion::V1_20);
-    let current = default_selector(&p, &workloads, interner, KubeVersion::V1_34);
-    assert!(!v1_20.is_empty(), "the ReplicaSet selects the pod");
-    assert!(current.is_empty(), "no owner reference, no Service");
+    let v1_20 = default_selector(&p, &workloads, KubeVersion::V1_20);
+    let current = default_selector(&p, &workloads, KubeVersion::V1_34);
+    assert_eq!(
+        v1_20.match_expressions.len(),
+        2,
+        "the ReplicaSet's two pairs"
+    );
+    assert!(crate::plugins::interpod::selector::matches(
+        &v1_20,
+        &p.metadata.labels
+    ));
+    assert_eq!(
+        current,
+        Default::default(),
+        "no owner reference, no Service"
+    );
     // A pod without labels has no controllers in v1.20.
     let bare = pod().ns("default").build();
-    assert!(default_selector(&bare, &workloads, interner, KubeVersion::V1_20).is_empty());
+    assert_eq!(
+        default_selector(&bare, &workloads, KubeVersion::V1_20),
+        Default::default()
+    );
 }
 
 #[test]
