@@ -167,6 +167,11 @@ fn count_matching(st: &State, node: NodeRef<'_>) -> i64 {
 }
 
 fn prepare(cx: &CycleContext<'_>, feasible: &[u32]) -> PreparedScore<State> {
+    if !cx.pod().spec.topology_spread_constraints.is_empty() {
+        // kube's skipSelectorSpread: a pod with spread constraints of its own is left to
+        // PodTopologySpread; every node scores 0.
+        return PreparedScore::Constant(0);
+    }
     let snapshot = cx.snapshot();
     let selector = CompiledSelector::compile(
         Some(&default_selector(
@@ -244,7 +249,9 @@ fn normalize(cx: &CycleContext<'_>, st: &State, scores: &mut [i64]) {
 ///
 /// A pod no Service or controller selects gets 100 on every node (returned as a constant).
 ///
-/// Pods being deleted (`metadata.deletionTimestamp` set) are not counted, as in kube.
+/// Pods being deleted (`metadata.deletionTimestamp` set) are not counted, and a pod with
+/// `topologySpreadConstraints` of its own scores 0 everywhere (kube leaves it to
+/// PodTopologySpread).
 ///
 /// In a v1.20 profile the pod's controllers are found as kube v1.20 found them (by their
 /// selectors, see `default_selector`); the legacy name `ServiceSpreadingPriority` runs as this
