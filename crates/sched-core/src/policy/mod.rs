@@ -55,20 +55,32 @@
 //! requestedToCapacityRatio priority; labelPreference priorities all with one weight, and
 //! serviceAntiAffinity priorities too; `extenders` must be empty (no HTTP client here).
 //!
-//! # Differences from kube-scheduler
+//! # Which kube: v1.20.2
+//!
+//! A Policy runs as kube-scheduler v1.20.2 runs it (the last release of the Policy era with
+//! the `DefaultPodTopologySpread` gate; [`FeatureGates`] sets the gates, v1.20's defaults when
+//! not given): the compiled profile is a [`KubeVersion::V1_20`](crate::framework::KubeVersion)
+//! profile, so v1.20's formulas, skip rules and reason texts apply, and the priority list is
+//! turned into plugins as v1.20's legacy registry does (`EqualPriority` skipped,
+//! `ServiceSpreadingPriority` as `SelectorSpreadPriority`, all `serviceAntiAffinity` priorities
+//! one score averaged over their labels with weight n x w, all `labelPreference` ones likewise,
+//! `SelectorSpreadPriority` as `EvenPodsSpreadPriority` with the system defaults under
+//! `DefaultPodTopologySpread`). `tests/conformance.rs` replays 33 recorded cases (200 pending
+//! pods) against kube-scheduler v1.20.2's own answers and requires every feasible set, score,
+//! total, tie set and reason to match.
+//!
+//! # Differences from kube-scheduler v1.20.2
 //!
 //! - Not implemented, rejected with the reason: the volume predicates (NoVolumeZoneConflict,
 //!   MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCinderVolumeCount,
-//!   MaxCSIVolumeCountPred, CheckVolumeBinding), EvenPodsSpread / EvenPodsSpreadPriority,
-//!   CheckServiceAffinity and `serviceAffinity` predicates, HTTP extenders. The defaults leave the
-//!   volume and topology-spread entries out (see [`DEFAULT_PREDICATES`]).
-//! - `EqualPriority` is kept as a priority that gives every node 1 (kube 1.18+ drops it from a
-//!   Policy). It never changes the chosen node; it adds its weight to every total.
-//! - `ServiceSpreadingPriority` is kube's legacy services-only spreading, not an alias of
-//!   `SelectorSpreadPriority` as in kube 1.18+.
-//! - Each `serviceAntiAffinity` priority scores on its own (kube up to 1.17); all
-//!   `labelPreference` priorities form one NodeLabel score averaged over the labels (kube 1.18+).
-//!   With one label of each kind, as almost every Policy has, the versions agree.
+//!   MaxCSIVolumeCountPred, CheckVolumeBinding), CheckServiceAffinity and `serviceAffinity`
+//!   predicates, HTTP extenders. The defaults leave the volume entries out (see
+//!   [`DEFAULT_PREDICATES`]); they never reject a pod without volumes.
+//! - One reason per predicate, where kube's CheckNodeCondition and GeneralPredicates can report
+//!   several (`alwaysCheckAllPredicates` splits GeneralPredicates into its parts, so every
+//!   reason is listed there).
+//! - When two Services select a pod, `ServiceAntiAffinity` takes the first in snapshot order;
+//!   kube takes the first of its lister's list, whose order changes from run to run.
 
 mod compile;
 mod document;

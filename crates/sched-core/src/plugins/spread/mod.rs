@@ -1,10 +1,12 @@
-//! Spreading priorities: `SelectorSpreadPriority` ([`SelectorSpreadPriority`]),
-//! `ServiceSpreadingPriority` ([`SelectorSpreadPriority::service_spreading`]) and the legacy `ServiceAntiAffinity`
-//! ([`ServiceAntiAffinity`]), with kube-scheduler's formulas.
+//! Spreading: `SelectorSpreadPriority` ([`SelectorSpreadPriority`], which the legacy name
+//! `ServiceSpreadingPriority` also runs), the legacy `ServiceAntiAffinity`
+//! ([`ServiceAntiAffinity`]) and kube's `PodTopologySpread` ([`PodTopologySpread`], the legacy
+//! `EvenPodsSpread` and `EvenPodsSpreadPriority`), with kube-scheduler's formulas.
 //!
-//! They count, per node, the pods of the same namespace selected by the Services, controllers
-//! and stateful sets ([`crate::model::Workload`]s of the snapshot) that select the pod being
-//! scheduled, and favour nodes (and zones, or values of a label) with fewer of them.
+//! They count, per node or per topology domain, the pods of the same namespace selected by the
+//! Services, controllers and stateful sets ([`crate::model::Workload`]s of the snapshot) that
+//! select the pod being scheduled, or by the pod's own spread constraints, and favour (or
+//! require) places with fewer of them.
 
 mod selector_spread;
 mod service_anti_affinity;
