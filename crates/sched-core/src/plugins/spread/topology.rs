@@ -58,6 +58,8 @@ pub enum DefaultConstraints {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodTopologySpread {
     defaults: DefaultConstraints,
+    /// The default constraints as a list (the system ones written out), built once.
+    default_list: Vec<TopologySpreadConstraint>,
 }
 
 impl Default for PodTopologySpread {
@@ -74,14 +76,19 @@ impl PodTopologySpread {
 
     /// With kube's system default constraints (kube's default arguments).
     pub fn new() -> PodTopologySpread {
-        PodTopologySpread {
-            defaults: DefaultConstraints::System,
-        }
+        PodTopologySpread::with_defaults(DefaultConstraints::System)
     }
 
     /// With these default constraints.
     pub fn with_defaults(defaults: DefaultConstraints) -> PodTopologySpread {
-        PodTopologySpread { defaults }
+        let default_list = match &defaults {
+            DefaultConstraints::System => system_defaults(),
+            DefaultConstraints::List(list) => list.clone(),
+        };
+        PodTopologySpread {
+            defaults,
+            default_list,
+        }
     }
 
     /// Without default constraints: only the pod's own constraints count.
@@ -131,15 +138,12 @@ impl PodTopologySpread {
             }
             return Ok(out);
         }
-        let defaults: Vec<TopologySpreadConstraint> = match &self.defaults {
-            DefaultConstraints::System => system_defaults(),
-            DefaultConstraints::List(list) => list.clone(),
-        };
-        let defaults: Vec<&TopologySpreadConstraint> = defaults
+        let mut defaults = self
+            .default_list
             .iter()
             .filter(|c| c.when_unsatisfiable == action)
-            .collect();
-        if defaults.is_empty() {
+            .peekable();
+        if defaults.peek().is_none() {
             return Ok(Vec::new());
         }
         let sel = default_selector(pod, snapshot.workloads(), version);
@@ -147,7 +151,6 @@ impl PodTopologySpread {
             return Ok(Vec::new());
         }
         Ok(defaults
-            .into_iter()
             .map(|c| Constraint::new(c, Some(&sel), pod, snapshot, version))
             .collect())
     }
