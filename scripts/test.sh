@@ -31,8 +31,8 @@ step "cargo test (unit, integration, property, multi-process, real-server and do
 cargo test --workspace --no-fail-fast
 
 step "scoring kernel, optimized (its vector builds exist only with optimizations)"
-cargo test --release -p sched-core --lib dense::
-cargo test --release -p sched-core --test dense
+cargo test --release -p sched-core --lib profile::kernel::
+cargo test --release -p sched-core --test fast_path
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
