@@ -238,6 +238,31 @@ pub struct PodSpec {
     /// How the pod's group spreads across topology domains.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Pod-level requests and limits (CPU and memory), which replace the containers' sums.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Gates that keep the pod out of scheduling while any is present.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scheduling_gates: Vec<PodSchedulingGate>,
+    /// Dynamic resource claims (DRA), which this crate does not evaluate.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<PodResourceClaim>,
+}
+
+/// A scheduling gate (`spec.schedulingGates[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodSchedulingGate {
+    /// The gate's name.
+    pub name: String,
+}
+
+/// A dynamic resource claim of the pod (`spec.resourceClaims[]`); only its name is kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodResourceClaim {
+    /// The claim's name in the pod.
+    pub name: String,
 }
 
 /// What to do with a pod that would break a [`TopologySpreadConstraint`].
@@ -300,6 +325,17 @@ pub struct Container {
     /// Ports (host ports matter for scheduling).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ContainerPort>,
+    /// `Always` on an init container makes it a native sidecar (a restartable init container
+    /// that keeps running beside the containers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+}
+
+impl Container {
+    /// Whether this init container is a native sidecar (`restartPolicy: Always`).
+    pub fn is_restartable(&self) -> bool {
+        self.restart_policy.as_deref() == Some("Always")
+    }
 }
 
 /// `resources` of a container.

@@ -84,6 +84,19 @@ impl Resources {
         }
     }
 
+    /// Raises each resource to at least `other`'s, as kube's `maxResourceList`.
+    pub fn set_max(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.max(other.allowed_pod_number);
+        for (n, v) in &other.scalar {
+            if self.scalar(n) < *v {
+                self.set_scalar(n, *v);
+            }
+        }
+    }
+
     /// The amount of a scalar resource (0 when absent).
     pub fn scalar(&self, name: &str) -> i64 {
         match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
@@ -152,19 +165,67 @@ impl Resources {
     }
 }
 
-/// The pod's effective requests, as kube-scheduler computes them for fitting:
-/// max(sum over containers, each init container) plus overhead.
+/// The pod's effective requests, as kube-scheduler computes them for fitting
+/// (`resourcehelper.PodRequests`):
+/// - the containers' requests summed;
+/// - init containers run one after another: while the i-th runs, the native sidecars started
+///   before it (init containers with `restartPolicy: Always`) run too, so the pod needs at least
+///   `sidecars before i + init container i`; a sidecar's requests also add to the containers'
+///   sum, since it keeps running beside them;
+/// - the larger of the two, resource by resource;
+/// - pod-level `resources.requests` of CPU and memory, when set, replace those sums;
+/// - plus the pod overhead.
 pub fn pod_requests(pod: &Pod) -> Resources {
-    let mut r = Resources::default();
-    for c in &pod.spec.containers {
-        r.add_list(&c.resources.requests);
-    }
-    for c in &pod.spec.init_containers {
-        r.set_max_list(&c.resources.requests);
+    let mut r = aggregate_requests(pod, |req| Resources::from_list(req));
+    if let Some(pod_level) = &pod.spec.resources {
+        apply_pod_level(&mut r, &pod_level.requests);
     }
     r.add_list(&pod.spec.overhead);
     r.scalar.retain(|(_, v)| *v != 0);
     r
+}
+
+/// The containers' and init containers' requests combined as kube does (see [`pod_requests`]),
+/// each container's requests read through `of`.
+fn aggregate_requests(pod: &Pod, of: impl Fn(&ResourceList) -> Resources) -> Resources {
+    let mut sum = Resources::default();
+    for c in &pod.spec.containers {
+        sum.add(&of(&c.resources.requests));
+    }
+    let mut sidecars = Resources::default();
+    let mut init: Option<Resources> = None;
+    for c in &pod.spec.init_containers {
+        let own = of(&c.resources.requests);
+        let running = if c.is_restartable() {
+            sum.add(&own);
+            sidecars.add(&own);
+            sidecars.clone()
+        } else {
+            let mut running = own;
+            running.add(&sidecars);
+            running
+        };
+        match &mut init {
+            Some(init) => init.set_max(&running),
+            None => init = Some(running),
+        }
+    }
+    // Without init containers kube takes no maximum at all (which matters only for the
+    // negative requests the API server refuses).
+    if let Some(init) = &init {
+        sum.set_max(init);
+    }
+    sum
+}
+
+/// Pod-level CPU and memory requests replace the containers' (kube supports those two).
+fn apply_pod_level(r: &mut Resources, pod_level: &ResourceList) {
+    if let Some(q) = pod_level.get("cpu") {
+        r.milli_cpu = q.milli_value();
+    }
+    if let Some(q) = pod_level.get("memory") {
+        r.memory = q.value();
+    }
 }
 
 /// The pod's effective limits, computed the same way as [`pod_requests`] over `limits`.
@@ -181,38 +242,31 @@ pub fn pod_limits(pod: &Pod) -> Resources {
     r
 }
 
-fn non_zero_cpu_mem(list: &ResourceList) -> (i64, i64) {
-    let cpu = list
-        .get("cpu")
-        .map_or(DEFAULT_MILLI_CPU_REQUEST, |q| q.milli_value());
-    let mem = list
-        .get("memory")
-        .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value());
-    (cpu, mem)
-}
-
 /// The pod's CPU (milli) and memory (bytes) requests where a container that sets no request
-/// counts as 100m CPU and 200 MiB memory (an explicit zero stays zero), as kube's
-/// `NonZeroRequested` sums: containers summed, init containers as a max, plus overhead.
+/// counts as 100m CPU and 200 MiB memory (an explicit zero stays zero), combined as
+/// [`pod_requests`] combines requests (sidecars, init containers, pod-level requests,
+/// overhead): kube's `NonZeroRequested`, what the resource scores read.
 pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
-    let (mut cpu, mut mem) = (0i64, 0i64);
-    for c in &pod.spec.containers {
-        let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
-        cpu = cpu.wrapping_add(c0);
-        mem = mem.wrapping_add(m0);
-    }
-    for c in &pod.spec.init_containers {
-        let (c0, m0) = non_zero_cpu_mem(&c.resources.requests);
-        cpu = cpu.max(c0);
-        mem = mem.max(m0);
+    let mut r = aggregate_requests(pod, |req| {
+        let mut r = Resources::default();
+        r.milli_cpu = req
+            .get("cpu")
+            .map_or(DEFAULT_MILLI_CPU_REQUEST, |q| q.milli_value());
+        r.memory = req
+            .get("memory")
+            .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value());
+        r
+    });
+    if let Some(pod_level) = &pod.spec.resources {
+        apply_pod_level(&mut r, &pod_level.requests);
     }
     if let Some(q) = pod.spec.overhead.get("cpu") {
-        cpu = cpu.wrapping_add(q.milli_value());
+        r.milli_cpu = r.milli_cpu.wrapping_add(q.milli_value());
     }
     if let Some(q) = pod.spec.overhead.get("memory") {
-        mem = mem.wrapping_add(q.value());
+        r.memory = r.memory.wrapping_add(q.value());
     }
-    (cpu, mem)
+    (r.milli_cpu, r.memory)
 }
 
 #[cfg(test)]

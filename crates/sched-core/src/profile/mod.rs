@@ -113,6 +113,26 @@ pub enum ScheduleError {
     /// already in the snapshot, say); the snapshot is unchanged.
     #[error("assuming the pod onto the chosen node: {0}")]
     Assume(#[source] SnapshotError),
+    /// The pod has scheduling gates (`spec.schedulingGates`): kube keeps it out of scheduling
+    /// (its status says `SchedulingGated`) until every gate is removed.
+    #[error("pod {pod} is waiting for its scheduling gates: {}", gates.join(", "))]
+    SchedulingGated {
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// The gates' names.
+        gates: Vec<String>,
+    },
+    /// The pod needs something this crate does not evaluate, so no placement is made rather
+    /// than a wrong one (a pod with `resourceClaims` needs kube's DynamicResources plugin).
+    #[error("pod {pod}: {what} is not supported: {reason}")]
+    Unsupported {
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// The kube plugin that would be needed.
+        what: &'static str,
+        /// Why the pod needs it.
+        reason: String,
+    },
 }
 
 /// Where the pod goes.
@@ -254,6 +274,28 @@ impl Profile {
         active: &mut Vec<(u16, ErasedState)>,
     ) -> Result<ScheduleResult, ScheduleError> {
         let snapshot = cx.snapshot();
+        let pod = cx.pod();
+        if !pod.spec.scheduling_gates.is_empty() {
+            return Err(ScheduleError::SchedulingGated {
+                pod: pod.key(),
+                gates: pod
+                    .spec
+                    .scheduling_gates
+                    .iter()
+                    .map(|g| g.name.clone())
+                    .collect(),
+            });
+        }
+        if !pod.spec.resource_claims.is_empty() {
+            return Err(ScheduleError::Unsupported {
+                pod: pod.key(),
+                what: "DynamicResources",
+                reason: format!(
+                    "the pod has {} resourceClaims (dynamic resource allocation)",
+                    pod.spec.resource_claims.len()
+                ),
+            });
+        }
         let n = snapshot.len();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
