@@ -176,7 +176,7 @@ impl Resources {
 /// - pod-level `resources.requests` of CPU and memory, when set, replace those sums;
 /// - plus the pod overhead.
 pub fn pod_requests(pod: &Pod) -> Resources {
-    let mut r = aggregate_requests(pod, |req| Resources::from_list(req));
+    let mut r = aggregate_requests(pod, Resources::from_list);
     if let Some(pod_level) = &pod.spec.resources {
         apply_pod_level(&mut r, &pod_level.requests);
     }
@@ -247,15 +247,14 @@ pub fn pod_limits(pod: &Pod) -> Resources {
 /// [`pod_requests`] combines requests (sidecars, init containers, pod-level requests,
 /// overhead): kube's `NonZeroRequested`, what the resource scores read.
 pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
-    let mut r = aggregate_requests(pod, |req| {
-        let mut r = Resources::default();
-        r.milli_cpu = req
+    let mut r = aggregate_requests(pod, |req| Resources {
+        milli_cpu: req
             .get("cpu")
-            .map_or(DEFAULT_MILLI_CPU_REQUEST, |q| q.milli_value());
-        r.memory = req
+            .map_or(DEFAULT_MILLI_CPU_REQUEST, |q| q.milli_value()),
+        memory: req
             .get("memory")
-            .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value());
-        r
+            .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value()),
+        ..Resources::default()
     });
     if let Some(pod_level) = &pod.spec.resources {
         apply_pod_level(&mut r, &pod_level.requests);
