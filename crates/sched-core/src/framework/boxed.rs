@@ -125,6 +125,15 @@ impl BoxPredicate {
         self.0.name()
     }
 
+    /// The same predicate under another name (a configuration names its plugins).
+    #[must_use]
+    pub fn with_name(self, name: impl Into<String>) -> BoxPredicate {
+        BoxPredicate(Arc::new(Renamed {
+            inner: self,
+            name: name.into(),
+        }))
+    }
+
     pub(crate) fn prepare(&self, cx: &CycleContext<'_>) -> Result<PreparedFilter, PluginError> {
         self.0.prepare(cx)
     }
@@ -243,6 +252,15 @@ impl BoxPriority {
         self.0.name()
     }
 
+    /// The same priority under another name (a configuration names its plugins).
+    #[must_use]
+    pub fn with_name(self, name: impl Into<String>) -> BoxPriority {
+        BoxPriority(Arc::new(Renamed {
+            inner: self,
+            name: name.into(),
+        }))
+    }
+
     pub(crate) fn prepare(
         &self,
         cx: &CycleContext<'_>,
@@ -283,5 +301,80 @@ impl<P: Priority> From<P> for BoxPriority {
 impl fmt::Debug for BoxPriority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("BoxPriority").field(&self.name()).finish()
+    }
+}
+
+/// A boxed plugin under another name.
+struct Renamed<B> {
+    inner: B,
+    name: String,
+}
+
+impl DynPredicate for Renamed<BoxPredicate> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<PreparedFilter, PluginError> {
+        self.inner.prepare(cx)
+    }
+
+    fn filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        node: NodeRef<'_>,
+    ) -> Result<(), Reason> {
+        self.inner.filter(cx, state, node)
+    }
+
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        self.inner.filter_batch(cx, state, nodes, out)
+    }
+
+    fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter> {
+        self.inner.fast_filter(cx, state)
+    }
+
+    fn explain(&self, code: u32) -> Cow<'static, str> {
+        self.inner.explain(code)
+    }
+}
+
+impl DynPriority for Renamed<BoxPriority> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        feasible: &[u32],
+    ) -> Result<PreparedScoring, PluginError> {
+        self.inner.prepare(cx, feasible)
+    }
+
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        self.inner.score_batch(cx, state, nodes, out)
+    }
+
+    fn normalize(&self, cx: &CycleContext<'_>, state: &ErasedState, scores: &mut [i64]) {
+        self.inner.normalize(cx, state, scores)
+    }
+
+    fn fast_score(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastScore> {
+        self.inner.fast_score(cx, state)
     }
 }

@@ -15,6 +15,10 @@ pub enum PluginErrorKind {
     /// selector). Scheduling the same pod again gives the same error.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// The pod needs something the plugin does not evaluate (kube would, with a plugin this
+    /// crate does not implement); the pod is not placed rather than placed wrongly.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// A custom plugin's own failure.
     #[error("{0}")]
     Other(String),
