@@ -57,6 +57,7 @@
 //! per node.
 
 pub mod bench_cluster;
+pub mod config;
 mod fast_path;
 pub mod formulas;
 pub mod framework;

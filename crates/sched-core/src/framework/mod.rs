@@ -80,6 +80,9 @@ pub enum Reason {
     NodeNameMismatch,
     /// nodeSelector or required node affinity does not match.
     NodeSelectorMismatch,
+    /// The node affinity the profile adds to every pod (`NodeAffinityArgs.addedAffinity`)
+    /// does not match.
+    EnforcedNodeAffinityMismatch,
     /// A GCE PD, EBS, RBD or iSCSI volume conflicts with one in use.
     DiskConflict,
     /// The node's taint at this index of `spec.taints` is not tolerated.
@@ -155,6 +158,9 @@ impl Reason {
                 KubeVersion::V1_20 => "node(s) didn't match Pod's node affinity".into(),
                 KubeVersion::V1_34 => "node(s) didn't match Pod's node affinity/selector".into(),
             }),
+            Reason::EnforcedNodeAffinityMismatch => {
+                out("node(s) didn't match scheduler-enforced node affinity".into())
+            }
             Reason::DiskConflict => out("node(s) had no available disk".into()),
             Reason::UntoleratedTaint(i) => match (node.spec.taints.get(i as usize), version) {
                 (Some(t), KubeVersion::V1_20) => out(format!(

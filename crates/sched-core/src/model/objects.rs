@@ -398,6 +398,13 @@ pub struct Volume {
     /// A claim (not a disk conflict source, kept for completeness).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_volume_claim: Option<PersistentVolumeClaimSource>,
+    /// A generic ephemeral volume (its claim is `<pod>-<volume>`), kept as written: the
+    /// volume plugins refuse pods that have one rather than ignore it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<serde_json::Value>,
+    /// An inline CSI volume, kept as written (see `ephemeral`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub csi: Option<serde_json::Value>,
 }
 
 /// `gcePersistentDisk` volume source.

@@ -34,6 +34,7 @@ pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 pub struct InterPodAffinityPriority {
     hard_pod_affinity_weight: i32,
     namespaces: Arc<NamespaceLabels>,
+    ignore_existing_preferred: bool,
 }
 
 impl Default for InterPodAffinityPriority {
@@ -48,7 +49,17 @@ impl InterPodAffinityPriority {
         InterPodAffinityPriority {
             hard_pod_affinity_weight,
             namespaces: Arc::default(),
+            ignore_existing_preferred: false,
         }
+    }
+
+    /// kube's `ignorePreferredTermsOfExistingPods`: when set, a pod without preferred terms
+    /// of its own skips this priority (every node 0), so existing pods' terms are not looked
+    /// at for it.
+    #[must_use]
+    pub fn ignoring_preferred_terms_of_existing_pods(mut self, ignore: bool) -> Self {
+        self.ignore_existing_preferred = ignore;
+        self
     }
 
     /// Uses these namespace labels for `namespaceSelector`.
@@ -98,7 +109,9 @@ impl Priority for InterPodAffinityPriority {
         let pref_aff = aff.map_or(&[][..], |p| &p.preferred[..]);
         let pref_anti = anti.map_or(&[][..], |p| &p.preferred[..]);
         let has_constraints = !pref_aff.is_empty() || !pref_anti.is_empty();
-        if !has_constraints && snapshot.pods_with_affinity() == 0 {
+        if !has_constraints
+            && (self.ignore_existing_preferred || snapshot.pods_with_affinity() == 0)
+        {
             return Ok(PreparedScore::Constant(0));
         }
         let name = self.name();

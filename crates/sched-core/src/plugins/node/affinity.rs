@@ -6,7 +6,12 @@ use crate::framework::{
     CycleContext, PluginError, PluginErrorKind, Predicate, Prepared, PreparedScore, Priority,
     Reason,
 };
-use crate::model::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
+use std::sync::Arc;
+
+use crate::model::{
+    NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
+    PreferredSchedulingTerm,
+};
 use crate::snapshot::NodeRef;
 use crate::snapshot::{Interner, LabelIds, Snapshot, Sym};
 
@@ -254,6 +259,21 @@ impl RequiredState {
             }
         }
         if let Some(required) = required {
+            st.add_selector(required, snapshot);
+        }
+        Some(st)
+    }
+
+    /// A state for a node selector alone (the profile's added affinity).
+    fn for_selector(selector: &NodeSelector, cx: &CycleContext<'_>) -> RequiredState {
+        let mut st = RequiredState::default();
+        st.add_selector(selector, cx.snapshot());
+        st
+    }
+
+    fn add_selector(&mut self, required: &NodeSelector, snapshot: &Snapshot) {
+        let st = self;
+        {
             let mut terms = Vec::new();
             let mut all = false;
             for term in &required.node_selector_terms {
@@ -274,7 +294,6 @@ impl RequiredState {
                 st.terms = Some(terms);
             }
         }
-        Some(st)
     }
 
     /// Whether the node matches.
@@ -306,28 +325,53 @@ impl RequiredState {
 /// Gt/Lt comparing the label value parsed as a base-10 integer; `matchFields` on
 /// `metadata.name`). Failure: "node(s) didn't match Pod's node affinity/selector". A pod with
 /// neither skips it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MatchNodeSelector;
+///
+/// With [`MatchNodeSelector::with_added_affinity`] (kube's `NodeAffinityArgs.addedAffinity`),
+/// every node must first match that selector too: "node(s) didn't match scheduler-enforced
+/// node affinity".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatchNodeSelector {
+    added: Option<Arc<NodeSelector>>,
+}
 
 impl MatchNodeSelector {
     /// The predicate.
     pub fn new() -> Self {
-        MatchNodeSelector
+        MatchNodeSelector::default()
+    }
+
+    /// Also requires this node selector of every pod (a profile's added affinity).
+    #[must_use]
+    pub fn with_added_affinity(mut self, required: Option<NodeSelector>) -> Self {
+        self.added = required.map(Arc::new);
+        self
     }
 }
 
+/// The profile's added affinity and the pod's own, compiled.
+#[derive(Debug, Default)]
+pub struct SelectorState {
+    added: Option<RequiredState>,
+    pod: Option<RequiredState>,
+}
+
 impl Predicate for MatchNodeSelector {
-    type State = RequiredState;
+    type State = SelectorState;
 
     fn name(&self) -> &str {
         "MatchNodeSelector"
     }
 
     fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<Self::State>, PluginError> {
-        Ok(match RequiredState::compile(cx) {
-            None => Prepared::Skip,
-            Some(st) => Prepared::Run(st),
-        })
+        let added = self
+            .added
+            .as_ref()
+            .map(|s| RequiredState::for_selector(s, cx));
+        let pod = RequiredState::compile(cx);
+        if added.is_none() && pod.is_none() {
+            return Ok(Prepared::Skip);
+        }
+        Ok(Prepared::Run(SelectorState { added, pod }))
     }
 
     fn filter(
@@ -336,14 +380,14 @@ impl Predicate for MatchNodeSelector {
         state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        let ok = {
-            let st = state;
-            st.matches(cx, node)
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(Reason::NodeSelectorMismatch)
+        if let Some(added) = &state.added {
+            if !added.matches(cx, node) {
+                return Err(Reason::EnforcedNodeAffinityMismatch);
+            }
+        }
+        match &state.pod {
+            Some(st) if !st.matches(cx, node) => Err(Reason::NodeSelectorMismatch),
+            _ => Ok(()),
         }
     }
 }
@@ -358,7 +402,10 @@ pub struct PreferredState {
 }
 
 impl PreferredState {
-    fn compile(cx: &CycleContext<'_>) -> Result<PreferredState, String> {
+    fn compile(
+        cx: &CycleContext<'_>,
+        added: &[PreferredSchedulingTerm],
+    ) -> Result<PreferredState, String> {
         let mut st = PreferredState::default();
         let preferred = cx
             .pod()
@@ -367,7 +414,7 @@ impl PreferredState {
             .as_ref()
             .and_then(|a| a.node_affinity.as_ref())
             .map_or(&[][..], |na| na.preferred.as_slice());
-        for p in preferred {
+        for p in added.iter().chain(preferred) {
             if p.weight == 0 || is_empty_term(&p.preference) {
                 continue;
             }
@@ -398,13 +445,25 @@ impl PreferredState {
 /// matches (terms with weight 0 or no requirements are ignored), normalized with kube's
 /// `DefaultNormalizeScore` to 0..=100 (the best node gets 100). A pod without preferred terms
 /// gives every node 0. A preferred term kube cannot parse is an error for the pod, as in kube.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NodeAffinityPriority;
+///
+/// With [`NodeAffinityPriority::with_added_preferred`] (kube's `NodeAffinityArgs`
+/// `addedAffinity` preferred terms), those terms count for every pod as if they were its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeAffinityPriority {
+    added: Arc<[PreferredSchedulingTerm]>,
+}
 
 impl NodeAffinityPriority {
     /// The priority.
     pub fn new() -> Self {
-        NodeAffinityPriority
+        NodeAffinityPriority::default()
+    }
+
+    /// Adds these preferred terms to every pod's (a profile's added affinity).
+    #[must_use]
+    pub fn with_added_preferred(mut self, terms: Vec<PreferredSchedulingTerm>) -> Self {
+        self.added = terms.into();
+        self
     }
 }
 
@@ -420,7 +479,7 @@ impl Priority for NodeAffinityPriority {
         cx: &CycleContext<'_>,
         _feasible: &[u32],
     ) -> Result<PreparedScore<Self::State>, PluginError> {
-        let st = PreferredState::compile(cx).map_err(|message| {
+        let st = PreferredState::compile(cx, &self.added).map_err(|message| {
             PluginError::new(self.name(), PluginErrorKind::InvalidInput(message))
         })?;
         if st.terms.is_empty() {
@@ -499,7 +558,7 @@ mod tests {
         // A second node makes the label strings of the pod known to the interner even when the
         // tested node lacks them, so both the id path and the "never interned" path are used.
         let snap = snapshot(vec![labeled(name, labels)], vec![]);
-        let got = filter(&MatchNodeSelector, pod, &snap, 0);
+        let got = filter(&MatchNodeSelector::new(), pod, &snap, 0);
         if let Err(r) = got {
             assert_eq!(r, Reason::NodeSelectorMismatch);
         }
@@ -518,7 +577,7 @@ mod tests {
             ],
             vec![],
         );
-        let got2 = filter(&MatchNodeSelector, pod, &snap2, 0);
+        let got2 = filter(&MatchNodeSelector::new(), pod, &snap2, 0);
         assert_eq!(
             got.is_ok(),
             got2.is_ok(),
@@ -748,8 +807,8 @@ mod tests {
             ..Affinity::default()
         });
         let snap = snapshot(vec![labeled("n", &[("foo", "bar")])], vec![]);
-        assert!(skips(&MatchNodeSelector, &p, &snap));
-        assert!(skips(&MatchNodeSelector, &pod(), &snap));
+        assert!(skips(&MatchNodeSelector::new(), &p, &snap));
+        assert!(skips(&MatchNodeSelector::new(), &pod(), &snap));
         // Required with no terms matches nothing.
         assert!(!check(&required(vec![]), "n", &[("foo", "bar")]));
         assert_eq!(
@@ -856,7 +915,7 @@ mod tests {
                 vec![],
             )
         };
-        let p = NodeAffinityPriority;
+        let p = NodeAffinityPriority::new();
         // All nodes are same priority as NodeAffinity is nil.
         let (s, constant) = scores_and_constant(&p, &pod(), &nodes([label1, label2, label3]));
         assert_eq!((s, constant), (vec![0, 0, 0], true));
@@ -879,7 +938,7 @@ mod tests {
 
     #[test]
     fn preferred_term_rules() {
-        let p = NodeAffinityPriority;
+        let p = NodeAffinityPriority::new();
         let snap = snapshot(
             vec![labeled("a", &[("foo", "bar")]), labeled("b", &[])],
             vec![],

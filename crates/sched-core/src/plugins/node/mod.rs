@@ -81,4 +81,4 @@ pub use taints::{
     CheckNodeUnschedulable, PodToleratesNodeTaints, TAINT_NODE_UNSCHEDULABLE,
     TaintTolerationPriority,
 };
-pub use volumes::NoDiskConflict;
+pub use volumes::{ClaimedVolumesUnsupported, NoDiskConflict};

@@ -237,7 +237,7 @@ proptest! {
     #[test]
     fn match_node_selector_agrees_with_kube(pod in test_pod(), nodes in nodes()) {
         let snap = snapshot(nodes.clone(), vec![]);
-        let got = filter_all(&MatchNodeSelector, &pod, &snap);
+        let got = filter_all(&MatchNodeSelector::new(), &pod, &snap);
         for (i, n) in nodes.iter().enumerate() {
             prop_assert_eq!(got[i].is_ok(), ref_required(&pod, n), "node {}", i);
         }
@@ -249,7 +249,7 @@ proptest! {
         let want: Result<Vec<i64>, ()> = nodes.iter().map(|n| ref_preferred(&pod, n)).collect();
         let cx = CycleContext::new(&pod, &snap);
         let feasible: Vec<u32> = (0..nodes.len() as u32).collect();
-        match (NodeAffinityPriority.prepare(&cx, &feasible), want) {
+        match (NodeAffinityPriority::new().prepare(&cx, &feasible), want) {
             (Err(_), Err(())) => {}
             (Ok(prepared), Ok(mut want)) => {
                 default_normalize(100, false, &mut want);
@@ -257,9 +257,9 @@ proptest! {
                     PreparedScore::Constant(c) => vec![c; nodes.len()],
                     PreparedScore::Run(st) => {
                         let mut s: Vec<i64> = (0..nodes.len())
-                            .map(|i| NodeAffinityPriority.score(&cx, &st, snap.node(i)))
+                            .map(|i| NodeAffinityPriority::new().score(&cx, &st, snap.node(i)))
                             .collect();
-                        NodeAffinityPriority.normalize(&cx, &st, &mut s);
+                        NodeAffinityPriority::new().normalize(&cx, &st, &mut s);
                         s
                     }
                 };

@@ -24,6 +24,52 @@ impl NoDiskConflict {
     }
 }
 
+/// Stands in for kube's volume plugins (`VolumeBinding`, `VolumeZone`, `NodeVolumeLimits`)
+/// until PersistentVolumes, claims, StorageClasses and CSINodes are modelled: a pod with a
+/// PersistentVolumeClaim, generic ephemeral or inline CSI volume gets an explicit
+/// [`PluginErrorKind::Unsupported`](crate::framework::PluginErrorKind::Unsupported) error
+/// instead of a placement that ignores its volumes; every other pod skips it (as kube's
+/// plugins skip pods without such volumes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedVolumesUnsupported {
+    name: String,
+}
+
+impl ClaimedVolumesUnsupported {
+    /// The stand-in for the plugin `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        ClaimedVolumesUnsupported { name: name.into() }
+    }
+}
+
+impl Predicate for ClaimedVolumesUnsupported {
+    type State = ();
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<()>, PluginError> {
+        let claimed = cx.pod().spec.volumes.iter().find(|v| {
+            v.persistent_volume_claim.is_some() || v.ephemeral.is_some() || v.csi.is_some()
+        });
+        match claimed {
+            None => Ok(Prepared::Skip),
+            Some(v) => Err(PluginError::new(
+                self.name.clone(),
+                crate::framework::PluginErrorKind::Unsupported(format!(
+                    "volume {:?} needs PersistentVolumes, claims and CSI drivers, which are not modelled yet",
+                    v.name
+                )),
+            )),
+        }
+    }
+
+    fn filter(&self, _: &CycleContext<'_>, _: &(), _: NodeRef<'_>) -> Result<(), Reason> {
+        Ok(())
+    }
+}
+
 fn is_disk(v: &Volume) -> bool {
     v.gce_persistent_disk.is_some()
         || v.aws_elastic_block_store.is_some()

@@ -64,7 +64,7 @@ pub(crate) fn is_scalar_resource_name(name: &str) -> bool {
 }
 
 impl Kind {
-    fn of(name: &str) -> Kind {
+    pub(crate) fn of(name: &str) -> Kind {
         match name {
             "cpu" => Kind::Cpu,
             "memory" => Kind::Memory,

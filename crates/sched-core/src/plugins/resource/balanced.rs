@@ -1,9 +1,12 @@
 //! `BalancedResourceAllocation`.
 
 use crate::fast_path::{FastScore, Sealed};
-use crate::formulas::balanced_score;
-use crate::framework::{CycleContext, Priority};
-use crate::snapshot::NodeRef;
+use crate::formulas::{MAX_NODE_SCORE, balanced_score};
+use crate::framework::{CycleContext, PluginError, PluginErrorKind, PreparedScore, Priority};
+use crate::snapshot::{NodeRef, NodeSummary, flags};
+
+use super::ResourceSpec;
+use super::allocation::Kind;
 
 /// `BalancedResourceAllocation`: favours nodes whose CPU and memory would be used in the same
 /// proportion after placing the pod.
@@ -74,6 +77,186 @@ impl Priority for BalancedResourceAllocation {
     ) -> Option<FastScore> {
         let (cpu, memory) = cx.non_zero_requests();
         Some(FastScore::balanced(cpu, memory))
+    }
+}
+
+/// kube-scheduler v1.34's `NodeResourcesBalancedAllocation` (score only): favours nodes
+/// whose resources would be used in the same proportion after placing the pod.
+///
+/// For each configured resource (default cpu and memory) the node's fraction is
+/// `min(1, (requested + pod's request) / allocatable)` in `f64`, where requested is the
+/// node's *actual* requests (no 100m / 200 MiB defaults for containers without requests, unlike
+/// [`BalancedResourceAllocation`]) and the pod's request is its actual request; resources the
+/// node does not have (allocatable 0) and extended resources the pod does not request are left
+/// out. With two fractions the deviation is `|f1 - f2| / 2`, with more the population
+/// standard deviation, with fewer 0; the score is `int64((1 - deviation) * 100)`. A pod that
+/// requests none of the resources (best effort) skips the plugin: every node 0.
+#[derive(Clone, Debug)]
+pub struct NodeResourcesBalancedAllocation {
+    resources: Vec<Kind>,
+}
+
+impl NodeResourcesBalancedAllocation {
+    /// The plugin name.
+    pub const NAME: &'static str = "NodeResourcesBalancedAllocation";
+
+    /// With kube's default resources (cpu and memory).
+    pub fn new() -> Self {
+        NodeResourcesBalancedAllocation {
+            resources: vec![Kind::Cpu, Kind::Memory],
+        }
+    }
+
+    /// With these resources; each weight must be 1 and each name appear once (kube's
+    /// validation; the error text is kube's).
+    pub fn with_resources(resources: &[ResourceSpec]) -> Result<Self, PluginError> {
+        let invalid = |m: String| PluginError::new(Self::NAME, PluginErrorKind::InvalidArgument(m));
+        for (i, r) in resources.iter().enumerate() {
+            if resources[..i].iter().any(|o| o.name == r.name) {
+                return Err(invalid(format!(
+                    "resources[{i}].name: Duplicate value: {:?}",
+                    r.name
+                )));
+            }
+            if r.weight != 1 {
+                return Err(invalid(format!(
+                    "resources[{i}].weight: Invalid value: {}: must be 1",
+                    r.weight
+                )));
+            }
+        }
+        Ok(NodeResourcesBalancedAllocation {
+            resources: resources.iter().map(|r| Kind::of(&r.name)).collect(),
+        })
+    }
+
+    fn is_cpu_memory(&self) -> bool {
+        matches!(self.resources.as_slice(), [Kind::Cpu, Kind::Memory])
+    }
+}
+
+impl Default for NodeResourcesBalancedAllocation {
+    fn default() -> Self {
+        NodeResourcesBalancedAllocation::new()
+    }
+}
+
+/// kube's `balancedResourceScorer` over the fractions (already capped at 1).
+fn balanced_v1_34(fractions: &[f64]) -> i64 {
+    let std = match fractions {
+        [a, b] => ((a - b) / 2.0).abs(),
+        [] | [_] => 0.0,
+        many => {
+            let total: f64 = many.iter().sum();
+            let mean = total / many.len() as f64;
+            let mut sum = 0.0;
+            for f in many {
+                sum += (f - mean) * (f - mean);
+            }
+            (sum / many.len() as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+fn fraction(requested: i64, allocatable: i64) -> f64 {
+    (requested as f64 / allocatable as f64).min(1.0)
+}
+
+/// The CPU and memory score from a node's summary (the default resources).
+#[inline]
+fn cpu_memory_score(s: &NodeSummary, cpu: i64, memory: i64) -> i64 {
+    let mut f = [0.0; 2];
+    let mut n = 0;
+    if s.alloc_milli_cpu != 0 {
+        f[n] = fraction(s.req_milli_cpu.saturating_add(cpu), s.alloc_milli_cpu);
+        n += 1;
+    }
+    if s.alloc_memory != 0 {
+        f[n] = fraction(s.req_memory.saturating_add(memory), s.alloc_memory);
+        n += 1;
+    }
+    balanced_v1_34(&f[..n])
+}
+
+impl Priority for NodeResourcesBalancedAllocation {
+    /// The pod's request per configured resource (in order).
+    type State = Vec<i64>;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn prepare(
+        &self,
+        cx: &CycleContext<'_>,
+        _feasible: &[u32],
+    ) -> Result<PreparedScore<Self::State>, PluginError> {
+        let req = cx.requests();
+        let requests: Vec<i64> = self
+            .resources
+            .iter()
+            .map(|k| match k {
+                Kind::Cpu => req.milli_cpu,
+                Kind::Memory => req.memory,
+                Kind::EphemeralStorage => req.ephemeral_storage,
+                Kind::Scalar(name) => req.scalar(name),
+                Kind::Ignored => 0,
+            })
+            .collect();
+        if requests.iter().all(|&r| r == 0) {
+            return Ok(PreparedScore::Constant(0));
+        }
+        Ok(PreparedScore::Run(requests))
+    }
+
+    fn score(&self, _cx: &CycleContext<'_>, state: &Self::State, node: NodeRef<'_>) -> i64 {
+        let s = node.summary();
+        if self.is_cpu_memory() {
+            return cpu_memory_score(s, state[0], state[1]);
+        }
+        let mut fractions = Vec::with_capacity(self.resources.len());
+        for (k, &pod) in self.resources.iter().zip(state) {
+            let (alloc, requested) = match k {
+                Kind::Cpu => (s.alloc_milli_cpu, s.req_milli_cpu.saturating_add(pod)),
+                Kind::Memory => (s.alloc_memory, s.req_memory.saturating_add(pod)),
+                Kind::EphemeralStorage => (s.alloc_ephemeral, s.req_ephemeral.saturating_add(pod)),
+                Kind::Scalar(_) if pod == 0 || !s.has(flags::SCALAR_RESOURCES) => (0, 0),
+                Kind::Scalar(name) => {
+                    let info = node.info();
+                    (
+                        info.allocatable().scalar(name),
+                        info.requested().scalar(name).saturating_add(pod),
+                    )
+                }
+                Kind::Ignored => (0, 0),
+            };
+            if alloc != 0 {
+                fractions.push(fraction(requested, alloc));
+            }
+        }
+        balanced_v1_34(&fractions)
+    }
+
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        if !self.is_cpu_memory() {
+            let snapshot = cx.snapshot();
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                *o = self.score(cx, state, snapshot.node(i as usize));
+            }
+            return;
+        }
+        let summaries = cx.snapshot().summaries();
+        let (cpu, memory) = (state[0], state[1]);
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = cpu_memory_score(&summaries[i as usize], cpu, memory);
+        }
     }
 }
 

@@ -34,7 +34,7 @@ mod testutil;
 
 pub use allocation::{LeastRequestedPriority, MostRequestedPriority, ResourceSpec};
 pub use avoid::{NodePreferAvoidPodsPriority, PREFER_AVOID_PODS_ANNOTATION};
-pub use balanced::BalancedResourceAllocation;
+pub use balanced::{BalancedResourceAllocation, NodeResourcesBalancedAllocation};
 pub use equal::EqualPriority;
 pub use image::{ImageLocalityPriority, normalized_image_name};
 pub use limits::ResourceLimitsPriority;
