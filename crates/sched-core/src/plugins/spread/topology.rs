@@ -216,6 +216,9 @@ struct Constraint {
     min_domains: usize,
     honor_affinity: bool,
     honor_taints: bool,
+    /// The constraint's topology key and resolved selector, as given, for the tests.
+    #[cfg(test)]
+    source: (String, Option<LabelSelector>),
 }
 
 impl Constraint {
@@ -241,6 +244,8 @@ impl Constraint {
             },
             honor_affinity: !current || c.node_affinity_policy != Some(NodeInclusionPolicy::Ignore),
             honor_taints: current && c.node_taints_policy == Some(NodeInclusionPolicy::Honor),
+            #[cfg(test)]
+            source: (c.topology_key.clone(), sel.cloned()),
         }
     }
 }
@@ -375,6 +380,34 @@ impl Predicate for PodTopologySpread {
     }
 }
 
+#[cfg(test)]
+impl FilterState {
+    /// For the tests: per constraint, the constraint and its matching pods per domain (domain
+    /// names resolved), and the global minimum the skew is measured from.
+    fn view(
+        &self,
+        snapshot: &Snapshot,
+    ) -> Vec<(&Constraint, std::collections::BTreeMap<String, i64>, i64)> {
+        self.constraints
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.minimum)
+            .map(|((c, counts), &min)| (c, resolve_counts(counts, snapshot), min))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+fn resolve_counts(
+    counts: &HashMap<Sym, i64>,
+    snapshot: &Snapshot,
+) -> std::collections::BTreeMap<String, i64> {
+    counts
+        .iter()
+        .map(|(&v, &n)| (snapshot.interner().resolve(v).to_string(), n))
+        .collect()
+}
+
 /// What the score computed for a pod.
 #[derive(Debug, Default)]
 pub struct ScoreState {
@@ -389,6 +422,29 @@ pub struct ScoreState {
     /// Whether nodes must have every topology key to be scored.
     require_all: bool,
     namespace: String,
+}
+
+#[cfg(test)]
+impl ScoreState {
+    /// For the tests: per constraint, the constraint, its matching pods per domain and its
+    /// normalizing weight; and per feasible node whether it is ignored.
+    #[allow(clippy::type_complexity)]
+    fn view(
+        &self,
+        snapshot: &Snapshot,
+    ) -> (
+        Vec<(&Constraint, std::collections::BTreeMap<String, i64>, f64)>,
+        &[bool],
+    ) {
+        let per = self
+            .constraints
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.weights)
+            .map(|((c, counts), &w)| (c, resolve_counts(counts, snapshot), w))
+            .collect();
+        (per, &self.ignored)
+    }
 }
 
 impl Priority for PodTopologySpread {
@@ -517,3 +573,7 @@ impl Priority for PodTopologySpread {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "topology_tests.rs"]
+mod topology_tests;
