@@ -1693,7 +1693,8 @@ fn kube_pre_filter_state() {
 
 #[test]
 fn kube_pre_score_skip() {
-    let cases: Vec<(&str, PodTopologySpread, P, Vec<N>, Vec<Workload>)> = vec![
+    type Case = (&'static str, PodTopologySpread, P, Vec<N>, Vec<Workload>);
+    let cases: Vec<Case> = vec![
         (
             "the pod doesn't have soft topology spread Constraints",
             PodTopologySpread::without_defaults(),
@@ -2447,4 +2448,113 @@ fn kube_pod_topology_spread_score() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// v1.34 differences kube's tables do not cover.
+
+/// Filter codes and the PreFilter counts of the first constraint.
+fn filter_with(
+    version: KubeVersion,
+    p: &P,
+    nodes: &[N],
+    pods: &[P],
+) -> (Vec<&'static str>, BTreeMap<String, i64>) {
+    let pl = PodTopologySpread::without_defaults();
+    let s = snap(nodes, pods, Vec::new());
+    let p = p.obj();
+    let cx = CycleContext::for_version(&p, &s, version);
+    match Predicate::prepare(&pl, &cx).expect("prefilter") {
+        Prepared::Skip => panic!("skipped"),
+        Prepared::Run(st) => (
+            (0..s.len())
+                .map(|i| code(&pl.filter(&cx, &st, s.node(i))))
+                .collect(),
+            st.view(&s)[0].1.clone(),
+        ),
+    }
+}
+
+fn scores_with(version: KubeVersion, p: &P, nodes: &[N], pods: &[P]) -> Vec<i64> {
+    let pl = PodTopologySpread::without_defaults();
+    let s = snap(nodes, pods, Vec::new());
+    let p = p.obj();
+    let cx = CycleContext::for_version(&p, &s, version);
+    let feasible: Vec<u32> = (0..s.len() as u32).collect();
+    match Priority::prepare(&pl, &cx, &feasible).expect("prescore") {
+        PreparedScore::Constant(k) => vec![k; feasible.len()],
+        PreparedScore::Run(st) => {
+            let mut scores: Vec<i64> = feasible
+                .iter()
+                .map(|&i| pl.score(&cx, &st, s.node(i as usize)))
+                .collect();
+            pl.normalize(&cx, &st, &mut scores);
+            scores
+        }
+    }
+}
+
+/// kube v1.27+ counts no pod for a selector without requirements (`countPodsMatchSelector`
+/// returns 0 when `selector.Empty()`), though the pod itself still matches `{}`; v1.20 counted
+/// every pod of the namespace.
+#[test]
+fn empty_selector_counts_no_pods_in_v1_34() {
+    let pods = [
+        on("p-a1", "node-a", &["foo"]),
+        on("p-a2", "node-a", &["app"]),
+    ];
+    let filter_pod = pod("p")
+        .label("foo", "")
+        .spread(1, "zone", DNS, empty_sel());
+    let (codes, counts_34) = filter_with(V, &filter_pod, &four(), &pods);
+    assert_eq!(codes, [OK, OK, OK, OK]);
+    assert_eq!(counts_34, counts(&[("zone1", 0), ("zone2", 0)]));
+    let (codes, counts_20) = filter_with(KubeVersion::V1_20, &filter_pod, &four(), &pods);
+    assert_eq!(codes, [U, U, OK, OK]);
+    assert_eq!(counts_20, counts(&[("zone1", 2), ("zone2", 0)]));
+
+    let score_pod = pod("p").label("foo", "").spread(1, "zone", SA, empty_sel());
+    assert_eq!(
+        scores_with(V, &score_pod, &four(), &pods),
+        [100, 100, 100, 100]
+    );
+    assert_eq!(
+        scores_with(KubeVersion::V1_20, &score_pod, &four(), &pods),
+        [0, 0, 100, 100]
+    );
+}
+
+/// kube v1.34's `mergeLabelSetWithSelector` keeps `labels.Nothing()` when the constraint has no
+/// labelSelector: the matchLabelKeys are ignored and no pod counts (nor the pod itself).
+#[test]
+fn match_label_keys_ignored_without_label_selector() {
+    let pods = [
+        pod("p-a1").node("node-a").label("app", "web"),
+        pod("p-a2").node("node-a").label("app", "web"),
+    ];
+    let filter_pod = pod("p")
+        .label("app", "web")
+        .spread(1, "zone", DNS, None)
+        .match_label_keys(&["app"]);
+    let (codes, c) = filter_with(V, &filter_pod, &four(), &pods);
+    assert_eq!(codes, [OK, OK, OK, OK]);
+    assert_eq!(c, counts(&[("zone1", 0), ("zone2", 0)]));
+
+    let score_pod = pod("p")
+        .label("app", "web")
+        .spread(1, "zone", SA, None)
+        .match_label_keys(&["app"]);
+    assert_eq!(
+        scores_with(V, &score_pod, &four(), &pods),
+        [100, 100, 100, 100]
+    );
+
+    // With a labelSelector the keys are ANDed in (kube's table covers this too).
+    let with_sel = pod("p")
+        .label("app", "web")
+        .spread(1, "zone", DNS, exists("app"))
+        .match_label_keys(&["app"]);
+    let (codes, c) = filter_with(V, &with_sel, &four(), &pods);
+    assert_eq!(codes, [U, U, OK, OK]);
+    assert_eq!(c, counts(&[("zone1", 2), ("zone2", 0)]));
 }
