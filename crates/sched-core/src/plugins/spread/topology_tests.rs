@@ -5,6 +5,11 @@
 //! PreFilter and PreScore states (constraints, matching pods per domain, critical paths,
 //! ignored nodes, normalizing weights) and the normalized scores.
 //!
+//! The tables come from kubernetes/kubernetes' sources as stored for reference (filtering_test.go
+//! at 01c2588bf4a3, scoring_test.go at 008b3652959c); that filtering_test.go already has
+//! v1.35's `TestPodTopoSignatures`, so it may be a little newer than the v1.34 tag; the plugin
+//! rules its tables exercise are those of v1.34.
+//!
 //! Ported, per kube test (kube's count in brackets):
 //! - `TestPreFilterState`: 35 [36]
 //! - `TestSingleConstraint`: 23 [23]
@@ -22,7 +27,7 @@
 //!   `TestPodTopologySpreadScore` "matchLabelKeys ignored when feature gate disabled": they turn
 //!   `MatchLabelKeysInPodTopologySpread` off, which changes their result; a v1.34 profile
 //!   always has it on (the gate is GA), and our model has no switch for it.
-//! - `TestPreFilterStateAddPod` (13 cases) and `TestPreFilterStateRemovePod` (9 cases): the
+//! - `TestPreFilterStateAddPod` (16 cases) and `TestPreFilterStateRemovePod` (9 cases): the
 //!   preemption hooks `AddPod`/`RemovePod` that update the PreFilter state in place; our plugin
 //!   has no such hooks (a preemption dry run builds a new snapshot).
 //! - `TestPreFilterDisabled` (Filter without PreFilter state: a framework error our API cannot
@@ -439,10 +444,12 @@ fn fc(
 
 /// Runs PreFilter and Filter on every node (kube's ListDefaulting, no default constraints);
 /// returns the failures.
-fn run_filter_cases(cases: &[FilterCase]) -> Vec<String> {
+fn run_filter_cases(cases: &[FilterCase]) -> (usize, Vec<String>) {
+    let mut ran = 0;
     let pl = PodTopologySpread::without_defaults();
     let mut failures = Vec::new();
     for c in cases {
+        ran += 1;
         let s = snap(&c.nodes, &c.pods, Vec::new());
         let p = c.pod.obj();
         let cx = CycleContext::for_version(&p, &s, V);
@@ -474,7 +481,7 @@ fn run_filter_cases(cases: &[FilterCase]) -> Vec<String> {
             ));
         }
     }
-    failures
+    (ran, failures)
 }
 
 #[test]
@@ -693,7 +700,8 @@ fn kube_single_constraint() {
             &[U, U, OK, OK],
         ),
         fc(
-            "NodeAffinityPolicy ignored with labelSelectors (nodeAffinity)",
+            // kube names this case like the one before it.
+            "NodeAffinityPolicy ignored with labelSelectors",
             p().affinity_in("foo", &[""])
                 .spread(1, "node", DNS, foo())
                 .affinity_policy("Ignore"),
@@ -717,7 +725,8 @@ fn kube_single_constraint() {
         ),
     ];
     assert_eq!(cases.len(), 23);
-    let failures = run_filter_cases(&cases);
+    let (ran, failures) = run_filter_cases(&cases);
+    assert_eq!(ran, 23);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -933,7 +942,8 @@ fn kube_multiple_constraints() {
         ),
     ];
     assert_eq!(cases.len(), 13);
-    let failures = run_filter_cases(&cases);
+    let (ran, failures) = run_filter_cases(&cases);
+    assert_eq!(ran, 13);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -993,9 +1003,11 @@ impl StateCase {
     }
 }
 
-fn run_state_cases(cases: &[StateCase]) -> Vec<String> {
+fn run_state_cases(cases: &[StateCase]) -> (usize, Vec<String>) {
+    let mut ran = 0;
     let mut failures = Vec::new();
     for c in cases {
+        ran += 1;
         let pl = PodTopologySpread::with_defaults(DefaultConstraints::List(c.defaults.clone()));
         let s = snap(&c.nodes, &c.pods, c.workloads.clone());
         let p = c.pod.obj();
@@ -1057,7 +1069,7 @@ fn run_state_cases(cases: &[StateCase]) -> Vec<String> {
             }
         }
     }
-    failures
+    (ran, failures)
 }
 
 #[test]
@@ -1684,7 +1696,8 @@ fn kube_pre_filter_state() {
         ),
     ];
     assert_eq!(cases.len(), 35);
-    let failures = run_state_cases(&cases);
+    let (ran, failures) = run_state_cases(&cases);
+    assert_eq!(ran, 35);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -1938,7 +1951,9 @@ fn kube_pre_score_state_empty_nodes() {
     ];
     assert_eq!(cases.len(), 12);
     let mut failures = Vec::new();
+    let mut ran = 0;
     for c in &cases {
+        ran += 1;
         let s = snap(&c.nodes, &[], c.workloads.clone());
         let p = c.pod.obj();
         let cx = CycleContext::for_version(&p, &s, V);
@@ -1989,6 +2004,7 @@ fn kube_pre_score_state_empty_nodes() {
             }
         }
     }
+    assert_eq!(ran, 12);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -2422,7 +2438,9 @@ fn kube_pod_topology_spread_score() {
     // kube's TestPodTopologySpreadScore runs with SystemDefaulting.
     let pl = PodTopologySpread::new();
     let mut failures = Vec::new();
+    let mut ran = 0;
     for c in &cases {
+        ran += 1;
         let all = [c.nodes.clone(), c.failed.clone()].concat();
         let s = snap(&all, &c.pods, c.workloads.clone());
         let p = c.pod.obj();
@@ -2447,6 +2465,7 @@ fn kube_pod_topology_spread_score() {
             failures.push(format!("{}: got {got:?}, want {:?}", c.name, c.want));
         }
     }
+    assert_eq!(ran, 27);
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
