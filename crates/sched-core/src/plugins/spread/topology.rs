@@ -53,8 +53,10 @@ pub enum DefaultConstraints {
 ///
 /// In a [`KubeVersion::V1_20`] profile, v1.20.2's rules: no `minDomains`, `matchLabelKeys` or
 /// node inclusion policies (the pod's node affinity always limits the nodes counted, taints
-/// never), the score truncated instead of rounded, and every score 100 when the pod has no
-/// constraint (v1.34 skips the plugin then: 0).
+/// never), the score truncated instead of rounded, every score 100 when the pod has no
+/// constraint (v1.34 skips the plugin then: 0), and an empty `labelSelector: {}` counting every
+/// pod of the namespace (v1.34 counts none; it also ignores `matchLabelKeys` when the
+/// `labelSelector` is absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodTopologySpread {
     defaults: DefaultConstraints,
@@ -177,28 +179,24 @@ fn system_defaults() -> Vec<TopologySpreadConstraint> {
 }
 
 /// kube's `mergeLabelSetWithSelector`: the pod's values of `keys` (those it has) as exact
-/// pairs, plus the selector's requirements (none when the selector is absent).
+/// pairs, plus the selector's requirements. An absent selector (kube's `labels.Nothing()`, which
+/// has no requirements to merge) stays absent: v1.34 ignores the keys then.
 fn with_match_label_keys(
     sel: Option<LabelSelector>,
     keys: &[String],
     pod: &Pod,
 ) -> Option<LabelSelector> {
-    let pairs: Vec<(String, String)> = keys
-        .iter()
-        .filter_map(|k| pod.metadata.labels.get(k).map(|v| (k.clone(), v.clone())))
-        .collect();
-    if pairs.is_empty() {
-        return sel;
-    }
-    let mut merged = sel.unwrap_or_default();
-    for (k, v) in pairs {
-        merged
-            .match_expressions
-            .push(crate::model::LabelSelectorRequirement {
-                key: k,
-                operator: crate::model::LabelSelectorOperator::In,
-                values: vec![v],
-            });
+    let mut merged = sel?;
+    for k in keys {
+        if let Some(v) = pod.metadata.labels.get(k) {
+            merged
+                .match_expressions
+                .push(crate::model::LabelSelectorRequirement {
+                    key: k.clone(),
+                    operator: crate::model::LabelSelectorOperator::In,
+                    values: vec![v.clone()],
+                });
+        }
     }
     Some(merged)
 }
@@ -210,12 +208,16 @@ struct Constraint {
     /// The topology key; `None` when no node has it.
     key: Option<Sym>,
     hostname: bool,
+    /// The pods counted.
     selector: CompiledSelector,
     /// Whether the pod itself matches the selector.
     self_match: bool,
     min_domains: usize,
     honor_affinity: bool,
     honor_taints: bool,
+    /// The constraint's topology key and resolved selector, as given, for the tests.
+    #[cfg(test)]
+    source: (String, Option<LabelSelector>),
 }
 
 impl Constraint {
@@ -227,11 +229,18 @@ impl Constraint {
         version: KubeVersion,
     ) -> Constraint {
         let current = version != KubeVersion::V1_20;
+        let mut selector = CompiledSelector::compile(sel, snapshot.interner());
+        // kube v1.27+ counts no pod for a selector without requirements (`{}`):
+        // `countPodsMatchSelector` returns 0 when `selector.Empty()`. The pod itself still
+        // matches it.
+        if current && selector.is_empty() {
+            selector = CompiledSelector::nothing();
+        }
         Constraint {
             max_skew: i64::from(c.max_skew),
             key: snapshot.interner().get(&c.topology_key),
             hostname: c.topology_key == HOSTNAME,
-            selector: CompiledSelector::compile(sel, snapshot.interner()),
+            selector,
             self_match: sel.is_some_and(|s| selector::matches(s, &pod.metadata.labels)),
             // v1.20 has no minDomains: the minimum is never forced to 0.
             min_domains: match c.min_domains {
@@ -241,6 +250,8 @@ impl Constraint {
             },
             honor_affinity: !current || c.node_affinity_policy != Some(NodeInclusionPolicy::Ignore),
             honor_taints: current && c.node_taints_policy == Some(NodeInclusionPolicy::Honor),
+            #[cfg(test)]
+            source: (c.topology_key.clone(), sel.cloned()),
         }
     }
 }
@@ -375,6 +386,34 @@ impl Predicate for PodTopologySpread {
     }
 }
 
+#[cfg(test)]
+impl FilterState {
+    /// For the tests: per constraint, the constraint and its matching pods per domain (domain
+    /// names resolved), and the global minimum the skew is measured from.
+    fn view(
+        &self,
+        snapshot: &Snapshot,
+    ) -> Vec<(&Constraint, std::collections::BTreeMap<String, i64>, i64)> {
+        self.constraints
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.minimum)
+            .map(|((c, counts), &min)| (c, resolve_counts(counts, snapshot), min))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+fn resolve_counts(
+    counts: &HashMap<Sym, i64>,
+    snapshot: &Snapshot,
+) -> std::collections::BTreeMap<String, i64> {
+    counts
+        .iter()
+        .map(|(&v, &n)| (snapshot.interner().resolve(v).to_string(), n))
+        .collect()
+}
+
 /// What the score computed for a pod.
 #[derive(Debug, Default)]
 pub struct ScoreState {
@@ -389,6 +428,29 @@ pub struct ScoreState {
     /// Whether nodes must have every topology key to be scored.
     require_all: bool,
     namespace: String,
+}
+
+#[cfg(test)]
+impl ScoreState {
+    /// For the tests: per constraint, the constraint, its matching pods per domain and its
+    /// normalizing weight; and per feasible node whether it is ignored.
+    #[allow(clippy::type_complexity)]
+    fn view(
+        &self,
+        snapshot: &Snapshot,
+    ) -> (
+        Vec<(&Constraint, std::collections::BTreeMap<String, i64>, f64)>,
+        &[bool],
+    ) {
+        let per = self
+            .constraints
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.weights)
+            .map(|((c, counts), &w)| (c, resolve_counts(counts, snapshot), w))
+            .collect();
+        (per, &self.ignored)
+    }
 }
 
 impl Priority for PodTopologySpread {
@@ -517,3 +579,7 @@ impl Priority for PodTopologySpread {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "topology_tests.rs"]
+mod topology_tests;
