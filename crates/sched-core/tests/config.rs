@@ -8,7 +8,7 @@ use sched_core::config::{
     ConfigError, DefaultingType, PluginArgs, ProblemKind, Registry, SchedulerConfiguration,
 };
 use sched_core::framework::{BoxPredicate, PluginErrorKind, Reason, predicate_fn};
-use sched_core::model::{Node, Pod, parse_pod};
+use sched_core::model::{Node, Pod, Workload, WorkloadKind, parse_pod};
 use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
 
@@ -16,8 +16,7 @@ const HEADER: &str =
     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
 
 fn config(body: &str) -> SchedulerConfiguration {
-    SchedulerConfiguration::from_text(&format!("{HEADER}{body}"))
-        .unwrap_or_else(|e| panic!("{e}"))
+    SchedulerConfiguration::from_text(&format!("{HEADER}{body}")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn problems(text: &str) -> Vec<String> {
@@ -143,7 +142,10 @@ fn an_empty_configuration_is_kube_v1_34s_defaults() {
     }
     match p.args("DefaultPreemption") {
         Some(PluginArgs::DefaultPreemption(a)) => assert_eq!(
-            (a.min_candidate_nodes_percentage, a.min_candidate_nodes_absolute),
+            (
+                a.min_candidate_nodes_percentage,
+                a.min_candidate_nodes_absolute
+            ),
             (10, 100)
         ),
         other => panic!("{other:?}"),
@@ -242,7 +244,8 @@ fn custom_plugins_are_enabled_by_name() {
             }
         })))
     });
-    let c = config("profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: NotNode1\n");
+    let c =
+        config("profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: NotNode1\n");
     let profiles = c.compile(&registry).unwrap();
     let p = profiles.get("default-scheduler").unwrap();
     assert_eq!(p.predicate_names().last(), Some("NotNode1"));
@@ -486,8 +489,14 @@ fn percentage_of_nodes_to_score_per_profile_or_global() {
         "percentageOfNodesToScore: 50\nprofiles:\n- schedulerName: a\n- schedulerName: b\n  percentageOfNodesToScore: 100\n",
     );
     let profiles = c.compile(&Registry::v1_34()).unwrap();
-    assert_eq!(profiles.get("a").unwrap().percentage_of_nodes_to_score(), 50);
-    assert_eq!(profiles.get("b").unwrap().percentage_of_nodes_to_score(), 100);
+    assert_eq!(
+        profiles.get("a").unwrap().percentage_of_nodes_to_score(),
+        50
+    );
+    assert_eq!(
+        profiles.get("b").unwrap().percentage_of_nodes_to_score(),
+        100
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -540,11 +549,19 @@ fn nodes(nodes: &[Node]) -> Snapshot {
 }
 
 /// Each feasible node's per-plugin (unweighted) scores, by node name.
-fn score_table(p: &Profile, pod: &Pod, snapshot: &Snapshot) -> BTreeMap<String, Vec<(String, i64)>> {
+fn score_table(
+    p: &Profile,
+    pod: &Pod,
+    snapshot: &Snapshot,
+) -> BTreeMap<String, Vec<(String, i64)>> {
     let mut cache = p.create_cache();
     p.schedule(&mut cache, pod, snapshot).unwrap();
     let table = p.last_scores(&cache);
-    let names: Vec<String> = table.priorities().iter().map(|(n, _)| n.to_string()).collect();
+    let names: Vec<String> = table
+        .priorities()
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
     (0..table.len())
         .map(|i| {
             let (idx, _, per) = table.row(i);
@@ -575,7 +592,13 @@ fn node_resources_fit_scores_by_its_strategy() {
     let snapshot = nodes(&[node("big", "8", "16Gi"), node("small", "4", "8Gi")]);
     let p = pod("web", "1", "1Gi");
     let least = profile("");
-    assert_eq!(least.schedule(&mut least.create_cache(), &p, &snapshot).unwrap().node, "big");
+    assert_eq!(
+        least
+            .schedule(&mut least.create_cache(), &p, &snapshot)
+            .unwrap()
+            .node,
+        "big"
+    );
     let t = score_table(&least, &p, &snapshot);
     // LeastAllocated: ((8000-1000)*100/8000 + (16-1)*100/16) / 2 = (87 + 93) / 2 = 90.
     assert_eq!(plugin_score(&t, "big", "NodeResourcesFit"), 90);
@@ -586,7 +609,12 @@ fn node_resources_fit_scores_by_its_strategy() {
     let t = score_table(&most, &p, &snapshot);
     assert_eq!(plugin_score(&t, "big", "NodeResourcesFit"), (12 + 6) / 2);
     assert_eq!(plugin_score(&t, "small", "NodeResourcesFit"), (25 + 12) / 2);
-    assert_eq!(most.schedule(&mut most.create_cache(), &p, &snapshot).unwrap().node, "small");
+    assert_eq!(
+        most.schedule(&mut most.create_cache(), &p, &snapshot)
+            .unwrap()
+            .node,
+        "small"
+    );
     // Weights: memory only.
     let weighted = profile(
         "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n        resources:\n        - {name: memory, weight: 3}\n",
@@ -617,7 +645,10 @@ fn node_resources_fit_ignores_configured_extended_resources() {
         fit_error(&plain, &p, &snapshot),
         "0/1 nodes are available: 1 Insufficient example.com/fpga."
     );
-    for args in ["ignoredResources: [example.com/fpga]", "ignoredResourceGroups: [example.com]"] {
+    for args in [
+        "ignoredResources: [example.com/fpga]",
+        "ignoredResourceGroups: [example.com]",
+    ] {
         let ignoring = profile(&format!(
             "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      {args}\n"
         ));
@@ -643,7 +674,10 @@ fn balanced_allocation_uses_actual_requests_and_skips_best_effort_pods() {
     // a: cpu 3/4 = 0.75, memory 2/8 = 0.25: (1 - 0.25) * 100 = 75.
     // b: cpu 1/4, memory 2/8: 100.
     assert_eq!(plugin_score(&t, "a", "NodeResourcesBalancedAllocation"), 75);
-    assert_eq!(plugin_score(&t, "b", "NodeResourcesBalancedAllocation"), 100);
+    assert_eq!(
+        plugin_score(&t, "b", "NodeResourcesBalancedAllocation"),
+        100
+    );
     // A best-effort pod skips the plugin: 0 everywhere.
     let mut best_effort = pod("be", "0", "0");
     best_effort.spec.containers[0].resources.requests.clear();
@@ -655,8 +689,18 @@ fn balanced_allocation_uses_actual_requests_and_skips_best_effort_pods() {
 #[test]
 fn added_node_affinity_applies_to_every_pod_of_the_profile() {
     let snapshot = nodes(&[
-        node_with("gpu-a", "8", "16Gi", serde_json::json!({"metadata": {"labels": {"pool": "gpu", "disk": "ssd"}}})),
-        node_with("gpu-b", "8", "16Gi", serde_json::json!({"metadata": {"labels": {"pool": "gpu"}}})),
+        node_with(
+            "gpu-a",
+            "8",
+            "16Gi",
+            serde_json::json!({"metadata": {"labels": {"pool": "gpu", "disk": "ssd"}}}),
+        ),
+        node_with(
+            "gpu-b",
+            "8",
+            "16Gi",
+            serde_json::json!({"metadata": {"labels": {"pool": "gpu"}}}),
+        ),
         node("general", "8", "16Gi"),
     ]);
     let p = profile(
@@ -682,7 +726,12 @@ fn added_node_affinity_applies_to_every_pod_of_the_profile() {
     assert_eq!(plugin_score(&t, "gpu-a", "NodeAffinity"), 100);
     assert_eq!(plugin_score(&t, "gpu-b", "NodeAffinity"), 0);
     // The pod's own selector and the added one both apply; each has its reason.
-    let picky = pod_with("picky", "1", "1Gi", serde_json::json!({"spec": {"nodeSelector": {"disk": "hdd"}}}));
+    let picky = pod_with(
+        "picky",
+        "1",
+        "1Gi",
+        serde_json::json!({"spec": {"nodeSelector": {"disk": "hdd"}}}),
+    );
     assert_eq!(
         fit_error(&p, &picky, &snapshot),
         "0/3 nodes are available: 1 node(s) didn't match scheduler-enforced node affinity, 2 node(s) didn't match Pod's node affinity/selector."
@@ -692,8 +741,18 @@ fn added_node_affinity_applies_to_every_pod_of_the_profile() {
 #[test]
 fn taints_filter_and_score() {
     let snapshot = nodes(&[
-        node_with("tainted", "8", "16Gi", serde_json::json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}})),
-        node_with("soft", "8", "16Gi", serde_json::json!({"spec": {"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}})),
+        node_with(
+            "tainted",
+            "8",
+            "16Gi",
+            serde_json::json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}}),
+        ),
+        node_with(
+            "soft",
+            "8",
+            "16Gi",
+            serde_json::json!({"spec": {"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}}),
+        ),
         node("plain", "8", "16Gi"),
     ]);
     let p = profile("");
@@ -701,7 +760,12 @@ fn taints_filter_and_score() {
     assert_eq!(t.keys().collect::<Vec<_>>(), ["plain", "soft"]);
     assert_eq!(plugin_score(&t, "plain", "TaintToleration"), 100);
     assert_eq!(plugin_score(&t, "soft", "TaintToleration"), 0);
-    let cordoned = nodes(&[node_with("c", "8", "16Gi", serde_json::json!({"spec": {"unschedulable": true}}))]);
+    let cordoned = nodes(&[node_with(
+        "c",
+        "8",
+        "16Gi",
+        serde_json::json!({"spec": {"unschedulable": true}}),
+    )]);
     assert_eq!(
         fit_error(&p, &pod("web", "1", "1Gi"), &cordoned),
         "0/1 nodes are available: 1 node(s) were unschedulable."
@@ -722,7 +786,12 @@ fn node_name_and_ports_filter() {
     )
     .unwrap();
     let p = profile("");
-    let pinned = pod_with("pinned", "1", "1Gi", serde_json::json!({"spec": {"nodeName": "a"}}));
+    let pinned = pod_with(
+        "pinned",
+        "1",
+        "1Gi",
+        serde_json::json!({"spec": {"nodeName": "a"}}),
+    );
     let t = score_table(&p, &pinned, &snapshot);
     assert_eq!(t.keys().collect::<Vec<_>>(), ["a"]);
     let ported = pod_with(
@@ -749,6 +818,7 @@ fn zoned(name: &str, zone: &str) -> Node {
 
 #[test]
 fn pod_topology_spread_uses_the_configured_default_constraints() {
+    // Two web pods in zone a (on a1 and a2), none in zone b; a Service selects app=web.
     let running: Vec<Pod> = ["a1", "a2"]
         .iter()
         .enumerate()
@@ -761,15 +831,50 @@ fn pod_topology_spread_uses_the_configured_default_constraints() {
             )
         })
         .collect();
-    let snapshot = Snapshot::from_objects(
-        vec![zoned("a1", "a"), zoned("a2", "a"), zoned("b1", "b")],
+    let mut snapshot = Snapshot::from_objects(
+        vec![
+            zoned("a1", "a"),
+            zoned("a2", "a"),
+            zoned("b1", "b"),
+            zoned("b2", "b"),
+        ],
         running,
     )
     .unwrap();
-    let incoming = pod_with("web-9", "100m", "64Mi", serde_json::json!({"metadata": {"labels": {"app": "web"}}}));
-    // With a List default the pod without constraints of its own, but selected by nothing,
-    // gets no selector: nothing to spread. Give it a Service selecting app=web? The model
-    // reads Services from workloads; here the hard own constraint shows the filter instead.
+    snapshot.set_workloads(vec![Workload {
+        kind: WorkloadKind::Service,
+        namespace: "default".into(),
+        name: "web".into(),
+        selector: serde_json::from_value(serde_json::json!({"matchLabels": {"app": "web"}}))
+            .unwrap(),
+    }]);
+    let incoming = pod_with(
+        "web-9",
+        "100m",
+        "64Mi",
+        serde_json::json!({"metadata": {"labels": {"app": "web"}}}),
+    );
+    // kube's system defaults (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) favour zone b.
+    let system = score_table(&profile(""), &incoming, &snapshot);
+    let spread =
+        |t: &BTreeMap<String, Vec<(String, i64)>>, n: &str| plugin_score(t, n, "PodTopologySpread");
+    assert!(spread(&system, "b1") > spread(&system, "a1"));
+    // A List default on the hostname only: every node with a web pod scores lower, zone b's
+    // empty nodes equal.
+    let listed = profile(
+        "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}\n",
+    );
+    let t = score_table(&listed, &incoming, &snapshot);
+    assert_eq!(spread(&t, "b1"), spread(&t, "b2"));
+    assert_eq!(spread(&t, "a1"), spread(&t, "a2"));
+    assert!(spread(&t, "b1") > spread(&t, "a1"));
+    // An empty List: no defaults, the plugin skips the pod (0 everywhere in v1.34).
+    let none = profile(
+        "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n",
+    );
+    let t = score_table(&none, &incoming, &snapshot);
+    assert!(["a1", "a2", "b1", "b2"].iter().all(|n| spread(&t, n) == 0));
+    // The pod's own DoNotSchedule constraint filters.
     let hard = pod_with(
         "web-9",
         "100m",
@@ -778,16 +883,8 @@ fn pod_topology_spread_uses_the_configured_default_constraints() {
             {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
              "labelSelector": {"matchLabels": {"app": "web"}}}]}}),
     );
-    let p = profile("");
-    let placed = p.schedule(&mut p.create_cache(), &hard, &snapshot).unwrap();
-    assert_eq!(placed.node, "b1");
-    let listed = profile(
-        "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}\n",
-    );
-    // Without Services or controllers selecting it, a pod gets no default selector: the
-    // plugin skips it (v1.34: 0 on every node).
-    let t = score_table(&listed, &incoming, &snapshot);
-    assert!(t.values().all(|s| s.iter().any(|(n, v)| n == "PodTopologySpread" && *v == 0)));
+    let t = score_table(&profile(""), &hard, &snapshot);
+    assert_eq!(t.keys().collect::<Vec<_>>(), ["b1", "b2"]);
 }
 
 #[test]
@@ -821,8 +918,13 @@ fn inter_pod_affinity_can_ignore_existing_pods_preferred_terms() {
 #[test]
 fn image_locality_favours_nodes_with_the_images() {
     let snapshot = nodes(&[
-        node_with("warm", "8", "16Gi", serde_json::json!({"status": {"images": [
-            {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 500_000_000}]}})),
+        node_with(
+            "warm",
+            "8",
+            "16Gi",
+            serde_json::json!({"status": {"images": [
+            {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 500_000_000}]}}),
+        ),
         node("cold", "8", "16Gi"),
     ]);
     let t = score_table(&profile(""), &pod("web", "1", "1Gi"), &snapshot);
@@ -861,19 +963,35 @@ fn claimed_volumes_are_an_explicit_unsupported_outcome() {
     let without = profile(
         "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: NodeVolumeLimits\n      - name: VolumeBinding\n      - name: VolumeZone\n",
     );
-    assert_eq!(without.schedule(&mut without.create_cache(), &p, &snapshot).unwrap().node, "n");
+    assert_eq!(
+        without
+            .schedule(&mut without.create_cache(), &p, &snapshot)
+            .unwrap()
+            .node,
+        "n"
+    );
 }
 
 #[test]
 fn gated_pods_and_resource_claims_are_never_placed() {
     let snapshot = nodes(&[node("n", "8", "16Gi")]);
     let p = profile("");
-    let gated = pod_with("gated", "1", "1Gi", serde_json::json!({"spec": {"schedulingGates": [{"name": "example.com/quota"}]}}));
+    let gated = pod_with(
+        "gated",
+        "1",
+        "1Gi",
+        serde_json::json!({"spec": {"schedulingGates": [{"name": "example.com/quota"}]}}),
+    );
     assert!(matches!(
         p.schedule(&mut p.create_cache(), &gated, &snapshot),
         Err(ScheduleError::SchedulingGated { .. })
     ));
-    let claims = pod_with("dra", "1", "1Gi", serde_json::json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}}));
+    let claims = pod_with(
+        "dra",
+        "1",
+        "1Gi",
+        serde_json::json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}}),
+    );
     assert!(matches!(
         p.schedule(&mut p.create_cache(), &claims, &snapshot),
         Err(ScheduleError::Unsupported { .. })

@@ -177,9 +177,9 @@ impl Walk {
         match m.and_then(|m| m.get(key)) {
             None | Some(Value::Null) => None,
             Some(v @ Value::Number(n)) => {
-                let limit = 1i64 << (max_bits - 1);
+                let limit = 1i128 << (max_bits - 1);
                 match n.as_i64() {
-                    Some(i) if i >= -limit && i < limit => Some(i),
+                    Some(i) if i128::from(i) >= -limit && i128::from(i) < limit => Some(i),
                     Some(_) => {
                         self.invalid(child(path, key), n.to_string(), "out of range");
                         None
@@ -1038,6 +1038,7 @@ fn spread_args(w: &mut Walk, m: Option<&Map<String, Value>>, path: &str) -> PodT
     let mut seen: Vec<(String, String)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let ip = index(&cp, i);
+        let before = w.problems.len();
         let im = w.object(Some(item), &ip, TSC_FIELDS);
         let skew = w.int32(im, "maxSkew", &ip).unwrap_or(0);
         if skew <= 0 {
@@ -1086,7 +1087,6 @@ fn spread_args(w: &mut Walk, m: Option<&Map<String, Value>>, path: &str) -> PodT
             );
         }
         seen.push((key, action));
-        let before = w.problems.len();
         for k in ["nodeAffinityPolicy", "nodeTaintsPolicy"] {
             if let Some(v) = w.string(im, k, &ip) {
                 if v != "Honor" && v != "Ignore" {
