@@ -3,22 +3,27 @@
 //! ```sh
 //! cargo run --release --example simulate -- \
 //!     --cluster examples/data/cluster.json --pods examples/data/pods.json \
-//!     [--policy examples/data/policy-default.json] [--format table|json] [--seed 1] [--top 3]
+//!     [--policy examples/data/policy-default.json | --config examples/data/scheduler-config.yaml] \
+//!     [--format table|json] [--seed 1] [--top 3]
 //! ```
 //!
 //! `--cluster` is a NodeList (`kubectl get nodes -o json`) and `--pods` a PodList
 //! (`kubectl get pods -A -o json`). Pods bound to a node (spec.nodeName) form the starting
 //! state; pending pods are scheduled in file order, each assumed onto its node before the next,
-//! with the given legacy Policy (kube's default policy when none). For each pod the output is
+//! with the given legacy Policy (kube's default policy when none), or with the profiles of a
+//! `KubeSchedulerConfiguration` (`--config`, kube-scheduler v1.34's plugins): each pod then
+//! uses the profile its `spec.schedulerName` names, and a name no profile has is an error
+//! naming the profiles there are. For each pod the output is
 //! the chosen node with the top nodes' scores per priority, or why it fits nowhere: every
 //! node's reasons and kube's summary line. Runs are deterministic for a given `--seed`.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use sched_core::model::{Pod, load_node_list, load_pod_list};
 use sched_core::policy::Policy;
-use sched_core::profile::ScheduleError;
+use sched_core::profile::{Cache, Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
@@ -26,20 +31,22 @@ struct Args {
     cluster: String,
     pods: String,
     policy: Option<String>,
+    config: Option<String>,
     json: bool,
     seed: u64,
     top: usize,
 }
 
 fn usage() -> String {
-    "usage: simulate --cluster NODES.json --pods PODS.json [--policy POLICY.json] \
+    "usage: simulate --cluster NODES.json --pods PODS.json \
+     [--policy POLICY.json | --config KUBE_SCHEDULER_CONFIGURATION.yaml] \
      [--format table|json] [--seed N] [--top K]"
         .into()
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let (mut cluster, mut pods, mut policy) = (None, None, None);
+    let (mut cluster, mut pods, mut policy, mut config) = (None, None, None, None);
     let (mut json, mut seed, mut top) = (false, 1u64, 3usize);
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -50,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
             "--cluster" => cluster = Some(value("--cluster")?),
             "--pods" => pods = Some(value("--pods")?),
             "--policy" => policy = Some(value("--policy")?),
+            "--config" => config = Some(value("--config")?),
             "--format" => match value("--format")?.as_str() {
                 "table" => json = false,
                 "json" => json = true,
@@ -71,10 +79,17 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
     }
+    if policy.is_some() && config.is_some() {
+        return Err(format!(
+            "--policy and --config exclude each other\n{}",
+            usage()
+        ));
+    }
     Ok(Args {
         cluster: cluster.ok_or_else(|| format!("--cluster is required\n{}", usage()))?,
         pods: pods.ok_or_else(|| format!("--pods is required\n{}", usage()))?,
         policy,
+        config,
         json,
         seed,
         top,
@@ -90,15 +105,36 @@ fn run() -> Result<(), String> {
     let nodes =
         load_node_list(&read(&args.cluster)?).map_err(|e| format!("{}: {e}", args.cluster))?;
     let pods = load_pod_list(&read(&args.pods)?).map_err(|e| format!("{}: {e}", args.pods))?;
-    let policy = match &args.policy {
-        Some(p) => Policy::from_json(&read(p)?).map_err(|e| format!("{p}: {e}"))?,
-        None => Policy::kube_default(),
-    };
-    let profile = policy
-        .builder()
-        .and_then(|b| Ok(b.threads(1).seed(args.seed).build()?))
-        .map_err(|e| format!("policy: {e}"))?;
-    let mut cache = profile.create_cache();
+    // (scheduler name, profile, its cache): one profile for a Policy, one per profile of a
+    // configuration.
+    let mut profiles: Vec<(String, Profile, Cache)> = Vec::new();
+    if let Some(path) = &args.config {
+        let config = SchedulerConfiguration::from_file(path).map_err(|e| e.to_string())?;
+        for (name, b) in config
+            .builders(&Registry::v1_34())
+            .map_err(|e| format!("{path}: {e}"))?
+        {
+            let profile = b
+                .threads(1)
+                .seed(args.seed)
+                .build()
+                .map_err(|e| format!("{path}: {e}"))?;
+            let cache = profile.create_cache();
+            profiles.push((name, profile, cache));
+        }
+    } else {
+        let policy = match &args.policy {
+            Some(p) => Policy::from_json(&read(p)?).map_err(|e| format!("{p}: {e}"))?,
+            None => Policy::kube_default(),
+        };
+        let profile = policy
+            .builder()
+            .and_then(|b| Ok(b.threads(1).seed(args.seed).build()?))
+            .map_err(|e| format!("policy: {e}"))?;
+        let cache = profile.create_cache();
+        profiles.push((String::new(), profile, cache));
+    }
+    let legacy = args.config.is_none();
     let (pending, bound): (Vec<Pod>, Vec<Pod>) = pods.into_iter().partition(|p| {
         p.spec.node_name.is_empty() && !matches!(p.status.phase.as_str(), "Succeeded" | "Failed")
     });
@@ -108,19 +144,46 @@ fn run() -> Result<(), String> {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{} nodes, {} running pods, {} pending pods; {} predicates, {} priorities; seed {}\n",
+        "{} nodes, {} running pods, {} pending pods; {}; seed {}\n",
         snapshot.len(),
         snapshot.pod_count(),
         pending.len(),
-        profile.predicate_names().count(),
-        profile.priority_weights().count(),
+        profiles
+            .iter()
+            .map(|(name, p, _)| format!(
+                "{}{} predicates, {} priorities",
+                if name.is_empty() {
+                    String::new()
+                } else {
+                    format!("profile {name}: ")
+                },
+                p.predicate_names().count(),
+                p.priority_weights().count()
+            ))
+            .collect::<Vec<_>>()
+            .join("; "),
         args.seed
     );
     for pod in &pending {
         let key = pod.key();
-        match profile.schedule_and_assume(&mut cache, pod, &mut snapshot) {
+        let wanted = match pod.spec.scheduler_name.as_str() {
+            "" => DEFAULT_SCHEDULER_NAME,
+            n => n,
+        };
+        let Some((_, profile, cache)) = profiles
+            .iter_mut()
+            .find(|(name, _, _)| legacy || name == wanted)
+        else {
+            let known: Vec<&str> = profiles.iter().map(|(n, _, _)| n.as_str()).collect();
+            return Err(format!(
+                "{key} asks for scheduler {wanted:?}, which no profile has (profiles: {})",
+                known.join(", ")
+            ));
+        };
+        let (profile, cache) = (&*profile, cache);
+        match profile.schedule_and_assume(cache, pod, &mut snapshot) {
             Ok(r) => {
-                let table = profile.last_scores(&cache);
+                let table = profile.last_scores(cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();
                 rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

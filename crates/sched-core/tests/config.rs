@@ -1007,3 +1007,28 @@ fn problem_kinds_are_typed() {
     ));
     assert_eq!(err.problems()[0].path(), "parallelism");
 }
+
+#[test]
+fn the_example_configuration_compiles() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/data/scheduler-config.yaml"
+    );
+    let c = SchedulerConfiguration::from_file(path).unwrap();
+    let profiles = c.compile(&Registry::v1_34()).unwrap();
+    assert_eq!(
+        profiles.names().collect::<Vec<_>>(),
+        ["default-scheduler", "bin-packing"]
+    );
+    let packing = profiles.get("bin-packing").unwrap();
+    assert_eq!(
+        packing.priority_weights().collect::<Vec<_>>(),
+        [
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2)
+        ]
+    );
+}
