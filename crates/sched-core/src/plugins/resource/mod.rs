@@ -25,6 +25,8 @@
 mod allocation;
 mod avoid;
 mod balanced;
+#[cfg(test)]
+mod balanced_v1_34_tests;
 mod equal;
 mod image;
 mod limits;
