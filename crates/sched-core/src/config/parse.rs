@@ -177,9 +177,10 @@ impl Walk {
         match m.and_then(|m| m.get(key)) {
             None | Some(Value::Null) => None,
             Some(v @ Value::Number(n)) => {
-                let limit = 1i64 << (max_bits - 1);
+                // The range of a signed `max_bits` integer (for 64 bits, all of i64).
+                let limit = 1i128 << (max_bits - 1);
                 match n.as_i64() {
-                    Some(i) if i >= -limit && i < limit => Some(i),
+                    Some(i) if i128::from(i) >= -limit && i128::from(i) < limit => Some(i),
                     Some(_) => {
                         self.invalid(child(path, key), n.to_string(), "out of range");
                         None
