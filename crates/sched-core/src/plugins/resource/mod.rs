@@ -28,6 +28,8 @@ mod balanced;
 #[cfg(test)]
 mod balanced_v1_34_tests;
 mod equal;
+#[cfg(test)]
+mod fit_score_v1_34_tests;
 mod image;
 mod limits;
 mod ratio;
