@@ -7,8 +7,10 @@
 //! - `requested_to_capacity_ratio_test.go` `TestRequestedToCapacityRatioScoringStrategy`,
 //!   `TestResourceBinPackingSingleExtended`, `TestResourceBinPackingMultipleExtended` →
 //!   [`RequestedToCapacityRatioPriority`]
+//! - `fit_test.go` `TestFitScore` (sidecar cases included) → all three; its two DRA cases
+//!   are skipped (see [`fit_score`]).
 //!
-//! Every case is ported. How the cases that are not plain scores map onto our model:
+//! Every other case is ported. How the cases that are not plain scores map onto our model:
 //! - "Resources not set, pods scheduled with error" (least, most): kube builds the plugin with
 //!   no resources (unreachable from a configuration file, which defaults them) and each Score
 //!   returns an Error status with MinNodeScore. We have no per-node error; the port asserts
@@ -639,4 +641,153 @@ fn resource_bin_packing_multiple_extended() {
         ran += 1;
     }
     assert_eq!(ran, 4, "cases run");
+}
+
+/// `st.MakePod().Node(node).Req(main).SidecarReq(sidecar)`: a restartable init container.
+fn with_sidecar(node: &str, main: &[(&str, &str)], sidecar: &[(&str, &str)]) -> Pod {
+    let mut pod = p(node, &[main]);
+    let mut s = container(sidecar);
+    s.restart_policy = Some("Always".into());
+    pod.spec.init_containers = vec![s];
+    pod
+}
+
+/// `fit_test.go` `TestFitScore`: every case but the two DRA ones ("... LeastAllocated with
+/// Extended resources" and its "if PreScore is not called" twin: a DRA-backed extended
+/// resource, which we cannot express). The "if PreScore is not called" cases are ported as they
+/// are (we always prepare).
+#[test]
+fn fit_score() {
+    enum S {
+        Ratio(&'static [(i32, i32)]),
+        Most,
+        Least,
+    }
+    let nodes = |cpu2: &str| {
+        vec![
+            n("node1", &[("cpu", "4000"), ("memory", "10000")]),
+            n("node2", &[("cpu", cpu2), ("memory", "10000")]),
+        ]
+    };
+    let existing = || {
+        vec![
+            p("node1", &[&[("cpu", "2000"), ("memory", "4000")]]),
+            p("node2", &[&[("cpu", "1000"), ("memory", "2000")]]),
+        ]
+    };
+    let sidecar_existing = || {
+        vec![
+            with_sidecar(
+                "node1",
+                &[("cpu", "1000"), ("memory", "2000")],
+                &[("cpu", "1000"), ("memory", "2000")],
+            ),
+            p("node2", &[&[("cpu", "1000"), ("memory", "2000")]]),
+        ]
+    };
+    let big = || p("", &[&[("cpu", "3000"), ("memory", "5000")]]);
+    let small = || p("", &[&[("cpu", "1000"), ("memory", "2000")]]);
+    type Row = (&'static str, S, Pod, Vec<Node>, Vec<Pod>, Vec<i64>);
+    let cases: Vec<Row> = vec![
+        (
+            "test case for ScoringStrategy RequestedToCapacityRatio case1",
+            S::Ratio(&[(0, 10), (100, 0)]),
+            big(),
+            nodes("6000"),
+            existing(),
+            vec![10, 32],
+        ),
+        (
+            "test case for ScoringStrategy RequestedToCapacityRatio case2",
+            S::Ratio(&[(0, 0), (100, 10)]),
+            big(),
+            nodes("6000"),
+            existing(),
+            vec![95, 68],
+        ),
+        (
+            "test case for ScoringStrategy MostAllocated",
+            S::Most,
+            small(),
+            nodes("6000"),
+            existing(),
+            vec![67, 36],
+        ),
+        (
+            "test case for ScoringStrategy LeastAllocated",
+            S::Least,
+            small(),
+            nodes("6000"),
+            existing(),
+            vec![32, 63],
+        ),
+        (
+            "test case for ScoringStrategy RequestedToCapacityRatio case1 if PreScore is not \
+             called",
+            S::Ratio(&[(0, 10), (100, 0)]),
+            big(),
+            nodes("6000"),
+            existing(),
+            vec![10, 32],
+        ),
+        (
+            "test case for ScoringStrategy MostAllocated if PreScore is not called",
+            S::Most,
+            small(),
+            nodes("6000"),
+            existing(),
+            vec![67, 36],
+        ),
+        (
+            "test case for ScoringStrategy LeastAllocated if PreScore is not called",
+            S::Least,
+            small(),
+            nodes("6000"),
+            existing(),
+            vec![32, 63],
+        ),
+        (
+            "test case for ScoringStrategy MostAllocated with sidecar container",
+            S::Most,
+            small(),
+            nodes("4000"),
+            sidecar_existing(),
+            vec![67, 45],
+        ),
+        (
+            "test case for ScoringStrategy LeastAllocated with sidecar container",
+            S::Least,
+            small(),
+            nodes("4000"),
+            sidecar_existing(),
+            vec![32, 55],
+        ),
+    ];
+    let mut ran = 0;
+    for (name, s, pod, nodes, pods, want) in cases {
+        let got = match s {
+            S::Ratio(points) => run(
+                &RequestedToCapacityRatioPriority::new(&shape(points), &default_resources())
+                    .unwrap(),
+                &pod,
+                nodes,
+                pods,
+            ),
+            S::Most => run(
+                &MostRequestedPriority::with_resources(&default_resources()).unwrap(),
+                &pod,
+                nodes,
+                pods,
+            ),
+            S::Least => run(
+                &LeastRequestedPriority::with_resources(&default_resources()).unwrap(),
+                &pod,
+                nodes,
+                pods,
+            ),
+        };
+        assert_eq!(got, want, "{name}");
+        ran += 1;
+    }
+    assert_eq!(ran, 9, "cases run");
 }
