@@ -60,6 +60,8 @@ mod util;
 mod volumes;
 
 #[cfg(test)]
+mod affinity_v1_34_tests;
+#[cfg(test)]
 mod fit_v1_34_tests;
 #[cfg(test)]
 mod reference_tests;
