@@ -31,6 +31,8 @@ mod equal;
 #[cfg(test)]
 mod fit_score_v1_34_tests;
 mod image;
+#[cfg(test)]
+mod image_v1_34_tests;
 mod limits;
 mod ratio;
 #[cfg(test)]
