@@ -68,6 +68,8 @@ mod reference_tests;
 #[cfg(test)]
 mod scheduler_tests;
 #[cfg(test)]
+mod taints_v1_34_tests;
+#[cfg(test)]
 mod testutil;
 
 pub(crate) use affinity::RequiredState;
