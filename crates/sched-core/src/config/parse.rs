@@ -177,6 +177,7 @@ impl Walk {
         match m.and_then(|m| m.get(key)) {
             None | Some(Value::Null) => None,
             Some(v @ Value::Number(n)) => {
+                // The range of a signed `max_bits` integer (for 64 bits, all of i64).
                 let limit = 1i128 << (max_bits - 1);
                 match n.as_i64() {
                     Some(i) if i128::from(i) >= -limit && i128::from(i) < limit => Some(i),
@@ -584,10 +585,10 @@ fn profile(w: &mut Walk, v: Option<&Value>, path: &str, single: bool) -> Profile
         .collect();
     names.dedup();
     for n in names {
-        if !plugin_config.iter().any(|(c, _)| c == n) {
-            if let Some(a) = PluginArgs::default_for(n) {
-                plugin_config.push((n.to_string(), a));
-            }
+        if !plugin_config.iter().any(|(c, _)| c == n)
+            && let Some(a) = PluginArgs::default_for(n)
+        {
+            plugin_config.push((n.to_string(), a));
         }
     }
     ProfileConfig {
@@ -700,25 +701,25 @@ fn plugin_args(w: &mut Walk, plugin: &str, v: Option<&Value>, path: &str) -> Plu
         _ => &["apiVersion", "kind", "bindTimeoutSeconds", "shape"],
     };
     let m = w.object(v, path, fields);
-    if let Some(k) = w.string(m, "kind", path) {
-        if k != kind {
-            w.invalid(
-                path,
-                format!("kind {}", quoted(&k)),
-                "has to match plugin args",
-            );
-        }
+    if let Some(k) = w.string(m, "kind", path)
+        && k != kind
+    {
+        w.invalid(
+            path,
+            format!("kind {}", quoted(&k)),
+            "has to match plugin args",
+        );
     }
-    if let Some(a) = w.string(m, "apiVersion", path) {
-        if a != API_VERSION {
-            w.push(
-                child(path, "apiVersion"),
-                ProblemKind::NotSupported {
-                    value: quoted(&a),
-                    supported: vec![API_VERSION.into()],
-                },
-            );
-        }
+    if let Some(a) = w.string(m, "apiVersion", path)
+        && a != API_VERSION
+    {
+        w.push(
+            child(path, "apiVersion"),
+            ProblemKind::NotSupported {
+                value: quoted(&a),
+                supported: vec![API_VERSION.into()],
+            },
+        );
     }
     match plugin {
         "NodeResourcesFit" => PluginArgs::NodeResourcesFit(fit_args(w, m, path)),
@@ -1088,24 +1089,25 @@ fn spread_args(w: &mut Walk, m: Option<&Map<String, Value>>, path: &str) -> PodT
         }
         seen.push((key, action));
         for k in ["nodeAffinityPolicy", "nodeTaintsPolicy"] {
-            if let Some(v) = w.string(im, k, &ip) {
-                if v != "Honor" && v != "Ignore" {
-                    w.push(
-                        child(&ip, k),
-                        ProblemKind::NotSupported {
-                            value: quoted(&v),
-                            supported: vec!["Honor".into(), "Ignore".into()],
-                        },
-                    );
-                }
+            if let Some(v) = w.string(im, k, &ip)
+                && v != "Honor"
+                && v != "Ignore"
+            {
+                w.push(
+                    child(&ip, k),
+                    ProblemKind::NotSupported {
+                        value: quoted(&v),
+                        supported: vec!["Honor".into(), "Ignore".into()],
+                    },
+                );
             }
         }
         w.int32(im, "minDomains", &ip);
         w.strings(im, "matchLabelKeys", &ip);
-        if w.problems.len() == before {
-            if let Some(c) = w.decode::<TopologySpreadConstraint>(item, &ip) {
-                constraints.push(c);
-            }
+        if w.problems.len() == before
+            && let Some(c) = w.decode::<TopologySpreadConstraint>(item, &ip)
+        {
+            constraints.push(c);
         }
     }
     PodTopologySpreadArgs {

@@ -15,6 +15,8 @@ mod terms;
 #[cfg(test)]
 mod reference_tests;
 #[cfg(test)]
+mod scoring_v1_34_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;

@@ -380,10 +380,10 @@ impl Predicate for MatchNodeSelector {
         state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        if let Some(added) = &state.added {
-            if !added.matches(cx, node) {
-                return Err(Reason::EnforcedNodeAffinityMismatch);
-            }
+        if let Some(added) = &state.added
+            && !added.matches(cx, node)
+        {
+            return Err(Reason::EnforcedNodeAffinityMismatch);
         }
         match &state.pod {
             Some(st) if !st.matches(cx, node) => Err(Reason::NodeSelectorMismatch),

@@ -60,9 +60,15 @@ mod util;
 mod volumes;
 
 #[cfg(test)]
+mod affinity_v1_34_tests;
+#[cfg(test)]
+mod fit_v1_34_tests;
+#[cfg(test)]
 mod reference_tests;
 #[cfg(test)]
 mod scheduler_tests;
+#[cfg(test)]
+mod taints_v1_34_tests;
 #[cfg(test)]
 mod testutil;
 

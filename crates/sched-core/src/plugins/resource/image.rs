@@ -1,7 +1,7 @@
 //! `ImageLocalityPriority`.
 
 use crate::formulas::MAX_NODE_SCORE;
-use crate::framework::{CycleContext, PluginError, PreparedScore, Priority};
+use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
 use crate::snapshot::NodeRef;
 use crate::snapshot::{ImageCounts, Sym, flags};
 
@@ -31,14 +31,16 @@ pub fn normalized_image_name(name: &str) -> String {
 
 /// `ImageLocalityPriority`: favours nodes that already have the pod's container images.
 ///
-/// kube 1.22's ImageLocality: for each of the pod's containers (init containers excluded; a
-/// repeated image counts once per container) whose image, normalized with
+/// kube's ImageLocality: for each of the pod's containers (a repeated image counts once per
+/// container; init containers included in a [`KubeVersion::V1_34`] profile, excluded in a
+/// [`KubeVersion::V1_20`] one) whose image, normalized with
 /// [`normalized_image_name`], is on the node, add `int64(float64(size) * numNodes /
 /// totalNodes)` where `numNodes` is how many nodes of the snapshot have the image (see
 /// [`crate::snapshot::ImageCounts`]) and `size` the image's size as kube's cache keeps it, the
 /// size the first node with the image reported ([`crate::snapshot::Snapshot::image_size`],
 /// kube v1.20 and today alike); clamp the sum
-/// to `[23 MiB, 1000 MiB * containers]` and map it linearly (integer arithmetic) onto 0..=100.
+/// to `[23 MiB, 1000 MiB * containers]` (init containers counted where their images are) and
+/// map it linearly (integer arithmetic) onto 0..=100.
 /// No argument.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ImageLocalityPriority;
@@ -104,9 +106,17 @@ impl Priority for ImageLocalityPriority {
         _feasible: &[u32],
     ) -> Result<PreparedScore<Self::State>, PluginError> {
         let snapshot = cx.snapshot();
-        let containers = &cx.pod().spec.containers;
-        let images: Vec<(Sym, i64, u32)> = containers
+        let spec = &cx.pod().spec;
+        // v1.34 scores init containers' images too, and counts them as containers
+        // (`sumImageScores` over InitContainers and Containers, `calculatePriority(sum,
+        // len(InitContainers)+len(Containers))`); v1.20 looks at the containers only.
+        let init: &[_] = match cx.kube_version() {
+            KubeVersion::V1_20 => &[],
+            _ => &spec.init_containers,
+        };
+        let images: Vec<(Sym, i64, u32)> = init
             .iter()
+            .chain(&spec.containers)
             .filter_map(|c| {
                 let sym = snapshot.interner().get(&normalized_image_name(&c.image))?;
                 let n = snapshot.image_node_count(sym);
@@ -121,7 +131,7 @@ impl Priority for ImageLocalityPriority {
             images,
             counts: snapshot.image_counts(),
             total_nodes: snapshot.len(),
-            containers: containers.len(),
+            containers: init.len() + spec.containers.len(),
         }))
     }
 
@@ -150,6 +160,7 @@ mod tests {
     use super::*;
     use crate::model::{Container, ContainerImage, Node, Pod};
     use crate::plugins::resource::testutil::*;
+    use crate::snapshot::Snapshot;
 
     fn image_node(name: &str, images: &[(&[&str], i64)]) -> Node {
         let mut n = Node::default();
@@ -331,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_image_counts_per_container_and_init_containers_are_ignored() {
+    fn repeated_image_counts_per_container_and_init_containers_only_in_v1_34() {
         // Two containers of the 2000M image on one of two nodes: 2 * 1000M = 2000M = max.
         let pod = pod_with_images(&["gcr.io/2000", "gcr.io/2000"]);
         let nodes = || vec![node_40_300_2000("n1"), node_250_10("n2")];
@@ -344,9 +355,16 @@ mod tests {
             image: "gcr.io/2000".into(),
             ..Container::default()
         }];
+        let snap = Snapshot::from_objects(nodes(), vec![]).unwrap();
+        // v1.20: the init container's image is ignored.
         assert_eq!(
-            run(&ImageLocalityPriority, &pod, nodes(), vec![]),
+            run_on_version(&ImageLocalityPriority, &pod, &snap, KubeVersion::V1_20),
             vec![0, 0]
+        );
+        // v1.34: 2000M on one of two nodes = 1000M; two containers: 100 * 977 / 1977 = 49.
+        assert_eq!(
+            run_on_version(&ImageLocalityPriority, &pod, &snap, KubeVersion::V1_34),
+            vec![49, 0]
         );
     }
 

@@ -25,8 +25,14 @@
 mod allocation;
 mod avoid;
 mod balanced;
+#[cfg(test)]
+mod balanced_v1_34_tests;
 mod equal;
+#[cfg(test)]
+mod fit_score_v1_34_tests;
 mod image;
+#[cfg(test)]
+mod image_v1_34_tests;
 mod limits;
 mod ratio;
 #[cfg(test)]

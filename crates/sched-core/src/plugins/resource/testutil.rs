@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::framework::{CycleContext, PreparedScore, Priority};
+use crate::framework::{CycleContext, KubeVersion, PreparedScore, Priority};
 use crate::model::{Container, Node, Pod, Quantity, ResourceList};
 use crate::snapshot::Snapshot;
 
@@ -66,7 +66,17 @@ pub fn run(priority: &impl Priority, pod: &Pod, nodes: Vec<Node>, pods: Vec<Pod>
 
 /// [`run`] on an existing snapshot.
 pub fn run_on(priority: &impl Priority, pod: &Pod, snapshot: &Snapshot) -> Vec<i64> {
-    let cx = CycleContext::new(pod, snapshot);
+    run_on_version(priority, pod, snapshot, KubeVersion::V1_34)
+}
+
+/// [`run_on`] in a cycle of this kube version.
+pub fn run_on_version(
+    priority: &impl Priority,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    version: KubeVersion,
+) -> Vec<i64> {
+    let cx = CycleContext::for_version(pod, snapshot, version);
     let n = snapshot.len();
     let feasible: Vec<u32> = (0..n as u32).collect();
     match priority.prepare(&cx, &feasible).unwrap() {
