@@ -23,7 +23,9 @@
 //! `filter` and `score`. `tests/fast_path.rs` checks on random clusters that pipelines with and
 //! without the fast path decide alike.
 
-use crate::formulas::{average_of, balanced_score, least_requested_score, most_requested_score};
+use crate::formulas::{
+    average_of, balanced_score, balanced_score_v1_34, least_requested_score, most_requested_score,
+};
 use crate::snapshot::{NodeFree, NodeSummary};
 
 /// Seals the fast-path methods of [`crate::framework::Predicate`] and
@@ -112,6 +114,8 @@ pub(crate) enum FormulaKind {
     MostRequested,
     /// BalancedResourceAllocation.
     Balanced,
+    /// NodeResourcesBalancedAllocation (kube v1.34: actual requests, fractions capped at 1).
+    BalancedV1_34,
 }
 
 /// What a priority scores for one pod, when that needs only a node's load numbers (`LoadColumns`) and no
@@ -153,18 +157,42 @@ impl FastScore {
         }
     }
 
+    /// NodeResourcesBalancedAllocation over CPU and memory, for a pod with these actual
+    /// requests.
+    pub(crate) fn balanced_v1_34(milli_cpu: i64, memory: i64) -> FastScore {
+        FastScore {
+            kind: FormulaKind::BalancedV1_34,
+            milli_cpu,
+            memory,
+        }
+    }
+
     /// The node's final score (0..=100 for any realistic node; kube's formulas, which can
     /// leave that range on absurd input, otherwise).
     pub fn score(&self, s: &NodeSummary) -> i64 {
         // One node: kube's formulas as they are (no kernel, no allocation). The kernel gives
         // the same scores (the tests below compare them).
+        if self.kind == FormulaKind::BalancedV1_34 {
+            return balanced_v1_34_general(s, self.milli_cpu, self.memory);
+        }
         let [l, m, b] = general_scores::<true, true, true>(s, self.milli_cpu, self.memory);
         match self.kind {
             FormulaKind::LeastRequested => l,
             FormulaKind::MostRequested => m,
             FormulaKind::Balanced => b,
+            FormulaKind::BalancedV1_34 => unreachable!("handled above"),
         }
     }
+}
+
+/// kube v1.34's balanced score by its formula, from the summary's actual requests.
+pub(crate) fn balanced_v1_34_general(s: &NodeSummary, pod_milli_cpu: i64, pod_memory: i64) -> i64 {
+    balanced_score_v1_34(
+        s.req_milli_cpu.wrapping_add(pod_milli_cpu),
+        s.alloc_milli_cpu,
+        s.req_memory.wrapping_add(pod_memory),
+        s.alloc_memory,
+    )
 }
 
 /// The same scores by kube's formulas as they are, from the summary's integers.

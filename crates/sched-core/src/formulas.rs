@@ -132,6 +132,41 @@ pub fn balanced_score(cpu_req: i64, cpu_alloc: i64, mem_req: i64, mem_alloc: i64
     ((1.0 - diff) * MAX_NODE_SCORE as f64) as i64
 }
 
+/// kube v1.34's `balancedResourceScorer` over the fractions of the resources scored (each
+/// already capped at 1): `int64((1 - deviation) * 100)`, the deviation being `|f1 - f2| / 2`
+/// for two fractions, the population standard deviation for more, 0 for fewer.
+pub fn balanced_std_score(fractions: &[f64]) -> i64 {
+    let std = match fractions {
+        [a, b] => ((a - b) / 2.0).abs(),
+        [] | [_] => 0.0,
+        many => {
+            let total: f64 = many.iter().sum();
+            let mean = total / many.len() as f64;
+            let mut sum = 0.0;
+            for f in many {
+                sum += (f - mean) * (f - mean);
+            }
+            (sum / many.len() as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// kube v1.34's balanced-allocation score of a node over CPU and memory: each fraction
+/// `min(1, requested / allocatable)`, a resource with zero allocatable left out.
+#[inline]
+pub fn balanced_score_v1_34(cpu_req: i64, cpu_alloc: i64, mem_req: i64, mem_alloc: i64) -> i64 {
+    let fraction = |r: i64, a: i64| (r as f64 / a as f64).min(1.0);
+    match (cpu_alloc != 0, mem_alloc != 0) {
+        (true, true) => {
+            balanced_std_score(&[fraction(cpu_req, cpu_alloc), fraction(mem_req, mem_alloc)])
+        }
+        (true, false) => balanced_std_score(&[fraction(cpu_req, cpu_alloc)]),
+        (false, true) => balanced_std_score(&[fraction(mem_req, mem_alloc)]),
+        (false, false) => balanced_std_score(&[]),
+    }
+}
+
 /// A per-resource score of CPU and of memory, averaged over the resources the node has.
 #[inline(always)]
 pub(crate) fn average_of(

@@ -5,6 +5,7 @@
 mod common;
 use common::{BuildWorker, Worker};
 use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
+use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::model::{
     Affinity, ContainerPort, LabelSelector, NodeAffinity, NodeSelectorOperator,
     NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm,
@@ -12,6 +13,22 @@ use sched_core::model::{
 };
 use sched_core::policy::Policy;
 use sched_core::snapshot::Snapshot;
+
+fn v1_34_scheduler() -> Worker {
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         percentageOfNodesToScore: 100\n",
+    )
+    .expect("valid");
+    let mut builders = config.builders(&Registry::v1_34()).expect("compiles");
+    builders
+        .remove(0)
+        .1
+        .threads(1)
+        .seed(5)
+        .build_worker()
+        .expect("builds")
+}
 
 fn scheduler() -> Worker {
     let mut policy = Policy::kube_default();
@@ -94,10 +111,10 @@ fn pods() -> Vec<(&'static str, Pod)> {
     ]
 }
 
-fn allocations(nodes: usize, pod: &Pod) -> (u64, usize) {
+fn allocations(nodes: usize, pod: &Pod, build: fn() -> Worker) -> (u64, usize) {
     let (n, p) = benchmark_cluster(nodes);
     let snapshot = Snapshot::from_objects(n, p).expect("snapshot");
-    let mut s = scheduler();
+    let mut s = build();
     // Warm up: scratch buffers grow to the cluster size once.
     for _ in 0..3 {
         s.schedule(pod, &snapshot).expect("fits");
@@ -111,19 +128,27 @@ fn allocations(nodes: usize, pod: &Pod) -> (u64, usize) {
 
 #[test]
 fn scheduling_allocates_nothing_per_node() {
-    for (what, pod) in pods() {
-        let (small, e_small) = allocations(200, &pod);
-        let (large, e_large) = allocations(2_000, &pod);
-        assert_eq!(
-            (e_small, e_large),
-            (200, 2_000),
-            "{what}: every node evaluated"
-        );
-        assert_eq!(
-            small, large,
-            "{what}: {small} allocations at 200 nodes but {large} at 2,000"
-        );
-        assert!(small < 64, "{what}: {small} allocations per pod");
-        println!("{what}: {small} allocations per scheduled pod at 200 and 2,000 nodes");
+    let profiles: [(&str, fn() -> Worker); 2] = [
+        ("legacy default Policy", scheduler),
+        ("v1.34 default configuration", v1_34_scheduler),
+    ];
+    for (profile, build) in profiles {
+        for (what, pod) in pods() {
+            let (small, e_small) = allocations(200, &pod, build);
+            let (large, e_large) = allocations(2_000, &pod, build);
+            assert_eq!(
+                (e_small, e_large),
+                (200, 2_000),
+                "{profile}, {what}: every node evaluated"
+            );
+            assert_eq!(
+                small, large,
+                "{profile}, {what}: {small} allocations at 200 nodes but {large} at 2,000"
+            );
+            assert!(small < 64, "{profile}, {what}: {small} allocations per pod");
+            println!(
+                "{profile}, {what}: {small} allocations per scheduled pod at 200 and 2,000 nodes"
+            );
+        }
     }
 }

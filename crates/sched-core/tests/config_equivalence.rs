@@ -244,3 +244,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The v1.34 profile's fast path (the fused kernel, with v1.34's balanced allocation over
+    /// actual requests) gives what its plugins give node by node.
+    #[test]
+    fn the_v1_34_fast_path_is_exact(
+        nodes in 1usize..30,
+        seed in any::<u64>(),
+        pods in shapes(),
+    ) {
+        let build = |fast: bool| {
+            let mut b = SchedulerConfiguration::v1_34_default()
+                .builders(&sched_core::config::Registry::v1_34())
+                .unwrap();
+            b.remove(0).1.fast_path(fast).seed(seed).build().unwrap()
+        };
+        let (a, b) = (build(true), build(false));
+        let (ns, running) = benchmark_cluster(nodes);
+        let mut sa = Snapshot::from_objects(ns.clone(), running.clone()).unwrap();
+        let mut sb = Snapshot::from_objects(ns, running).unwrap();
+        let (mut ca, mut cb) = (a.create_cache(), b.create_cache());
+        for (i, shape) in pods.iter().enumerate() {
+            let pod = make_pod(i, shape);
+            let ra = a.schedule_and_assume(&mut ca, &pod, &mut sa).map_err(|e| e.to_string());
+            let rb = b.schedule_and_assume(&mut cb, &pod, &mut sb).map_err(|e| e.to_string());
+            prop_assert_eq!(&ra, &rb, "pod {} {:?}", i, shape);
+            if ra.is_ok() {
+                let (ta, tb) = (a.last_scores(&ca), b.last_scores(&cb));
+                let rows_a: Vec<_> = (0..ta.len()).map(|j| ta.row(j)).collect();
+                let rows_b: Vec<_> = (0..tb.len()).map(|j| tb.row(j)).collect();
+                prop_assert_eq!(rows_a, rows_b);
+            }
+        }
+    }
+}

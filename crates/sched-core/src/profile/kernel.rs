@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use rand::RngCore;
 
-use crate::fast_path::{FastScore, FormulaKind, general_scores};
+use crate::fast_path::{FastScore, FormulaKind, balanced_v1_34_general, general_scores};
 use crate::formulas::out_of_range_bits;
 use crate::select::Reservoir;
 use crate::snapshot::{EXACT_REQUEST, LoadColumns, NodeSummary};
@@ -99,17 +99,28 @@ impl KernelOut {
 /// SIMD lanes, and the quotient corrections (about half apply, in no predictable order)
 /// cannot mispredict.
 #[inline(always)]
-pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+///
+/// With `V1_34`, the balanced score is kube v1.34's instead: fractions of the *actual*
+/// requests (`loads.req` plus `actual`, the pod's actual requests), each capped at 1, and
+/// `(1 - |cpu - memory| / 2) * 100`, with the same near-integer rule.
+pub(crate) fn kernel<
+    const LEAST: bool,
+    const MOST: bool,
+    const BALANCED: bool,
+    const V1_34: bool,
+>(
     loads: &LoadColumns,
     range: Range<usize>,
     pod: &Requests,
+    actual: &Requests,
     out: &mut KernelOut,
 ) {
     fn cols(c: &[Vec<f64>; 2], range: Range<usize>) -> [&[f64]; 2] {
         [&c[0][range.clone()], &c[1][range]]
     }
-    let (nz, alloc, inv) = (
+    let (nz, req, alloc, inv) = (
         cols(&loads.nz, range.clone()),
+        cols(&loads.req, range.clone()),
         cols(&loads.alloc, range.clone()),
         cols(&loads.inv, range.clone()),
     );
@@ -120,12 +131,19 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         &mut out.balanced[range.clone()],
         &mut out.unsure[range],
     );
-    assert!(nz.iter().chain(&alloc).chain(&inv).all(|c| c.len() == len));
+    assert!(
+        nz.iter()
+            .chain(&req)
+            .chain(&alloc)
+            .chain(&inv)
+            .all(|c| c.len() == len)
+    );
     assert!(least.len() == len && most.len() == len && balanced.len() == len);
     assert!(unsure.len() == len);
-    let pod_unsure = i64::from(!pod.exact);
+    let pod_unsure = i64::from(!pod.exact) | i64::from(V1_34 && !actual.exact);
     for j in 0..len {
         let (mut l, mut m, mut ratio, mut full) = ([0i64; 2], [0i64; 2], [0.0; 2], [0i64; 2]);
+        let mut capped = [0.0f64; 2];
         let mut out_of_range = pod_unsure;
         for r in 0..2 {
             let (a, requested) = (alloc[r][j], nz[r][j] + pod.pair[r]);
@@ -145,6 +163,14 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
                 let keep = full[r] - 1; // all ones unless full
                 m[r] = (q & keep) | (100 & !keep);
             }
+            if BALANCED && V1_34 {
+                let used = req[r][j] + actual.pair[r];
+                let at_capacity = 1 - negative(used - a); // used >= alloc: fraction 1
+                let estimate = used * inv[r][j];
+                let mask = at_capacity.wrapping_neg() as u64; // all ones when at capacity
+                capped[r] =
+                    f64::from_bits((estimate.to_bits() & !mask) | (1.0f64.to_bits() & mask));
+            }
         }
         // Both capacities are positive and every score is in 0..=100: plain halving. (Lanes
         // out of the exact range hold garbage, flagged below; the arithmetic wraps.)
@@ -154,7 +180,13 @@ pub(crate) fn kernel<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
         if MOST {
             most[j] = (m[0].wrapping_add(m[1]) >> 1) as i32;
         }
-        if BALANCED {
+        if BALANCED && V1_34 {
+            let estimate = (1.0 - ((capped[0] - capped[1]) / 2.0).abs()) * 100.0;
+            let (nearest, ni) = rounded(estimate);
+            let near = i64::from((estimate - nearest).abs() < NEAR_INTEGER);
+            balanced[j] = ni.wrapping_sub(negative(estimate - nearest)) as i32;
+            out_of_range |= near;
+        } else if BALANCED {
             let keep = (full[0] | full[1]) - 1; // all ones unless a resource is full
             let estimate = (1.0 - (ratio[0] - ratio[1]).abs()) * 100.0;
             let (nearest, ni) = rounded(estimate);
@@ -189,6 +221,8 @@ pub(crate) struct FastScorer {
     least: Option<Output>,
     most: Option<Output>,
     balanced: Option<Output>,
+    /// The balanced score is kube v1.34's, for a pod with these actual requests.
+    balanced_v1_34: Option<(i64, i64)>,
 }
 
 impl FastScorer {
@@ -197,27 +231,32 @@ impl FastScorer {
     /// formula appears twice (never the case for the built-ins; such a cycle scores node by
     /// node with [`FastScore::score`]).
     pub(crate) fn new(fast: &[(usize, FastScore, i64)]) -> Option<FastScorer> {
-        let (_, first, _) = fast.first()?;
+        fast.first()?;
         let mut scorer = FastScorer {
-            milli_cpu: first.milli_cpu,
-            memory: first.memory,
+            milli_cpu: 0,
+            memory: 0,
             least: None,
             most: None,
             balanced: None,
+            balanced_v1_34: None,
         };
+        let mut pair = None;
         for &(row, d, weight) in fast {
-            if (d.milli_cpu, d.memory) != (scorer.milli_cpu, scorer.memory) {
+            if d.kind == FormulaKind::BalancedV1_34 {
+                scorer.balanced_v1_34 = Some((d.milli_cpu, d.memory));
+            } else if *pair.get_or_insert((d.milli_cpu, d.memory)) != (d.milli_cpu, d.memory) {
                 return None;
             }
             let slot = match d.kind {
                 FormulaKind::LeastRequested => &mut scorer.least,
                 FormulaKind::MostRequested => &mut scorer.most,
-                FormulaKind::Balanced => &mut scorer.balanced,
+                FormulaKind::Balanced | FormulaKind::BalancedV1_34 => &mut scorer.balanced,
             };
             if slot.replace(Output { row, weight }).is_some() {
                 return None;
             }
         }
+        (scorer.milli_cpu, scorer.memory) = pair.unwrap_or((0, 0));
         Some(scorer)
     }
 
@@ -282,20 +321,25 @@ impl FastScorer {
             self.least.is_some(),
             self.most.is_some(),
             self.balanced.is_some(),
+            self.balanced_v1_34.is_some(),
         ) {
-            (true, false, true) => self.run_with::<true, false, true>(args, each),
-            (true, false, false) => self.run_with::<true, false, false>(args, each),
-            (false, true, true) => self.run_with::<false, true, true>(args, each),
-            (false, true, false) => self.run_with::<false, true, false>(args, each),
-            (false, false, true) => self.run_with::<false, false, true>(args, each),
-            (true, true, true) => self.run_with::<true, true, true>(args, each),
-            (true, true, false) => self.run_with::<true, true, false>(args, each),
-            (false, false, false) => 0,
+            (true, false, true, false) => self.run_with::<true, false, true, false>(args, each),
+            (true, false, true, true) => self.run_with::<true, false, true, true>(args, each),
+            (true, false, false, _) => self.run_with::<true, false, false, false>(args, each),
+            (false, true, true, false) => self.run_with::<false, true, true, false>(args, each),
+            (false, true, true, true) => self.run_with::<false, true, true, true>(args, each),
+            (false, true, false, _) => self.run_with::<false, true, false, false>(args, each),
+            (false, false, true, false) => self.run_with::<false, false, true, false>(args, each),
+            (false, false, true, true) => self.run_with::<false, false, true, true>(args, each),
+            (true, true, true, false) => self.run_with::<true, true, true, false>(args, each),
+            (true, true, true, true) => self.run_with::<true, true, true, true>(args, each),
+            (true, true, false, _) => self.run_with::<true, true, false, false>(args, each),
+            (false, false, false, _) => 0,
         }
     }
 
     #[inline(always)]
-    fn run_with<const LEAST: bool, const MOST: bool, const BALANCED: bool>(
+    fn run_with<const LEAST: bool, const MOST: bool, const BALANCED: bool, const V1_34: bool>(
         &self,
         ((loads, summaries), feasible, out, table, totals): RunArgs<'_>,
         mut each: impl FnMut(&[i64], usize),
@@ -306,13 +350,15 @@ impl FastScorer {
         };
         let (first, last) = (first as usize, last as usize);
         let pod = Requests::of(self.milli_cpu, self.memory);
+        let (actual_cpu, actual_memory) = self.balanced_v1_34.unwrap_or((0, 0));
+        let actual = Requests::of(actual_cpu, actual_memory);
         out.prepare(loads.len());
         if first <= last {
-            kernel::<LEAST, MOST, BALANCED>(loads, first..last + 1, &pod, out);
+            kernel::<LEAST, MOST, BALANCED, V1_34>(loads, first..last + 1, &pod, &actual, out);
         } else {
             // Evaluation wrapped around the end of the node list.
-            kernel::<LEAST, MOST, BALANCED>(loads, first..loads.len(), &pod, out);
-            kernel::<LEAST, MOST, BALANCED>(loads, 0..last + 1, &pod, out);
+            kernel::<LEAST, MOST, BALANCED, V1_34>(loads, first..loads.len(), &pod, &actual, out);
+            kernel::<LEAST, MOST, BALANCED, V1_34>(loads, 0..last + 1, &pod, &actual, out);
         }
         let unused = Output {
             row: usize::MAX,
@@ -351,11 +397,20 @@ impl FastScorer {
                 if out.unsure[i] == 0 {
                     continue;
                 }
-                let scores = general_scores::<LEAST, MOST, BALANCED>(
+                let mut scores = general_scores::<LEAST, MOST, false>(
                     &summaries[i],
                     self.milli_cpu,
                     self.memory,
                 );
+                if BALANCED && V1_34 {
+                    scores[2] = balanced_v1_34_general(&summaries[i], actual_cpu, actual_memory);
+                } else if BALANCED {
+                    scores[2] = general_scores::<false, false, true>(
+                        &summaries[i],
+                        self.milli_cpu,
+                        self.memory,
+                    )[2];
+                }
                 bad |= scores.iter().fold(0, |acc, &v| acc | out_of_range_bits(v));
                 for (k, on) in [LEAST, MOST, BALANCED].into_iter().enumerate() {
                     if on {
@@ -438,7 +493,8 @@ type RunArgs<'a> = (
 mod tests {
     use super::*;
     use crate::formulas::{
-        average_of, balanced_score, least_requested_score, most_requested_score,
+        average_of, balanced_score, balanced_score_v1_34, least_requested_score,
+        most_requested_score,
     };
     use proptest::prelude::*;
 
@@ -446,6 +502,8 @@ mod tests {
         NodeSummary {
             nz_milli_cpu: cpu,
             nz_memory: memory,
+            req_milli_cpu: cpu,
+            req_memory: memory,
             alloc_milli_cpu: cpu_alloc,
             alloc_memory: memory_alloc,
             ..NodeSummary::default()
@@ -458,6 +516,7 @@ mod tests {
             FormulaKind::LeastRequested => average_of(least_requested_score, c, ca, m, ma),
             FormulaKind::MostRequested => average_of(most_requested_score, c, ca, m, ma),
             FormulaKind::Balanced => balanced_score(c, ca, m, ma),
+            FormulaKind::BalancedV1_34 => balanced_score_v1_34(c, ca, m, ma),
         }
     }
 
@@ -468,14 +527,19 @@ mod tests {
         loads.push(s);
         let mut out = KernelOut::default();
         out.prepare(1);
-        kernel::<true, true, true>(&loads, 0..1, &Requests::of(d.milli_cpu, d.memory), &mut out);
+        let pod = Requests::of(d.milli_cpu, d.memory);
+        if d.kind == FormulaKind::BalancedV1_34 {
+            kernel::<false, false, true, true>(&loads, 0..1, &Requests::of(0, 0), &pod, &mut out);
+        } else {
+            kernel::<true, true, true, false>(&loads, 0..1, &pod, &Requests::of(0, 0), &mut out);
+        }
         if out.unsure[0] != 0 {
             return d.score(s);
         }
         i64::from(match d.kind {
             FormulaKind::LeastRequested => out.least[0],
             FormulaKind::MostRequested => out.most[0],
-            FormulaKind::Balanced => out.balanced[0],
+            FormulaKind::Balanced | FormulaKind::BalancedV1_34 => out.balanced[0],
         })
     }
 
@@ -497,6 +561,24 @@ mod tests {
                 kernel_score(&d, &n),
                 want,
                 "{kind:?} ({c}+{pod_c})/{ca} ({m}+{pod_m})/{ma}"
+            );
+        }
+        // kube v1.34's balanced score reads the actual requests, not the non-zero ones.
+        for (rc, rm) in [(c, m), (c / 2, m / 3)] {
+            let mut n = load(c, ca, m, ma);
+            (n.req_milli_cpu, n.req_memory) = (rc, rm);
+            let want = reference(
+                FormulaKind::BalancedV1_34,
+                rc.wrapping_add(pod_c),
+                ca,
+                rm.wrapping_add(pod_m),
+                ma,
+            );
+            let d = FastScore::balanced_v1_34(pod_c, pod_m);
+            assert_eq!(
+                kernel_score(&d, &n),
+                want,
+                "v1.34 ({rc}+{pod_c})/{ca} ({rm}+{pod_m})/{ma}"
             );
         }
     }
@@ -579,6 +661,7 @@ mod tests {
             formulas in 1usize..8,
             weights in prop::array::uniform3(1i64..=10),
             seed: u64,
+            v1_34: bool,
         ) {
             let n = nodes.len();
             let summaries: Vec<NodeSummary> = nodes
@@ -596,7 +679,11 @@ mod tests {
             let kinds = [
                 (FormulaKind::LeastRequested, FastScore::least_requested(pod_c, pod_m)),
                 (FormulaKind::MostRequested, FastScore::most_requested(pod_c, pod_m)),
-                (FormulaKind::Balanced, FastScore::balanced(pod_c, pod_m)),
+                if v1_34 {
+                    (FormulaKind::BalancedV1_34, FastScore::balanced_v1_34(pod_c, pod_m))
+                } else {
+                    (FormulaKind::Balanced, FastScore::balanced(pod_c, pod_m))
+                },
             ];
             let fast: Vec<(usize, FastScore, i64)> = (0..3)
                 .filter(|k| formulas & (1 << k) != 0)

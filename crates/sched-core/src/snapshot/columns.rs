@@ -63,6 +63,8 @@ impl NodeFree {
 pub(crate) struct LoadColumns {
     /// Non-zero requested milli-CPU and memory bytes.
     pub(crate) nz: [Vec<f64>; 2],
+    /// Requested (actual) milli-CPU and memory bytes.
+    pub(crate) req: [Vec<f64>; 2],
     /// Allocatable milli-CPU and memory bytes; -1 outside the exact range (a sign bit the
     /// kernel reads in one instruction).
     pub(crate) alloc: [Vec<f64>; 2],
@@ -78,25 +80,29 @@ impl LoadColumns {
     }
 
     /// The numbers of a summary.
-    fn numbers(s: &NodeSummary) -> [[f64; 2]; 3] {
+    fn numbers(s: &NodeSummary) -> [[f64; 2]; 4] {
         let exact = (1..=EXACT_CAPACITY).contains(&s.alloc_milli_cpu)
             && (1..=EXACT_CAPACITY).contains(&s.alloc_memory)
             && (0..=EXACT_REQUEST).contains(&s.nz_milli_cpu)
-            && (0..=EXACT_REQUEST).contains(&s.nz_memory);
+            && (0..=EXACT_REQUEST).contains(&s.nz_memory)
+            && (0..=EXACT_REQUEST).contains(&s.req_milli_cpu)
+            && (0..=EXACT_REQUEST).contains(&s.req_memory);
         let alloc = [s.alloc_milli_cpu as f64, s.alloc_memory as f64];
         let nz = [s.nz_milli_cpu as f64, s.nz_memory as f64];
+        let req = [s.req_milli_cpu as f64, s.req_memory as f64];
         if exact {
-            [nz, alloc, [1.0 / alloc[0], 1.0 / alloc[1]]]
+            [nz, req, alloc, [1.0 / alloc[0], 1.0 / alloc[1]]]
         } else {
-            [nz, [-1.0; 2], [0.0; 2]]
+            [nz, req, [-1.0; 2], [0.0; 2]]
         }
     }
 
     /// Appends a node.
     pub(crate) fn push(&mut self, s: &NodeSummary) {
-        let [nz, alloc, inv] = Self::numbers(s);
+        let [nz, req, alloc, inv] = Self::numbers(s);
         for r in 0..2 {
             self.nz[r].push(nz[r]);
+            self.req[r].push(req[r]);
             self.alloc[r].push(alloc[r]);
             self.inv[r].push(inv[r]);
         }
@@ -104,9 +110,10 @@ impl LoadColumns {
 
     /// Sets node `i` from its summary.
     pub(crate) fn set(&mut self, i: usize, s: &NodeSummary) {
-        let [nz, alloc, inv] = Self::numbers(s);
+        let [nz, req, alloc, inv] = Self::numbers(s);
         for r in 0..2 {
             self.nz[r][i] = nz[r];
+            self.req[r][i] = req[r];
             self.alloc[r][i] = alloc[r];
             self.inv[r][i] = inv[r];
         }
@@ -116,6 +123,7 @@ impl LoadColumns {
     pub(crate) fn remove(&mut self, i: usize) {
         for r in 0..2 {
             self.nz[r].remove(i);
+            self.req[r].remove(i);
             self.alloc[r].remove(i);
             self.inv[r].remove(i);
         }
@@ -123,7 +131,7 @@ impl LoadColumns {
 
     /// Reserves room for `n` more nodes.
     pub(crate) fn reserve(&mut self, n: usize) {
-        for c in [&mut self.nz, &mut self.alloc, &mut self.inv] {
+        for c in [&mut self.nz, &mut self.req, &mut self.alloc, &mut self.inv] {
             c[0].reserve(n);
             c[1].reserve(n);
         }

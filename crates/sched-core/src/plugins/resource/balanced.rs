@@ -1,7 +1,7 @@
 //! `BalancedResourceAllocation`.
 
 use crate::fast_path::{FastScore, Sealed};
-use crate::formulas::{MAX_NODE_SCORE, balanced_score};
+use crate::formulas::{balanced_score, balanced_score_v1_34, balanced_std_score};
 use crate::framework::{CycleContext, PluginError, PluginErrorKind, PreparedScore, Priority};
 use crate::snapshot::{NodeRef, NodeSummary, flags};
 
@@ -141,24 +141,6 @@ impl Default for NodeResourcesBalancedAllocation {
     }
 }
 
-/// kube's `balancedResourceScorer` over the fractions (already capped at 1).
-fn balanced_v1_34(fractions: &[f64]) -> i64 {
-    let std = match fractions {
-        [a, b] => ((a - b) / 2.0).abs(),
-        [] | [_] => 0.0,
-        many => {
-            let total: f64 = many.iter().sum();
-            let mean = total / many.len() as f64;
-            let mut sum = 0.0;
-            for f in many {
-                sum += (f - mean) * (f - mean);
-            }
-            (sum / many.len() as f64).sqrt()
-        }
-    };
-    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
-}
-
 fn fraction(requested: i64, allocatable: i64) -> f64 {
     (requested as f64 / allocatable as f64).min(1.0)
 }
@@ -166,17 +148,12 @@ fn fraction(requested: i64, allocatable: i64) -> f64 {
 /// The CPU and memory score from a node's summary (the default resources).
 #[inline]
 fn cpu_memory_score(s: &NodeSummary, cpu: i64, memory: i64) -> i64 {
-    let mut f = [0.0; 2];
-    let mut n = 0;
-    if s.alloc_milli_cpu != 0 {
-        f[n] = fraction(s.req_milli_cpu.saturating_add(cpu), s.alloc_milli_cpu);
-        n += 1;
-    }
-    if s.alloc_memory != 0 {
-        f[n] = fraction(s.req_memory.saturating_add(memory), s.alloc_memory);
-        n += 1;
-    }
-    balanced_v1_34(&f[..n])
+    balanced_score_v1_34(
+        s.req_milli_cpu.wrapping_add(cpu),
+        s.alloc_milli_cpu,
+        s.req_memory.wrapping_add(memory),
+        s.alloc_memory,
+    )
 }
 
 impl Priority for NodeResourcesBalancedAllocation {
@@ -218,15 +195,15 @@ impl Priority for NodeResourcesBalancedAllocation {
         let mut fractions = Vec::with_capacity(self.resources.len());
         for (k, &pod) in self.resources.iter().zip(state) {
             let (alloc, requested) = match k {
-                Kind::Cpu => (s.alloc_milli_cpu, s.req_milli_cpu.saturating_add(pod)),
-                Kind::Memory => (s.alloc_memory, s.req_memory.saturating_add(pod)),
-                Kind::EphemeralStorage => (s.alloc_ephemeral, s.req_ephemeral.saturating_add(pod)),
+                Kind::Cpu => (s.alloc_milli_cpu, s.req_milli_cpu.wrapping_add(pod)),
+                Kind::Memory => (s.alloc_memory, s.req_memory.wrapping_add(pod)),
+                Kind::EphemeralStorage => (s.alloc_ephemeral, s.req_ephemeral.wrapping_add(pod)),
                 Kind::Scalar(_) if pod == 0 || !s.has(flags::SCALAR_RESOURCES) => (0, 0),
                 Kind::Scalar(name) => {
                     let info = node.info();
                     (
                         info.allocatable().scalar(name),
-                        info.requested().scalar(name).saturating_add(pod),
+                        info.requested().scalar(name).wrapping_add(pod),
                     )
                 }
                 Kind::Ignored => (0, 0),
@@ -235,7 +212,7 @@ impl Priority for NodeResourcesBalancedAllocation {
                 fractions.push(fraction(requested, alloc));
             }
         }
-        balanced_v1_34(&fractions)
+        balanced_std_score(&fractions)
     }
 
     fn score_batch(
@@ -257,6 +234,16 @@ impl Priority for NodeResourcesBalancedAllocation {
         for (o, &i) in out.iter_mut().zip(nodes) {
             *o = cpu_memory_score(&summaries[i as usize], cpu, memory);
         }
+    }
+
+    fn fast_score(
+        &self,
+        _cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastScore> {
+        self.is_cpu_memory()
+            .then(|| FastScore::balanced_v1_34(state[0], state[1]))
     }
 }
 
