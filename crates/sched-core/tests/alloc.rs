@@ -128,7 +128,8 @@ fn allocations(nodes: usize, pod: &Pod, build: fn() -> Worker) -> (u64, usize) {
 
 #[test]
 fn scheduling_allocates_nothing_per_node() {
-    let profiles: [(&str, fn() -> Worker); 2] = [
+    type Build = fn() -> Worker;
+    let profiles: [(&str, Build); 2] = [
         ("legacy default Policy", scheduler),
         ("v1.34 default configuration", v1_34_scheduler),
     ];
