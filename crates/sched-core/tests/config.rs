@@ -8,9 +8,9 @@ use sched_core::config::{
     ConfigError, DefaultingType, PluginArgs, ProblemKind, Registry, SchedulerConfiguration,
 };
 use sched_core::framework::{BoxPredicate, PluginErrorKind, Reason, predicate_fn};
-use sched_core::model::{Node, Pod, Workload, WorkloadKind, parse_pod};
+use sched_core::model::{Namespace, Node, Pod, Workload, WorkloadKind, parse_pod};
 use sched_core::profile::{Profile, ScheduleError};
-use sched_core::snapshot::Snapshot;
+use sched_core::snapshot::{NamespaceLabels, Snapshot};
 
 const HEADER: &str =
     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
@@ -1031,4 +1031,45 @@ fn the_example_configuration_compiles() {
             ("InterPodAffinity", 2)
         ]
     );
+}
+
+#[test]
+fn namespace_selectors_read_the_snapshots_namespaces() {
+    let db = pod_with(
+        "db",
+        "100m",
+        "64Mi",
+        serde_json::json!({"metadata": {"namespace": "payments"}, "spec": {"nodeName": "b"}}),
+    );
+    let mut snapshot = Snapshot::from_objects(
+        vec![node("a", "8", "16Gi"), node("b", "8", "16Gi")],
+        vec![db],
+    )
+    .unwrap();
+    let web = pod_with(
+        "web",
+        "1",
+        "1Gi",
+        serde_json::json!({"spec": {"affinity": {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "namespaceSelector": {"matchLabels": {"team": "payments"}}}]}}}}),
+    );
+    let p = profile("");
+    // No Namespace objects: the selector selects no namespace, so no pod matches.
+    assert_eq!(
+        fit_error(&p, &web, &snapshot),
+        "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+    );
+    let namespaces: Vec<Namespace> = serde_json::from_value(serde_json::json!([
+        {"metadata": {"name": "payments", "labels": {"team": "payments"}}},
+        {"metadata": {"name": "default"}}
+    ]))
+    .unwrap();
+    let mut labels = NamespaceLabels::new();
+    labels.extend_from(&namespaces);
+    snapshot.set_namespace_labels(labels);
+    let placed = p.schedule(&mut p.create_cache(), &web, &snapshot).unwrap();
+    assert_eq!(placed.node, "b");
 }

@@ -5,11 +5,13 @@
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
 mod load;
+mod namespace;
 mod objects;
 mod quantity;
 mod resources;
 
 pub use load::{LoadError, load_node_list, load_pod_list, parse_node, parse_pod};
+pub use namespace::Namespace;
 pub use objects::*;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::{

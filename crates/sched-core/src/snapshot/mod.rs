@@ -6,12 +6,14 @@
 
 mod columns;
 mod intern;
+mod namespaces;
 mod node_info;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use intern::{Interner, LabelIds, Sym};
+pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
@@ -76,6 +78,7 @@ pub struct Snapshot {
     image_counts: ImageCounts,
     zone_nodes: HashMap<Sym, u32>,
     workloads: Vec<Workload>,
+    namespaces: NamespaceLabels,
     skipped_pods: usize,
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
@@ -235,6 +238,20 @@ impl Snapshot {
     /// Services, controllers and stateful sets, for spreading.
     pub fn workloads(&self) -> &[Workload] {
         &self.workloads
+    }
+
+    /// Replaces the namespaces' labels (from `kubectl get namespaces -o json`: see
+    /// [`NamespaceLabels::extend_from`]). Pod affinity terms with a `namespaceSelector` select
+    /// among these namespaces; a plugin given its own labels
+    /// (`with_namespace_labels`) reads those instead.
+    pub fn set_namespace_labels(&mut self, namespaces: NamespaceLabels) {
+        self.namespaces = namespaces;
+        self.generation += 1;
+    }
+
+    /// The namespaces' labels (what `namespaceSelector` in pod affinity terms reads).
+    pub fn namespace_labels(&self) -> &NamespaceLabels {
+        &self.namespaces
     }
 
     /// Replaces the workloads used for spreading.

@@ -89,13 +89,19 @@ impl Predicate for MatchInterPodAffinity {
         {
             return Ok(Prepared::Skip);
         }
+        // The plugin's own namespace labels, else the snapshot's.
+        let namespaces: &NamespaceLabels = if self.namespaces.is_empty() {
+            snapshot.namespace_labels()
+        } else {
+            &self.namespaces
+        };
         let affinity = compile_terms(
             self.name(),
             "requiredAffinityTerms",
             pod,
             aff_terms.iter().map(|t| (1, t)),
             interner,
-            &self.namespaces,
+            namespaces,
         )?;
         let anti_affinity = compile_terms(
             self.name(),
@@ -103,7 +109,7 @@ impl Predicate for MatchInterPodAffinity {
             pod,
             anti_terms.iter().map(|t| (1, t)),
             interner,
-            &self.namespaces,
+            namespaces,
         )?;
 
         let mut st = State {
@@ -115,8 +121,7 @@ impl Predicate for MatchInterPodAffinity {
 
         // Existing pods' required anti-affinity against the pod.
         if snapshot.pods_with_required_anti_affinity() > 0 {
-            let ns_labels = self
-                .namespaces
+            let ns_labels = namespaces
                 .labels_of(&pod.metadata.namespace)
                 .unwrap_or(&NO_LABELS);
             for info in snapshot.node_infos() {

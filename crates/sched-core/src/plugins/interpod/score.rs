@@ -115,7 +115,12 @@ impl Priority for InterPodAffinityPriority {
             return Ok(PreparedScore::Constant(0));
         }
         let name = self.name();
-        let ns = &self.namespaces;
+        // The plugin's own namespace labels, else the snapshot's.
+        let ns: &NamespaceLabels = if self.namespaces.is_empty() {
+            snapshot.namespace_labels()
+        } else {
+            &self.namespaces
+        };
         let aff_terms = compile_terms(
             name,
             "preferredAffinityTerms",

@@ -41,8 +41,8 @@
 //! let mut pod = Pod::default();
 //! pod.spec.node_selector.insert("disk".into(), "ssd".into());
 //! let cx = CycleContext::new(&pod, &snapshot);
-//! let Prepared::Run(state) = MatchNodeSelector.prepare(&cx)? else { unreachable!() };
-//! assert!(MatchNodeSelector.filter(&cx, &state, snapshot.node(0)).is_ok());
+//! let Prepared::Run(state) = MatchNodeSelector::new().prepare(&cx)? else { unreachable!() };
+//! assert!(MatchNodeSelector::new().filter(&cx, &state, snapshot.node(0)).is_ok());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
