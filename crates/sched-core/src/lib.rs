@@ -65,5 +65,6 @@ pub mod model;
 pub mod plugins;
 pub mod policy;
 pub mod profile;
+pub mod scheduler;
 pub mod select;
 pub mod snapshot;

@@ -1,0 +1,159 @@
+//! Cluster events and which of them can make a rejected pod schedulable (kube's
+//! `EventsToRegister` of each plugin, keyed here by the reason a node rejected the pod).
+
+use crate::framework::Reason;
+use crate::model::{Node, Pod};
+
+/// A change to the cluster, as an informer reports it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ClusterEvent {
+    /// A node appeared.
+    NodeAdd(Node),
+    /// A node changed (the whole new object).
+    NodeUpdate(Node),
+    /// A node went away (by name).
+    NodeDelete(String),
+    /// A pod appeared: pending (no `spec.nodeName`) pods of one of the scheduler's profiles
+    /// are queued; bound pods join the snapshot.
+    PodAdd(Pod),
+    /// A pod changed (the whole new object).
+    PodUpdate(Pod),
+    /// A pod went away (by `namespace/name`).
+    PodDelete(String),
+}
+
+/// Kinds of cluster change, as bits (kube's `ClusterEvent` resource and action types).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EventMask(pub(crate) u32);
+
+impl EventMask {
+    /// A node was added.
+    pub const NODE_ADD: EventMask = EventMask(1);
+    /// A node was deleted.
+    pub const NODE_DELETE: EventMask = EventMask(1 << 1);
+    /// A node's allocatable resources changed.
+    pub const NODE_ALLOCATABLE: EventMask = EventMask(1 << 2);
+    /// A node's labels changed.
+    pub const NODE_LABEL: EventMask = EventMask(1 << 3);
+    /// A node's taints or `spec.unschedulable` changed.
+    pub const NODE_TAINT: EventMask = EventMask(1 << 4);
+    /// A node's conditions changed.
+    pub const NODE_CONDITION: EventMask = EventMask(1 << 5);
+    /// A node's images or other fields changed.
+    pub const NODE_OTHER: EventMask = EventMask(1 << 6);
+    /// A pod bound to a node was added.
+    pub const ASSIGNED_POD_ADD: EventMask = EventMask(1 << 7);
+    /// A pod bound to a node changed (labels, requests).
+    pub const ASSIGNED_POD_UPDATE: EventMask = EventMask(1 << 8);
+    /// A pod bound to a node was deleted.
+    pub const ASSIGNED_POD_DELETE: EventMask = EventMask(1 << 9);
+    /// A pod waited in the unschedulable pool for the longest time allowed (5 minutes).
+    pub const UNSCHEDULABLE_TIMEOUT: EventMask = EventMask(1 << 10);
+    /// Every kind.
+    pub const ALL: EventMask = EventMask(u32::MAX);
+
+    /// Whether the two masks share a kind.
+    pub fn intersects(self, other: EventMask) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The union.
+    #[must_use]
+    pub fn union(self, other: EventMask) -> EventMask {
+        EventMask(self.0 | other.0)
+    }
+
+    /// Whether no kind is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl std::ops::BitOr for EventMask {
+    type Output = EventMask;
+    fn bitor(self, rhs: EventMask) -> EventMask {
+        self.union(rhs)
+    }
+}
+
+/// The events that can make a node that rejected a pod for `reason` accept it (the events the
+/// rejecting plugin registers in kube). A pod rejected for several reasons waits for any of
+/// their events. Custom reasons wait for any event.
+pub fn events_for(reason: &Reason) -> EventMask {
+    use EventMask as E;
+    let node_add = E::NODE_ADD;
+    match reason {
+        Reason::Insufficient(_) => {
+            node_add | E::NODE_ALLOCATABLE | E::ASSIGNED_POD_DELETE | E::ASSIGNED_POD_UPDATE
+        }
+        Reason::PortsConflict | Reason::DiskConflict => node_add | E::ASSIGNED_POD_DELETE,
+        Reason::NodeNameMismatch => node_add,
+        Reason::NodeSelectorMismatch
+        | Reason::EnforcedNodeAffinityMismatch
+        | Reason::LabelPresenceViolated => node_add | E::NODE_LABEL,
+        Reason::UntoleratedTaint(_) | Reason::Unschedulable => node_add | E::NODE_TAINT,
+        Reason::NotReady
+        | Reason::NetworkUnavailable
+        | Reason::MemoryPressure
+        | Reason::DiskPressure
+        | Reason::PidPressure => node_add | E::NODE_CONDITION | E::NODE_TAINT,
+        Reason::PodAffinityRulesNotMatch | Reason::ServiceAffinityViolated => {
+            node_add | E::NODE_LABEL | E::ASSIGNED_POD_ADD | E::ASSIGNED_POD_UPDATE
+        }
+        Reason::PodAntiAffinityRulesNotMatch | Reason::ExistingPodsAntiAffinityRulesNotMatch => {
+            node_add | E::NODE_LABEL | E::ASSIGNED_POD_DELETE | E::ASSIGNED_POD_UPDATE
+        }
+        Reason::TopologySpreadConstraintsNotMatch | Reason::TopologySpreadMissingLabel => {
+            node_add
+                | E::NODE_LABEL
+                | E::NODE_DELETE
+                | E::NODE_TAINT
+                | E::ASSIGNED_POD_ADD
+                | E::ASSIGNED_POD_UPDATE
+                | E::ASSIGNED_POD_DELETE
+        }
+        _ => E::ALL,
+    }
+}
+
+/// What changed between two versions of a node.
+pub(crate) fn node_change(old: &Node, new: &Node) -> EventMask {
+    let mut m = EventMask::default();
+    if old.metadata.labels != new.metadata.labels {
+        m = m | EventMask::NODE_LABEL;
+    }
+    if old.spec.taints != new.spec.taints || old.spec.unschedulable != new.spec.unschedulable {
+        m = m | EventMask::NODE_TAINT;
+    }
+    if old.status.allocatable != new.status.allocatable {
+        m = m | EventMask::NODE_ALLOCATABLE;
+    }
+    if old.status.conditions != new.status.conditions {
+        m = m | EventMask::NODE_CONDITION;
+    }
+    if m.is_empty() && old != new {
+        m = EventMask::NODE_OTHER;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_change_is_told_from_a_taint_change() {
+        let mut a = Node::default();
+        a.metadata.name = "n".into();
+        let mut b = a.clone();
+        b.metadata.labels.insert("zone".into(), "a".into());
+        assert_eq!(node_change(&a, &b), EventMask::NODE_LABEL);
+        let mut c = a.clone();
+        c.spec.unschedulable = true;
+        assert_eq!(node_change(&a, &c), EventMask::NODE_TAINT);
+        assert_eq!(node_change(&a, &a), EventMask::default());
+        assert!(events_for(&Reason::Unschedulable).intersects(EventMask::NODE_TAINT));
+        assert!(!events_for(&Reason::Unschedulable).intersects(EventMask::ASSIGNED_POD_DELETE));
+    }
+}

@@ -1,0 +1,456 @@
+//! kube-scheduler's scheduling cycle (`scheduleOne`) as a deterministic engine: cluster events
+//! in, steps out, time passed in as a value (no clock, no threads, no async), so that hours
+//! of scheduling run in milliseconds under a simulated clock, reproducibly from a seed.
+//!
+//! ```
+//! use std::time::Duration;
+//! use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
+//! use sched_core::config::{Registry, SchedulerConfiguration};
+//! use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
+//! use sched_core::snapshot::Snapshot;
+//!
+//! let (nodes, running) = benchmark_cluster(10);
+//! let snapshot = Snapshot::from_objects(nodes, running)?;
+//! let config = SchedulerConfiguration::v1_34_default();
+//! let mut scheduler = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)?;
+//! let now = Duration::ZERO;
+//! scheduler.apply(ClusterEvent::PodAdd(benchmark_pod(0)), now);
+//! match scheduler.schedule_one(now) {
+//!     Step::Bind { pod, node, .. } => {
+//!         // Bind through the API server (the caller's binder), then report the result.
+//!         scheduler.finish_binding(&pod, Ok(()), now);
+//!         assert!(node.starts_with("node-"));
+//!     }
+//!     other => panic!("{other:?}"),
+//! }
+//! assert!(matches!(scheduler.schedule_one(now), Step::Idle { until: None }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What it does, as kube does
+//! - **Queue** ([`SchedulingQueue`]): activeQ in PrioritySort order (priority, then time
+//!   queued), backoffQ (initial backoff doubled per attempt up to the maximum), the
+//!   unschedulable pool (a pod waits for an event that can help it, chosen from the reasons
+//!   its nodes gave, or 5 minutes), gated pods (scheduling gates) until their gates go. Pods of
+//!   other schedulers and pods being deleted are not scheduled.
+//! - **Profiles** by `spec.schedulerName`, one queue for all.
+//! - **Assume and bind**: a placed pod is assumed into the snapshot at once and handed out as
+//!   [`Step::Bind`]; the caller binds and calls [`Scheduler::finish_binding`]. A failed bind
+//!   forgets the assumed pod exactly, requeues it with backoff, and lets pods waiting for
+//!   freed resources try again. The informer's later report of the bound pod confirms it.
+//!
+//! # Not yet
+//! Reserve/Permit hooks, nominated nodes, preemption (PostFilter) and extenders are not run;
+//! queueing hints are approximated by the events each rejection reason registers
+//! ([`events_for`]).
+
+mod events;
+mod queue;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub use events::{ClusterEvent, EventMask, events_for};
+pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
+
+use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
+use crate::model::Pod;
+use crate::profile::{Cache, FitError, Profile, ScheduleError};
+use crate::snapshot::Snapshot;
+
+/// What the caller must do next.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Step {
+    /// Bind the pod to the node (the pod is assumed there already), then call
+    /// [`Scheduler::finish_binding`].
+    Bind {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+        /// The profile (scheduler name) that placed it.
+        profile: String,
+    },
+    /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
+    Unschedulable {
+        /// `namespace/name`.
+        pod: String,
+        /// Every node's reasons.
+        error: FitError,
+    },
+    /// The attempt failed with an error (a plugin error, an unsupported pod); the pod backs
+    /// off.
+    Failed {
+        /// `namespace/name`.
+        pod: String,
+        /// Why.
+        error: ScheduleError,
+    },
+    /// Nothing to do: call again at `until` (a backoff or the longest unschedulable stay
+    /// ends), or after the next event (`None`: only an event can change anything).
+    Idle {
+        /// When the queue next changes by itself.
+        until: Option<Duration>,
+    },
+}
+
+/// Something the scheduler did or refused, for logs and Kubernetes events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchedulerEvent {
+    /// The pod was bound (kube's `Scheduled` event).
+    Scheduled {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+    },
+    /// No node fits (kube's `FailedScheduling`, with kube's message).
+    FailedScheduling {
+        /// `namespace/name`.
+        pod: String,
+        /// kube's message ("0/3 nodes are available: ...").
+        message: String,
+    },
+    /// The binding failed; the assumed pod was forgotten and requeued.
+    BindingFailed {
+        /// `namespace/name`.
+        pod: String,
+        /// The node it was assumed on.
+        node: String,
+        /// The binder's error.
+        message: String,
+    },
+    /// An event could not be applied to the snapshot (a pod bound to an unknown node, ...);
+    /// nothing was changed.
+    Rejected {
+        /// What the event was about.
+        object: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// A pod assumed on a node and handed out for binding.
+#[derive(Clone, Debug)]
+struct Binding {
+    node: String,
+    attempts: u32,
+}
+
+/// One profile and its worker cache.
+#[derive(Debug)]
+struct Slot {
+    name: String,
+    profile: Profile,
+    cache: Cache,
+}
+
+/// The scheduling cycle for a set of profiles over one snapshot. See the module docs.
+#[derive(Debug)]
+pub struct Scheduler {
+    snapshot: Snapshot,
+    profiles: Vec<Slot>,
+    queue: SchedulingQueue,
+    /// Assumed pods handed out for binding, awaiting `finish_binding`.
+    binding: HashMap<String, Binding>,
+    /// Pods bound by this scheduler that the informer has not yet reported bound.
+    unconfirmed: HashMap<String, String>,
+    events: Vec<SchedulerEvent>,
+}
+
+impl Scheduler {
+    /// A scheduler with these profiles `(scheduler name, profile)` over `snapshot`.
+    pub fn new(
+        profiles: Vec<(String, Profile)>,
+        snapshot: Snapshot,
+        settings: QueueSettings,
+    ) -> Scheduler {
+        Scheduler {
+            snapshot,
+            profiles: profiles
+                .into_iter()
+                .map(|(name, profile)| Slot {
+                    cache: profile.create_cache(),
+                    name,
+                    profile,
+                })
+                .collect(),
+            queue: SchedulingQueue::new(settings),
+            binding: HashMap::new(),
+            unconfirmed: HashMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// A scheduler from a `KubeSchedulerConfiguration`: its profiles (one thread each, ties
+    /// broken by an RNG seeded with `seed`) and its backoff settings.
+    ///
+    /// # Errors
+    /// The configuration's compile errors.
+    pub fn from_config(
+        config: &SchedulerConfiguration,
+        registry: &Registry,
+        snapshot: Snapshot,
+        seed: u64,
+    ) -> Result<Scheduler, ConfigError> {
+        let mut profiles = Vec::new();
+        for (name, b) in config.builders(registry)? {
+            let profile = b.threads(1).seed(seed).build().map_err(|e| {
+                ConfigError::new(vec![crate::config::ConfigProblem::new(
+                    "profiles",
+                    crate::config::ProblemKind::Plugins(e.to_string()),
+                )])
+            })?;
+            profiles.push((name, profile));
+        }
+        let settings = QueueSettings::with_backoff(
+            Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
+            Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
+        );
+        Ok(Scheduler::new(profiles, snapshot, settings))
+    }
+
+    /// The cluster as the scheduler sees it (assumed pods included).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    /// Pods handed out for binding and not yet finished.
+    pub fn binding(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.binding
+            .iter()
+            .map(|(k, b)| (k.as_str(), b.node.as_str()))
+    }
+
+    /// Takes the events recorded since the last call.
+    pub fn drain_events(&mut self) -> Vec<SchedulerEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn slot_of(&self, pod: &Pod) -> Option<usize> {
+        let name = match pod.spec.scheduler_name.as_str() {
+            "" => DEFAULT_SCHEDULER_NAME,
+            n => n,
+        };
+        self.profiles.iter().position(|s| s.name == name)
+    }
+
+    fn reject(&mut self, object: String, message: impl ToString) {
+        self.events.push(SchedulerEvent::Rejected {
+            object,
+            message: message.to_string(),
+        });
+    }
+
+    /// Applies a cluster change to the snapshot and the queue, and moves the unschedulable
+    /// pods it can help.
+    pub fn apply(&mut self, event: ClusterEvent, now: Duration) {
+        match event {
+            ClusterEvent::NodeAdd(node) => {
+                let name = node.metadata.name.clone();
+                match self.snapshot.add_node(node) {
+                    Ok(()) => {
+                        self.queue.on_event(EventMask::NODE_ADD, now);
+                    }
+                    Err(e) => self.reject(format!("node {name}"), e),
+                }
+            }
+            ClusterEvent::NodeUpdate(node) => {
+                let name = node.metadata.name.clone();
+                let Some(old) = self.snapshot.get(&name).map(|i| i.node().clone()) else {
+                    return self.apply(ClusterEvent::NodeAdd(node), now);
+                };
+                let change = events::node_change(&old, &node);
+                match self.snapshot.update_node(node) {
+                    Ok(()) => {
+                        self.queue.on_event(change, now);
+                    }
+                    Err(e) => self.reject(format!("node {name}"), e),
+                }
+            }
+            ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
+                Ok(pods) => {
+                    for p in pods {
+                        let key = p.key();
+                        self.binding.remove(&key);
+                        self.unconfirmed.remove(&key);
+                    }
+                    self.queue.on_event(EventMask::NODE_DELETE, now);
+                }
+                Err(e) => self.reject(format!("node {name}"), e),
+            },
+            ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
+            ClusterEvent::PodDelete(key) => {
+                self.queue.delete(&key);
+                self.binding.remove(&key);
+                self.unconfirmed.remove(&key);
+                if self.snapshot.node_of(&key).is_some() {
+                    match self.snapshot.remove_pod(&key) {
+                        Ok(_) => {
+                            self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+                        }
+                        Err(e) => self.reject(format!("pod {key}"), e),
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_pod(&mut self, pod: Pod, now: Duration) {
+        let key = pod.key();
+        if pod.spec.node_name.is_empty() {
+            // Pending: queue it if one of our profiles schedules it; a pod being deleted is
+            // not scheduled.
+            if pod.is_terminating() || self.slot_of(&pod).is_none() {
+                self.queue.delete(&key);
+                return;
+            }
+            if self.snapshot.node_of(&key).is_some() {
+                // Assumed by us and not yet bound in the API server: nothing to do.
+                return;
+            }
+            self.queue.add(pod, now);
+            return;
+        }
+        // Bound.
+        self.queue.delete(&key);
+        let result = match self.snapshot.node_of(&key) {
+            Some(node) if node == pod.spec.node_name => {
+                // Our assumed pod confirmed, or a bound pod changed.
+                self.unconfirmed.remove(&key);
+                self.binding.remove(&key);
+                self.snapshot
+                    .update_pod(pod)
+                    .map(|()| EventMask::ASSIGNED_POD_UPDATE)
+            }
+            Some(_) => {
+                // Bound elsewhere than assumed (another scheduler won): the truth replaces it.
+                self.unconfirmed.remove(&key);
+                self.binding.remove(&key);
+                self.snapshot
+                    .remove_pod(&key)
+                    .and_then(|_| self.snapshot.add_pod(pod))
+                    .map(|()| EventMask::ASSIGNED_POD_UPDATE | EventMask::ASSIGNED_POD_DELETE)
+            }
+            None => self
+                .snapshot
+                .add_pod(pod)
+                .map(|()| EventMask::ASSIGNED_POD_ADD),
+        };
+        match result {
+            Ok(mask) => {
+                self.queue.on_event(mask, now);
+            }
+            Err(e) => self.reject(format!("pod {key}"), e),
+        }
+    }
+
+    /// Runs one scheduling attempt: the next pod of the queue through its profile. A placed
+    /// pod is assumed into the snapshot and returned as [`Step::Bind`].
+    pub fn schedule_one(&mut self, now: Duration) -> Step {
+        loop {
+            let Some(pod) = self.queue.pop(now) else {
+                return Step::Idle {
+                    until: self.queue.next_wakeup(),
+                };
+            };
+            let key = pod.key();
+            let Some(slot) = self.slot_of(&pod) else {
+                self.queue.done(&key);
+                continue;
+            };
+            if pod.is_terminating() {
+                self.queue.done(&key);
+                continue;
+            }
+            let s = &mut self.profiles[slot];
+            match s
+                .profile
+                .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
+            {
+                Ok(r) => {
+                    let attempts = self.queue.done(&key).unwrap_or(1);
+                    self.binding.insert(
+                        key.clone(),
+                        Binding {
+                            node: r.node.clone(),
+                            attempts,
+                        },
+                    );
+                    return Step::Bind {
+                        pod: key,
+                        node: r.node,
+                        profile: s.name.clone(),
+                    };
+                }
+                Err(ScheduleError::Unschedulable(error)) => {
+                    let mut waiting_for = EventMask::default();
+                    for f in &error.failures {
+                        for (_, reason) in &f.codes {
+                            waiting_for = waiting_for | events_for(reason);
+                        }
+                    }
+                    if error.failures.is_empty() {
+                        // No node at all.
+                        waiting_for = EventMask::NODE_ADD;
+                    }
+                    self.queue.unschedulable(&key, waiting_for, now);
+                    self.events.push(SchedulerEvent::FailedScheduling {
+                        pod: key.clone(),
+                        message: error.to_string(),
+                    });
+                    return Step::Unschedulable { pod: key, error };
+                }
+                Err(error) => {
+                    self.queue.backoff_after_error(&key, now);
+                    self.events.push(SchedulerEvent::FailedScheduling {
+                        pod: key.clone(),
+                        message: error.to_string(),
+                    });
+                    return Step::Failed { pod: key, error };
+                }
+            }
+        }
+    }
+
+    /// The caller's bind of `pod` finished. On success the assumed pod stays (confirmed
+    /// when the informer reports it bound). On failure it is forgotten, requeued with
+    /// backoff, and pods waiting for freed resources may try again (kube's
+    /// `handleBindingCycleError`). Unknown pods are ignored.
+    pub fn finish_binding(&mut self, pod: &str, result: Result<(), String>, now: Duration) {
+        let Some(b) = self.binding.remove(pod) else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                self.unconfirmed.insert(pod.to_string(), b.node.clone());
+                self.events.push(SchedulerEvent::Scheduled {
+                    pod: pod.to_string(),
+                    node: b.node,
+                });
+            }
+            Err(message) => {
+                match self.snapshot.forget(pod) {
+                    Ok(mut p) => {
+                        p.spec.node_name.clear();
+                        self.queue.requeue_with_backoff(p, b.attempts, now);
+                    }
+                    Err(e) => self.reject(format!("pod {pod}"), e),
+                }
+                self.events.push(SchedulerEvent::BindingFailed {
+                    pod: pod.to_string(),
+                    node: b.node,
+                    message,
+                });
+                self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+            }
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! kube-scheduler's scheduling queue (`PriorityQueue`): activeQ ordered by PrioritySort,
+//! backoffQ, the unschedulable pool, and gated pods, with time passed in.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use super::events::EventMask;
+use crate::model::Pod;
+
+/// The queue's timing (kube's `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and
+/// `podMaxInUnschedulablePodsDuration`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueSettings {
+    /// Backoff after the first failed attempt (kube's default 1 s).
+    pub initial_backoff: Duration,
+    /// Longest backoff (kube's default 10 s).
+    pub max_backoff: Duration,
+    /// Longest stay in the unschedulable pool without a helpful event (kube's 5 minutes).
+    pub max_in_unschedulable: Duration,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            max_in_unschedulable: Duration::from_secs(300),
+        }
+    }
+}
+
+impl QueueSettings {
+    /// These backoff bounds, the 5-minute unschedulable limit.
+    pub fn with_backoff(initial: Duration, max: Duration) -> QueueSettings {
+        QueueSettings {
+            initial_backoff: initial,
+            max_backoff: max,
+            ..QueueSettings::default()
+        }
+    }
+
+    /// kube's `calculateBackoffDuration`: the initial backoff doubled for each attempt after
+    /// the first, capped at the maximum.
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        let mut d = self.initial_backoff;
+        for _ in 1..attempts {
+            if d > self.max_backoff.saturating_sub(d) {
+                return self.max_backoff;
+            }
+            d += d;
+        }
+        d.min(self.max_backoff)
+    }
+}
+
+/// Where a queued pod is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QueueName {
+    /// Ready to be popped, in PrioritySort order.
+    Active,
+    /// Waiting for its backoff to end.
+    Backoff,
+    /// Rejected; waits for an event that can help, or the longest stay.
+    Unschedulable,
+    /// Held by scheduling gates (PreEnqueue) until they are removed.
+    Gated,
+    /// Popped, its attempt not yet finished.
+    InFlight,
+}
+
+/// How many pods are in each queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueCounts {
+    /// activeQ.
+    pub active: usize,
+    /// backoffQ.
+    pub backoff: usize,
+    /// The unschedulable pool.
+    pub unschedulable: usize,
+    /// Gated pods.
+    pub gated: usize,
+    /// Popped and being attempted.
+    pub in_flight: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    pod: Pod,
+    queue: QueueName,
+    /// When the pod entered its current wait (kube's `Timestamp`).
+    timestamp: Duration,
+    /// Attempts so far (pops).
+    attempts: u32,
+    /// Events that can make it schedulable (unschedulable pool only).
+    waiting_for: EventMask,
+    /// Insertion order, for equal timestamps.
+    seq: u64,
+}
+
+type ActiveKey = (Reverse<i32>, Duration, u64, String);
+type BackoffKey = (Duration, u64, String);
+
+/// kube's scheduling queue for one scheduler (all its profiles share it, as kube requires one
+/// queue sort for all profiles).
+#[derive(Clone, Debug, Default)]
+pub struct SchedulingQueue {
+    settings: QueueSettings,
+    pods: HashMap<String, Entry>,
+    active: BTreeSet<ActiveKey>,
+    backoff: BTreeSet<BackoffKey>,
+    seq: u64,
+}
+
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.priority.unwrap_or(0)
+}
+
+impl SchedulingQueue {
+    /// An empty queue.
+    pub fn new(settings: QueueSettings) -> SchedulingQueue {
+        SchedulingQueue {
+            settings,
+            ..SchedulingQueue::default()
+        }
+    }
+
+    /// The queue's timing.
+    pub fn settings(&self) -> &QueueSettings {
+        &self.settings
+    }
+
+    /// Where the pod `key` is, if queued.
+    pub fn position(&self, key: &str) -> Option<QueueName> {
+        self.pods.get(key).map(|e| e.queue)
+    }
+
+    /// Attempts made for the pod so far.
+    pub fn attempts(&self, key: &str) -> Option<u32> {
+        self.pods.get(key).map(|e| e.attempts)
+    }
+
+    /// Pods per queue.
+    pub fn counts(&self) -> QueueCounts {
+        let mut c = QueueCounts::default();
+        for e in self.pods.values() {
+            match e.queue {
+                QueueName::Active => c.active += 1,
+                QueueName::Backoff => c.backoff += 1,
+                QueueName::Unschedulable => c.unschedulable += 1,
+                QueueName::Gated => c.gated += 1,
+                QueueName::InFlight => c.in_flight += 1,
+            }
+        }
+        c
+    }
+
+    /// Number of queued pods (in flight included).
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    fn backoff_expiry(&self, e: &Entry) -> Duration {
+        e.timestamp + self.settings.backoff(e.attempts)
+    }
+
+    fn unlink(&mut self, key: &str) -> Option<Entry> {
+        let e = self.pods.remove(key)?;
+        match e.queue {
+            QueueName::Active => {
+                self.active.remove(&(
+                    Reverse(priority(&e.pod)),
+                    e.timestamp,
+                    e.seq,
+                    key.to_string(),
+                ));
+            }
+            QueueName::Backoff => {
+                let expiry = self.backoff_expiry(&e);
+                self.backoff.remove(&(expiry, e.seq, key.to_string()));
+            }
+            _ => {}
+        }
+        Some(e)
+    }
+
+    fn link(&mut self, key: String, mut e: Entry, queue: QueueName) {
+        e.queue = queue;
+        match queue {
+            QueueName::Active => {
+                self.active
+                    .insert((Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()));
+            }
+            QueueName::Backoff => {
+                let expiry = self.backoff_expiry(&e);
+                self.backoff.insert((expiry, e.seq, key.clone()));
+            }
+            _ => {}
+        }
+        self.pods.insert(key, e);
+    }
+
+    /// Adds a pending pod: gated pods wait in the gated set (kube's PreEnqueue with
+    /// SchedulingGates), the others go to activeQ. A pod already queued is updated instead.
+    pub fn add(&mut self, pod: Pod, now: Duration) {
+        let key = pod.key();
+        if self.pods.contains_key(&key) {
+            self.update(pod, now);
+            return;
+        }
+        self.seq += 1;
+        let queue = if pod.spec.scheduling_gates.is_empty() {
+            QueueName::Active
+        } else {
+            QueueName::Gated
+        };
+        let e = Entry {
+            pod,
+            queue,
+            timestamp: now,
+            attempts: 0,
+            waiting_for: EventMask::default(),
+            seq: self.seq,
+        };
+        self.link(key, e, queue);
+    }
+
+    /// A queued pod changed: its object is replaced where it waits; a gated pod whose gates
+    /// are gone moves to activeQ; an unschedulable pod whose spec or labels changed is tried
+    /// again (backoffQ while its backoff lasts, else activeQ). Not queued: added.
+    pub fn update(&mut self, pod: Pod, now: Duration) {
+        let key = pod.key();
+        let Some(mut e) = self.unlink(&key) else {
+            self.add(pod, now);
+            return;
+        };
+        let changed = e.pod.spec != pod.spec || e.pod.metadata.labels != pod.metadata.labels;
+        e.pod = pod;
+        let queue = match e.queue {
+            QueueName::Gated if e.pod.spec.scheduling_gates.is_empty() => {
+                e.timestamp = now;
+                QueueName::Active
+            }
+            QueueName::Unschedulable if changed => self.active_or_backoff(&e, now),
+            q => q,
+        };
+        self.link(key, e, queue);
+    }
+
+    /// Removes a pod (deleted, or bound by someone else). Returns whether it was queued.
+    pub fn delete(&mut self, key: &str) -> bool {
+        self.unlink(key).is_some()
+    }
+
+    fn active_or_backoff(&self, e: &Entry, now: Duration) -> QueueName {
+        if e.attempts > 0 && self.backoff_expiry(e) > now {
+            QueueName::Backoff
+        } else {
+            QueueName::Active
+        }
+    }
+
+    /// Moves backed-off pods whose backoff ended to activeQ, and pods that stayed in the
+    /// unschedulable pool longer than allowed to activeQ or backoffQ (kube's
+    /// `flushBackoffQCompleted` and `flushUnschedulablePodsLeftover`).
+    pub fn flush(&mut self, now: Duration) {
+        while let Some((expiry, _, key)) = self.backoff.first().cloned() {
+            if expiry > now {
+                break;
+            }
+            if let Some(e) = self.unlink(&key) {
+                self.link(key, e, QueueName::Active);
+            }
+        }
+        let limit = self.settings.max_in_unschedulable;
+        let stale: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| e.queue == QueueName::Unschedulable && now - e.timestamp > limit)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in stale {
+            self.move_one(&key, now);
+        }
+    }
+
+    fn move_one(&mut self, key: &str, now: Duration) {
+        if let Some(e) = self.unlink(key) {
+            let q = self.active_or_backoff(&e, now);
+            self.link(key.to_string(), e, q);
+        }
+    }
+
+    /// A cluster event of these kinds happened: unschedulable pods waiting for one of them
+    /// move to activeQ, or to backoffQ while their backoff lasts (kube's
+    /// `MoveAllToActiveOrBackoffQueue`). Returns how many moved.
+    pub fn on_event(&mut self, event: EventMask, now: Duration) -> usize {
+        let keys: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| e.queue == QueueName::Unschedulable && e.waiting_for.intersects(event))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &keys {
+            self.move_one(k, now);
+        }
+        keys.len()
+    }
+
+    /// Takes the next pod to schedule: backoffs and stays are flushed at `now` first, then
+    /// the highest-priority, longest-waiting pod of activeQ is popped (its attempts counted).
+    pub fn pop(&mut self, now: Duration) -> Option<Pod> {
+        self.flush(now);
+        let (_, _, _, key) = self.active.pop_first()?;
+        let e = self.pods.get_mut(&key).expect("activeQ entries are queued");
+        e.queue = QueueName::InFlight;
+        e.attempts += 1;
+        Some(e.pod.clone())
+    }
+
+    /// The popped pod `key` was placed: it leaves the queue. Returns its attempts.
+    pub fn done(&mut self, key: &str) -> Option<u32> {
+        self.unlink(key).map(|e| e.attempts)
+    }
+
+    /// The popped pod `key` fits nowhere: it waits in the unschedulable pool for one of
+    /// `waiting_for`, or the longest stay.
+    pub fn unschedulable(&mut self, key: &str, waiting_for: EventMask, now: Duration) {
+        if let Some(mut e) = self.unlink(key) {
+            e.timestamp = now;
+            e.waiting_for = waiting_for;
+            self.link(key.to_string(), e, QueueName::Unschedulable);
+        }
+    }
+
+    /// The popped pod `key` failed with an error (a plugin error, a failed bind): it backs off.
+    pub fn backoff_after_error(&mut self, key: &str, now: Duration) {
+        if let Some(mut e) = self.unlink(key) {
+            e.timestamp = now;
+            self.link(key.to_string(), e, QueueName::Backoff);
+        }
+    }
+
+    /// Puts back a pod that had left the queue (a failed bind), with its attempts, into
+    /// backoffQ.
+    pub fn requeue_with_backoff(&mut self, pod: Pod, attempts: u32, now: Duration) {
+        let key = pod.key();
+        self.unlink(&key);
+        self.seq += 1;
+        let e = Entry {
+            pod,
+            queue: QueueName::Backoff,
+            timestamp: now,
+            attempts: attempts.max(1),
+            waiting_for: EventMask::default(),
+            seq: self.seq,
+        };
+        self.link(key, e, QueueName::Backoff);
+    }
+
+    /// When the queue next changes by itself: the earliest backoff end or longest-stay end;
+    /// `None` when only an event can change it.
+    pub fn next_wakeup(&self) -> Option<Duration> {
+        let backoff = self.backoff.first().map(|(t, _, _)| *t);
+        let stay = self
+            .pods
+            .values()
+            .filter(|e| e.queue == QueueName::Unschedulable)
+            .map(|e| e.timestamp + self.settings.max_in_unschedulable + Duration::from_nanos(1))
+            .min();
+        match (backoff, stay) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, priority: i32) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = name.into();
+        p.metadata.namespace = "default".into();
+        p.spec.priority = Some(priority);
+        p
+    }
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    // kube: TestBackoffDuration (scheduling_queue_test.go): 1s initial, 32s max in that test.
+    #[test]
+    fn backoff_doubles_per_attempt_up_to_the_maximum() {
+        let q = QueueSettings::with_backoff(s(1), s(32));
+        let got: Vec<u64> = (1..=8).map(|a| q.backoff(a).as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 16, 32, 32, 32]);
+        let d = QueueSettings::default();
+        let got: Vec<u64> = (1..=6).map(|a| d.backoff(a).as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 10, 10]);
+    }
+
+    #[test]
+    fn active_q_pops_by_priority_then_age() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        q.add(pod("low-old", 1), s(0));
+        q.add(pod("high", 10), s(1));
+        q.add(pod("low-new", 1), s(2));
+        let order: Vec<String> = std::iter::from_fn(|| q.pop(s(3)))
+            .map(|p| p.metadata.name)
+            .collect();
+        assert_eq!(order, ["high", "low-old", "low-new"]);
+    }
+
+    #[test]
+    fn unschedulable_pods_move_only_for_their_events_or_after_five_minutes() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        q.add(pod("a", 0), s(0));
+        let p = q.pop(s(0)).unwrap();
+        q.unschedulable(&p.key(), EventMask::NODE_ADD, s(0));
+        assert_eq!(q.position("default/a"), Some(QueueName::Unschedulable));
+        // An unrelated event leaves it.
+        assert_eq!(q.on_event(EventMask::ASSIGNED_POD_DELETE, s(5)), 0);
+        assert_eq!(q.pop(s(5)), None);
+        // A node add moves it; its backoff (1 s after the first attempt) is over at 5 s.
+        assert_eq!(q.on_event(EventMask::NODE_ADD, s(5)), 1);
+        assert_eq!(q.position("default/a"), Some(QueueName::Active));
+        let p = q.pop(s(5)).unwrap();
+        // Second failure: an event right away sends it to backoffQ (2 s).
+        q.unschedulable(&p.key(), EventMask::NODE_ADD, s(6));
+        q.on_event(EventMask::NODE_ADD, s(6));
+        assert_eq!(q.position("default/a"), Some(QueueName::Backoff));
+        assert_eq!(q.next_wakeup(), Some(s(8)));
+        assert_eq!(q.pop(s(7)), None);
+        assert!(q.pop(s(8)).is_some());
+        // Without any event, five minutes release it.
+        q.unschedulable("default/a", EventMask::NODE_ADD, s(10));
+        assert_eq!(q.pop(s(310)), None);
+        assert_eq!(q.next_wakeup(), Some(s(310) + Duration::from_nanos(1)));
+        assert!(q.pop(s(311)).is_some());
+    }
+
+    #[test]
+    fn gated_pods_wait_for_their_gates_to_go() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        let mut p = pod("gated", 0);
+        p.spec.scheduling_gates =
+            vec![serde_json::from_value(serde_json::json!({"name": "quota"})).unwrap()];
+        q.add(p.clone(), s(0));
+        assert_eq!(q.position("default/gated"), Some(QueueName::Gated));
+        assert_eq!(q.pop(s(100)), None);
+        assert_eq!(q.on_event(EventMask::ALL, s(100)), 0);
+        p.spec.scheduling_gates.clear();
+        q.update(p, s(101));
+        assert_eq!(q.pop(s(101)).map(|p| p.metadata.name), Some("gated".into()));
+    }
+
+    #[test]
+    fn updates_and_deletes_apply_in_place() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        q.add(pod("a", 1), s(0));
+        q.add(pod("b", 2), s(0));
+        q.update(pod("a", 5), s(1)); // raised priority, same place in time
+        assert_eq!(q.counts().active, 2);
+        assert!(q.delete("default/b"));
+        assert!(!q.delete("default/b"));
+        assert_eq!(q.pop(s(1)).unwrap().spec.priority, Some(5));
+        assert!(q.is_empty() || q.counts().in_flight == 1);
+    }
+}

@@ -1,0 +1,359 @@
+//! The scheduling cycle engine: queue timing in simulated time, binding failures, and a
+//! model-based property test (random events, binds, bind failures and deletions against a
+//! reference model of the truth).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use sched_core::config::{Registry, SchedulerConfiguration};
+use sched_core::model::{Node, Pod};
+use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, SchedulerEvent, Step};
+use sched_core::snapshot::Snapshot;
+
+fn node(name: &str, cpu: u32) -> Node {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu.to_string(), "memory": "64Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap()
+}
+
+fn pod(name: &str, milli_cpu: u32, priority: i32, gated: bool) -> Pod {
+    let mut v = serde_json::json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"priority": priority, "containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": format!("{milli_cpu}m"), "memory": "64Mi"}}}]}
+    });
+    if gated {
+        v["spec"]["schedulingGates"] = serde_json::json!([{"name": "example.com/quota"}]);
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn scheduler(nodes: Vec<Node>) -> Scheduler {
+    let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         podInitialBackoffSeconds: 1\npodMaxBackoffSeconds: 10\n",
+    )
+    .unwrap();
+    Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap()
+}
+
+fn s(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+#[test]
+fn higher_priority_pods_are_scheduled_first() {
+    let mut sch = scheduler(vec![node("n1", 4)]);
+    sch.apply(ClusterEvent::PodAdd(pod("low", 100, 1, false)), s(0));
+    sch.apply(ClusterEvent::PodAdd(pod("high", 100, 100, false)), s(1));
+    let mut order = Vec::new();
+    while let Step::Bind { pod, .. } = sch.schedule_one(s(2)) {
+        sch.finish_binding(&pod, Ok(()), s(1));
+        order.push(pod);
+    }
+    assert_eq!(order, ["default/high", "default/low"]);
+}
+
+#[test]
+fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
+    let mut sch = scheduler(vec![node("small", 1)]);
+    sch.apply(ClusterEvent::PodAdd(pod("big", 2000, 0, false)), s(0));
+    match sch.schedule_one(s(0)) {
+        Step::Unschedulable { pod, error } => {
+            assert_eq!(pod, "default/big");
+            assert_eq!(
+                error.to_string(),
+                "0/1 nodes are available: 1 Insufficient cpu."
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        sch.queue().position("default/big"),
+        Some(QueueName::Unschedulable)
+    );
+    // Nothing can happen by itself before the 5-minute limit.
+    assert!(matches!(sch.schedule_one(s(10)), Step::Idle { until: Some(t) } if t > s(300)));
+    // A node label change does not help an Insufficient cpu pod; a new node does.
+    let mut relabelled = node("small", 1);
+    relabelled.metadata.labels.insert("x".into(), "y".into());
+    sch.apply(ClusterEvent::NodeUpdate(relabelled), s(11));
+    assert_eq!(
+        sch.queue().position("default/big"),
+        Some(QueueName::Unschedulable)
+    );
+    sch.apply(ClusterEvent::NodeAdd(node("large", 8)), s(12));
+    assert_eq!(sch.queue().position("default/big"), Some(QueueName::Active));
+    match sch.schedule_one(s(12)) {
+        Step::Bind { node, .. } => assert_eq!(node, "large"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_bind_forgets_the_pod_and_backs_off() {
+    let mut sch = scheduler(vec![node("n1", 1)]);
+    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
+    let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
+        panic!()
+    };
+    // The second does not fit beside the first (assumed).
+    let Step::Unschedulable { pod: second, .. } = sch.schedule_one(s(0)) else {
+        panic!()
+    };
+    assert_eq!(sch.snapshot().pod_count(), 1);
+    let half = Duration::from_millis(500);
+    sch.finish_binding(&first, Err("conflict".into()), half);
+    // Forgotten exactly; the first backs off (1 s from now), the second was woken by the
+    // freed resources but its own backoff (1 s after its attempt at 0 s) still runs.
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    assert_eq!(sch.queue().position(&first), Some(QueueName::Backoff));
+    assert_eq!(sch.queue().position(&second), Some(QueueName::Backoff));
+    let events = sch.drain_events();
+    assert!(events.contains(&SchedulerEvent::BindingFailed {
+        pod: first.clone(),
+        node: "n1".into(),
+        message: "conflict".into()
+    }));
+    assert!(matches!(sch.schedule_one(half), Step::Idle { until: Some(t) } if t == s(1)));
+    let Step::Bind { pod, .. } = sch.schedule_one(s(1)) else {
+        panic!()
+    };
+    assert_eq!(pod, second);
+    sch.finish_binding(&pod, Ok(()), s(1));
+    // The informer reports the pod bound: confirmed, not added twice.
+    let mut bound = sch.snapshot().get("n1").unwrap().pods()[0].pod().clone();
+    bound.spec.node_name = "n1".into();
+    sch.apply(ClusterEvent::PodUpdate(bound), s(3));
+    assert_eq!(sch.snapshot().pod_count(), 1);
+}
+
+#[test]
+fn gated_pods_and_other_schedulers_pods_are_not_scheduled() {
+    let mut sch = scheduler(vec![node("n1", 4)]);
+    let gated = pod("gated", 100, 0, true);
+    sch.apply(ClusterEvent::PodAdd(gated.clone()), s(0));
+    let mut other = pod("volcano-job", 100, 0, false);
+    other.spec.scheduler_name = "volcano".into();
+    sch.apply(ClusterEvent::PodAdd(other), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Idle { until: None }));
+    assert_eq!(sch.queue().position("default/volcano-job"), None);
+    let mut released = gated;
+    released.spec.scheduling_gates.clear();
+    sch.apply(ClusterEvent::PodUpdate(released), s(5));
+    assert!(matches!(sch.schedule_one(s(5)), Step::Bind { .. }));
+}
+
+#[test]
+fn deleted_pods_leave_the_queue_and_free_their_node() {
+    let mut sch = scheduler(vec![node("n1", 1)]);
+    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
+    let Step::Bind { pod: a, .. } = sch.schedule_one(s(0)) else {
+        panic!()
+    };
+    sch.finish_binding(&a, Ok(()), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
+    sch.apply(ClusterEvent::PodDelete(a), s(1));
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    // b was rejected for cpu; a deleted bound pod helps it (after its 1 s backoff).
+    assert_eq!(sch.queue().position("default/b"), Some(QueueName::Active));
+    assert!(matches!(sch.schedule_one(s(1)), Step::Bind { .. }));
+}
+
+// ---------------------------------------------------------------------------------------
+// Model-based property test
+
+#[derive(Clone, Debug)]
+enum Action {
+    AddPod {
+        id: u8,
+        milli_cpu: u32,
+        priority: i32,
+        gated: bool,
+    },
+    Ungate {
+        id: u8,
+    },
+    DeletePod {
+        id: u8,
+    },
+    AddNode {
+        id: u8,
+        cpu: u32,
+    },
+    DeleteNode {
+        id: u8,
+    },
+    Schedule {
+        advance_ms: u32,
+    },
+    FinishBind {
+        ok: bool,
+    },
+    Confirm,
+}
+
+fn actions() -> impl Strategy<Value = Vec<Action>> {
+    let a = prop_oneof![
+        (0u8..12, 100u32..3000, 0i32..3, prop::bool::weighted(0.15)).prop_map(
+            |(id, milli_cpu, priority, gated)| Action::AddPod {
+                id,
+                milli_cpu,
+                priority,
+                gated
+            }
+        ),
+        (0u8..12).prop_map(|id| Action::Ungate { id }),
+        (0u8..12).prop_map(|id| Action::DeletePod { id }),
+        (0u8..4, 1u32..5).prop_map(|(id, cpu)| Action::AddNode { id, cpu }),
+        (0u8..4).prop_map(|id| Action::DeleteNode { id }),
+        (0u32..15_000).prop_map(|advance_ms| Action::Schedule { advance_ms }),
+        (0u32..15_000).prop_map(|advance_ms| Action::Schedule { advance_ms }),
+        any::<bool>().prop_map(|ok| Action::FinishBind { ok }),
+        Just(Action::Confirm),
+    ];
+    prop::collection::vec(a, 1..80)
+}
+
+/// What is true in the cluster, kept by hand.
+#[derive(Default, Debug)]
+struct Truth {
+    pods: BTreeMap<String, Pod>,
+    pending: BTreeSet<String>,
+    binding: BTreeMap<String, String>,
+    bound: BTreeMap<String, String>,
+    confirmed: BTreeSet<String>,
+    nodes: BTreeMap<String, u32>,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_cycle_never_binds_twice_nor_loses_a_pod(actions in actions()) {
+        let mut sch = scheduler(vec![node("node-0", 2)]);
+        let mut t = Truth::default();
+        t.nodes.insert("node-0".into(), 2);
+        let mut now = Duration::ZERO;
+        for a in &actions {
+            match a {
+                Action::AddPod { id, milli_cpu, priority, gated } => {
+                    let name = format!("p{id}");
+                    let key = format!("default/{name}");
+                    if t.pods.contains_key(&key) {
+                        continue;
+                    }
+                    let p = pod(&name, *milli_cpu, *priority, *gated);
+                    t.pods.insert(key.clone(), p.clone());
+                    t.pending.insert(key);
+                    sch.apply(ClusterEvent::PodAdd(p), now);
+                }
+                Action::Ungate { id } => {
+                    let key = format!("default/p{id}");
+                    if let Some(p) = t.pods.get_mut(&key)
+                        && t.pending.contains(&key)
+                        && !p.spec.scheduling_gates.is_empty()
+                    {
+                        p.spec.scheduling_gates.clear();
+                        sch.apply(ClusterEvent::PodUpdate(p.clone()), now);
+                    }
+                }
+                Action::DeletePod { id } => {
+                    let key = format!("default/p{id}");
+                    if t.pods.remove(&key).is_some() {
+                        t.pending.remove(&key);
+                        t.binding.remove(&key);
+                        t.bound.remove(&key);
+                        t.confirmed.remove(&key);
+                        sch.apply(ClusterEvent::PodDelete(key), now);
+                    }
+                }
+                Action::AddNode { id, cpu } => {
+                    let name = format!("node-{id}");
+                    if !t.nodes.contains_key(&name) {
+                        t.nodes.insert(name.clone(), *cpu);
+                        sch.apply(ClusterEvent::NodeAdd(node(&name, *cpu)), now);
+                    }
+                }
+                Action::DeleteNode { id } => {
+                    let name = format!("node-{id}");
+                    if t.nodes.remove(&name).is_some() {
+                        // Its pods go with it (kube garbage-collects them).
+                        let gone: Vec<String> = t.binding.iter().chain(&t.bound)
+                            .filter(|(_, n)| **n == name).map(|(k, _)| k.clone()).collect();
+                        for k in gone {
+                            t.binding.remove(&k);
+                            t.bound.remove(&k);
+                            t.confirmed.remove(&k);
+                            t.pods.remove(&k);
+                        }
+                        sch.apply(ClusterEvent::NodeDelete(name), now);
+                    }
+                }
+                Action::Schedule { advance_ms } => {
+                    now += Duration::from_millis(u64::from(*advance_ms));
+                    match sch.schedule_one(now) {
+                        Step::Bind { pod, node, .. } => {
+                            prop_assert!(t.pending.remove(&pod), "{} bound while not pending", pod);
+                            prop_assert!(!t.bound.contains_key(&pod) && !t.binding.contains_key(&pod));
+                            prop_assert!(t.nodes.contains_key(&node));
+                            t.binding.insert(pod, node);
+                        }
+                        Step::Unschedulable { pod, .. } | Step::Failed { pod, .. } => {
+                            prop_assert!(t.pending.contains(&pod));
+                        }
+                        Step::Idle { .. } => {}
+                        other => prop_assert!(false, "{:?}", other),
+                    }
+                }
+                Action::FinishBind { ok } => {
+                    let Some((key, node)) = t.binding.iter().next().map(|(k, n)| (k.clone(), n.clone())) else {
+                        continue;
+                    };
+                    t.binding.remove(&key);
+                    if *ok {
+                        t.bound.insert(key.clone(), node);
+                        sch.finish_binding(&key, Ok(()), now);
+                    } else {
+                        t.pending.insert(key.clone());
+                        sch.finish_binding(&key, Err("refused".into()), now);
+                    }
+                }
+                Action::Confirm => {
+                    let Some((key, node)) = t.bound.iter()
+                        .find(|(k, _)| !t.confirmed.contains(*k))
+                        .map(|(k, n)| (k.clone(), n.clone())) else { continue; };
+                    let mut p = t.pods[&key].clone();
+                    p.spec.node_name = node;
+                    t.confirmed.insert(key);
+                    sch.apply(ClusterEvent::PodUpdate(p), now);
+                }
+            }
+            // The snapshot holds exactly the pods bound or being bound, on their nodes.
+            let placed: BTreeMap<&String, &String> = t.binding.iter().chain(&t.bound).collect();
+            prop_assert_eq!(sch.snapshot().pod_count(), placed.len());
+            for (k, n) in &placed {
+                prop_assert_eq!(sch.snapshot().node_of(k), Some(n.as_str()), "pod {}", k);
+            }
+            // Every pending pod is queued exactly once; nothing else is.
+            prop_assert_eq!(sch.queue().len(), t.pending.len());
+            for k in &t.pending {
+                prop_assert!(sch.queue().position(k).is_some(), "{} lost", k);
+            }
+            // No node holds more than it allocates.
+            for info in sch.snapshot().node_infos() {
+                let used: i64 = info.pods().iter().map(|p| {
+                    sched_core::model::pod_requests(p.pod()).milli_cpu
+                }).sum();
+                prop_assert!(used <= i64::from(t.nodes[info.name()]) * 1000, "{} over", info.name());
+            }
+        }
+    }
+}
