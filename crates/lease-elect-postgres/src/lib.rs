@@ -59,7 +59,7 @@ use async_trait::async_trait;
 use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 use tokio::sync::{Mutex, watch};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Statement};
 
 /// Builds a [`PostgresLock`]; see [`PostgresLock::builder`].
 #[derive(Debug)]
@@ -179,6 +179,16 @@ impl PostgresLockBuilder {
     }
 }
 
+/// A connection with the lock's statements prepared on it, so every call is one round trip
+/// (a bind and execute of a prepared statement).
+struct Conn {
+    client: Client,
+    get: Statement,
+    create: Statement,
+    update: Statement,
+    delete: Statement,
+}
+
 struct Sql {
     setup: String,
     get: String,
@@ -201,7 +211,7 @@ struct Inner {
     name: String,
     describe: String,
     sql: Sql,
-    conn: Mutex<Option<Arc<Client>>>,
+    conn: Mutex<Option<Arc<Conn>>>,
     /// Counts notifications for this lock (and reconnects), to wake waiters.
     changes: watch::Sender<u64>,
     /// The version the last `get` returned and the notification count before it was sent:
@@ -250,11 +260,11 @@ impl PostgresLock {
 
     /// The lock's connection, opened (with the table set up and `LISTEN` running) when there
     /// is none or the last one closed.
-    async fn client(&self) -> Result<Arc<Client>, LockError> {
+    async fn client(&self) -> Result<Arc<Conn>, LockError> {
         let mut slot = self.inner.conn.lock().await;
-        if let Some(client) = slot.as_ref() {
-            if !client.is_closed() {
-                return Ok(Arc::clone(client));
+        if let Some(conn) = slot.as_ref() {
+            if !conn.client.is_closed() {
+                return Ok(Arc::clone(conn));
             }
             *slot = None;
         }
@@ -275,7 +285,20 @@ impl PostgresLock {
                 }
             });
             client.batch_execute(&self.inner.sql.setup).await?;
-            Ok::<_, tokio_postgres::Error>(client)
+            let sql = &self.inner.sql;
+            let (get, create, update, delete) = tokio::try_join!(
+                client.prepare(&sql.get),
+                client.prepare(&sql.create),
+                client.prepare(&sql.update),
+                client.prepare(&sql.delete),
+            )?;
+            Ok::<_, tokio_postgres::Error>(Conn {
+                client,
+                get,
+                create,
+                update,
+                delete,
+            })
         };
         let client = match tokio::time::timeout(self.inner.timeout, connect).await {
             Ok(r) => Arc::new(r.map_err(classify)?),
@@ -290,11 +313,12 @@ impl PostgresLock {
     /// Runs one statement that returns at most one row, within the timeout.
     async fn query_opt(
         &self,
-        sql: &str,
+        statement: fn(&Conn) -> &Statement,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<Row>, LockError> {
-        let client = self.client().await?;
-        match tokio::time::timeout(self.inner.timeout, client.query_opt(sql, params)).await {
+        let conn = self.client().await?;
+        let query = conn.client.query_opt(statement(&conn), params);
+        match tokio::time::timeout(self.inner.timeout, query).await {
             Ok(r) => r.map_err(classify),
             Err(_) => Err(LockError::Timeout),
         }
@@ -302,7 +326,7 @@ impl PostgresLock {
 
     async fn write(
         &self,
-        sql: &str,
+        sql: fn(&Conn) -> &Statement,
         expected: Option<i64>,
         record: &LeaderElectionRecord,
         what: &str,
@@ -397,23 +421,25 @@ fn classify(e: tokio_postgres::Error) -> LockError {
 #[async_trait]
 impl ResourceLock for PostgresLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let Some(row) = self
-            .query_opt(&self.inner.sql.get, &[&self.inner.name])
-            .await?
-        else {
-            return Ok(None);
+        // The notification count before the query: a wait on the version read then needs no
+        // query until a notification arrives.
+        let before = *self.inner.changes.borrow();
+        let found = match self.query_opt(|c| &c.get, &[&self.inner.name]).await? {
+            None => None,
+            Some(row) => Some((record(&row)?, version(&row, 7)?)),
         };
-        Ok(Some((record(&row)?, version(&row, 7)?)))
+        *self
+            .inner
+            .last_read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((found.as_ref().map(|(_, v)| v.clone()), before));
+        Ok(found)
     }
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
-        self.write(
-            &self.inner.sql.create,
-            None,
-            record,
-            "create: the lock exists",
-        )
-        .await
+        self.write(|c| &c.create, None, record, "create: the lock exists")
+            .await
     }
 
     async fn update(
@@ -428,7 +454,7 @@ impl ResourceLock for PostgresLock {
             )));
         };
         self.write(
-            &self.inner.sql.update,
+            |c| &c.update,
             Some(expected),
             record,
             "update: the version changed",
@@ -444,7 +470,7 @@ impl ResourceLock for PostgresLock {
             )));
         };
         match self
-            .query_opt(&self.inner.sql.delete, &[&self.inner.name, &expected])
+            .query_opt(|c| &c.delete, &[&self.inner.name, &expected])
             .await?
         {
             Some(_) => Ok(()),

@@ -31,15 +31,19 @@
 //! # Durability
 //! The lock is only as durable as the server. Run Redis with the append-only file
 //! (`appendonly yes`, ideally `appendfsync always`): a server restarted without its data
-//! forgets the record *and* the version counter, and fencing tokens would then start again
-//! from 1. The conformance suite's fault test runs Redis with `appendfsync always`.
+//! forgets the record *and* the version counter. Each handle therefore remembers the highest
+//! version it has seen and passes it to every write: a counter below it is first moved above
+//! it, so a handle never hands out a version at or below one it has seen (a read that finds a
+//! lower version logs a warning). A handle started after the loss knows no floor; the
+//! elector's own check ([`lease_elect::SequenceRegression`]) and its wait for the last seen
+//! holder's lease cover the electors that saw the old record.
 //!
 //! # Errors
 //! Connection, I/O and timeout errors, and a server that is still loading its data, are
 //! retryable [`LockError::Backend`] errors; the handle reconnects by itself on the next call.
 //! A stored value it cannot read is [`LockError::Corrupt`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -50,8 +54,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Client, RedisError, Script};
 use tokio::sync::watch;
 
+// ARGV[3] (create) and ARGV[4] (update) are the highest version the handle has seen: a
+// counter below it (a server restarted without its data) is moved above it first.
 const CREATE: &str = r"
 local seq = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[3])
+if seq <= floor then
+  seq = floor + 1
+  redis.call('SET', KEYS[2], seq)
+end
 if not redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[1], 'NX') then
   return -1
 end
@@ -65,6 +76,11 @@ if not cur then return -1 end
 local nl = string.find(cur, '\n', 1, true)
 if not nl or string.sub(cur, 1, nl - 1) ~= ARGV[1] then return -1 end
 local seq = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[4])
+if seq <= floor then
+  seq = floor + 1
+  redis.call('SET', KEYS[2], seq)
+end
 redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[2])
 redis.call('PUBLISH', ARGV[3], seq)
 return seq
@@ -133,6 +149,7 @@ impl RedisLockBuilder {
                 }),
                 listener: OnceLock::new(),
                 last_read: Mutex::new(None),
+                floor: AtomicU64::new(0),
             }),
             identity: self.identity,
         })
@@ -165,6 +182,7 @@ struct Inner {
     /// The version the last `get` returned and the change count before it was sent, when the
     /// listener was subscribed then: if neither moved since, the record is unchanged.
     last_read: Mutex<Option<(Option<Version>, u64)>>,
+    floor: AtomicU64,
 }
 
 struct Notes {
@@ -298,7 +316,26 @@ impl RedisLock {
             }) => self.bounded(conn.get(&self.inner.key)).await?,
             r => r?,
         };
-        raw.map(|raw| parse(&raw)).transpose()
+        let found = raw.map(|raw| parse(&raw)).transpose()?;
+        if let Some((_, v)) = &found
+            && let Some(seq) = v.sequence()
+        {
+            if seq < self.floor() {
+                tracing::warn!(lock = %self.inner.describe, seen = self.floor(), found = seq, "the version went backwards: the server lost its data");
+            }
+            self.saw(seq);
+        }
+        Ok(found)
+    }
+
+    /// The highest version this handle has seen (read or written).
+    fn floor(&self) -> u64 {
+        self.inner.floor.load(Ordering::SeqCst)
+    }
+
+    fn saw(&self, seq: u64) -> Version {
+        self.inner.floor.fetch_max(seq, Ordering::SeqCst);
+        Version::from_sequence(seq)
     }
 }
 
@@ -374,10 +411,11 @@ impl ResourceLock for RedisLock {
         let mut inv = script.key(&self.inner.key);
         inv.key(&self.inner.seq_key)
             .arg(body)
-            .arg(&self.inner.channel);
+            .arg(&self.inner.channel)
+            .arg(self.floor());
         let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
         u64::try_from(seq)
-            .map(Version::from_sequence)
+            .map(|s| self.saw(s))
             .map_err(|_| conflict("create: the record exists at", &self.inner.key))
     }
 
@@ -393,10 +431,11 @@ impl ResourceLock for RedisLock {
         inv.key(&self.inner.seq_key)
             .arg(expected.tag())
             .arg(body)
-            .arg(&self.inner.channel);
+            .arg(&self.inner.channel)
+            .arg(self.floor());
         let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
         u64::try_from(seq)
-            .map(Version::from_sequence)
+            .map(|s| self.saw(s))
             .map_err(|_| conflict("update: the version changed at", &self.inner.key))
     }
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use crate::{Clock, ResourceLock, TokioClock};
 
-/// client-go's jitter factor: candidates wait between 1 and 1.2 retry periods between
-/// attempts, and the renew deadline must exceed 1.2 retry periods.
+/// client-go's jitter factor (`JitterFactor = 1.2`). client-go's candidates wait between 1
+/// and 2.2 retry periods between attempts (`wait.JitterUntil` adds up to factor x period to
+/// the period); this crate's candidates wait between 1 and 1.2 retry periods (and wake early
+/// at an observed lease's expiry). In both, the renew deadline must exceed 1.2 retry periods.
 pub const JITTER_FACTOR: f64 = 1.2;
 
 /// Why an [`ElectionConfig`] is invalid. Checked in client-go's order; each message is
@@ -37,6 +39,10 @@ pub enum ConfigError {
     /// The per-attempt timeout is zero.
     #[error("attemptTimeout must be greater than zero")]
     ZeroAttemptTimeout,
+    /// The per-attempt timeout is longer than the renew deadline: a renewal could then
+    /// still be in flight when the term must already have ended.
+    #[error("attemptTimeout must not be greater than renewDeadline")]
+    AttemptTimeoutAboveRenewDeadline,
     /// No lock was given.
     #[error("Lock must not be nil")]
     MissingLock,
@@ -233,14 +239,18 @@ impl ElectionConfigBuilder {
         self
     }
 
-    /// Retry period (default 2 s): between renewals, and (times a jitter in [1, 1.2])
-    /// between acquire attempts.
+    /// Retry period (default 2 s): between renewals, and (times a jitter in [1, 1.2]; client-go
+    /// uses [1, 2.2]) between acquire attempts.
     pub fn retry_period(mut self, d: Duration) -> Self {
         self.retry_period = d;
         self
     }
 
-    /// Bound on each lock attempt (default: the retry period).
+    /// Bound on each lock attempt, a read plus a write (default: the renew deadline, as
+    /// client-go bounds an attempt). It must not exceed the renew deadline. A bound near the
+    /// retry period is too tight for slow links: with 300 ms per round trip, an attempt of
+    /// two round trips needs 0.6 s, more than a 0.2 s retry period, and nobody would lead.
+    /// A renewal is additionally cut at the term's deadline, whatever this bound.
     pub fn attempt_timeout(mut self, d: Duration) -> Self {
         self.attempt_timeout = Some(d);
         self
@@ -300,9 +310,12 @@ impl ElectionConfigBuilder {
         if lease_duration.subsec_nanos() != 0 {
             return Err(ConfigError::FractionalLeaseDuration);
         }
-        let attempt_timeout = attempt_timeout.unwrap_or(retry_period);
+        let attempt_timeout = attempt_timeout.unwrap_or(renew_deadline);
         if attempt_timeout.is_zero() {
             return Err(ConfigError::ZeroAttemptTimeout);
+        }
+        if attempt_timeout > renew_deadline {
+            return Err(ConfigError::AttemptTimeoutAboveRenewDeadline);
         }
         let lock = lock.ok_or(ConfigError::MissingLock)?;
         if lock.identity().is_empty() {

@@ -51,6 +51,19 @@ pub struct HealthError {
     pub since_renew: Duration,
 }
 
+/// A write that would start a new term returned a version sequence that is not above
+/// every sequence the elector saw before: the lock's counter went backwards (a server that
+/// lost its data, a recreated file), so the term's fencing token would not exceed an earlier
+/// term's. Reported as the source of a [`LockError::Corrupt`]; the elector does not lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the lock's version sequence went backwards: wrote {got}, but {seen} was seen before")]
+pub struct SequenceRegression {
+    /// The largest sequence seen before.
+    pub seen: u64,
+    /// The sequence the new term's write returned.
+    pub got: u64,
+}
+
 /// How [`LeaderElector::run`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -145,9 +158,37 @@ impl LeaderGuard {
         *locked(&self.term.valid_until)
     }
 
-    /// Resolves when leadership of this term is lost (or given up).
+    /// Resolves when leadership of this term is lost (or given up), and at the latest at
+    /// the term's deadline on the elector's clock ([`valid_until`](Self::valid_until) as
+    /// renewals move it), even if the elector's task has not run since (a paused process,
+    /// a starved executor).
+    ///
+    /// Put it first in a `biased` `tokio::select!` next to the work, so that after a pause
+    /// that let both become ready the loss wins:
+    /// ```ignore
+    /// tokio::select! {
+    ///     biased;
+    ///     () = guard.lost() => return,
+    ///     () = next_tick => write(guard.token()),
+    /// }
+    /// ```
     pub async fn lost(&self) {
-        self.term.lost.cancelled().await;
+        loop {
+            // Checked before any timer: a timer may not have fired yet after a pause.
+            if !self.term.valid_at(self.clock.now()) {
+                return;
+            }
+            let until = *locked(&self.term.valid_until);
+            tokio::select! {
+                biased;
+                () = self.term.lost.cancelled() => return,
+                () = self.clock.sleep_until(until) => {
+                    if !self.term.valid_at(self.clock.now()) {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /// A cancellation token cancelled when this term ends (a child: cancelling it does not
@@ -231,6 +272,8 @@ struct State {
     observed_version: Option<Version>,
     observed_time: Instant,
     max_transitions: Option<u64>,
+    /// The largest version sequence this elector has seen (read or written).
+    max_sequence: Option<u64>,
     term: Option<Arc<Term>>,
     reported_leader: Option<String>,
 }
@@ -489,6 +532,9 @@ impl LeaderElector {
             let mut renew = pin!(renew);
             loop {
                 tokio::select! {
+                    // The loss first: after a pause that made several branches ready, the
+                    // work must not get another poll.
+                    biased;
                     () = &mut renew => break RunOutcome::LostLeadership,
                     () = &mut work, if !work_done => work_done = true,
                     () = &mut shutdown => break RunOutcome::Cancelled,
@@ -674,6 +720,13 @@ impl LeaderElector {
                 self.end_term("the record was deleted");
                 return Ok(false);
             }
+            // A record that disappears does not end the lease of the holder this elector
+            // saw last: wait until that lease has run out on this elector's clock.
+            if let Some(expiry) = self.observed_expiry()
+                && start < expiry
+            {
+                return Ok(false);
+            }
             let transitions = locked(&self.inner.state)
                 .max_transitions
                 .map_or(0, |t| t.saturating_add(1));
@@ -683,6 +736,7 @@ impl LeaderElector {
             };
             let v = lock.create(&record).await?;
             self.end_term("the record was deleted");
+            self.check_sequence(&v)?;
             let token = token_for(&v, &record);
             self.observe(record, v);
             self.start_term(token, start);
@@ -726,6 +780,9 @@ impl LeaderElector {
             preferred_holder: current.preferred_holder.clone(),
         };
         let v2 = lock.update(&version, &record).await?;
+        if !renewing {
+            self.check_sequence(&v2)?;
+        }
         let token = token_for(&v2, &record);
         self.observe(record, v2);
         match (&term, renewing) {
@@ -734,6 +791,27 @@ impl LeaderElector {
                 self.start_term(token, start);
                 Ok(true)
             }
+        }
+    }
+
+    /// Refuses a new term whose version sequence is not above every sequence this elector
+    /// has seen: its fencing token would not exceed an earlier term's (a store that lost its
+    /// data, a counter that was reset).
+    fn check_sequence(&self, written: &Version) -> Result<(), LockError> {
+        let Some(got) = written.sequence() else {
+            return Ok(());
+        };
+        let seen = locked(&self.inner.state).max_sequence;
+        match seen {
+            Some(seen) if got <= seen => {
+                let error = SequenceRegression { seen, got };
+                tracing::error!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, %error, "refusing a new term");
+                Err(LockError::Corrupt {
+                    detail: error.to_string(),
+                    source: Some(Box::new(error)),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -757,6 +835,9 @@ impl LeaderElector {
     fn observe(&self, record: LeaderElectionRecord, version: Version) {
         let now = self.clock().now();
         let mut st = locked(&self.inner.state);
+        if let Some(seq) = version.sequence() {
+            st.max_sequence = Some(st.max_sequence.map_or(seq, |m| m.max(seq)));
+        }
         st.max_transitions = Some(st.max_transitions.map_or(record.leader_transitions, |m| {
             m.max(record.leader_transitions)
         }));

@@ -80,9 +80,9 @@ pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
 pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
 pub use elector::{
     HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, OnLeading, RunOutcome,
-    on_leading,
+    SequenceRegression, on_leading,
 };
-pub use file::FileLock;
+pub use file::{FileLock, LockBusy};
 pub use lfl::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
 pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
