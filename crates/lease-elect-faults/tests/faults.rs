@@ -462,6 +462,82 @@ async fn scenario(backend: Backend, fault: Fault) -> Outcome {
     outcome
 }
 
+/// One call, one round trip: through a proxy adding `LATENCY` to every round trip, a `get`
+/// and an `update` on an open connection each take one `LATENCY`, not two.
+async fn round_trips(backend: Backend) -> Outcome {
+    const LATENCY: Duration = Duration::from_millis(150);
+    let mut outcome = Outcome {
+        name: format!("{}/round-trips", backend.name()),
+        recoveries_ms: Vec::new(),
+        verdict: Verdict::default(),
+        errors: Vec::new(),
+    };
+    let result = async {
+        let var = match backend {
+            Backend::Etcd => "LEASE_ELECT_ETCD_ENDPOINT",
+            Backend::Redis => "LEASE_ELECT_REDIS_URL",
+            Backend::Postgres => "LEASE_ELECT_PG_URL",
+            Backend::File => return Err("no round trips on a file".to_owned()),
+        };
+        let (head, addr, tail) = split_url(&env(var)?)?;
+        let proxy = Proxy::start(addr).await;
+        let url = format!("{head}127.0.0.1:{}{tail}", proxy.addr().port());
+        let name = format!(
+            "faults-rt-{}-{}-{}",
+            backend.name(),
+            std::process::id(),
+            now_us()
+        );
+        let lock: Arc<dyn ResourceLock> = match backend {
+            Backend::Etcd => Arc::new(
+                lease_elect_etcd::EtcdLock::builder([url.as_str()], &name, "a")
+                    .connect()
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            Backend::Redis => Arc::new(
+                lease_elect_redis::RedisLock::builder(&url, &name, "a")
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+            _ => Arc::new(
+                lease_elect_postgres::PostgresLock::builder(&url, &name, "a")
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+        let mut version = lock.create(&record).await.map_err(|e| e.to_string())?;
+        proxy.set(Mode::Latency(LATENCY));
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            lock.get().await.map_err(|e| e.to_string())?;
+            times.push(t.elapsed());
+            let t = std::time::Instant::now();
+            version = lock
+                .update(&version, &record)
+                .await
+                .map_err(|e| e.to_string())?;
+            times.push(t.elapsed());
+        }
+        Ok::<_, String>(times)
+    }
+    .await;
+    match result {
+        Ok(times) => {
+            outcome.recoveries_ms = times.iter().map(|t| t.as_secs_f64() * 1000.0).collect();
+            if let Some(slow) = times.iter().find(|t| **t >= LATENCY * 2) {
+                outcome.errors.push(format!(
+                    "a call took {slow:?}: more than one round trip of {LATENCY:?}"
+                ));
+            }
+        }
+        Err(e) => outcome.errors.push(e),
+    }
+    outcome
+}
+
 fn scenarios() -> Vec<(Backend, Fault)> {
     let mut all = Vec::new();
     for fault in [Fault::Kill, Fault::Stop, Fault::Delete, Fault::HeldLock] {
@@ -501,10 +577,16 @@ fn main() {
         .expect("runtime");
     let started = std::time::Instant::now();
     let outcomes = runtime.block_on(async {
-        let handles: Vec<_> = chosen
+        let mut handles: Vec<_> = chosen
             .into_iter()
             .map(|(b, f)| tokio::spawn(scenario(b, f)))
             .collect();
+        for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
+            let name = format!("{}/round-trips", backend.name());
+            if filters.is_empty() || filters.iter().any(|x| name.contains(x.as_str())) {
+                handles.push(tokio::spawn(round_trips(backend)));
+            }
+        }
         let mut outcomes = Vec::new();
         for h in handles {
             outcomes.push(h.await.expect("scenario task"));
@@ -515,6 +597,7 @@ fn main() {
         "{:<24} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6}",
         "scenario", "reps", "median ms", "recoveries ms", "overlaps", "stale", "accepted", "terms"
     );
+    println!("(round-trips: the times of get and update calls through 150 ms of latency)");
     let mut failed = 0;
     for o in &outcomes {
         let recoveries: Vec<String> = o.recoveries_ms.iter().map(|m| format!("{m:.0}")).collect();
