@@ -26,9 +26,22 @@
 //! The version is the Lease's `metadata.resourceVersion` (opaque, no
 //! [`sequence`](lease_elect::Version::sequence); fencing tokens come from
 //! `leaseTransitions`). `create` is a `POST` (409 AlreadyExists is a conflict), `update` a
-//! `PUT` carrying the expected `resourceVersion` (409 Conflict or 404 is a conflict), `delete`
-//! a `DELETE` with a `resourceVersion` precondition. An update keeps the Lease's other metadata
-//! (labels, annotations, owner references) as last read.
+//! `PUT` carrying the expected `resourceVersion` and the Lease's `metadata.uid` (409 Conflict is
+//! a conflict), `delete` a `DELETE` with a `resourceVersion` precondition. An update keeps the
+//! Lease's other metadata (labels, annotations, owner references) as last read.
+//!
+//! What a real API server does with a `PUT`, and how the lock copes:
+//! - **A missing Lease is created by a `PUT`** (the Lease strategy allows create-on-update), and
+//!   the `resourceVersion` in the body does not stop it. Only a `metadata.uid` does: the server
+//!   then answers 409 (a failed UID precondition). So `update` always sends the uid of the
+//!   Lease it expects: from the Lease this handle last read or wrote when that is the expected
+//!   version, else from a `GET` first (no Lease, or another version: a conflict, no write).
+//! - **A `PUT` that changes nothing keeps the `resourceVersion`** (the server skips the
+//!   write). The contract allows that for an update that writes the stored record unchanged;
+//!   the elector never does (every renewal writes a new `renewTime`, in microseconds here).
+//! - **A server that does not know `strategy` and `preferredHolder`** (before Kubernetes 1.31)
+//!   drops them: they read back as unset. The elector only copies them from the record it
+//!   read, so it works with such a server.
 //!
 //! `leaseDurationSeconds` and `leaseTransitions` are `int32` in the API: larger values are
 //! refused with a permanent error. [`wait_for_change`](ResourceLock::wait_for_change) keeps one
@@ -384,8 +397,41 @@ impl ResourceLock for LeaseLock {
         expected: &Version,
         record: &LeaderElectionRecord,
     ) -> Result<Version, LockError> {
+        let mut metadata = self.metadata_for(Some(expected));
+        if metadata.uid.is_none() {
+            // Without the uid a real API server would create a missing Lease: learn it first.
+            match self.call(self.api.get_opt(&self.name)).await? {
+                Some(lease)
+                    if lease.metadata.resource_version.as_deref() == Some(expected.tag()) =>
+                {
+                    metadata = ObjectMeta {
+                        resource_version: Some(expected.tag().to_owned()),
+                        ..lease.metadata.clone()
+                    };
+                    self.remember(Some(lease));
+                }
+                found => {
+                    let what = if found.is_some() {
+                        "the version changed"
+                    } else {
+                        "no Lease"
+                    };
+                    self.remember(found);
+                    return Err(LockError::Conflict(format!(
+                        "{}: update from {expected}: {what}",
+                        self.describe
+                    )));
+                }
+            }
+        }
+        if metadata.uid.is_none() {
+            return Err(LockError::Corrupt {
+                detail: format!("{}: the Lease has no uid", self.describe),
+                source: None,
+            });
+        }
         let lease = Lease {
-            metadata: self.metadata_for(Some(expected)),
+            metadata,
             spec: Some(record_to_lease_spec(record)?),
         };
         let replaced = self
