@@ -12,6 +12,20 @@ use crate::{Clock, ResourceLock, TokioClock};
 /// at an observed lease's expiry). In both, the renew deadline must exceed 1.2 retry periods.
 pub const JITTER_FACTOR: f64 = 1.2;
 
+/// The margin by which the lease duration must exceed the renew deadline when electors of this
+/// crate share a lock with client-go electors and the retry period is under one second.
+///
+/// client-go decides whether the record changed by comparing it, serialized with times in
+/// whole seconds, with the last one it saw. A leader that renews more than once a second can
+/// then look unchanged for up to a second, and a client-go candidate counts its lease from up
+/// to a second too early. It could take the lease up to about a second before this crate's
+/// leader gives up (issue 16 reports it from a real API server at lease 2 s / renew deadline
+/// 1.5 s / retry 0.2 s: a client-go candidate took over 94 ms before the cut-off leader's term
+/// ended, in 1 of 10 rounds; this project's tests have no real API server). Safe for mixed
+/// deployments: a retry period of at least one second, or a lease duration at least
+/// `renew deadline + CLIENT_GO_MARGIN` (client-go's defaults, 15 s / 10 s / 2 s, satisfy both).
+pub const CLIENT_GO_MARGIN: Duration = Duration::from_secs(1);
+
 /// Why an [`ElectionConfig`] is invalid. Checked in client-go's order; each message is
 /// client-go's where client-go has one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -43,8 +57,16 @@ pub enum ConfigError {
     /// still be in flight when the term must already have ended.
     #[error("attemptTimeout must not be greater than renewDeadline")]
     AttemptTimeoutAboveRenewDeadline,
+    /// In [client-go compatible mode](ElectionConfigBuilder::client_go_compatible): the retry
+    /// period is under one second and the lease duration exceeds the renew deadline by less
+    /// than [`CLIENT_GO_MARGIN`], so a client-go candidate could take the lease while this
+    /// elector's term still runs.
+    #[error(
+        "leaseDuration must exceed renewDeadline by at least 1s when retryPeriod is under 1s (client-go electors see record changes at one-second granularity)"
+    )]
+    ClientGoMarginTooSmall,
     /// No lock was given.
-    #[error("Lock must not be nil")]
+    #[error("Lock must not be nil.")]
     MissingLock,
     /// The lock's identity is empty.
     #[error("Lock identity is empty")]
@@ -172,6 +194,7 @@ pub struct ElectionConfigBuilder {
     release_on_cancel: bool,
     name: Option<String>,
     seed: Option<u64>,
+    client_go_compatible: bool,
 }
 
 impl Default for ElectionConfigBuilder {
@@ -186,6 +209,7 @@ impl Default for ElectionConfigBuilder {
             release_on_cancel: false,
             name: None,
             seed: None,
+            client_go_compatible: false,
         }
     }
 }
@@ -276,6 +300,14 @@ impl ElectionConfigBuilder {
         self
     }
 
+    /// Client-go compatible mode (default off): the lock is shared with client-go electors, so
+    /// a timing that leaves less than [`CLIENT_GO_MARGIN`] is a validation error
+    /// ([`ConfigError::ClientGoMarginTooSmall`]) instead of a `tracing` warning.
+    pub fn client_go_compatible(mut self, yes: bool) -> Self {
+        self.client_go_compatible = yes;
+        self
+    }
+
     /// Validates in client-go's order and builds the configuration.
     ///
     /// # Errors
@@ -291,6 +323,7 @@ impl ElectionConfigBuilder {
             release_on_cancel,
             name,
             seed,
+            client_go_compatible,
         } = self;
         if lease_duration <= renew_deadline {
             return Err(ConfigError::LeaseNotAboveRenewDeadline);
@@ -316,6 +349,19 @@ impl ElectionConfigBuilder {
         }
         if attempt_timeout > renew_deadline {
             return Err(ConfigError::AttemptTimeoutAboveRenewDeadline);
+        }
+        if retry_period < Duration::from_secs(1)
+            && lease_duration < renew_deadline + CLIENT_GO_MARGIN
+        {
+            if client_go_compatible {
+                return Err(ConfigError::ClientGoMarginTooSmall);
+            }
+            tracing::warn!(
+                ?lease_duration,
+                ?renew_deadline,
+                ?retry_period,
+                "unsafe beside client-go electors: with a retry period under 1s, leaseDuration should exceed renewDeadline by at least 1s"
+            );
         }
         let lock = lock.ok_or(ConfigError::MissingLock)?;
         if lock.identity().is_empty() {

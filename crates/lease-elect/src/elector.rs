@@ -41,9 +41,10 @@ impl Leadership {
 }
 
 /// The elector is unhealthy: it believes it leads but has not renewed for longer than the
-/// lease duration plus the tolerance (client-go's `HealthzAdaptor`).
+/// lease duration plus the tolerance (client-go's `HealthzAdaptor`). The message is
+/// client-go's; the time since the last renewal is in [`since_renew`](Self::since_renew).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("failed election to renew leadership on lease {name}: last renewal {since_renew:?} ago")]
+#[error("failed election to renew leadership on lease {name}")]
 pub struct HealthError {
     /// The election's name.
     pub name: String,

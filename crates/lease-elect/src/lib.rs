@@ -77,7 +77,9 @@ pub mod testing;
 /// dependency.
 pub use async_trait::async_trait;
 pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
-pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
+pub use config::{
+    CLIENT_GO_MARGIN, ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR,
+};
 pub use elector::{
     HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, OnLeading, RunOutcome,
     SequenceRegression, on_leading,

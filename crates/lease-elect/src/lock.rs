@@ -185,7 +185,11 @@ impl LockError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ElectionEvent {
-    /// This elector became leader for a new term.
+    /// This elector became leader for a new term. Recorded where the term starts, on every
+    /// path that starts one: the `run`/`acquire` loop and also a direct
+    /// `try_acquire_or_renew` (client-go records "became leader" only in its acquire loop,
+    /// after `tryAcquireOrRenew`; here a caller driving the elector by hand gets the event too,
+    /// and the acquire loop does not record it a second time).
     BecameLeader {
         /// The term's fencing token.
         token: FencingToken,

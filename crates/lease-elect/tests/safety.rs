@@ -156,3 +156,27 @@ async fn a_guard_reports_the_loss_at_its_deadline_even_if_the_elector_never_runs
 fn rec(holder: &str) -> LeaderElectionRecord {
     LeaderElectionRecord::new(holder, 15, SystemTime::now())
 }
+
+#[test]
+fn client_go_compatible_mode_refuses_a_margin_under_one_second() {
+    let store = MemoryStore::new("margin");
+    let build = |lease: u64, renew_ms: u64, retry_ms: u64, compatible: bool| {
+        ElectionConfig::builder()
+            .lock(MemoryLock::new(&store, "a"))
+            .lease_duration(Duration::from_secs(lease))
+            .renew_deadline(Duration::from_millis(renew_ms))
+            .retry_period(Duration::from_millis(retry_ms))
+            .client_go_compatible(compatible)
+            .build()
+            .err()
+    };
+    // The measured unsafe timing: lease 2 s, renew deadline 1.5 s, retry 0.2 s.
+    assert_eq!(
+        build(2, 1500, 200, true),
+        Some(ConfigError::ClientGoMarginTooSmall)
+    );
+    assert_eq!(build(2, 1500, 200, false), None, "only a warning");
+    assert_eq!(build(2, 1000, 200, true), None, "a margin of 1 s");
+    assert_eq!(build(2, 1500, 1000, true), None, "a retry period of 1 s");
+    assert_eq!(build(15, 10_000, 2000, true), None, "client-go's defaults");
+}
