@@ -295,7 +295,7 @@ impl ElectionConfigBuilder {
 
     /// Seed for the jitter's random numbers (default: from the OS), for deterministic
     /// simulations.
-    pub fn rng_seed(mut self, seed: u64) -> Self {
+    pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
     }

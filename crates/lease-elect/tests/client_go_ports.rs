@@ -310,7 +310,7 @@ async fn leader_loses_leadership_at_the_renew_deadline() {
     let config = ElectionConfig::builder()
         .lock(lock.clone())
         .clock(clock.clone())
-        .rng_seed(1)
+        .seed(1)
         .build()
         .unwrap();
     let le = LeaderElector::new(config);
@@ -418,7 +418,7 @@ async fn candidate_wakes_at_the_exact_expiry_instant() {
         ElectionConfig::builder()
             .lock(lock)
             .clock(SimClock::new())
-            .rng_seed(3)
+            .seed(3)
             .build()
             .unwrap(),
     );
