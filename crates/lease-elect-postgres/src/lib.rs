@@ -56,8 +56,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
-use tokio::sync::{Mutex, watch};
+use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
+use tokio::sync::Mutex;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Statement};
 
@@ -162,7 +162,6 @@ impl PostgresLockBuilder {
                  SELECT version, pg_notify('{t}_changes', $1) FROM w"
             ),
         };
-        let (changes, _) = watch::channel(0u64);
         Ok(PostgresLock {
             inner: Arc::new(Inner {
                 describe: format!("postgres:{}/{}/{}", redact(&config), self.table, self.name),
@@ -170,8 +169,7 @@ impl PostgresLockBuilder {
                 name: self.name,
                 sql,
                 conn: Mutex::new(None),
-                changes,
-                last_read: std::sync::Mutex::new(None),
+                feed: Arc::new(ChangeFeed::new()),
                 timeout: self.timeout,
             }),
             identity: self.identity,
@@ -212,11 +210,9 @@ struct Inner {
     describe: String,
     sql: Sql,
     conn: Mutex<Option<Arc<Conn>>>,
-    /// Counts notifications for this lock (and reconnects), to wake waiters.
-    changes: watch::Sender<u64>,
-    /// The version the last `get` returned and the notification count before it was sent:
-    /// when neither moved since, a waiter needs no query to know the record is unchanged.
-    last_read: std::sync::Mutex<Option<(Option<Version>, u64)>>,
+    /// Notifications for this lock and the last read (the shared wait piece): a waiter on an
+    /// unchanged record needs no query.
+    feed: Arc<ChangeFeed>,
     timeout: Duration,
 }
 
@@ -270,19 +266,18 @@ impl PostgresLock {
         }
         let connect = async {
             let (client, mut connection) = self.inner.config.connect(NoTls).await?;
-            let changes = self.inner.changes.clone();
+            let feed = Arc::clone(&self.inner.feed);
             let name = self.inner.name.clone();
             tokio::spawn(async move {
                 // Drives the connection and forwards this lock's notifications.
                 while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
                     match message {
-                        Ok(AsyncMessage::Notification(n)) if n.payload() == name => {
-                            changes.send_modify(|c| *c = c.wrapping_add(1));
-                        }
+                        Ok(AsyncMessage::Notification(n)) if n.payload() == name => feed.notify(),
                         Ok(_) => {}
                         Err(_) => break,
                     }
                 }
+                feed.disconnected();
             });
             client.batch_execute(&self.inner.sql.setup).await?;
             let sql = &self.inner.sql;
@@ -304,8 +299,9 @@ impl PostgresLock {
             Ok(r) => Arc::new(r.map_err(classify)?),
             Err(_) => return Err(LockError::Timeout),
         };
-        // Writes may have happened while we were not listening.
-        self.inner.changes.send_modify(|c| *c = c.wrapping_add(1));
+        // The connection LISTENs now; writes may have happened while nobody listened
+        // (`connected` counts as a change).
+        self.inner.feed.connected();
         *slot = Some(Arc::clone(&client));
         Ok(client)
     }
@@ -423,17 +419,14 @@ impl ResourceLock for PostgresLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
         // The notification count before the query: a wait on the version read then needs no
         // query until a notification arrives.
-        let before = *self.inner.changes.borrow();
+        let before = self.inner.feed.before_read();
         let found = match self.query_opt(|c| &c.get, &[&self.inner.name]).await? {
             None => None,
             Some(row) => Some((record(&row)?, version(&row, 7)?)),
         };
-        *self
-            .inner
-            .last_read
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((found.as_ref().map(|(_, v)| v.clone()), before));
+        self.inner
+            .feed
+            .after_read(before, found.as_ref().map(|(_, v)| v));
         Ok(found)
     }
 
@@ -486,29 +479,14 @@ impl ResourceLock for PostgresLock {
     /// notification arrived since, it sends no query; otherwise it reads the record once.
     /// While the server cannot be reached it never resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let mut changes = self.inner.changes.subscribe();
-        let now = *changes.borrow_and_update();
-        let fresh = self
-            .inner
-            .last_read
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
-        if fresh {
-            if changes.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            return;
+        // The notifications arrive on the handle's connection: open it when it is not.
+        if !self.inner.feed.is_connected() && self.client().await.is_err() {
+            return std::future::pending().await;
         }
-        match self.get().await {
-            Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
-            Ok(_) | Err(LockError::Corrupt { .. }) => {}
-            Err(_) => return std::future::pending().await,
-        }
-        if changes.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        self.inner
+            .feed
+            .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
+            .await;
     }
 
     fn identity(&self) -> &str {

@@ -68,6 +68,7 @@
 //! and the lock honours the [`ResourceLock`] contract. Wall clocks may be arbitrarily wrong:
 //! remote timestamps are never compared with local time.
 
+mod change;
 mod clock;
 mod config;
 mod elector;
@@ -83,6 +84,7 @@ pub mod testing;
 /// Re-exported so implementations of [`LeaderCallbacks`] and [`ResourceLock`] need no extra
 /// dependency.
 pub use async_trait::async_trait;
+pub use change::ChangeFeed;
 pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
 pub use config::{
     CLIENT_GO_MARGIN, ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR,
