@@ -5,13 +5,14 @@
 //!   ([`store::Verdict`]): overlapping terms and accepted stale writes must both be zero.
 //! - [`proxy::Proxy`]: a loopback TCP proxy that adds latency, blackholes or resets the
 //!   connections of one election node.
-//! - [`node::Nodes`]: election nodes (the `fault_node` binary) as child processes, which can be
+//! - [`node::Node`]: election nodes (the `fault_node` binary) as child processes, which can be
 //!   killed, paused and resumed.
 //!
 //! The scenarios themselves are in `tests/faults.rs`.
 
 pub mod node;
 pub mod proxy;
+pub mod servers;
 pub mod store;
 
 /// Microseconds since the Unix epoch: the time base shared by the nodes, the store and the

@@ -17,12 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lease_elect::ResourceLock;
-use lease_elect::testing::process::{
-    ServerCommand, ServerProcess, StopSignal, find_program, free_port, wait_for_port,
-};
 use lease_elect_faults::node::{Event, Node, NodeSpec};
 use lease_elect_faults::now_us;
 use lease_elect_faults::proxy::{Mode, Proxy};
+use lease_elect_faults::servers::{self, OwnServer};
 use lease_elect_faults::store::{FencedStore, Verdict};
 
 const REPS: usize = 3;
@@ -66,6 +64,9 @@ enum Fault {
     Reset,
     /// The Redis server restarts without its data.
     RestartEmpty,
+    /// The server is killed (PostgreSQL: fast shutdown) and restarted 1.5 s later with its
+    /// data; nobody may write from 1 s (the renew deadline) after the stop to the restart.
+    ServerRestart,
     /// Another process holds the file lock's OS lock for 2.5 s.
     HeldLock,
 }
@@ -80,6 +81,7 @@ impl Fault {
             Fault::Blackhole => "blackhole",
             Fault::Reset => "reset",
             Fault::RestartEmpty => "restart-empty",
+            Fault::ServerRestart => "server-restart",
             Fault::HeldLock => "held-os-lock",
         }
     }
@@ -139,7 +141,8 @@ struct Cluster {
     store: FencedStore,
     admin: Option<Arc<dyn ResourceLock>>,
     file: Option<PathBuf>,
-    redis: Option<(ServerProcess, u16)>,
+    /// The scenario's own server, for the faults that stop it.
+    server: Option<OwnServer>,
 }
 
 impl Cluster {
@@ -208,8 +211,21 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
     let store = FencedStore::start().await;
     let name = format!("faults-{tag}-{}-{}", std::process::id(), now_us());
     let mut file = None;
-    let mut redis = None;
+    let mut own = None;
     let (target, upstream): (String, Option<(String, SocketAddr, String)>) = match backend {
+        _ if matches!(fault, Fault::RestartEmpty | Fault::ServerRestart) => {
+            let server = tokio::task::spawn_blocking(move || match backend {
+                Backend::Redis => servers::redis(fault == Fault::ServerRestart),
+                Backend::Etcd => servers::etcd(),
+                Backend::Postgres => servers::postgres(),
+                Backend::File => Err("no server to restart for a file".to_owned()),
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            let url = server.url.clone();
+            own = Some(server);
+            (url.clone(), Some(split_url(&url)?))
+        }
         Backend::File => {
             let dir = std::env::temp_dir().join(&name);
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -219,32 +235,6 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
         }
         Backend::Etcd => {
             let url = env("LEASE_ELECT_ETCD_ENDPOINT")?;
-            (url.clone(), Some(split_url(&url)?))
-        }
-        Backend::Redis if fault == Fault::RestartEmpty => {
-            let program = find_program("redis-server").ok_or("redis-server is not installed")?;
-            let port = free_port();
-            let server = ServerProcess::start(
-                ServerCommand::new(program)
-                    .args([
-                        "--port".to_owned(),
-                        port.to_string(),
-                        "--bind".to_owned(),
-                        "127.0.0.1".to_owned(),
-                        "--save".to_owned(),
-                        String::new(),
-                        "--appendonly".to_owned(),
-                        "no".to_owned(),
-                    ])
-                    .stop_signal(StopSignal::Kill),
-            )
-            .map_err(|e| format!("start redis-server: {e}"))?;
-            tokio::task::spawn_blocking(move || wait_for_port(port, Duration::from_secs(10)))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("redis-server did not start: {e}"))?;
-            redis = Some((server, port));
-            let url = format!("redis://127.0.0.1:{port}/");
             (url.clone(), Some(split_url(&url)?))
         }
         Backend::Redis => {
@@ -315,7 +305,7 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
         store,
         admin,
         file,
-        redis,
+        server: own,
     })
 }
 
@@ -376,18 +366,47 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
             c.wait_new_term(t0, limit).await?
         }
         Fault::RestartEmpty => {
-            let (server, port) = c.redis.as_mut().ok_or("no own redis server")?;
-            let port = *port;
+            let server = c.server.as_mut().ok_or("no own server")?;
             let t0 = now_us();
-            server.stop();
-            server
-                .restart()
-                .map_err(|e| format!("restart redis: {e}"))?;
-            tokio::task::spawn_blocking(move || wait_for_port(port, Duration::from_secs(10)))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("redis-server did not restart: {e}"))?;
+            tokio::task::block_in_place(|| -> Result<(), String> {
+                server.process.stop();
+                server
+                    .process
+                    .restart()
+                    .map_err(|e| format!("restart: {e}"))?;
+                server.wait_ready(Duration::from_secs(10))
+            })?;
             c.wait_new_term(t0, limit).await?
+        }
+        Fault::ServerRestart => {
+            let server = c.server.as_mut().ok_or("no own server")?;
+            let t0 = now_us();
+            tokio::task::block_in_place(|| server.process.stop());
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let restarted = now_us();
+            tokio::task::block_in_place(|| -> Result<(), String> {
+                server
+                    .process
+                    .restart()
+                    .map_err(|e| format!("restart: {e}"))?;
+                server.wait_ready(Duration::from_secs(20))
+            })?;
+            // A term may run until its renew deadline (1 s) after the last renewal, which
+            // came before the stop; after that nobody may write until the server is back.
+            let down_from = t0 + 1_050_000;
+            if let Some(a) = c
+                .store
+                .attempts()
+                .iter()
+                .find(|a| a.accepted && a.checked_us > down_from && a.checked_us < restarted)
+            {
+                return Err(format!(
+                    "{} wrote {} ms after the server stopped",
+                    a.identity,
+                    (a.checked_us - t0) / 1000
+                ));
+            }
+            c.wait_new_term(restarted, limit).await?
         }
         Fault::HeldLock => {
             let path = c.file.as_ref().ok_or("no lock file")?;
@@ -556,6 +575,9 @@ fn scenarios() -> Vec<(Backend, Fault)> {
         }
     }
     all.push((Backend::Redis, Fault::RestartEmpty));
+    for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
+        all.push((backend, Fault::ServerRestart));
+    }
     all
 }
 
