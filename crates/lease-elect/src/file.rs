@@ -26,8 +26,9 @@ struct Stored {
 ///   counter that also survives deletes (`"record":null`), so versions carry
 ///   [sequences](Version::sequence) and fencing tokens strictly increase.
 /// - Every write is a read-modify-write under an exclusive OS file lock on `<path>.lock`
-///   (held for one fsync of the new content, about a millisecond on a local disk, and
-///   released by the OS if the process dies), checking the expected version. A write that
+///   (held for the read, one fsync of the new content and the rename; the directory fsync
+///   comes after the release; the OS releases it if the process dies), checking the
+///   expected version. A write that
 ///   cannot take the OS lock within the lock timeout (default 500 ms,
 ///   [`with_lock_timeout`](FileLock::with_lock_timeout)) fails with a retryable error.
 /// - `<path>.lock` also keeps a floor: the highest version ever written. Versions continue
@@ -114,8 +115,8 @@ impl FileLock {
 
     /// Sets how long a write waits for the OS lock on `<path>.lock` (default 500 ms) before
     /// it fails with a retryable [`LockError::Backend`] whose source is a [`LockBusy`].
-    /// Writers hold that lock for about a millisecond; only a stopped process or a foreign
-    /// one holds it longer. Keep it below the elector's attempt timeout.
+    /// Writers hold that lock for one fsync; only a stopped process or a foreign one holds it
+    /// much longer. Keep it below the elector's attempt timeout.
     #[must_use]
     pub fn with_lock_timeout(self, timeout: Duration) -> Self {
         let mut s = self.settings();
