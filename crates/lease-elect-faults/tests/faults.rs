@@ -278,11 +278,18 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
         )),
     };
     if let Some(admin) = &admin {
-        // Fails early (as an error, not a skip) when the server does not answer.
-        admin
-            .get()
-            .await
-            .map_err(|e| format!("{} does not answer: {e}", backend.name()))?;
+        // Fails early (as an error, not a skip) when the server does not answer; a server of
+        // the scenario's own may still be starting (PostgreSQL answers "starting up" first).
+        let end = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match admin.get().await {
+                Ok(_) => break,
+                Err(e) if e.is_retryable() && tokio::time::Instant::now() < end => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(format!("{} does not answer: {e}", backend.name())),
+            }
+        }
     }
     let spec = NodeSpec {
         program: env!("CARGO_BIN_EXE_fault_node").to_owned(),
