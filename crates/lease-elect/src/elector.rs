@@ -193,7 +193,9 @@ impl LeaderGuard {
     }
 
     /// A cancellation token cancelled when this term ends (a child: cancelling it does not
-    /// end the term).
+    /// end the term). It is cancelled when the elector ends the term, which needs the
+    /// elector's task to run; after a pause prefer [`lost`](Self::lost) or
+    /// [`is_valid`](Self::is_valid), which judge the deadline by the clock.
     #[must_use]
     pub fn cancellation_token(&self) -> CancellationToken {
         self.term.lost.child_token()
