@@ -190,7 +190,19 @@ impl Cluster {
 
     async fn delete_record(&self) -> Result<(), String> {
         if let Some(path) = &self.file {
-            return std::fs::remove_file(path).map_err(|e| format!("remove the record: {e}"));
+            // Under the lock file's OS lock, as writers take it: a removal in the middle of a
+            // write would be undone by that write's rename.
+            let path = path.clone();
+            return tokio::task::spawn_blocking(move || {
+                let guard = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(format!("{}.lock", path.display()))
+                    .map_err(|e| format!("open the lock file: {e}"))?;
+                guard.lock().map_err(|e| format!("lock: {e}"))?;
+                std::fs::remove_file(&path).map_err(|e| format!("remove the record: {e}"))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
         }
         let admin = self.admin.as_ref().ok_or("no admin handle")?;
         for _ in 0..10 {

@@ -5,7 +5,8 @@
 //! ```
 //!
 //! It competes for the lock; while it leads it writes `W <identity> <token> <checked-µs>` to
-//! the fenced store every 20 ms, each write right after the guard said the term is valid. It
+//! the fenced store every 20 ms, each right after `guard.lost()` (polled first in a `biased`
+//! select) said the term still holds; `checked-µs` is taken after that select. It
 //! prints `LEADING <token> <µs>` and `STOPPED <token> <µs>` (µs since the epoch).
 
 use std::io::Write as _;
@@ -43,13 +44,12 @@ impl LeaderCallbacks for Node {
         let (read, mut write) = stream.into_split();
         let mut replies = BufReader::new(read).lines();
         loop {
+            // No `is_valid` check: `lost()` alone must end the loop by the term's deadline,
+            // also when a pause (SIGSTOP) made both branches ready at once.
             tokio::select! {
                 biased;
                 () = guard.lost() => break,
                 () = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-            if !guard.is_valid() {
-                break;
             }
             let line = format!("W {} {token} {}\n", guard.identity(), now_us());
             if write.write_all(line.as_bytes()).await.is_err() {
