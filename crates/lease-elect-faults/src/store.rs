@@ -233,9 +233,14 @@ mod tests {
         let clean = [a("x", 1, 0, true), a("x", 1, 10, true), a("y", 2, 20, true)];
         let v = Verdict::of(&clean);
         assert_eq!((v.overlaps, v.stale_accepted, v.terms), (0, 0, 2));
-        // y started at 5 while x still wrote at 10, with a token that does not fence x out.
-        let bad = [a("x", 1, 0, true), a("y", 1, 5, false), a("x", 1, 10, true)];
+        // y led from 5 to 8 while x still wrote at 10, with a token that does not fence x out.
+        let bad = [
+            a("x", 1, 0, true),
+            a("y", 1, 5, false),
+            a("y", 1, 8, false),
+            a("x", 1, 10, true),
+        ];
         let v = Verdict::of(&bad);
-        assert_eq!((v.overlaps, v.stale_accepted, v.max_overlap_us), (1, 1, 5));
+        assert_eq!((v.overlaps, v.stale_accepted, v.max_overlap_us), (1, 1, 3));
     }
 }
