@@ -69,7 +69,7 @@ fn config(store: &MemoryStore, id: &str, seed: u64, release: bool) -> ElectionCo
         .renew_deadline(RENEW)
         .retry_period(RETRY)
         .release_on_cancel(release)
-        .rng_seed(seed)
+        .seed(seed)
         .build()
         .unwrap()
 }

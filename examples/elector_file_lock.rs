@@ -25,6 +25,7 @@ impl LeaderCallbacks for Controller {
         // The leader's work: stop at a clean point once leadership is lost.
         loop {
             tokio::select! {
+                biased; // the loss first: no work after the term's end
                 () = guard.lost() => break,
                 () = tokio::time::sleep(Duration::from_secs(1)) => {
                     // Pass guard.token() to whatever you write, so stale leaders are refused.

@@ -33,15 +33,14 @@
 //! errors; the client reconnects by itself. A value that is not a record is
 //! [`LockError::Corrupt`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, Error as EtcdError, PutOptions, Txn, TxnOp,
-    WatchOptions,
 };
-use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
 
 /// Builds an [`EtcdLock`]; see [`EtcdLock::builder`].
 #[derive(Debug)]
@@ -120,6 +119,8 @@ impl EtcdLockBuilder {
                     state: tokio::sync::Mutex::new(None),
                 })
             }),
+            feed: Arc::new(ChangeFeed::new()),
+            watcher: Arc::new(Watcher::default()),
         })
     }
 }
@@ -133,6 +134,46 @@ pub struct EtcdLock {
     identity: String,
     timeout: Duration,
     owner: Option<Arc<OwnerLease>>,
+    /// What the watch task reports, and the last read (the shared wait piece).
+    feed: Arc<ChangeFeed>,
+    /// The watch task, started by the first `wait_for_change`, stopped with the last clone.
+    watcher: Arc<Watcher>,
+}
+
+#[derive(Default)]
+struct Watcher(OnceLock<tokio::task::AbortHandle>);
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.get() {
+            task.abort();
+        }
+    }
+}
+
+/// Keeps one watch on `key` open (from the current revision each time it is started again
+/// after an error) and reports its events to `feed`.
+async fn watch_key(mut client: Client, key: String, feed: Arc<ChangeFeed>, timeout: Duration) {
+    loop {
+        if let Ok(Ok(mut stream)) =
+            tokio::time::timeout(timeout, client.watch(key.as_str(), None)).await
+        {
+            feed.connected();
+            loop {
+                match stream.message().await {
+                    Ok(Some(resp)) if resp.canceled() => break,
+                    Ok(Some(resp)) => {
+                        if !resp.events().is_empty() {
+                            feed.notify();
+                        }
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            feed.disconnected();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The etcd lease this handle attaches to the key on its writes, kept alive by a task while
@@ -336,8 +377,10 @@ mod tonic_code {
 impl ResourceLock for EtcdLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
         let mut client = self.client.clone();
+        let before = self.feed.before_read();
         let resp = self.bounded(client.get(self.key.as_str(), None)).await?;
         let Some(kv) = resp.kvs().first() else {
+            self.feed.after_read(before, None);
             return Ok(None);
         };
         let record: LeaderElectionRecord =
@@ -345,7 +388,9 @@ impl ResourceLock for EtcdLock {
                 detail: format!("{}: the value is not a leader election record", self.key),
                 source: Some(Box::new(e)),
             })?;
-        Ok(Some((record, sequence(kv.mod_revision())?)))
+        let version = sequence(kv.mod_revision())?;
+        self.feed.after_read(before, Some(&version));
+        Ok(Some((record, version)))
     }
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
@@ -400,34 +445,25 @@ impl ResourceLock for EtcdLock {
         }
     }
 
-    /// Watches the key from the revision after `seen` (or after the current one when there is
-    /// no record), so a write that happened before the call still wakes it. Resolves on the
-    /// first event or when the watch ends; while the cluster cannot be reached it never
-    /// resolves (the elector's timers take over).
+    /// Resolves after the next change of the key, which a watch task of this handle follows
+    /// (one long-lived watch per handle, started on the first call), or at once when the
+    /// stored version already differs from `seen`. When `seen` is what this handle's last
+    /// `get` returned and no event arrived since, it sends no request; otherwise it reads the
+    /// key once. While the cluster cannot be reached it never resolves (the elector's timers
+    /// take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let mut client = self.client.clone();
-        let start = match seen.and_then(expected_revision) {
-            Some(r) => r + 1,
-            None => match self.bounded(client.get(self.key.as_str(), None)).await {
-                Ok(resp) if !resp.kvs().is_empty() => return,
-                Ok(resp) => resp.header().map_or(0, |h| h.revision()) + 1,
-                Err(_) => return std::future::pending().await,
-            },
-        };
-        let options = WatchOptions::new().with_start_revision(start);
-        let Ok(mut stream) = self
-            .bounded(client.watch(self.key.as_str(), Some(options)))
-            .await
-        else {
-            return std::future::pending().await;
-        };
-        loop {
-            match stream.message().await {
-                Ok(Some(resp)) if !resp.events().is_empty() || resp.canceled() => return,
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => return std::future::pending().await,
-            }
-        }
+        self.watcher.0.get_or_init(|| {
+            tokio::spawn(watch_key(
+                self.client.clone(),
+                self.key.clone(),
+                Arc::clone(&self.feed),
+                self.timeout,
+            ))
+            .abort_handle()
+        });
+        self.feed
+            .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
+            .await;
     }
 
     fn identity(&self) -> &str {

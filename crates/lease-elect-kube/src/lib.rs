@@ -26,9 +26,22 @@
 //! The version is the Lease's `metadata.resourceVersion` (opaque, no
 //! [`sequence`](lease_elect::Version::sequence); fencing tokens come from
 //! `leaseTransitions`). `create` is a `POST` (409 AlreadyExists is a conflict), `update` a
-//! `PUT` carrying the expected `resourceVersion` (409 Conflict or 404 is a conflict), `delete`
-//! a `DELETE` with a `resourceVersion` precondition. An update keeps the Lease's other metadata
-//! (labels, annotations, owner references) as last read.
+//! `PUT` carrying the expected `resourceVersion` and the Lease's `metadata.uid` (409 Conflict is
+//! a conflict), `delete` a `DELETE` with a `resourceVersion` precondition. An update keeps the
+//! Lease's other metadata (labels, annotations, owner references) as last read.
+//!
+//! What a real API server does with a `PUT`, and how the lock copes:
+//! - **A missing Lease is created by a `PUT`** (the Lease strategy allows create-on-update), and
+//!   the `resourceVersion` in the body does not stop it. Only a `metadata.uid` does: the server
+//!   then answers 409 (a failed UID precondition). So `update` always sends the uid of the
+//!   Lease it expects: from the Lease this handle last read or wrote when that is the expected
+//!   version, else from a `GET` first (no Lease, or another version: a conflict, no write).
+//! - **A `PUT` that changes nothing keeps the `resourceVersion`** (the server skips the
+//!   write). The contract allows that for an update that writes the stored record unchanged;
+//!   the elector never does (every renewal writes a new `renewTime`, in microseconds here).
+//! - **A server that does not know `strategy` and `preferredHolder`** (before Kubernetes 1.31)
+//!   drops them: they read back as unset. The elector only copies them from the record it
+//!   read, so it works with such a server.
 //!
 //! `leaseDurationSeconds` and `leaseTransitions` are `int32` in the API: larger values are
 //! refused with a permanent error. [`wait_for_change`](ResourceLock::wait_for_change) keeps one
@@ -49,7 +62,6 @@
 pub use k8s_openapi;
 pub use kube;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -58,8 +70,7 @@ use futures_util::StreamExt as _;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, WatchEvent, WatchParams};
-use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
-use tokio::sync::watch;
+use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
 
 /// A [`ResourceLock`] on a Kubernetes `Lease`; see the [crate docs](crate) for the mapping.
 pub struct LeaseLock {
@@ -71,26 +82,10 @@ pub struct LeaseLock {
     timeout: Duration,
     /// The Lease as last read or written, to keep its metadata on update.
     last: Mutex<Option<Lease>>,
-    /// What the watch task reports.
-    notes: Arc<Notes>,
+    /// What the watch task reports, and the last read (the shared wait piece).
+    feed: Arc<ChangeFeed>,
     /// The watch task, started by the first `wait_for_change`, stopped on drop.
     watcher: OnceLock<tokio::task::AbortHandle>,
-    /// The version the last `get` returned and the change count before it was sent, when the
-    /// watch ran then: if neither moved since, the Lease is unchanged.
-    last_read: Mutex<Option<(Option<Version>, u64)>>,
-}
-
-struct Notes {
-    /// Counts watch events and (re)starts of the watch.
-    changes: watch::Sender<u64>,
-    /// Whether the watch runs now.
-    watching: AtomicBool,
-}
-
-impl Notes {
-    fn bump(&self) {
-        self.changes.send_modify(|c| *c = c.wrapping_add(1));
-    }
 }
 
 impl Drop for LeaseLock {
@@ -102,25 +97,23 @@ impl Drop for LeaseLock {
 }
 
 /// Keeps one watch on the Lease `name` open (from "now" each time it is started again after
-/// an error or the server's timeout) and counts its events in `notes`.
-async fn watch_lease(api: Api<Lease>, name: String, notes: Arc<Notes>, timeout: Duration) {
+/// an error or the server's timeout) and reports its events to `feed`.
+async fn watch_lease(api: Api<Lease>, name: String, feed: Arc<ChangeFeed>, timeout: Duration) {
     let params = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(290);
     loop {
         if let Ok(Ok(stream)) = tokio::time::timeout(timeout, api.watch(&params, "")).await {
             let mut stream = std::pin::pin!(stream);
-            notes.watching.store(true, Ordering::SeqCst);
-            notes.bump();
+            feed.connected();
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(WatchEvent::Bookmark(_)) => {}
                     Ok(WatchEvent::Error(_)) | Err(_) => break,
-                    Ok(_) => notes.bump(),
+                    Ok(_) => feed.notify(),
                 }
             }
-            notes.watching.store(false, Ordering::SeqCst);
-            notes.bump();
+            feed.disconnected();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -154,12 +147,8 @@ impl LeaseLock {
             identity: identity.into(),
             timeout: Duration::from_secs(5),
             last: Mutex::new(None),
-            notes: Arc::new(Notes {
-                changes: watch::channel(0).0,
-                watching: AtomicBool::new(false),
-            }),
+            feed: Arc::new(ChangeFeed::new()),
             watcher: OnceLock::new(),
-            last_read: Mutex::new(None),
         }
     }
 
@@ -339,11 +328,7 @@ fn system_time(t: &MicroTime) -> SystemTime {
 #[async_trait]
 impl ResourceLock for LeaseLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let before = self
-            .notes
-            .watching
-            .load(Ordering::SeqCst)
-            .then(|| *self.notes.changes.borrow());
+        let before = self.feed.before_read();
         let found = match self.call(self.api.get_opt(&self.name)).await? {
             None => {
                 self.remember(None);
@@ -356,13 +341,7 @@ impl ResourceLock for LeaseLock {
                 Some((record, version))
             }
         };
-        if let Some(before) = before {
-            *self
-                .last_read
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some((found.as_ref().map(|(_, v)| v.clone()), before));
-        }
+        self.feed.after_read(before, found.as_ref().map(|(_, v)| v));
         Ok(found)
     }
 
@@ -384,8 +363,41 @@ impl ResourceLock for LeaseLock {
         expected: &Version,
         record: &LeaderElectionRecord,
     ) -> Result<Version, LockError> {
+        let mut metadata = self.metadata_for(Some(expected));
+        if metadata.uid.is_none() {
+            // Without the uid a real API server would create a missing Lease: learn it first.
+            match self.call(self.api.get_opt(&self.name)).await? {
+                Some(lease)
+                    if lease.metadata.resource_version.as_deref() == Some(expected.tag()) =>
+                {
+                    metadata = ObjectMeta {
+                        resource_version: Some(expected.tag().to_owned()),
+                        ..lease.metadata.clone()
+                    };
+                    self.remember(Some(lease));
+                }
+                found => {
+                    let what = if found.is_some() {
+                        "the version changed"
+                    } else {
+                        "no Lease"
+                    };
+                    self.remember(found);
+                    return Err(LockError::Conflict(format!(
+                        "{}: update from {expected}: {what}",
+                        self.describe
+                    )));
+                }
+            }
+        }
+        if metadata.uid.is_none() {
+            return Err(LockError::Corrupt {
+                detail: format!("{}: the Lease has no uid", self.describe),
+                source: None,
+            });
+        }
         let lease = Lease {
-            metadata: self.metadata_for(Some(expected)),
+            metadata,
             spec: Some(record_to_lease_spec(record)?),
         };
         let replaced = self
@@ -416,43 +428,18 @@ impl ResourceLock for LeaseLock {
     /// Lease once. While the API server cannot be reached (or refuses the watch) it never
     /// resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let notes = &self.notes;
-        let mut changes = notes.changes.subscribe();
         self.watcher.get_or_init(|| {
             tokio::spawn(watch_lease(
                 self.api.clone(),
                 self.name.clone(),
-                Arc::clone(notes),
+                Arc::clone(&self.feed),
                 self.timeout,
             ))
             .abort_handle()
         });
-        loop {
-            let now = *changes.borrow_and_update();
-            if notes.watching.load(Ordering::SeqCst) {
-                let fresh = self
-                    .last_read
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .as_ref()
-                    .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
-                if !fresh {
-                    match self.get().await {
-                        Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
-                        Ok(_) | Err(LockError::Corrupt { .. }) => {}
-                        Err(_) => return std::future::pending().await,
-                    }
-                }
-                if changes.changed().await.is_err() {
-                    return std::future::pending().await;
-                }
-                return;
-            }
-            // The watch is not established yet (or is being restarted).
-            if changes.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
+        self.feed
+            .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
+            .await;
     }
 
     fn identity(&self) -> &str {

@@ -150,3 +150,131 @@ async fn reads_client_go_lease_and_keeps_metadata() {
     assert_eq!(spec.lease_transitions, Some(5));
     assert_eq!(spec.lease_duration_seconds, Some(15));
 }
+
+async fn v1_20_factory() -> Option<V120Factory> {
+    let server = ApiServer::start_v1_20().await;
+    let url = server.url();
+    Some(V120Factory(Factory {
+        server: Arc::new(tokio::sync::Mutex::new(server)),
+        url,
+    }))
+}
+
+/// A factory on a server that drops `strategy` and `preferredHolder`, as a 1.20 one does.
+struct V120Factory(Factory);
+
+impl LockFactory for V120Factory {
+    async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+        self.0.open(name, identity).await
+    }
+
+    fn time_precision(&self) -> Duration {
+        self.0.time_precision()
+    }
+
+    fn notifies_changes(&self) -> bool {
+        true
+    }
+
+    fn keeps_newer_fields(&self) -> bool {
+        false
+    }
+
+    async fn corrupt(&self, name: &str) -> bool {
+        self.0.corrupt(name).await
+    }
+}
+
+/// The whole suite against a server that drops the fields it does not know (Kubernetes 1.20).
+mod v1_20 {
+    use super::v1_20_factory;
+
+    lease_elect::conformance_tests!(v1_20_factory);
+}
+
+/// A PUT that changes nothing keeps the `resourceVersion`, as on a real API server.
+#[tokio::test]
+async fn an_identical_put_keeps_the_resource_version() {
+    let factory = new_factory().await;
+    let lock = factory.open("noop", "a").await;
+    let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+    let v1 = lock.create(&record).await.expect("create");
+    let v2 = lock.update(&v1, &record).await.expect("identical update");
+    assert_eq!(v1, v2, "a no-op PUT keeps the resourceVersion");
+    let mut changed = record.clone();
+    changed.leader_transitions += 1;
+    let v3 = lock.update(&v2, &changed).await.expect("update");
+    assert_ne!(v3, v2);
+}
+
+/// A PUT to a missing Lease creates it unless the body carries `metadata.uid` (409); the lock
+/// always sends the uid, so its update of a missing Lease is a conflict and creates nothing.
+#[tokio::test]
+async fn a_put_to_a_missing_lease_creates_it_unless_it_carries_a_uid() {
+    let factory = new_factory().await;
+    let api: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(client(&factory.url), NAMESPACE);
+    let bare = |name: &str, uid: Option<&str>| {
+        serde_json::from_value::<k8s_openapi::api::coordination::v1::Lease>(serde_json::json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "resourceVersion": "12345", "uid": uid},
+            "spec": {"holderIdentity": "x", "leaseDurationSeconds": 15}
+        }))
+        .expect("a Lease")
+    };
+    let pp = kube::api::PostParams::default();
+    let created = api
+        .replace("created-by-put", &pp, &bare("created-by-put", None))
+        .await
+        .expect("a PUT without a uid creates the Lease");
+    assert!(created.metadata.uid.is_some());
+    let refused = api
+        .replace(
+            "refused-put",
+            &pp,
+            &bare("refused-put", Some("00000000-0000-0000-0000-000000000999")),
+        )
+        .await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 409),
+        "{refused:?}"
+    );
+    assert!(api.get_opt("refused-put").await.expect("get").is_none());
+
+    // The lock: a version from another Lease, on a handle that never read this one.
+    let other = factory.open("other", "a").await;
+    let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+    let v = other.create(&record).await.expect("create");
+    let absent = factory.open("absent", "a").await;
+    assert!(absent.update(&v, &record).await.unwrap_err().is_conflict());
+    assert!(absent.get().await.expect("get").is_none());
+    // A handle whose cached Lease was deleted meanwhile: the uid makes the PUT a conflict.
+    let (_, v) = other.get().await.expect("get").expect("a record");
+    api.delete("other", &kube::api::DeleteParams::default())
+        .await
+        .expect("delete");
+    assert!(other.update(&v, &record).await.unwrap_err().is_conflict());
+    assert!(other.get().await.expect("get").is_none());
+}
+
+/// A 1.20 server drops `strategy` and `preferredHolder`; the elector still leads and renews.
+#[tokio::test]
+async fn an_elector_works_on_a_server_that_drops_newer_fields() {
+    let factory = v1_20_factory().await.expect("factory");
+    let lock = factory.open("old-server", "a").await;
+    let mut record = lease_elect::LeaderElectionRecord::new("b", 15, std::time::SystemTime::now());
+    record.strategy = Some("OldestEmulationVersion".to_owned());
+    record.preferred_holder = Some("b".to_owned());
+    lock.create(&record).await.expect("create");
+    let (read, _) = lock.get().await.expect("get").expect("a record");
+    assert_eq!((read.strategy, read.preferred_holder), (None, None));
+    let elector = lease_elect::LeaderElector::new(
+        lease_elect::ElectionConfig::builder()
+            .shared_lock(factory.open("old-server-2", "a").await)
+            .build()
+            .expect("config"),
+    );
+    assert!(elector.try_acquire_or_renew().await.expect("acquire"));
+    assert!(elector.try_acquire_or_renew().await.expect("renew"));
+}

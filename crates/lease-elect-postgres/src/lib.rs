@@ -42,6 +42,9 @@
 //!   notification is sent exactly when the write commits. Each lock handle `LISTEN`s on its
 //!   own connection and wakes its [`wait_for_change`](ResourceLock::wait_for_change).
 //!
+//! The four statements are prepared once per connection, so each call is one round trip (a
+//! bind and execute; the fault suite checks it through 150 ms of added latency).
+//!
 //! Times are stored as `timestamptz`: to the microsecond (truncated toward the past).
 //! The user needs `CREATE` on the schema for the first use (or create the table beforehand),
 //! then `SELECT, INSERT, UPDATE, DELETE` on the table and `USAGE` on the sequence.
@@ -56,10 +59,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
-use tokio::sync::{Mutex, watch};
+use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
+use tokio::sync::Mutex;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row, Statement};
 
 /// Builds a [`PostgresLock`]; see [`PostgresLock::builder`].
 #[derive(Debug)]
@@ -162,7 +165,6 @@ impl PostgresLockBuilder {
                  SELECT version, pg_notify('{t}_changes', $1) FROM w"
             ),
         };
-        let (changes, _) = watch::channel(0u64);
         Ok(PostgresLock {
             inner: Arc::new(Inner {
                 describe: format!("postgres:{}/{}/{}", redact(&config), self.table, self.name),
@@ -170,13 +172,22 @@ impl PostgresLockBuilder {
                 name: self.name,
                 sql,
                 conn: Mutex::new(None),
-                changes,
-                last_read: std::sync::Mutex::new(None),
+                feed: Arc::new(ChangeFeed::new()),
                 timeout: self.timeout,
             }),
             identity: self.identity,
         })
     }
+}
+
+/// A connection with the lock's statements prepared on it, so every call is one round trip
+/// (a bind and execute of a prepared statement).
+struct Conn {
+    client: Client,
+    get: Statement,
+    create: Statement,
+    update: Statement,
+    delete: Statement,
 }
 
 struct Sql {
@@ -201,12 +212,10 @@ struct Inner {
     name: String,
     describe: String,
     sql: Sql,
-    conn: Mutex<Option<Arc<Client>>>,
-    /// Counts notifications for this lock (and reconnects), to wake waiters.
-    changes: watch::Sender<u64>,
-    /// The version the last `get` returned and the notification count before it was sent:
-    /// when neither moved since, a waiter needs no query to know the record is unchanged.
-    last_read: std::sync::Mutex<Option<(Option<Version>, u64)>>,
+    conn: Mutex<Option<Arc<Conn>>>,
+    /// Notifications for this lock and the last read (the shared wait piece): a waiter on an
+    /// unchanged record needs no query.
+    feed: Arc<ChangeFeed>,
     timeout: Duration,
 }
 
@@ -250,39 +259,52 @@ impl PostgresLock {
 
     /// The lock's connection, opened (with the table set up and `LISTEN` running) when there
     /// is none or the last one closed.
-    async fn client(&self) -> Result<Arc<Client>, LockError> {
+    async fn client(&self) -> Result<Arc<Conn>, LockError> {
         let mut slot = self.inner.conn.lock().await;
-        if let Some(client) = slot.as_ref() {
-            if !client.is_closed() {
-                return Ok(Arc::clone(client));
+        if let Some(conn) = slot.as_ref() {
+            if !conn.client.is_closed() {
+                return Ok(Arc::clone(conn));
             }
             *slot = None;
         }
         let connect = async {
             let (client, mut connection) = self.inner.config.connect(NoTls).await?;
-            let changes = self.inner.changes.clone();
+            let feed = Arc::clone(&self.inner.feed);
             let name = self.inner.name.clone();
             tokio::spawn(async move {
                 // Drives the connection and forwards this lock's notifications.
                 while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
                     match message {
-                        Ok(AsyncMessage::Notification(n)) if n.payload() == name => {
-                            changes.send_modify(|c| *c = c.wrapping_add(1));
-                        }
+                        Ok(AsyncMessage::Notification(n)) if n.payload() == name => feed.notify(),
                         Ok(_) => {}
                         Err(_) => break,
                     }
                 }
+                feed.disconnected();
             });
             client.batch_execute(&self.inner.sql.setup).await?;
-            Ok::<_, tokio_postgres::Error>(client)
+            let sql = &self.inner.sql;
+            let (get, create, update, delete) = tokio::try_join!(
+                client.prepare(&sql.get),
+                client.prepare(&sql.create),
+                client.prepare(&sql.update),
+                client.prepare(&sql.delete),
+            )?;
+            Ok::<_, tokio_postgres::Error>(Conn {
+                client,
+                get,
+                create,
+                update,
+                delete,
+            })
         };
         let client = match tokio::time::timeout(self.inner.timeout, connect).await {
             Ok(r) => Arc::new(r.map_err(classify)?),
             Err(_) => return Err(LockError::Timeout),
         };
-        // Writes may have happened while we were not listening.
-        self.inner.changes.send_modify(|c| *c = c.wrapping_add(1));
+        // The connection LISTENs now; writes may have happened while nobody listened
+        // (`connected` counts as a change).
+        self.inner.feed.connected();
         *slot = Some(Arc::clone(&client));
         Ok(client)
     }
@@ -290,11 +312,12 @@ impl PostgresLock {
     /// Runs one statement that returns at most one row, within the timeout.
     async fn query_opt(
         &self,
-        sql: &str,
+        statement: fn(&Conn) -> &Statement,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<Row>, LockError> {
-        let client = self.client().await?;
-        match tokio::time::timeout(self.inner.timeout, client.query_opt(sql, params)).await {
+        let conn = self.client().await?;
+        let query = conn.client.query_opt(statement(&conn), params);
+        match tokio::time::timeout(self.inner.timeout, query).await {
             Ok(r) => r.map_err(classify),
             Err(_) => Err(LockError::Timeout),
         }
@@ -302,7 +325,7 @@ impl PostgresLock {
 
     async fn write(
         &self,
-        sql: &str,
+        sql: fn(&Conn) -> &Statement,
         expected: Option<i64>,
         record: &LeaderElectionRecord,
         what: &str,
@@ -397,23 +420,22 @@ fn classify(e: tokio_postgres::Error) -> LockError {
 #[async_trait]
 impl ResourceLock for PostgresLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let Some(row) = self
-            .query_opt(&self.inner.sql.get, &[&self.inner.name])
-            .await?
-        else {
-            return Ok(None);
+        // The notification count before the query: a wait on the version read then needs no
+        // query until a notification arrives.
+        let before = self.inner.feed.before_read();
+        let found = match self.query_opt(|c| &c.get, &[&self.inner.name]).await? {
+            None => None,
+            Some(row) => Some((record(&row)?, version(&row, 7)?)),
         };
-        Ok(Some((record(&row)?, version(&row, 7)?)))
+        self.inner
+            .feed
+            .after_read(before, found.as_ref().map(|(_, v)| v));
+        Ok(found)
     }
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
-        self.write(
-            &self.inner.sql.create,
-            None,
-            record,
-            "create: the lock exists",
-        )
-        .await
+        self.write(|c| &c.create, None, record, "create: the lock exists")
+            .await
     }
 
     async fn update(
@@ -428,7 +450,7 @@ impl ResourceLock for PostgresLock {
             )));
         };
         self.write(
-            &self.inner.sql.update,
+            |c| &c.update,
             Some(expected),
             record,
             "update: the version changed",
@@ -444,7 +466,7 @@ impl ResourceLock for PostgresLock {
             )));
         };
         match self
-            .query_opt(&self.inner.sql.delete, &[&self.inner.name, &expected])
+            .query_opt(|c| &c.delete, &[&self.inner.name, &expected])
             .await?
         {
             Some(_) => Ok(()),
@@ -460,29 +482,14 @@ impl ResourceLock for PostgresLock {
     /// notification arrived since, it sends no query; otherwise it reads the record once.
     /// While the server cannot be reached it never resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let mut changes = self.inner.changes.subscribe();
-        let now = *changes.borrow_and_update();
-        let fresh = self
-            .inner
-            .last_read
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
-        if fresh {
-            if changes.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            return;
+        // The notifications arrive on the handle's connection: open it when it is not.
+        if !self.inner.feed.is_connected() && self.client().await.is_err() {
+            return std::future::pending().await;
         }
-        match self.get().await {
-            Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
-            Ok(_) | Err(LockError::Corrupt { .. }) => {}
-            Err(_) => return std::future::pending().await,
-        }
-        if changes.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        self.inner
+            .feed
+            .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
+            .await;
     }
 
     fn identity(&self) -> &str {

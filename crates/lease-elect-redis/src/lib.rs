@@ -31,27 +31,37 @@
 //! # Durability
 //! The lock is only as durable as the server. Run Redis with the append-only file
 //! (`appendonly yes`, ideally `appendfsync always`): a server restarted without its data
-//! forgets the record *and* the version counter, and fencing tokens would then start again
-//! from 1. The conformance suite's fault test runs Redis with `appendfsync always`.
+//! forgets the record *and* the version counter. Each handle therefore remembers the highest
+//! version it has seen and passes it to every write: a counter below it is first moved above
+//! it, so a handle never hands out a version at or below one it has seen (a read that finds a
+//! lower version logs a warning). A handle started after the loss knows no floor; the
+//! elector's own check ([`lease_elect::SequenceRegression`]) and its wait for the last seen
+//! holder's lease cover the electors that saw the old record.
 //!
 //! # Errors
 //! Connection, I/O and timeout errors, and a server that is still loading its data, are
 //! retryable [`LockError::Backend`] errors; the handle reconnects by itself on the next call.
 //! A stored value it cannot read is [`LockError::Corrupt`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
-use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
+use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Client, RedisError, Script};
-use tokio::sync::watch;
 
+// ARGV[3] (create) and ARGV[4] (update) are the highest version the handle has seen: a
+// counter below it (a server restarted without its data) is moved above it first.
 const CREATE: &str = r"
 local seq = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[3])
+if seq <= floor then
+  seq = floor + 1
+  redis.call('SET', KEYS[2], seq)
+end
 if not redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[1], 'NX') then
   return -1
 end
@@ -65,6 +75,11 @@ if not cur then return -1 end
 local nl = string.find(cur, '\n', 1, true)
 if not nl or string.sub(cur, 1, nl - 1) ~= ARGV[1] then return -1 end
 local seq = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[4])
+if seq <= floor then
+  seq = floor + 1
+  redis.call('SET', KEYS[2], seq)
+end
 redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[2])
 redis.call('PUBLISH', ARGV[3], seq)
 return seq
@@ -127,12 +142,9 @@ impl RedisLockBuilder {
                 client,
                 conn: tokio::sync::OnceCell::new(),
                 timeout: self.timeout,
-                notes: Arc::new(Notes {
-                    changes: watch::channel(0).0,
-                    listening: AtomicBool::new(false),
-                }),
+                feed: Arc::new(ChangeFeed::new()),
                 listener: OnceLock::new(),
-                last_read: Mutex::new(None),
+                floor: AtomicU64::new(0),
             }),
             identity: self.identity,
         })
@@ -157,27 +169,13 @@ struct Inner {
     /// Created on first use (it needs a running Tokio runtime); reconnects by itself.
     conn: tokio::sync::OnceCell<ConnectionManager>,
     timeout: Duration,
-    /// What the change listener reports.
-    notes: Arc<Notes>,
+    /// What the change listener reports, and the last read (the shared wait piece).
+    feed: Arc<ChangeFeed>,
     /// The change listener: a task subscribed to the lock's channel, started by the first
     /// `wait_for_change`, stopped when the last clone of the lock is dropped.
     listener: OnceLock<tokio::task::AbortHandle>,
-    /// The version the last `get` returned and the change count before it was sent, when the
-    /// listener was subscribed then: if neither moved since, the record is unchanged.
-    last_read: Mutex<Option<(Option<Version>, u64)>>,
-}
-
-struct Notes {
-    /// Counts messages on the channel and (re)subscriptions of the listener.
-    changes: watch::Sender<u64>,
-    /// Whether the listener is subscribed now.
-    listening: AtomicBool,
-}
-
-impl Notes {
-    fn bump(&self) {
-        self.changes.send_modify(|c| *c = c.wrapping_add(1));
-    }
+    /// The highest version this handle has seen.
+    floor: AtomicU64,
 }
 
 impl Drop for Inner {
@@ -190,7 +188,7 @@ impl Drop for Inner {
 
 /// Keeps one pub/sub subscription to `channel`, reconnecting after failures, and counts what
 /// arrives in `notes`.
-async fn listen(client: Client, channel: String, notes: Arc<Notes>, timeout: Duration) {
+async fn listen(client: Client, channel: String, feed: Arc<ChangeFeed>, timeout: Duration) {
     loop {
         if let Ok(Ok(mut pubsub)) = tokio::time::timeout(timeout, client.get_async_pubsub()).await
             && matches!(
@@ -198,15 +196,13 @@ async fn listen(client: Client, channel: String, notes: Arc<Notes>, timeout: Dur
                 Ok(Ok(()))
             )
         {
-            notes.listening.store(true, Ordering::SeqCst);
-            // Writes may have happened while nobody listened.
-            notes.bump();
+            // Writes may have happened while nobody listened: `connected` counts as a change.
+            feed.connected();
             let mut messages = pubsub.on_message();
             while messages.next().await.is_some() {
-                notes.bump();
+                feed.notify();
             }
-            notes.listening.store(false, Ordering::SeqCst);
-            notes.bump();
+            feed.disconnected();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -271,20 +267,11 @@ impl RedisLock {
     }
 
     async fn read(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let notes = &self.inner.notes;
-        let before = notes
-            .listening
-            .load(Ordering::SeqCst)
-            .then(|| *notes.changes.borrow());
+        let before = self.inner.feed.before_read();
         let found = self.read_once().await?;
-        if let Some(before) = before {
-            *self
-                .inner
-                .last_read
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some((found.as_ref().map(|(_, v)| v.clone()), before));
-        }
+        self.inner
+            .feed
+            .after_read(before, found.as_ref().map(|(_, v)| v));
         Ok(found)
     }
 
@@ -298,7 +285,26 @@ impl RedisLock {
             }) => self.bounded(conn.get(&self.inner.key)).await?,
             r => r?,
         };
-        raw.map(|raw| parse(&raw)).transpose()
+        let found = raw.map(|raw| parse(&raw)).transpose()?;
+        if let Some((_, v)) = &found
+            && let Some(seq) = v.sequence()
+        {
+            if seq < self.floor() {
+                tracing::warn!(lock = %self.inner.describe, seen = self.floor(), found = seq, "the version went backwards: the server lost its data");
+            }
+            self.saw(seq);
+        }
+        Ok(found)
+    }
+
+    /// The highest version this handle has seen (read or written).
+    fn floor(&self) -> u64 {
+        self.inner.floor.load(Ordering::SeqCst)
+    }
+
+    fn saw(&self, seq: u64) -> Version {
+        self.inner.floor.fetch_max(seq, Ordering::SeqCst);
+        Version::from_sequence(seq)
     }
 }
 
@@ -374,10 +380,11 @@ impl ResourceLock for RedisLock {
         let mut inv = script.key(&self.inner.key);
         inv.key(&self.inner.seq_key)
             .arg(body)
-            .arg(&self.inner.channel);
+            .arg(&self.inner.channel)
+            .arg(self.floor());
         let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
         u64::try_from(seq)
-            .map(Version::from_sequence)
+            .map(|s| self.saw(s))
             .map_err(|_| conflict("create: the record exists at", &self.inner.key))
     }
 
@@ -393,10 +400,11 @@ impl ResourceLock for RedisLock {
         inv.key(&self.inner.seq_key)
             .arg(expected.tag())
             .arg(body)
-            .arg(&self.inner.channel);
+            .arg(&self.inner.channel)
+            .arg(self.floor());
         let seq: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
         u64::try_from(seq)
-            .map(Version::from_sequence)
+            .map(|s| self.saw(s))
             .map_err(|_| conflict("update: the version changed at", &self.inner.key))
     }
 
@@ -419,44 +427,18 @@ impl ResourceLock for RedisLock {
     /// record once. While the server cannot be reached it never resolves (the elector's timers
     /// take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        let notes = &self.inner.notes;
-        let mut changes = notes.changes.subscribe();
+        let feed = &self.inner.feed;
         self.inner.listener.get_or_init(|| {
             tokio::spawn(listen(
                 self.inner.client.clone(),
                 self.inner.channel.clone(),
-                Arc::clone(notes),
+                Arc::clone(feed),
                 self.inner.timeout,
             ))
             .abort_handle()
         });
-        loop {
-            let now = *changes.borrow_and_update();
-            if notes.listening.load(Ordering::SeqCst) {
-                let fresh = self
-                    .inner
-                    .last_read
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .as_ref()
-                    .is_some_and(|(v, count)| v.as_ref() == seen && *count == now);
-                if !fresh {
-                    match self.read().await {
-                        Ok(current) if current.as_ref().map(|(_, v)| v) != seen => return,
-                        Ok(_) | Err(LockError::Corrupt { .. }) => {}
-                        Err(_) => return std::future::pending().await,
-                    }
-                }
-                if changes.changed().await.is_err() {
-                    return std::future::pending().await;
-                }
-                return;
-            }
-            // Not subscribed yet (or reconnecting): wait for the listener.
-            if changes.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
+        feed.wait(seen, || async { Ok(self.read().await?.map(|(_, v)| v)) })
+            .await;
     }
 
     fn identity(&self) -> &str {

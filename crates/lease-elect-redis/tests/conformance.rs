@@ -150,3 +150,37 @@ async fn fault_server_outage() {
     drop(own);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that lost its data (here: both keys deleted) forgets the version counter; a handle
+/// that saw a version still writes above it.
+#[tokio::test]
+async fn versions_stay_above_the_highest_seen_after_the_data_is_lost() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let name = lease_elect::testing::unique_name("redis-floor");
+    let lock = RedisLock::builder(&factory.url, &name, "a")
+        .build()
+        .expect("build a RedisLock");
+    let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+    let mut last = lock.create(&record).await.expect("create");
+    for _ in 0..3 {
+        last = lock.update(&last, &record).await.expect("update");
+    }
+    let client = redis::Client::open(factory.url.as_str()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let _: () = redis::cmd("DEL")
+        .arg(format!("lease-elect:{{{name}}}"))
+        .arg(format!("lease-elect:{{{name}}}:seq"))
+        .query_async(&mut conn)
+        .await
+        .expect("DEL");
+    let recreated = lock.create(&record).await.expect("create again");
+    assert!(
+        recreated.sequence() > last.sequence(),
+        "{recreated:?} after {last:?}"
+    );
+}

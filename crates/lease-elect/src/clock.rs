@@ -113,7 +113,10 @@ impl Clock for TokioClock {
     }
 
     fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Box::pin(tokio::time::sleep_until(self.origin + deadline.0))
+        Box::pin(tokio::time::sleep_until(tokio_instant(
+            self.origin,
+            deadline.0,
+        )))
     }
 }
 
@@ -249,8 +252,16 @@ impl Clock for SimClock {
     fn sleep_until(&self, deadline: Instant) -> Sleep {
         let local = deadline.0.saturating_sub(self.offset);
         let global = self.to_global(local);
-        Box::pin(tokio::time::sleep_until(self.origin + global))
+        Box::pin(tokio::time::sleep_until(tokio_instant(self.origin, global)))
     }
+}
+
+/// `origin + since`, or about thirty years from now when that is not representable (a
+/// deadline that never comes, such as a leader-for-life term's).
+fn tokio_instant(origin: tokio::time::Instant, since: Duration) -> tokio::time::Instant {
+    origin
+        .checked_add(since)
+        .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30))
 }
 
 fn duration_from_nanos_f64(nanos: f64) -> Duration {

@@ -6,9 +6,25 @@ use std::time::Duration;
 
 use crate::{Clock, ResourceLock, TokioClock};
 
-/// client-go's jitter factor: candidates wait between 1 and 1.2 retry periods between
-/// attempts, and the renew deadline must exceed 1.2 retry periods.
+/// client-go's jitter factor (`JitterFactor = 1.2`). client-go's candidates wait between 1
+/// and 2.2 retry periods between attempts (`wait.JitterUntil` adds up to factor x period to
+/// the period); this crate's candidates wait between 1 and 1.2 retry periods (and wake early
+/// at an observed lease's expiry). In both, the renew deadline must exceed 1.2 retry periods.
 pub const JITTER_FACTOR: f64 = 1.2;
+
+/// The margin by which the lease duration must exceed the renew deadline when electors of this
+/// crate share a lock with client-go electors and the retry period is under one second.
+///
+/// client-go decides whether the record changed by comparing it, serialized with times in
+/// whole seconds, with the last one it saw. A leader that renews more than once a second can
+/// then look unchanged for up to a second, and a client-go candidate counts its lease from up
+/// to a second too early. It could take the lease up to about a second before this crate's
+/// leader gives up (issue 16 reports it from a real API server at lease 2 s / renew deadline
+/// 1.5 s / retry 0.2 s: a client-go candidate took over 94 ms before the cut-off leader's term
+/// ended, in 1 of 10 rounds; this project's tests have no real API server). Safe for mixed
+/// deployments: a retry period of at least one second, or a lease duration at least
+/// `renew deadline + CLIENT_GO_MARGIN` (client-go's defaults, 15 s / 10 s / 2 s, satisfy both).
+pub const CLIENT_GO_MARGIN: Duration = Duration::from_secs(1);
 
 /// Why an [`ElectionConfig`] is invalid. Checked in client-go's order; each message is
 /// client-go's where client-go has one.
@@ -37,8 +53,20 @@ pub enum ConfigError {
     /// The per-attempt timeout is zero.
     #[error("attemptTimeout must be greater than zero")]
     ZeroAttemptTimeout,
+    /// The per-attempt timeout is longer than the renew deadline: a renewal could then
+    /// still be in flight when the term must already have ended.
+    #[error("attemptTimeout must not be greater than renewDeadline")]
+    AttemptTimeoutAboveRenewDeadline,
+    /// In [client-go compatible mode](ElectionConfigBuilder::client_go_compatible): the retry
+    /// period is under one second and the lease duration exceeds the renew deadline by less
+    /// than [`CLIENT_GO_MARGIN`], so a client-go candidate could take the lease while this
+    /// elector's term still runs.
+    #[error(
+        "leaseDuration must exceed renewDeadline by at least 1s when retryPeriod is under 1s (client-go electors see record changes at one-second granularity)"
+    )]
+    ClientGoMarginTooSmall,
     /// No lock was given.
-    #[error("Lock must not be nil")]
+    #[error("Lock must not be nil.")]
     MissingLock,
     /// The lock's identity is empty.
     #[error("Lock identity is empty")]
@@ -166,6 +194,7 @@ pub struct ElectionConfigBuilder {
     release_on_cancel: bool,
     name: Option<String>,
     seed: Option<u64>,
+    client_go_compatible: bool,
 }
 
 impl Default for ElectionConfigBuilder {
@@ -180,6 +209,7 @@ impl Default for ElectionConfigBuilder {
             release_on_cancel: false,
             name: None,
             seed: None,
+            client_go_compatible: false,
         }
     }
 }
@@ -233,14 +263,18 @@ impl ElectionConfigBuilder {
         self
     }
 
-    /// Retry period (default 2 s): between renewals, and (times a jitter in [1, 1.2])
-    /// between acquire attempts.
+    /// Retry period (default 2 s): between renewals, and (times a jitter in [1, 1.2]; client-go
+    /// uses [1, 2.2]) between acquire attempts.
     pub fn retry_period(mut self, d: Duration) -> Self {
         self.retry_period = d;
         self
     }
 
-    /// Bound on each lock attempt (default: the retry period).
+    /// Bound on each lock attempt, a read plus a write (default: the renew deadline, as
+    /// client-go bounds an attempt). It must not exceed the renew deadline. A bound near the
+    /// retry period is too tight for slow links: with 300 ms per round trip, an attempt of
+    /// two round trips needs 0.6 s, more than a 0.2 s retry period, and nobody would lead.
+    /// A renewal is additionally cut at the term's deadline, whatever this bound.
     pub fn attempt_timeout(mut self, d: Duration) -> Self {
         self.attempt_timeout = Some(d);
         self
@@ -261,8 +295,16 @@ impl ElectionConfigBuilder {
 
     /// Seed for the jitter's random numbers (default: from the OS), for deterministic
     /// simulations.
-    pub fn rng_seed(mut self, seed: u64) -> Self {
+    pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Client-go compatible mode (default off): the lock is shared with client-go electors, so
+    /// a timing that leaves less than [`CLIENT_GO_MARGIN`] is a validation error
+    /// ([`ConfigError::ClientGoMarginTooSmall`]) instead of a `tracing` warning.
+    pub fn client_go_compatible(mut self, yes: bool) -> Self {
+        self.client_go_compatible = yes;
         self
     }
 
@@ -281,6 +323,7 @@ impl ElectionConfigBuilder {
             release_on_cancel,
             name,
             seed,
+            client_go_compatible,
         } = self;
         if lease_duration <= renew_deadline {
             return Err(ConfigError::LeaseNotAboveRenewDeadline);
@@ -300,9 +343,25 @@ impl ElectionConfigBuilder {
         if lease_duration.subsec_nanos() != 0 {
             return Err(ConfigError::FractionalLeaseDuration);
         }
-        let attempt_timeout = attempt_timeout.unwrap_or(retry_period);
+        let attempt_timeout = attempt_timeout.unwrap_or(renew_deadline);
         if attempt_timeout.is_zero() {
             return Err(ConfigError::ZeroAttemptTimeout);
+        }
+        if attempt_timeout > renew_deadline {
+            return Err(ConfigError::AttemptTimeoutAboveRenewDeadline);
+        }
+        if retry_period < Duration::from_secs(1)
+            && lease_duration < renew_deadline + CLIENT_GO_MARGIN
+        {
+            if client_go_compatible {
+                return Err(ConfigError::ClientGoMarginTooSmall);
+            }
+            tracing::warn!(
+                ?lease_duration,
+                ?renew_deadline,
+                ?retry_period,
+                "unsafe beside client-go electors: with a retry period under 1s, leaseDuration should exceed renewDeadline by at least 1s"
+            );
         }
         let lock = lock.ok_or(ConfigError::MissingLock)?;
         if lock.identity().is_empty() {

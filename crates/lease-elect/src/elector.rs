@@ -41,14 +41,28 @@ impl Leadership {
 }
 
 /// The elector is unhealthy: it believes it leads but has not renewed for longer than the
-/// lease duration plus the tolerance (client-go's `HealthzAdaptor`).
+/// lease duration plus the tolerance (client-go's `HealthzAdaptor`). The message is
+/// client-go's; the time since the last renewal is in [`since_renew`](Self::since_renew).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("failed election to renew leadership on lease {name}: last renewal {since_renew:?} ago")]
+#[error("failed election to renew leadership on lease {name}")]
 pub struct HealthError {
     /// The election's name.
     pub name: String,
     /// Time since the last successful renewal.
     pub since_renew: Duration,
+}
+
+/// A write that would start a new term returned a version sequence that is not above
+/// every sequence the elector saw before: the lock's counter went backwards (a server that
+/// lost its data, a recreated file), so the term's fencing token would not exceed an earlier
+/// term's. Reported as the source of a [`LockError::Corrupt`]; the elector does not lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the lock's version sequence went backwards: wrote {got}, but {seen} was seen before")]
+pub struct SequenceRegression {
+    /// The largest sequence seen before.
+    pub seen: u64,
+    /// The sequence the new term's write returned.
+    pub got: u64,
 }
 
 /// How [`LeaderElector::run`] ended.
@@ -145,13 +159,43 @@ impl LeaderGuard {
         *locked(&self.term.valid_until)
     }
 
-    /// Resolves when leadership of this term is lost (or given up).
+    /// Resolves when leadership of this term is lost (or given up), and at the latest at
+    /// the term's deadline on the elector's clock ([`valid_until`](Self::valid_until) as
+    /// renewals move it), even if the elector's task has not run since (a paused process,
+    /// a starved executor).
+    ///
+    /// Put it first in a `biased` `tokio::select!` next to the work, so that after a pause
+    /// that let both become ready the loss wins:
+    /// ```ignore
+    /// tokio::select! {
+    ///     biased;
+    ///     () = guard.lost() => return,
+    ///     () = next_tick => write(guard.token()),
+    /// }
+    /// ```
     pub async fn lost(&self) {
-        self.term.lost.cancelled().await;
+        loop {
+            // Checked before any timer: a timer may not have fired yet after a pause.
+            if !self.term.valid_at(self.clock.now()) {
+                return;
+            }
+            let until = *locked(&self.term.valid_until);
+            tokio::select! {
+                biased;
+                () = self.term.lost.cancelled() => return,
+                () = self.clock.sleep_until(until) => {
+                    if !self.term.valid_at(self.clock.now()) {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /// A cancellation token cancelled when this term ends (a child: cancelling it does not
-    /// end the term).
+    /// end the term). It is cancelled when the elector ends the term, which needs the
+    /// elector's task to run; after a pause prefer [`lost`](Self::lost) or
+    /// [`is_valid`](Self::is_valid), which judge the deadline by the clock.
     #[must_use]
     pub fn cancellation_token(&self) -> CancellationToken {
         self.term.lost.child_token()
@@ -231,6 +275,8 @@ struct State {
     observed_version: Option<Version>,
     observed_time: Instant,
     max_transitions: Option<u64>,
+    /// The largest version sequence this elector has seen (read or written).
+    max_sequence: Option<u64>,
     term: Option<Arc<Term>>,
     reported_leader: Option<String>,
 }
@@ -285,6 +331,15 @@ enum Mode {
     Acquire,
     /// Renew the current term only.
     Renew,
+}
+
+/// What one attempt works with: when it started (monotonic and wall clock), the lease in
+/// whole seconds, and whether it may start a new term.
+struct Attempt {
+    start: Instant,
+    wall: std::time::SystemTime,
+    lease_secs: u32,
+    mode: Mode,
 }
 
 impl LeaderElector {
@@ -481,20 +536,42 @@ impl LeaderElector {
                 return RunOutcome::Cancelled;
             }
         };
-        let outcome = {
-            let work = callbacks.on_started_leading(guard.clone());
-            let mut work = pin!(work);
-            let mut work_done = false;
-            let renew = self.renew_loop(&guard, callbacks);
-            let mut renew = pin!(renew);
-            loop {
-                tokio::select! {
-                    () = &mut renew => break RunOutcome::LostLeadership,
-                    () = &mut work, if !work_done => work_done = true,
-                    () = &mut shutdown => break RunOutcome::Cancelled,
-                }
+        let shutdown = shutdown.as_mut();
+        let outcome = self.lead(&guard, callbacks, shutdown).await;
+        self.step_down(outcome).await;
+        callbacks.on_stopped_leading();
+        callbacks.on_run_ended();
+        outcome
+    }
+
+    /// `run`'s leading step: polls the leader's work next to the renew loop until the term
+    /// is lost or `shutdown` resolves.
+    async fn lead<C: LeaderCallbacks + ?Sized>(
+        &self,
+        guard: &LeaderGuard,
+        callbacks: &C,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> RunOutcome {
+        let work = callbacks.on_started_leading(guard.clone());
+        let mut work = pin!(work);
+        let mut work_done = false;
+        let renew = self.renew_loop(guard, callbacks);
+        let mut renew = pin!(renew);
+        loop {
+            tokio::select! {
+                // The loss first: after a pause that made several branches ready, the work
+                // must not get another poll.
+                biased;
+                () = &mut renew => return RunOutcome::LostLeadership,
+                () = &mut work, if !work_done => work_done = true,
+                () = &mut shutdown => return RunOutcome::Cancelled,
             }
-        };
+        }
+    }
+
+    /// `run`'s last step: ends the term, and releases the lock after a cancellation when so
+    /// configured.
+    async fn step_down(&self, outcome: RunOutcome) {
         self.end_term(match outcome {
             RunOutcome::Cancelled => "cancelled",
             RunOutcome::LostLeadership => "lost",
@@ -505,9 +582,6 @@ impl LeaderElector {
         {
             tracing::warn!(error = %e, identity = %self.inner.identity, "release on cancel failed");
         }
-        callbacks.on_stopped_leading();
-        callbacks.on_run_ended();
-        outcome
     }
 
     /// Retries [`try_acquire_or_renew`](Self::try_acquire_or_renew) until this elector
@@ -614,109 +688,160 @@ impl LeaderElector {
         }
     }
 
+    /// One attempt, in named steps: end an expired term, the leader's fast renewal, read the
+    /// record (or create it when there is none), wait out another holder's lease, then the
+    /// compare-and-swap that renews the term or starts a new one.
     async fn attempt(&self, mode: Mode) -> Result<bool, LockError> {
         let _attempt = self.inner.attempt.lock().await;
-        let cfg = &self.inner.config;
-        let lock = &cfg.lock;
         let clock = self.clock();
-        let id = &*self.inner.identity;
-        let start = clock.now();
-        let wall = clock.wall();
-        let lease_secs = u32::try_from(cfg.lease_duration.as_secs()).unwrap_or(u32::MAX);
-
-        // End a term whose deadline passed.
-        let term = {
-            let st = locked(&self.inner.state);
-            st.term.clone()
+        let at = Attempt {
+            start: clock.now(),
+            wall: clock.wall(),
+            lease_secs: u32::try_from(self.inner.config.lease_duration.as_secs())
+                .unwrap_or(u32::MAX),
+            mode,
         };
-        let term = match term {
+        let term = self.current_term(at.start);
+        if term.is_none() && matches!(at.mode, Mode::Renew) {
+            return Ok(false);
+        }
+        if let Some(term) = &term
+            && let Some(renewed) = self.fast_renew(term, &at).await
+        {
+            return Ok(renewed);
+        }
+        let Some((current, version)) = self.inner.config.lock.get().await? else {
+            return self.create_record(&at).await;
+        };
+        self.observe(current.clone(), version.clone());
+        if self.must_wait(&current, term.as_ref(), &at) {
+            return Ok(false);
+        }
+        self.compare_and_swap(&current, &version, term.as_ref(), &at)
+            .await
+    }
+
+    /// Step 0: the current term, ended first when its deadline has passed.
+    fn current_term(&self, start: Instant) -> Option<Arc<Term>> {
+        let term = locked(&self.inner.state).term.clone();
+        match term {
             Some(t) if t.valid_at(start) => Some(t),
             Some(_) => {
                 self.end_term("renew deadline passed");
                 None
             }
             None => None,
+        }
+    }
+
+    /// Step 1, client-go's fast path: the leader updates the version it last wrote, without
+    /// a read. `None`: not possible or failed; fall back to a read.
+    async fn fast_renew(&self, term: &Arc<Term>, at: &Attempt) -> Option<bool> {
+        let id = &*self.inner.identity;
+        let (observed, version) = {
+            let st = locked(&self.inner.state);
+            (st.observed.clone(), st.observed_version.clone())
         };
-        if term.is_none() && matches!(mode, Mode::Renew) {
+        let (Some(obs), Some(v)) = (observed, version) else {
+            return None;
+        };
+        if obs.holder_identity != id {
+            return None;
+        }
+        let record = LeaderElectionRecord {
+            holder_identity: id.to_owned(),
+            lease_duration_seconds: at.lease_secs,
+            renew_time: Some(at.wall),
+            ..obs
+        };
+        match self.inner.config.lock.update(&v, &record).await {
+            Ok(v2) => {
+                self.observe(record, v2);
+                Some(self.extend(term, at.start))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, identity = %id, "optimistic renew failed; falling back to a read");
+                None
+            }
+        }
+    }
+
+    /// Step 2b: there is no record. A leader's term ends; a candidate creates the record,
+    /// but not before the lease of the holder it saw last has run out on its own clock.
+    async fn create_record(&self, at: &Attempt) -> Result<bool, LockError> {
+        if matches!(at.mode, Mode::Renew) {
+            self.end_term("the record was deleted");
             return Ok(false);
         }
-
-        // 1. Fast path: the leader updates the version it last wrote.
-        if let Some(term) = &term {
-            let (observed, version) = {
-                let st = locked(&self.inner.state);
-                (st.observed.clone(), st.observed_version.clone())
-            };
-            if let (Some(obs), Some(v)) = (observed, version)
-                && obs.holder_identity == id
-            {
-                let record = LeaderElectionRecord {
-                    holder_identity: id.to_owned(),
-                    lease_duration_seconds: lease_secs,
-                    renew_time: Some(wall),
-                    ..obs
-                };
-                match lock.update(&v, &record).await {
-                    Ok(v2) => {
-                        self.observe(record, v2);
-                        return Ok(self.extend(term, start));
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, identity = %id, "optimistic renew failed; falling back to a read");
-                    }
-                }
-            }
+        // A record that disappears does not end the lease of the holder this elector saw
+        // last: wait until that lease has run out on this elector's clock.
+        if let Some(expiry) = self.observed_expiry()
+            && at.start < expiry
+        {
+            return Ok(false);
         }
-
-        // 2. Read (or create) the record.
-        let Some((current, version)) = lock.get().await? else {
-            if matches!(mode, Mode::Renew) {
-                self.end_term("the record was deleted");
-                return Ok(false);
-            }
-            let transitions = locked(&self.inner.state)
-                .max_transitions
-                .map_or(0, |t| t.saturating_add(1));
-            let record = LeaderElectionRecord {
-                leader_transitions: transitions,
-                ..LeaderElectionRecord::new(id, lease_secs, wall)
-            };
-            let v = lock.create(&record).await?;
-            self.end_term("the record was deleted");
-            let token = token_for(&v, &record);
-            self.observe(record, v);
-            self.start_term(token, start);
-            return Ok(true);
+        let transitions = locked(&self.inner.state)
+            .max_transitions
+            .map_or(0, |t| t.saturating_add(1));
+        let record = LeaderElectionRecord {
+            leader_transitions: transitions,
+            ..LeaderElectionRecord::new(&*self.inner.identity, at.lease_secs, at.wall)
         };
-        self.observe(current.clone(), version.clone());
-        let now = clock.now();
+        let v = self.inner.config.lock.create(&record).await?;
+        self.end_term("the record was deleted");
+        self.check_sequence(&v)?;
+        let token = token_for(&v, &record);
+        self.observe(record, v);
+        self.start_term(token, at.start);
+        Ok(true)
+    }
 
-        if current.holder_identity != id {
-            if term.is_some() {
-                self.end_term("another holder took the lease");
-                if matches!(mode, Mode::Renew) {
-                    return Ok(false);
-                }
-            }
-            if current.is_held() {
-                let observed_time = locked(&self.inner.state).observed_time;
-                if now < observed_time + current.lease_duration() {
-                    return Ok(false);
-                }
+    /// Step 3: whether to leave a record held by another alone: always while leading (the
+    /// term ends; a renewal stops there), else until this elector has seen it unchanged for
+    /// its lease duration.
+    fn must_wait(
+        &self,
+        current: &LeaderElectionRecord,
+        term: Option<&Arc<Term>>,
+        at: &Attempt,
+    ) -> bool {
+        if current.holder_identity == *self.inner.identity {
+            return false;
+        }
+        if term.is_some() {
+            self.end_term("another holder took the lease");
+            if matches!(at.mode, Mode::Renew) {
+                return true;
             }
         }
+        if current.is_held() {
+            let observed_time = locked(&self.inner.state).observed_time;
+            if self.clock().now() < observed_time + current.lease_duration() {
+                return true;
+            }
+        }
+        false
+    }
 
-        // 3. Compare-and-swap: renew our term, or start a new one.
+    /// Step 4: the compare-and-swap that renews this elector's term or starts a new one.
+    async fn compare_and_swap(
+        &self,
+        current: &LeaderElectionRecord,
+        version: &Version,
+        term: Option<&Arc<Term>>,
+        at: &Attempt,
+    ) -> Result<bool, LockError> {
+        let id = &*self.inner.identity;
         let renewing = term.is_some() && current.holder_identity == id;
         let record = LeaderElectionRecord {
             holder_identity: id.to_owned(),
-            lease_duration_seconds: lease_secs,
+            lease_duration_seconds: at.lease_secs,
             acquire_time: if renewing {
                 current.acquire_time
             } else {
-                Some(wall)
+                Some(at.wall)
             },
-            renew_time: Some(wall),
+            renew_time: Some(at.wall),
             leader_transitions: if renewing {
                 current.leader_transitions
             } else {
@@ -725,15 +850,39 @@ impl LeaderElector {
             strategy: current.strategy.clone(),
             preferred_holder: current.preferred_holder.clone(),
         };
-        let v2 = lock.update(&version, &record).await?;
+        let v2 = self.inner.config.lock.update(version, &record).await?;
+        if !renewing {
+            self.check_sequence(&v2)?;
+        }
         let token = token_for(&v2, &record);
         self.observe(record, v2);
-        match (&term, renewing) {
-            (Some(t), true) => Ok(self.extend(t, start)),
+        match (term, renewing) {
+            (Some(t), true) => Ok(self.extend(t, at.start)),
             _ => {
-                self.start_term(token, start);
+                self.start_term(token, at.start);
                 Ok(true)
             }
+        }
+    }
+
+    /// Refuses a new term whose version sequence is not above every sequence this elector
+    /// has seen: its fencing token would not exceed an earlier term's (a store that lost its
+    /// data, a counter that was reset).
+    fn check_sequence(&self, written: &Version) -> Result<(), LockError> {
+        let Some(got) = written.sequence() else {
+            return Ok(());
+        };
+        let seen = locked(&self.inner.state).max_sequence;
+        match seen {
+            Some(seen) if got <= seen => {
+                let error = SequenceRegression { seen, got };
+                tracing::error!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, %error, "refusing a new term");
+                Err(LockError::Corrupt {
+                    detail: error.to_string(),
+                    source: Some(Box::new(error)),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -757,6 +906,9 @@ impl LeaderElector {
     fn observe(&self, record: LeaderElectionRecord, version: Version) {
         let now = self.clock().now();
         let mut st = locked(&self.inner.state);
+        if let Some(seq) = version.sequence() {
+            st.max_sequence = Some(st.max_sequence.map_or(seq, |m| m.max(seq)));
+        }
         st.max_transitions = Some(st.max_transitions.map_or(record.leader_transitions, |m| {
             m.max(record.leader_transitions)
         }));

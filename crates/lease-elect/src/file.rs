@@ -1,9 +1,8 @@
 //! A lock in a local file, for several processes on one machine.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,11 +26,18 @@ struct Stored {
 ///   counter that also survives deletes (`"record":null`), so versions carry
 ///   [sequences](Version::sequence) and fencing tokens strictly increase.
 /// - Every write is a read-modify-write under an exclusive OS file lock on `<path>.lock`
-///   (held only for the few microseconds of the write, released by the OS if the process
-///   dies), checking the expected version.
-/// - The new content goes to a temporary file that is fsynced and atomically renamed over
-///   the record, then the directory is fsynced: a crash at any point leaves either the old
-///   or the new record, never a torn one.
+///   (held for the read, one fsync of the new content and the rename; the directory fsync
+///   comes after the release; the OS releases it if the process dies), checking the
+///   expected version. A write that
+///   cannot take the OS lock within the lock timeout (default 500 ms,
+///   [`with_lock_timeout`](FileLock::with_lock_timeout)) fails with a retryable error.
+/// - `<path>.lock` also keeps a floor: the highest version ever written. Versions continue
+///   above it even when the record file is removed, so fencing tokens never go backwards.
+/// - The new content goes to the temporary file `<path>.tmp` (one fixed name, written only
+///   under the OS lock, so a writer killed half-way leaves nothing the next write does not
+///   replace), which is fsynced and atomically renamed over the record; the directory is
+///   fsynced after the OS lock is released. A crash at any point leaves either the old or
+///   the new record, never a torn one.
 /// - A file that does not parse is [`LockError::Corrupt`]: the elector reports it and never
 ///   takes over.
 /// - Waiting candidates poll the file's version every 100 ms (configurable), so a release
@@ -61,7 +67,8 @@ struct FileInner {
     owner_liveness: bool,
     /// The open, OS-locked `<path>.owner` while this handle owns the record (owner liveness).
     owner: Mutex<Option<File>>,
-    tmp_counter: AtomicU64,
+    tmp_path: PathBuf,
+    lock_timeout: Duration,
 }
 
 #[derive(Clone)]
@@ -71,6 +78,7 @@ struct Settings {
     clock: Arc<dyn Clock>,
     poll_interval: Duration,
     owner_liveness: bool,
+    lock_timeout: Duration,
 }
 
 impl std::fmt::Debug for FileLock {
@@ -93,6 +101,7 @@ impl FileLock {
             clock: Arc::new(TokioClock::new()),
             poll_interval: Duration::from_millis(100),
             owner_liveness: false,
+            lock_timeout: Duration::from_millis(500),
         })
     }
 
@@ -101,6 +110,17 @@ impl FileLock {
     pub fn with_poll_interval(self, interval: Duration) -> Self {
         let mut s = self.settings();
         s.poll_interval = interval;
+        Self::build(s)
+    }
+
+    /// Sets how long a write waits for the OS lock on `<path>.lock` (default 500 ms) before
+    /// it fails with a retryable [`LockError::Backend`] whose source is a [`LockBusy`].
+    /// Writers hold that lock for one fsync; only a stopped process or a foreign one holds it
+    /// much longer. Keep it below the elector's attempt timeout.
+    #[must_use]
+    pub fn with_lock_timeout(self, timeout: Duration) -> Self {
+        let mut s = self.settings();
+        s.lock_timeout = timeout;
         Self::build(s)
     }
 
@@ -133,6 +153,7 @@ impl FileLock {
             clock: i.clock.clone(),
             poll_interval: i.poll_interval,
             owner_liveness: i.owner_liveness,
+            lock_timeout: i.lock_timeout,
         }
     }
 
@@ -146,13 +167,14 @@ impl FileLock {
             inner: Arc::new(FileInner {
                 lock_path: sibling(".lock"),
                 owner_path: sibling(".owner"),
+                tmp_path: sibling(".tmp"),
                 path: s.path,
                 identity: s.identity,
                 clock: s.clock,
                 poll_interval: s.poll_interval,
                 owner_liveness: s.owner_liveness,
                 owner: Mutex::new(None),
-                tmp_counter: AtomicU64::new(0),
+                lock_timeout: s.lock_timeout,
             }),
         }
     }
@@ -172,6 +194,33 @@ impl FileLock {
             .await
             .map_err(LockError::retryable)?
     }
+}
+
+/// Another process held the OS lock of a [`FileLock`] for longer than its lock timeout
+/// (the source of a retryable [`LockError::Backend`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{} stayed locked by another process for {waited:?}", path.display())]
+pub struct LockBusy {
+    /// The lock file.
+    pub path: PathBuf,
+    /// How long the write waited.
+    pub waited: Duration,
+}
+
+/// The floor kept in `<path>.lock`: the highest version ever written.
+fn read_floor(file: &mut File) -> Option<u64> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+fn write_floor(file: &mut File, version: u64) {
+    let text = format!("{version:020}\n");
+    // Fixed width: the new content always covers the old one.
+    let _ = file
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| file.write_all(text.as_bytes()));
 }
 
 fn io_error(e: std::io::Error) -> LockError {
@@ -205,18 +254,66 @@ impl FileInner {
         &self,
         f: impl FnOnce(Option<Stored>) -> Result<Stored, LockError>,
     ) -> Result<u64, LockError> {
-        let guard = OpenOptions::new()
+        let mut guard = OpenOptions::new()
             .create(true)
             .truncate(false)
+            .read(true)
             .write(true)
             .open(&self.lock_path)
             .map_err(io_error)?;
-        guard.lock().map_err(io_error)?;
+        self.lock_with_timeout(&guard)?;
+        let floor = read_floor(&mut guard);
         let current = self.read()?;
-        let next = f(current)?;
+        let mut next = f(current)?;
+        // The counter never goes below the floor, even when the record file was removed.
+        if let Some(floor) = floor
+            && next.version <= floor
+        {
+            next.version = floor.checked_add(1).ok_or_else(|| LockError::Corrupt {
+                detail: "the lock file's version floor is at its maximum".into(),
+                source: None,
+            })?;
+        }
         self.write_atomically(&next)?;
+        write_floor(&mut guard, next.version);
         drop(guard); // closing the file releases the OS lock
+        self.sync_dir();
         Ok(next.version)
+    }
+
+    /// Takes the exclusive OS lock on `<path>.lock`, trying for at most the lock timeout: a
+    /// process that holds it for longer (stopped, or not a lease-elect process) makes the
+    /// call fail with a retryable error instead of hanging.
+    fn lock_with_timeout(&self, file: &File) -> Result<(), LockError> {
+        let start = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(()),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => return Err(io_error(e)),
+            }
+            if start.elapsed() >= self.lock_timeout {
+                return Err(LockError::retryable(LockBusy {
+                    path: self.lock_path.clone(),
+                    waited: self.lock_timeout,
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Persists renames in the directory; not every platform can open a directory.
+    fn sync_dir(&self) {
+        if let Some(dir) = self.path.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
     }
 
     /// Takes the owner lock if nobody holds it. `Ok(true)`: this handle holds it now.
@@ -261,33 +358,17 @@ impl FileInner {
 
     fn write_atomically(&self, stored: &Stored) -> Result<(), LockError> {
         let text = serde_json::to_vec(stored).map_err(LockError::permanent)?;
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(
-            ".tmp.{}.{}",
-            std::process::id(),
-            self.tmp_counter.fetch_add(1, Ordering::Relaxed)
-        ));
-        let tmp = PathBuf::from(tmp);
+        // One fixed temporary name, only ever written under the OS lock: a writer killed
+        // half-way leaves at most this file, which the next write replaces and renames away.
+        let tmp = &self.tmp_path;
         let result = (|| {
-            let mut file = File::create(&tmp)?;
+            let mut file = File::create(tmp)?;
             file.write_all(&text)?;
             file.sync_all()?;
-            fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                // Persist the rename; not every platform can open a directory.
-                if let Ok(d) = File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
-            Ok(())
+            fs::rename(tmp, &self.path)
         })();
         if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(tmp);
         }
         result.map_err(io_error)
     }

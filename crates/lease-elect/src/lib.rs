@@ -53,6 +53,13 @@
 //! hundreds of such hours with latency, errors, lost replies, crashes and partitions injected
 //! through [`MemoryLock::faults`] (with [`MemoryLock::with_clock`] for the latency).
 //!
+//! # Seeds
+//! Everything random can be seeded for reproducible tests, with one vocabulary: a builder takes
+//! `seed(u64)` ([`ElectionConfigBuilder::seed`]: the candidates' jitter), and a type configured
+//! in place takes `with_seed(u64)` ([`LeaderForLife::with_seed`]: the backoff's jitter;
+//! [`MemoryLock::with_seed`]: the injected faults). Without a seed, the elector and leader for
+//! life draw one from the OS; a `MemoryLock` uses 0.
+//!
 //! # Safety and its assumptions
 //! A candidate takes over only after it has seen the record unchanged for the lease
 //! duration on its own monotonic clock; a leader stops leading once no renewal started within
@@ -61,11 +68,12 @@
 //! and the lock honours the [`ResourceLock`] contract. Wall clocks may be arbitrarily wrong:
 //! remote timestamps are never compared with local time.
 
+mod change;
 mod clock;
 mod config;
 mod elector;
 mod file;
-mod lfl;
+mod leader_for_life;
 mod lock;
 mod memory;
 mod record;
@@ -76,14 +84,17 @@ pub mod testing;
 /// Re-exported so implementations of [`LeaderCallbacks`] and [`ResourceLock`] need no extra
 /// dependency.
 pub use async_trait::async_trait;
+pub use change::ChangeFeed;
 pub use clock::{Clock, Instant, SimClock, Sleep, TokioClock};
-pub use config::{ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR};
+pub use config::{
+    CLIENT_GO_MARGIN, ConfigError, ElectionConfig, ElectionConfigBuilder, JITTER_FACTOR,
+};
 pub use elector::{
     HealthError, LeaderCallbacks, LeaderElector, LeaderGuard, Leadership, OnLeading, RunOutcome,
-    on_leading,
+    SequenceRegression, on_leading,
 };
-pub use file::FileLock;
-pub use lfl::{Backoff, LeaderForLife};
+pub use file::{FileLock, LockBusy};
+pub use leader_for_life::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
 pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
 pub use record::{LeaderElectionRecord, format_rfc3339, parse_rfc3339};

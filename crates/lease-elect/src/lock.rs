@@ -185,7 +185,11 @@ impl LockError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ElectionEvent {
-    /// This elector became leader for a new term.
+    /// This elector became leader for a new term. Recorded where the term starts, on every
+    /// path that starts one: the `run`/`acquire` loop and also a direct
+    /// `try_acquire_or_renew` (client-go records "became leader" only in its acquire loop,
+    /// after `tryAcquireOrRenew`; here a caller driving the elector by hand gets the event too,
+    /// and the acquire loop does not record it a second time).
     BecameLeader {
         /// The term's fencing token.
         token: FencingToken,
@@ -221,11 +225,18 @@ impl fmt::Display for ElectionEvent {
 ///    when the stored version equals `expected`, and fails with `Conflict` when anybody
 ///    wrote (or deleted) since, or when no record exists. Two concurrent writes based on the
 ///    same version never both succeed.
-/// 2. **Fresh versions.** Every successful `create`/`update` returns a version that differs
-///    from every version the lock returned before (a tag is never reused; after a
-///    delete-and-create either). `get` returns the version of the latest write.
+/// 2. **Fresh versions.** Every successful `create`, and every `update` that changes the
+///    record, returns a version that differs from every version the lock returned before (a
+///    tag is never reused; after a delete-and-create either). An `update` that writes exactly
+///    the stored record (as stored) may return the stored version unchanged: a Kubernetes API
+///    server skips such a write and keeps the `resourceVersion`. The elector never writes an
+///    identical record on renewal (`renewTime` changes), so a renewal always moves the version
+///    on a backend that stores times finer than the retry period, and on every backend with
+///    sequences. `get` returns the version of the latest write.
 /// 3. **Faithful records.** `get` returns exactly the last record written (all fields;
-///    times at least to the second), or `Ok(None)` when there is none.
+///    times at least to the second), or `Ok(None)` when there is none. One exception: a store
+///    that does not know client-go's newer optional fields (`strategy`, `preferredHolder`; a
+///    Kubernetes API server before 1.31) may drop them, and they then read back unset.
 /// 4. **Corruption is an error.** A stored record that cannot be read is reported as
 ///    [`LockError::Corrupt`], never as `Ok(None)` (which would invite a takeover).
 /// 5. **Errors say if a retry helps** ([`LockError::is_retryable`]). A failed write may

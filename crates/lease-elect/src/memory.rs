@@ -253,24 +253,25 @@ impl MemoryLock {
     /// A handle on `store` for the participant `identity`, without faults.
     #[must_use]
     pub fn new(store: &MemoryStore, identity: impl Into<String>) -> Self {
-        Self::with_seed(store, identity, 0)
-    }
-
-    /// Like [`MemoryLock::new`], with the seed of the fault injector's random numbers.
-    #[must_use]
-    pub fn with_seed(store: &MemoryStore, identity: impl Into<String>, seed: u64) -> Self {
         MemoryLock {
             store: store.clone(),
             identity: identity.into(),
             faults: FaultInjector {
                 state: Arc::new(Mutex::new(FaultState {
                     faults: Faults::none(),
-                    rng: SmallRng::seed_from_u64(seed),
+                    rng: SmallRng::seed_from_u64(0),
                 })),
             },
             events: Arc::default(),
             clock: None,
         }
+    }
+
+    /// Seeds the fault injector's random numbers (default 0), for reproducible faults.
+    #[must_use]
+    pub fn with_seed(self, seed: u64) -> Self {
+        locked(&self.faults.state).rng = SmallRng::seed_from_u64(seed);
+        self
     }
 
     /// Sleeps injected latency on `clock` instead of tokio's timers (for simulations that

@@ -310,7 +310,7 @@ async fn leader_loses_leadership_at_the_renew_deadline() {
     let config = ElectionConfig::builder()
         .lock(lock.clone())
         .clock(clock.clone())
-        .rng_seed(1)
+        .seed(1)
         .build()
         .unwrap();
     let le = LeaderElector::new(config);
@@ -418,7 +418,7 @@ async fn candidate_wakes_at_the_exact_expiry_instant() {
         ElectionConfig::builder()
             .lock(lock)
             .clock(SimClock::new())
-            .rng_seed(3)
+            .seed(3)
             .build()
             .unwrap(),
     );
@@ -535,7 +535,7 @@ fn config_validation_in_client_go_order() {
             s(2),
             None,
             ConfigError::MissingLock,
-            "Lock must not be nil",
+            "Lock must not be nil.",
         ),
         (
             15,
@@ -612,11 +612,12 @@ async fn health_check_cases() {
     assert!(leader.check(tolerance).is_ok(), "exactly at the limit");
     SimClock::advance(Duration::from_secs(1)).await;
     let err = leader.check(tolerance).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("failed election to renew leadership on lease memory:t2"),
-        "{err}"
+    // client-go's message exactly; the time since the renewal is a field.
+    assert_eq!(
+        err.to_string(),
+        "failed election to renew leadership on lease memory:t2"
     );
+    assert!(err.since_renew > Duration::from_secs(30));
     // After a release it no longer believes it leads.
     leader.release().await.unwrap();
     assert!(leader.check(tolerance).is_ok());

@@ -186,7 +186,7 @@ async fn memory_lock_release_wakes_waiters_at_once() {
         ElectionConfig::builder()
             .lock(MemoryLock::new(&store, id))
             .clock(SimClock::new())
-            .rng_seed(5)
+            .seed(5)
             .build()
             .unwrap()
     };
@@ -226,7 +226,7 @@ async fn leader_for_life_is_create_only_and_waits_for_the_holder_to_go() {
     let a = LeaderForLife::new(MemoryLock::new(&store, "a")).with_clock(SimClock::new());
     let b = LeaderForLife::new(MemoryLock::new(&store, "b"))
         .with_clock(SimClock::new())
-        .with_rng_seed(9);
+        .with_seed(9);
     let (ga, va) = a.become_leader().await;
     let start = tokio::time::Instant::now();
     let waiter = tokio::spawn(async move {

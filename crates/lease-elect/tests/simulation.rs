@@ -164,7 +164,9 @@ fn spawn(
         offset: Duration::ZERO,
         wall_start: std::time::SystemTime::UNIX_EPOCH,
     };
-    let lock = MemoryLock::with_seed(store, format!("e{i}"), rng.random()).with_clock(network);
+    let lock = MemoryLock::new(store, format!("e{i}"))
+        .with_seed(rng.random())
+        .with_clock(network);
     lock.faults().set(faults.clone());
     let wall = std::time::SystemTime::UNIX_EPOCH
         + Duration::from_secs(SimClock::WALL_START_SECS)
@@ -182,7 +184,7 @@ fn spawn(
         .lease_duration(LEASE)
         .renew_deadline(RENEW)
         .retry_period(RETRY)
-        .rng_seed(rng.random())
+        .seed(rng.random())
         .release_on_cancel(true)
         .build()
         .unwrap();

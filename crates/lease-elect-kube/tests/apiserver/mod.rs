@@ -1,7 +1,14 @@
 //! A small Kubernetes API server on loopback that serves `coordination.k8s.io/v1` Leases the
 //! way the real one does for the calls a lease lock makes: `GET`, `POST` (create, 409
-//! AlreadyExists), `PUT` (replace, 409 Conflict on a stale `resourceVersion`, 404 when
-//! missing) and `DELETE` with a `resourceVersion` precondition. `resourceVersion`s come from
+//! AlreadyExists), `PUT` and `DELETE` with a `resourceVersion` precondition.
+//!
+//! `PUT` follows the real server's update path (the generic registry's `Update` with the Lease
+//! strategy): 409 Conflict on a stale `resourceVersion`; a PUT that changes nothing is a no-op
+//! that keeps the `resourceVersion` (and sends no watch event); a PUT to a missing Lease
+//! creates it (the Lease strategy allows create-on-update), unless the body carries
+//! `metadata.uid`, which is then a failed UID precondition: 409 Conflict. A server started
+//! with [`ApiServer::start_v1_20`] drops the spec fields it does not know (`strategy`,
+//! `preferredHolder`, added in Kubernetes 1.31), as an older API server's decoding does. `resourceVersion`s come from
 //! one counter, as etcd revisions do. Watches (`?watch=true`) on one Lease by
 //! `fieldSelector=metadata.name=..`, from a `resourceVersion` (replaying later changes) or from
 //! now (an `ADDED` event for the current object first), streamed as JSON lines until the
@@ -26,6 +33,8 @@ struct Store {
     /// Every change, for watches that start from an older `resourceVersion`.
     history: Vec<Event>,
     events: tokio::sync::broadcast::Sender<Event>,
+    /// Drop the spec fields a 1.20 API server does not know.
+    v1_20: bool,
 }
 
 /// A change of one Lease, as a watch reports it.
@@ -46,6 +55,7 @@ impl Default for Store {
             uid: 0,
             history: Vec::new(),
             events: tokio::sync::broadcast::channel(1024).0,
+            v1_20: false,
         }
     }
 }
@@ -76,10 +86,24 @@ const PREFIX: &str = "/apis/coordination.k8s.io/v1/namespaces/";
 impl ApiServer {
     /// Starts the server on a free loopback port.
     pub async fn start() -> ApiServer {
+        Self::start_with(Store::default()).await
+    }
+
+    /// Starts a server that behaves as a Kubernetes 1.20 API server for Leases: it drops the
+    /// spec fields added later (`strategy`, `preferredHolder`).
+    pub async fn start_v1_20() -> ApiServer {
+        Self::start_with(Store {
+            v1_20: true,
+            ..Store::default()
+        })
+        .await
+    }
+
+    async fn start_with(store: Store) -> ApiServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let mut server = ApiServer {
-            store: Arc::new(Mutex::new(Store::default())),
+            store: Arc::new(Mutex::new(store)),
             port,
             tasks: None,
         };
@@ -312,6 +336,7 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             if let Some(e) = invalid(&lease) {
                 return e;
             }
+            drop_unknown_fields(&store, &mut lease);
             let key = ((*ns).to_owned(), name.clone());
             if store.leases.contains_key(&key) {
                 return status(
@@ -340,15 +365,37 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             if let Some(e) = invalid(&lease) {
                 return e;
             }
+            drop_unknown_fields(&store, &mut lease);
             let key = ((*ns).to_owned(), (*name).to_owned());
             let revision = store.revision + 1;
-            let Some(current) = store.leases.get_mut(&key) else {
-                return status(
-                    404,
-                    "NotFound",
-                    format!("leases.coordination.k8s.io \"{name}\" not found"),
-                );
-            };
+            if !store.leases.contains_key(&key) {
+                // Create-on-update, unless the body names the object it meant (its uid).
+                if let Some(uid) = lease["metadata"]["uid"].as_str().filter(|u| !u.is_empty()) {
+                    return status(
+                        409,
+                        "Conflict",
+                        format!(
+                            "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": \
+                             Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                        ),
+                    );
+                }
+                store.revision = revision;
+                store.uid += 1;
+                let uid = store.uid;
+                let meta = &mut lease["metadata"];
+                meta["name"] = Value::String((*name).to_owned());
+                meta["namespace"] = Value::String((*ns).to_owned());
+                meta["resourceVersion"] = Value::String(revision.to_string());
+                meta["uid"] = Value::String(format!("00000000-0000-0000-0000-{uid:012}"));
+                meta["creationTimestamp"] = Value::String("2026-11-21T12:00:00Z".to_owned());
+                lease["kind"] = Value::String("Lease".to_owned());
+                lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
+                store.leases.insert(key, lease.clone());
+                store.record(ns, name, "ADDED", lease.clone());
+                return (201, lease);
+            }
+            let current = store.leases.get_mut(&key).expect("checked above");
             let expected = lease["metadata"]["resourceVersion"].as_str();
             if expected != current["metadata"]["resourceVersion"].as_str() {
                 return status(
@@ -365,9 +412,14 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             for field in ["uid", "creationTimestamp", "namespace"] {
                 lease["metadata"][field] = current["metadata"][field].clone();
             }
-            lease["metadata"]["resourceVersion"] = Value::String(revision.to_string());
             lease["kind"] = Value::String("Lease".to_owned());
             lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
+            lease["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+            if without_nulls(&lease) == without_nulls(current) {
+                // Nothing changed: the real server skips the write and keeps the version.
+                return (200, current.clone());
+            }
+            lease["metadata"]["resourceVersion"] = Value::String(revision.to_string());
             *current = lease.clone();
             store.revision = revision;
             store.record(ns, name, "MODIFIED", lease.clone());
@@ -402,6 +454,32 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             )
         }
         _ => status(405, "MethodNotAllowed", format!("{method} {path}")),
+    }
+}
+
+/// A 1.20 server decodes into a LeaseSpec without `strategy` and `preferredHolder`: they are
+/// gone before anything is stored.
+fn drop_unknown_fields(store: &Store, lease: &mut Value) {
+    if store.v1_20
+        && let Some(spec) = lease.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.remove("strategy");
+        spec.remove("preferredHolder");
+    }
+}
+
+/// `value` without `null` object members: the server stores the decoded object, where an
+/// absent field and a `null` one are the same.
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        other => other.clone(),
     }
 }
 

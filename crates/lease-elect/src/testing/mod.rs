@@ -72,6 +72,13 @@ pub trait LockFactory: Send + Sync {
         false
     }
 
+    /// Whether the backend stores client-go's newer optional fields (`strategy`,
+    /// `preferredHolder`). A Kubernetes API server older than 1.31 drops them; the suite then
+    /// checks that they read back unset and that everything else round-trips. Default: `true`.
+    fn keeps_newer_fields(&self) -> bool {
+        true
+    }
+
     /// Makes the stored record of lock `name` unreadable (bad JSON, a value out of range),
     /// so the suite can check that `get` reports [`LockError::Corrupt`](crate::LockError).
     /// Returns `false` when the backend cannot do that (the check is then skipped).

@@ -129,7 +129,7 @@ pub fn sim_config(lock: impl ResourceLock + 'static, lease: u64) -> ElectionConf
         .lease_duration(Duration::from_secs(lease))
         .renew_deadline(Duration::from_secs(lease * 2 / 3))
         .retry_period(Duration::from_secs(lease / 7).max(Duration::from_secs(1)))
-        .rng_seed(7)
+        .seed(7)
         .build()
         .expect("valid config")
 }

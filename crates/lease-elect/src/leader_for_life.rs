@@ -121,9 +121,9 @@ impl LeaderForLife {
         self
     }
 
-    /// Seeds the jitter's random numbers.
+    /// Seeds the jitter's random numbers (for deterministic tests).
     #[must_use]
-    pub fn with_rng_seed(self, seed: u64) -> Self {
+    pub fn with_seed(self, seed: u64) -> Self {
         *locked(&self.rng) = SmallRng::seed_from_u64(seed);
         self
     }

@@ -1,0 +1,673 @@
+//! Fault tests on real servers: three `fault_node` processes per scenario (lease 2 s, renew
+//! deadline 1 s, retry 0.2 s) compete for one lock and, while leading, write to a fenced store
+//! that judges them. Each scenario injects one fault on one backend, `REPS` times, and checks
+//! that no two terms of different nodes were valid at overlapping times, that the store
+//! accepted no stale write, and that a new leader wrote within the bound.
+//!
+//! Every scenario runs concurrently (the suite takes about 20 s). The network backends use the
+//! servers of `scripts/servers.sh` (`LEASE_ELECT_ETCD_ENDPOINT`, `LEASE_ELECT_REDIS_URL`,
+//! `LEASE_ELECT_PG_URL`); a missing server is a failure, never a skip. The Redis restart runs
+//! its own `redis-server` without persistence.
+//!
+//! Run a subset by name: `cargo test -p lease-elect-faults --test faults -- redis`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lease_elect::ResourceLock;
+use lease_elect_faults::node::{Event, Node, NodeSpec};
+use lease_elect_faults::now_us;
+use lease_elect_faults::proxy::{Mode, Proxy};
+use lease_elect_faults::servers::{self, OwnServer};
+use lease_elect_faults::store::{FencedStore, Verdict};
+
+const REPS: usize = 3;
+const NODES: usize = 3;
+/// The longest acceptable time from a fault to the first write of a new term: lease (2 s)
+/// plus the renew deadline and two jittered retries, with room for a loaded machine.
+const RECOVERY_BOUND_MS: f64 = 4_500.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    File,
+    Etcd,
+    Redis,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::File => "file",
+            Backend::Etcd => "etcd",
+            Backend::Redis => "redis",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL the leader.
+    Kill,
+    /// SIGSTOP the leader until another leads, then SIGCONT.
+    Stop,
+    /// Delete the record under the leader.
+    Delete,
+    /// 300 ms added to every round trip of every node, then SIGKILL the leader.
+    Latency,
+    /// The leader's connections swallow everything.
+    Blackhole,
+    /// The leader's connections are closed, and new ones refused, for 1 s.
+    Reset,
+    /// The Redis server restarts without its data.
+    RestartEmpty,
+    /// The server is killed (PostgreSQL: fast shutdown) and restarted 1.5 s later with its
+    /// data; nobody may write from 1 s (the renew deadline) after the stop to the restart.
+    ServerRestart,
+    /// Another process holds the file lock's OS lock for 2.5 s.
+    HeldLock,
+}
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::Kill => "sigkill",
+            Fault::Stop => "sigstop",
+            Fault::Delete => "delete-record",
+            Fault::Latency => "latency-300ms",
+            Fault::Blackhole => "blackhole",
+            Fault::Reset => "reset",
+            Fault::RestartEmpty => "restart-empty",
+            Fault::ServerRestart => "server-restart",
+            Fault::HeldLock => "held-os-lock",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Outcome {
+    name: String,
+    recoveries_ms: Vec<f64>,
+    verdict: Verdict,
+    errors: Vec<String>,
+}
+
+impl Outcome {
+    fn median(&self) -> Option<f64> {
+        let mut v = self.recoveries_ms.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    }
+
+    fn passed(&self) -> bool {
+        self.errors.is_empty() && self.verdict.overlaps == 0 && self.verdict.stale_accepted == 0
+    }
+}
+
+fn env(var: &str) -> Result<String, String> {
+    std::env::var(var).map_err(|_| {
+        format!("{var} is not set: start the servers with `source scripts/servers.sh`")
+    })
+}
+
+/// Splits `scheme://[user@]127.0.0.1:PORT/rest` around the address.
+fn split_url(url: &str) -> Result<(String, SocketAddr, String), String> {
+    let at = url
+        .find("127.0.0.1:")
+        .ok_or_else(|| format!("{url} is not on 127.0.0.1"))?;
+    let rest = &url[at + "127.0.0.1:".len()..];
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let port: u16 = rest[..digits]
+        .parse()
+        .map_err(|_| format!("no port in {url}"))?;
+    Ok((
+        url[..at].to_owned(),
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        rest[digits..].to_owned(),
+    ))
+}
+
+struct Cluster {
+    spec: NodeSpec,
+    /// Per slot: the node's target (through its proxy for the network backends).
+    targets: Vec<String>,
+    proxies: Vec<Proxy>,
+    nodes: Vec<Node>,
+    generation: usize,
+    events: Arc<Mutex<Vec<Event>>>,
+    store: FencedStore,
+    admin: Option<Arc<dyn ResourceLock>>,
+    file: Option<PathBuf>,
+    /// The scenario's own server, for the faults that stop it.
+    server: Option<OwnServer>,
+}
+
+impl Cluster {
+    fn leader_slot(&self) -> Option<usize> {
+        let attempts = self.store.attempts();
+        let last = attempts.iter().rev().find(|a| a.accepted)?;
+        if now_us().saturating_sub(last.checked_us) > 150_000 {
+            return None;
+        }
+        self.nodes.iter().position(|n| n.identity == last.identity)
+    }
+
+    async fn wait_leader(&self, limit: Duration) -> Result<usize, String> {
+        let end = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(slot) = self.leader_slot() {
+                return Ok(slot);
+            }
+            if tokio::time::Instant::now() > end {
+                return Err(format!("no leader wrote within {limit:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_new_term(&self, since_us: u64, limit: Duration) -> Result<f64, String> {
+        let end = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(at) = self.store.first_new_term_write_after(since_us) {
+                #[allow(clippy::cast_precision_loss)]
+                return Ok((at - since_us) as f64 / 1000.0);
+            }
+            if tokio::time::Instant::now() > end {
+                return Err(format!("no new term wrote within {limit:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn replace(&mut self, slot: usize) {
+        self.generation += 1;
+        let identity = format!("n{slot}-{}", self.generation);
+        self.nodes[slot] = Node::start(&self.spec, &self.targets[slot], &identity, &self.events);
+    }
+
+    async fn delete_record(&self) -> Result<(), String> {
+        if let Some(path) = &self.file {
+            // Under the lock file's OS lock, as writers take it: a removal in the middle of a
+            // write would be undone by that write's rename.
+            let path = path.clone();
+            return tokio::task::spawn_blocking(move || {
+                let guard = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(format!("{}.lock", path.display()))
+                    .map_err(|e| format!("open the lock file: {e}"))?;
+                guard.lock().map_err(|e| format!("lock: {e}"))?;
+                std::fs::remove_file(&path).map_err(|e| format!("remove the record: {e}"))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        }
+        let admin = self.admin.as_ref().ok_or("no admin handle")?;
+        for _ in 0..10 {
+            let Some((_, version)) = admin.get().await.map_err(|e| e.to_string())? else {
+                return Err("no record to delete".into());
+            };
+            match admin.delete(&version).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_conflict() => {}
+                Err(e) => return Err(format!("delete: {e}")),
+            }
+        }
+        Err("the record kept changing under the delete".into())
+    }
+}
+
+async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, String> {
+    let store = FencedStore::start().await;
+    let name = format!("faults-{tag}-{}-{}", std::process::id(), now_us());
+    let mut file = None;
+    let mut own = None;
+    let (target, upstream): (String, Option<(String, SocketAddr, String)>) = match backend {
+        _ if matches!(fault, Fault::RestartEmpty | Fault::ServerRestart) => {
+            let server = tokio::task::spawn_blocking(move || match backend {
+                Backend::Redis => servers::redis(fault == Fault::ServerRestart),
+                Backend::Etcd => servers::etcd(),
+                Backend::Postgres => servers::postgres(),
+                Backend::File => Err("no server to restart for a file".to_owned()),
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            let url = server.url.clone();
+            own = Some(server);
+            (url.clone(), Some(split_url(&url)?))
+        }
+        Backend::File => {
+            let dir = std::env::temp_dir().join(&name);
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let path = dir.join("leader.json");
+            file = Some(path.clone());
+            (path.display().to_string(), None)
+        }
+        Backend::Etcd => {
+            let url = env("LEASE_ELECT_ETCD_ENDPOINT")?;
+            (url.clone(), Some(split_url(&url)?))
+        }
+        Backend::Redis => {
+            let url = env("LEASE_ELECT_REDIS_URL")?;
+            (url.clone(), Some(split_url(&url)?))
+        }
+        Backend::Postgres => {
+            let url = env("LEASE_ELECT_PG_URL")?;
+            (url.clone(), Some(split_url(&url)?))
+        }
+    };
+    let mut proxies = Vec::new();
+    let mut targets = Vec::new();
+    for _ in 0..NODES {
+        match &upstream {
+            Some((head, addr, tail)) => {
+                let proxy = Proxy::start(*addr).await;
+                targets.push(format!("{head}127.0.0.1:{}{tail}", proxy.addr().port()));
+                proxies.push(proxy);
+            }
+            None => targets.push(target.clone()),
+        }
+    }
+    let admin: Option<Arc<dyn ResourceLock>> = match backend {
+        Backend::File => None,
+        Backend::Etcd => Some(Arc::new(
+            lease_elect_etcd::EtcdLock::builder([target.as_str()], &name, "admin")
+                .connect()
+                .await
+                .map_err(|e| format!("connect to etcd: {e}"))?,
+        )),
+        Backend::Redis => Some(Arc::new(
+            lease_elect_redis::RedisLock::builder(&target, &name, "admin")
+                .build()
+                .map_err(|e| e.to_string())?,
+        )),
+        Backend::Postgres => Some(Arc::new(
+            lease_elect_postgres::PostgresLock::builder(&target, &name, "admin")
+                .build()
+                .map_err(|e| e.to_string())?,
+        )),
+    };
+    if let Some(admin) = &admin {
+        // Fails early (as an error, not a skip) when the server does not answer; a server of
+        // the scenario's own may still be starting (PostgreSQL answers "starting up" first).
+        let end = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match admin.get().await {
+                Ok(_) => break,
+                Err(e) if e.is_retryable() && tokio::time::Instant::now() < end => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(format!("{} does not answer: {e}", backend.name())),
+            }
+        }
+    }
+    let spec = NodeSpec {
+        program: env!("CARGO_BIN_EXE_fault_node").to_owned(),
+        backend: backend.name().to_owned(),
+        target: target.clone(),
+        name,
+        store: store.addr().to_string(),
+    };
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let nodes = (0..NODES)
+        .map(|i| Node::start(&spec, &targets[i], &format!("n{i}-0"), &events))
+        .collect();
+    Ok(Cluster {
+        spec,
+        targets,
+        proxies,
+        nodes,
+        generation: 0,
+        events,
+        store,
+        admin,
+        file,
+        server: own,
+    })
+}
+
+/// One repetition: inject the fault on the current leader, measure the time to the first
+/// write of a new term, restore.
+async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
+    let leader = c.wait_leader(Duration::from_secs(10)).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let limit = Duration::from_secs(8);
+    let recovery = match fault {
+        Fault::Kill => {
+            let t0 = now_us();
+            c.nodes[leader].kill().await;
+            let r = c.wait_new_term(t0, limit).await;
+            c.replace(leader);
+            r?
+        }
+        Fault::Stop => {
+            let t0 = now_us();
+            c.nodes[leader].signal("STOP");
+            let r = c.wait_new_term(t0, limit).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.nodes[leader].signal("CONT");
+            r?
+        }
+        Fault::Delete => {
+            let t0 = now_us();
+            c.delete_record().await?;
+            c.wait_new_term(t0, limit).await?
+        }
+        Fault::Latency => {
+            for p in &c.proxies {
+                p.set(Mode::Latency(Duration::from_millis(300)));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let t0 = now_us();
+            c.nodes[leader].kill().await;
+            let r = c.wait_new_term(t0, limit).await;
+            for p in &c.proxies {
+                p.set(Mode::Pass);
+            }
+            c.replace(leader);
+            r?
+        }
+        Fault::Blackhole => {
+            let t0 = now_us();
+            c.proxies[leader].set(Mode::Blackhole);
+            let r = c.wait_new_term(t0, limit).await;
+            c.proxies[leader].set(Mode::Pass);
+            c.proxies[leader].reset_connections();
+            r?
+        }
+        Fault::Reset => {
+            let t0 = now_us();
+            c.proxies[leader].set(Mode::Reset);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            c.proxies[leader].set(Mode::Pass);
+            c.wait_new_term(t0, limit).await?
+        }
+        Fault::RestartEmpty => {
+            let server = c.server.as_mut().ok_or("no own server")?;
+            let t0 = now_us();
+            tokio::task::block_in_place(|| -> Result<(), String> {
+                server.process.stop();
+                server
+                    .process
+                    .restart()
+                    .map_err(|e| format!("restart: {e}"))?;
+                server.wait_ready(Duration::from_secs(10))
+            })?;
+            c.wait_new_term(t0, limit).await?
+        }
+        Fault::ServerRestart => {
+            let server = c.server.as_mut().ok_or("no own server")?;
+            let t0 = now_us();
+            tokio::task::block_in_place(|| server.process.stop());
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let restarted = now_us();
+            tokio::task::block_in_place(|| -> Result<(), String> {
+                server
+                    .process
+                    .restart()
+                    .map_err(|e| format!("restart: {e}"))?;
+                server.wait_ready(Duration::from_secs(20))
+            })?;
+            // A term may run until its renew deadline (1 s) after the last renewal, which
+            // came before the stop; after that nobody may write until the server is back.
+            let down_from = t0 + 1_050_000;
+            if let Some(a) = c
+                .store
+                .attempts()
+                .iter()
+                .find(|a| a.accepted && a.checked_us > down_from && a.checked_us < restarted)
+            {
+                return Err(format!(
+                    "{} wrote {} ms after the server stopped",
+                    a.identity,
+                    (a.checked_us - t0) / 1000
+                ));
+            }
+            c.wait_new_term(restarted, limit).await?
+        }
+        Fault::HeldLock => {
+            let path = c.file.as_ref().ok_or("no lock file")?;
+            let lock_path = format!("{}.lock", path.display());
+            let mut holder = tokio::process::Command::new("flock")
+                .args([lock_path.as_str(), "sleep", "2.5"])
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("flock: {e}"))?;
+            holder.wait().await.map_err(|e| e.to_string())?;
+            let released = now_us();
+            c.wait_new_term(released, limit).await?
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(recovery)
+}
+
+async fn scenario(backend: Backend, fault: Fault) -> Outcome {
+    let name = format!("{}/{}", backend.name(), fault.name());
+    let tag = format!("{}-{}", backend.name(), fault.name());
+    let mut outcome = Outcome {
+        name,
+        recoveries_ms: Vec::new(),
+        verdict: Verdict::default(),
+        errors: Vec::new(),
+    };
+    let mut cluster = match setup(backend, fault, &tag).await {
+        Ok(c) => c,
+        Err(e) => {
+            outcome.errors.push(e);
+            return outcome;
+        }
+    };
+    for _ in 0..REPS {
+        match rep(&mut cluster, fault).await {
+            Ok(ms) if ms <= RECOVERY_BOUND_MS => outcome.recoveries_ms.push(ms),
+            Ok(ms) => {
+                outcome.recoveries_ms.push(ms);
+                outcome.errors.push(format!(
+                    "recovery took {ms:.0} ms (bound {RECOVERY_BOUND_MS} ms)"
+                ));
+            }
+            Err(e) => {
+                outcome.errors.push(e);
+                break;
+            }
+        }
+    }
+    for node in &mut cluster.nodes {
+        node.stop().await;
+    }
+    outcome.verdict = cluster.store.verdict();
+    if let Some(path) = &cluster.file {
+        let dir = path.parent().expect("lock dir");
+        let leftovers: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(".tmp"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !leftovers.is_empty() {
+            outcome
+                .errors
+                .push(format!("temporary files left behind: {leftovers:?}"));
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let _ = cluster.events.lock().map(|e| e.len());
+    outcome
+}
+
+/// One call, one round trip: through a proxy adding `LATENCY` to every round trip, a `get`
+/// and an `update` on an open connection each take one `LATENCY`, not two.
+async fn round_trips(backend: Backend) -> Outcome {
+    const LATENCY: Duration = Duration::from_millis(150);
+    let mut outcome = Outcome {
+        name: format!("{}/round-trips", backend.name()),
+        recoveries_ms: Vec::new(),
+        verdict: Verdict::default(),
+        errors: Vec::new(),
+    };
+    let result = async {
+        let var = match backend {
+            Backend::Etcd => "LEASE_ELECT_ETCD_ENDPOINT",
+            Backend::Redis => "LEASE_ELECT_REDIS_URL",
+            Backend::Postgres => "LEASE_ELECT_PG_URL",
+            Backend::File => return Err("no round trips on a file".to_owned()),
+        };
+        let (head, addr, tail) = split_url(&env(var)?)?;
+        let proxy = Proxy::start(addr).await;
+        let url = format!("{head}127.0.0.1:{}{tail}", proxy.addr().port());
+        let name = format!(
+            "faults-rt-{}-{}-{}",
+            backend.name(),
+            std::process::id(),
+            now_us()
+        );
+        let lock: Arc<dyn ResourceLock> = match backend {
+            Backend::Etcd => Arc::new(
+                lease_elect_etcd::EtcdLock::builder([url.as_str()], &name, "a")
+                    .connect()
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            Backend::Redis => Arc::new(
+                lease_elect_redis::RedisLock::builder(&url, &name, "a")
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+            _ => Arc::new(
+                lease_elect_postgres::PostgresLock::builder(&url, &name, "a")
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+        let mut version = lock.create(&record).await.map_err(|e| e.to_string())?;
+        proxy.set(Mode::Latency(LATENCY));
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            lock.get().await.map_err(|e| e.to_string())?;
+            times.push(t.elapsed());
+            let t = std::time::Instant::now();
+            version = lock
+                .update(&version, &record)
+                .await
+                .map_err(|e| e.to_string())?;
+            times.push(t.elapsed());
+        }
+        Ok::<_, String>(times)
+    }
+    .await;
+    match result {
+        Ok(times) => {
+            outcome.recoveries_ms = times.iter().map(|t| t.as_secs_f64() * 1000.0).collect();
+            if let Some(slow) = times.iter().find(|t| **t >= LATENCY * 2) {
+                outcome.errors.push(format!(
+                    "a call took {slow:?}: more than one round trip of {LATENCY:?}"
+                ));
+            }
+        }
+        Err(e) => outcome.errors.push(e),
+    }
+    outcome
+}
+
+fn scenarios() -> Vec<(Backend, Fault)> {
+    let mut all = Vec::new();
+    for fault in [Fault::Kill, Fault::Stop, Fault::Delete, Fault::HeldLock] {
+        all.push((Backend::File, fault));
+    }
+    for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
+        for fault in [
+            Fault::Kill,
+            Fault::Stop,
+            Fault::Delete,
+            Fault::Latency,
+            Fault::Blackhole,
+            Fault::Reset,
+        ] {
+            all.push((backend, fault));
+        }
+    }
+    all.push((Backend::Redis, Fault::RestartEmpty));
+    for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
+        all.push((backend, Fault::ServerRestart));
+    }
+    all
+}
+
+fn main() {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let chosen: Vec<_> = scenarios()
+        .into_iter()
+        .filter(|(b, f)| {
+            let name = format!("{}/{}", b.name(), f.name());
+            filters.is_empty() || filters.iter().any(|x| name.contains(x.as_str()))
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let started = std::time::Instant::now();
+    let outcomes = runtime.block_on(async {
+        let mut handles: Vec<_> = chosen
+            .into_iter()
+            .map(|(b, f)| tokio::spawn(scenario(b, f)))
+            .collect();
+        for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
+            let name = format!("{}/round-trips", backend.name());
+            if filters.is_empty() || filters.iter().any(|x| name.contains(x.as_str())) {
+                handles.push(tokio::spawn(round_trips(backend)));
+            }
+        }
+        let mut outcomes = Vec::new();
+        for h in handles {
+            outcomes.push(h.await.expect("scenario task"));
+        }
+        outcomes
+    });
+    println!(
+        "{:<24} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6}",
+        "scenario", "reps", "median ms", "recoveries ms", "overlaps", "stale", "accepted", "terms"
+    );
+    println!("(round-trips: the times of get and update calls through 150 ms of latency)");
+    let mut failed = 0;
+    for o in &outcomes {
+        let recoveries: Vec<String> = o.recoveries_ms.iter().map(|m| format!("{m:.0}")).collect();
+        println!(
+            "{:<24} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6} {}",
+            o.name,
+            o.recoveries_ms.len(),
+            o.median()
+                .map_or_else(|| "-".to_owned(), |m| format!("{m:.0}")),
+            recoveries.join(","),
+            o.verdict.overlaps,
+            o.verdict.stale_accepted,
+            o.verdict.accepted,
+            o.verdict.terms,
+            if o.passed() { "ok" } else { "FAILED" },
+        );
+        for e in &o.errors {
+            println!("    {}: {e}", o.name);
+        }
+        if !o.passed() {
+            failed += 1;
+        }
+    }
+    println!(
+        "{} scenarios, {failed} failed, {:.1} s",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,182 @@
+//! The safety rules behind the fault tests (`crates/lease-elect-faults`), each checked
+//! deterministically: a vanished record, sequences that go backwards, a paused leader's
+//! guard, the attempt timeout, and FileLock's floor, temporary file and OS-lock timeout.
+
+use std::error::Error as _;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use lease_elect::{
+    ConfigError, ElectionConfig, FileLock, LeaderElectionRecord, LeaderElector, LockBusy,
+    LockError, MemoryLock, MemoryStore, ResourceLock, SequenceRegression, SimClock,
+};
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "lease-elect-safety-{name}-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("leader.json")
+}
+
+fn elector(lock: impl ResourceLock + 'static) -> LeaderElector {
+    LeaderElector::new(
+        ElectionConfig::builder()
+            .lock(lock)
+            .clock(SimClock::new())
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_secs(1))
+            .retry_period(Duration::from_millis(200))
+            .build()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn attempt_timeout_defaults_to_the_renew_deadline_and_may_not_exceed_it() {
+    let store = MemoryStore::new("timeout");
+    let config = ElectionConfig::builder()
+        .lock(MemoryLock::new(&store, "a"))
+        .build()
+        .unwrap();
+    assert_eq!(config.attempt_timeout(), config.renew_deadline());
+    let too_long = ElectionConfig::builder()
+        .lock(MemoryLock::new(&store, "a"))
+        .attempt_timeout(Duration::from_secs(11))
+        .build();
+    assert_eq!(
+        too_long.err(),
+        Some(ConfigError::AttemptTimeoutAboveRenewDeadline)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_vanished_record_is_not_taken_before_the_last_holders_lease_ran_out() {
+    let store = MemoryStore::new("vanish");
+    let a = elector(MemoryLock::new(&store, "a"));
+    let b = elector(MemoryLock::new(&store, "b"));
+    assert!(a.try_acquire_or_renew().await.unwrap());
+    assert!(!b.try_acquire_or_renew().await.unwrap());
+    store.clear();
+    // a's guard is valid for its renew deadline; b waits out the whole lease it saw.
+    SimClock::advance(Duration::from_millis(1500)).await;
+    assert!(
+        !b.try_acquire_or_renew().await.unwrap(),
+        "taken while a's lease ran"
+    );
+    SimClock::advance(Duration::from_millis(600)).await;
+    assert!(b.try_acquire_or_renew().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_sequence_that_went_backwards_starts_no_term() {
+    let path = temp_path("regress");
+    let a = elector(FileLock::new(&path, "a"));
+    for _ in 0..3 {
+        assert!(a.try_acquire_or_renew().await.unwrap());
+    }
+    a.release().await.unwrap();
+    // The record and the floor both vanish: the counter starts again at 1.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(format!("{}.lock", path.display())).unwrap();
+    let err = a.try_acquire_or_renew().await.unwrap_err();
+    let LockError::Corrupt { source, .. } = &err else {
+        panic!("expected a corrupt error, got {err}");
+    };
+    let regression = source
+        .as_deref()
+        .and_then(|s| s.downcast_ref::<SequenceRegression>())
+        .expect("a SequenceRegression source");
+    assert_eq!(regression.got, 1);
+    assert!(regression.seen >= 4, "{regression:?}");
+    assert!(!a.is_leader());
+    assert!(err.source().is_some());
+}
+
+#[tokio::test]
+async fn file_lock_versions_continue_above_the_floor_after_the_record_is_removed() {
+    let path = temp_path("floor");
+    let a = FileLock::new(&path, "a");
+    let mut last = a.create(&rec("a")).await.unwrap();
+    for _ in 0..3 {
+        last = a.update(&last, &rec("a")).await.unwrap();
+    }
+    std::fs::remove_file(&path).unwrap();
+    let recreated = a.create(&rec("a")).await.unwrap();
+    assert!(
+        recreated.sequence() > last.sequence(),
+        "{recreated:?} after {last:?}"
+    );
+    // Only the record and its lock file remain: no temporary file.
+    let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
+}
+
+#[tokio::test]
+async fn file_lock_held_by_another_process_gives_a_retryable_error_in_time() {
+    let path = temp_path("busy");
+    let a = FileLock::new(&path, "a").with_lock_timeout(Duration::from_millis(50));
+    let v = a.create(&rec("a")).await.unwrap();
+    let foreign = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("{}.lock", path.display()))
+        .unwrap();
+    foreign.lock().unwrap();
+    let started = std::time::Instant::now();
+    let err = a.update(&v, &rec("a")).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(err.is_retryable(), "{err}");
+    assert!(err.source().unwrap().downcast_ref::<LockBusy>().is_some());
+    foreign.unlock().unwrap();
+    a.update(&v, &rec("a")).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_reports_the_loss_at_its_deadline_even_if_the_elector_never_runs() {
+    let store = MemoryStore::new("paused");
+    let a = elector(MemoryLock::new(&store, "a"));
+    assert!(a.try_acquire_or_renew().await.unwrap());
+    let guard = a.guard().unwrap();
+    let deadline = Duration::from_secs(1);
+    // Nobody renews (a paused or starved elector): lost() resolves at the renew deadline.
+    tokio::time::timeout(deadline + Duration::from_millis(1), guard.lost())
+        .await
+        .expect("lost() resolves at the deadline");
+    assert!(!guard.is_valid());
+}
+
+fn rec(holder: &str) -> LeaderElectionRecord {
+    LeaderElectionRecord::new(holder, 15, SystemTime::now())
+}
+
+#[test]
+fn client_go_compatible_mode_refuses_a_margin_under_one_second() {
+    let store = MemoryStore::new("margin");
+    let build = |lease: u64, renew_ms: u64, retry_ms: u64, compatible: bool| {
+        ElectionConfig::builder()
+            .lock(MemoryLock::new(&store, "a"))
+            .lease_duration(Duration::from_secs(lease))
+            .renew_deadline(Duration::from_millis(renew_ms))
+            .retry_period(Duration::from_millis(retry_ms))
+            .client_go_compatible(compatible)
+            .build()
+            .err()
+    };
+    // The measured unsafe timing: lease 2 s, renew deadline 1.5 s, retry 0.2 s.
+    assert_eq!(
+        build(2, 1500, 200, true),
+        Some(ConfigError::ClientGoMarginTooSmall)
+    );
+    assert_eq!(build(2, 1500, 200, false), None, "only a warning");
+    assert_eq!(build(2, 1000, 200, true), None, "a margin of 1 s");
+    assert_eq!(build(2, 1500, 1000, true), None, "a retry period of 1 s");
+    assert_eq!(build(15, 10_000, 2000, true), None, "client-go's defaults");
+}
