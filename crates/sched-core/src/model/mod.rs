@@ -4,12 +4,16 @@
 //! so `kubectl get nodes -o json` and `kubectl get pods -A -o json` output deserializes directly.
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
+mod cluster;
 mod load;
+mod load_error;
 mod objects;
 mod quantity;
 mod resources;
 
-pub use load::{LoadError, load_node_list, load_pod_list, parse_node, parse_pod};
+pub use cluster::{Cluster, ClusterObjects, LoadReport, Reason, ReportEntry};
+pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
+pub use load_error::{LoadError, LoadErrorKind, Position};
 pub use objects::*;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::{

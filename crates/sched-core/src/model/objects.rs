@@ -18,16 +18,28 @@ pub struct ObjectMeta {
     #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Namespace (empty for cluster-scoped objects such as nodes).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub namespace: String,
     /// Unique id.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub uid: String,
     /// Labels.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub labels: BTreeMap<String, String>,
     /// Annotations.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub annotations: BTreeMap<String, String>,
     /// Owner references (the controller of a pod, for spreading and prefer-avoid-pods).
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -92,10 +104,16 @@ pub struct NodeSpec {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeStatus {
     /// Total resources of the node.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub capacity: ResourceList,
     /// Resources available for pods (what scheduling uses).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub allocatable: ResourceList,
     /// Conditions (Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable...).
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -158,7 +176,11 @@ pub struct Taint {
     /// Taint key.
     pub key: String,
     /// Taint value (may be empty).
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub value: String,
     /// Effect.
     pub effect: TaintEffect,
@@ -216,13 +238,19 @@ where
 #[serde(rename_all = "camelCase", default)]
 pub struct Toleration {
     /// Key to match (empty with `Exists` matches all keys).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub key: String,
     /// Operator; `Equal` when absent.
     #[serde(deserialize_with = "nullable")]
     pub operator: TolerationOperator,
     /// Value to match with `Equal`.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub value: String,
     /// Effect to match; `None` (empty) matches all effects.
     #[serde(
@@ -255,7 +283,10 @@ pub struct Pod {
 #[serde(rename_all = "camelCase", default)]
 pub struct PodStatus {
     /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub phase: String,
 }
 
@@ -264,10 +295,16 @@ pub struct PodStatus {
 #[serde(rename_all = "camelCase", default)]
 pub struct PodSpec {
     /// The node the pod is bound to (empty while pending).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub node_name: String,
     /// Node selector: every pair must be a label of the node.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub node_selector: BTreeMap<String, String>,
     /// Node affinity, pod affinity and pod anti-affinity.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -282,7 +319,10 @@ pub struct PodSpec {
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<Container>,
     /// Pod overhead (added to the requests).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub overhead: ResourceList,
     /// Volumes.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -291,7 +331,10 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// Scheduler name.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub scheduler_name: String,
     /// How the pod's group spreads across topology domains.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -382,7 +425,10 @@ pub struct Container {
     #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Image reference.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub image: String,
     /// Requests and limits.
     #[serde(deserialize_with = "nullable")]
@@ -408,10 +454,16 @@ impl Container {
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceRequirements {
     /// Requests.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub requests: ResourceList,
     /// Limits.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub limits: ResourceList,
 }
 
@@ -420,7 +472,10 @@ pub struct ResourceRequirements {
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerPort {
     /// Port name.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
     /// Port in the container.
     #[serde(deserialize_with = "nullable")]
@@ -429,10 +484,17 @@ pub struct ContainerPort {
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
     pub host_port: i32,
     /// `TCP` (default), `UDP` or `SCTP`.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub protocol: String,
     /// Host IP to bind (empty = 0.0.0.0).
-    #[serde(deserialize_with = "nullable", rename = "hostIP", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        rename = "hostIP",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub host_ip: String,
 }
 
@@ -620,7 +682,11 @@ pub struct NodeSelectorRequirement {
     /// Operator.
     pub operator: NodeSelectorOperator,
     /// Values.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 
@@ -691,7 +757,10 @@ pub struct WeightedPodAffinityTerm {
 #[serde(rename_all = "camelCase", default)]
 pub struct LabelSelector {
     /// Exact label pairs.
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub match_labels: BTreeMap<String, String>,
     /// Expressions.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -720,7 +789,11 @@ pub struct LabelSelectorRequirement {
     /// Operator.
     pub operator: LabelSelectorOperator,
     /// Values.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 
