@@ -59,7 +59,9 @@ impl Resources {
                 "ephemeral-storage" => {
                     self.ephemeral_storage = self.ephemeral_storage.saturating_add(q.value())
                 }
-                "pods" => self.allowed_pod_number = self.allowed_pod_number.saturating_add(q.value()),
+                "pods" => {
+                    self.allowed_pod_number = self.allowed_pod_number.saturating_add(q.value())
+                }
                 n if is_scalar_resource_name(n) => self.add_scalar(n, q.value()),
                 _ => {}
             }
@@ -128,7 +130,9 @@ impl Resources {
     pub fn add(&mut self, other: &Resources) {
         self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
         self.memory = self.memory.saturating_add(other.memory);
-        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
         self.allowed_pod_number = self
             .allowed_pod_number
             .saturating_add(other.allowed_pod_number);
