@@ -103,7 +103,10 @@ pub fn kubectl_pods_json(min_bytes: usize) -> String {
         }
         let app = ["web", "api", "cart", "search", "worker", "ingest"][i % 6];
         let ns = ["shop", "payments", "search", "data", "kube-system"][i % 5];
-        let hash = format!("{:010x}", (i as u64 / 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24);
+        let hash = format!(
+            "{:010x}",
+            (i as u64 / 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24
+        );
         let hash = &hash[..10];
         let suffix = format!("{:05x}", (i as u64).wrapping_mul(0x2545_f491) & 0xf_ffff);
         let node = format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i % 7, i % 250);
