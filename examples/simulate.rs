@@ -101,10 +101,6 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
-}
-
 /// How a run went: 0 all pods answered, 1 some pod failed with an error.
 enum Outcome {
     Answered,
@@ -132,7 +128,10 @@ fn run() -> Result<Outcome, String> {
         eprintln!("simulate: {line}");
     }
     let policy = match &args.policy {
-        Some(p) => Policy::from_json(&read(p)?).map_err(|e| format!("{p}: {e}"))?,
+        Some(p) => {
+            let bytes = std::fs::read(p).map_err(|e| format!("{p}: {e}"))?;
+            Policy::from_slice(&bytes).map_err(|e| format!("{p}: {e}"))?
+        }
         None => Policy::kube_default(),
     };
     let profile = policy
