@@ -1,7 +1,10 @@
 //! The Kubernetes objects scheduling reads, with Kubernetes' own JSON field names.
 //!
-//! Only the fields the scheduler looks at are modelled; unknown fields in input JSON are ignored,
-//! so `kubectl get nodes -o json` and `kubectl get pods -A -o json` output deserializes directly.
+//! Only the fields the scheduler looks at are modelled; unknown fields in input JSON are ignored
+//! and `null` reads as an absent field, so `kubectl get nodes -o json` and `kubectl get pods -A
+//! -o json` output deserializes directly. [`load_file`] and [`load_bytes`] read such files by
+//! kind ([`Role`]) into [`ClusterObjects`]; [`ClusterObjects::into_cluster`] checks them and
+//! splits the pods, reporting what it leaves out ([`LoadReport`]).
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
 mod cluster;
