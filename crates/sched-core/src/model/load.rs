@@ -370,10 +370,24 @@ impl Ctx<'_> {
             Err(e) => (e.path().to_string(), e.into_inner().to_string()),
             Ok(_) => (String::from("."), first.to_string()),
         };
-        let message = match message.rfind(" at line ") {
+        let mut message = match message.rfind(" at line ") {
             Some(cut) => message[..cut].to_string(),
             None => message,
         };
+        // serde names the private item structs; say what they are.
+        for private in [
+            "NodeItem",
+            "PodItem",
+            "PeekMeta",
+            "Peek",
+            "MapSelectorItem",
+            "MapSelectorSpec",
+            "SelectorItem",
+            "SelectorSpec",
+            "WorkloadMeta",
+        ] {
+            message = message.replace(&format!("struct {private}"), "an object");
+        }
         self.err(LoadErrorKind::Field {
             kind: kind.to_string(),
             at,
@@ -759,6 +773,23 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "x.json: items[0]: Node has an empty metadata.name"
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_field_in_kubernetes_terms() {
+        let err = load_pod_list(r#"[1]"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "items[0]: Pod \"\": field `.`: invalid type: integer `1`, expected an object"
+        );
+        let err = load_pod_list(
+            r#"[{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":{}}}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "items[0]: Pod \"ns/p\": field `spec.containers`: invalid type: map, expected a sequence"
         );
     }
 
