@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use sched_core::model::{
-    ClusterObjects, LoadErrorKind, Position, Reason, Role, TaintEffect, TolerationOperator,
+    ClusterObjects, LeftOut, LoadErrorKind, Position, Role, TaintEffect, TolerationOperator,
     WorkloadKind, load_bytes, load_file, pod_requests,
 };
 use sched_core::policy::Policy;
@@ -87,25 +87,25 @@ fn into_cluster_reports_every_pod_it_leaves_out() {
     assert_eq!(cluster.pending.len(), 1);
     assert_eq!(cluster.pending[0].metadata.name, "web-7d9c5b8f6d-p4k7r");
     let r = &cluster.report;
-    let unknown = r.get(Reason::UnknownNode).unwrap();
+    let unknown = r.get(LeftOut::UnknownNode).unwrap();
     assert_eq!(unknown.count, 1);
     assert_eq!(
         unknown.examples,
         ["shop/cart-5c4b8d9f7-zt6wq (node \"ip-10-0-9-99.eu-west-1.compute.internal\")"]
     );
     assert_eq!(
-        r.get(Reason::DuplicatePod).unwrap().examples,
+        r.get(LeftOut::DuplicatePod).unwrap().examples,
         ["shop/web-7d9c5b8f6d-p4k7r"]
     );
     assert_eq!(
-        r.get(Reason::FinishedPod).unwrap().examples,
+        r.get(LeftOut::FinishedPod).unwrap().examples,
         ["shop/report-28851840-zz9lp"]
     );
     assert_eq!(
-        r.get(Reason::PendingPodBeingDeleted).unwrap().examples,
+        r.get(LeftOut::PendingPodBeingDeleted).unwrap().examples,
         ["shop/web-7d9c5b8f6d-d3x8n"]
     );
-    assert_eq!(r.get(Reason::OtherKind).unwrap().count, 2);
+    assert_eq!(r.get(LeftOut::OtherKind).unwrap().count, 2);
     assert!(r.has_warnings());
     let text = r.to_string();
     assert!(

@@ -183,16 +183,16 @@ impl ClusterObjects {
             }
             let key = pod.key();
             if !seen.insert((pod.metadata.namespace.clone(), pod.metadata.name.clone())) {
-                report.add(Reason::DuplicatePod, key);
+                report.add(LeftOut::DuplicatePod, key);
                 continue;
             }
             if matches!(pod.status.phase.as_str(), "Succeeded" | "Failed") {
-                report.add(Reason::FinishedPod, key);
+                report.add(LeftOut::FinishedPod, key);
                 continue;
             }
             if pod.spec.node_name.is_empty() {
                 if pod.is_terminating() {
-                    report.add(Reason::PendingPodBeingDeleted, key);
+                    report.add(LeftOut::PendingPodBeingDeleted, key);
                 } else {
                     pending.push(pod);
                 }
@@ -200,11 +200,11 @@ impl ClusterObjects {
                 bound.push(pod);
             } else {
                 let example = format!("{key} (node {:?})", pod.spec.node_name);
-                report.add(Reason::UnknownNode, example);
+                report.add(LeftOut::UnknownNode, example);
             }
         }
         for (kind, n) in other_kinds {
-            let entry = report.entry(Reason::OtherKind);
+            let entry = report.entry(LeftOut::OtherKind);
             entry.count += n;
             if entry.examples.len() < LoadReport::EXAMPLES {
                 entry.examples.push(format!("{n} {kind}"));
@@ -242,7 +242,7 @@ pub struct Cluster {
 /// Why objects were left out of a [`Cluster`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
-pub enum Reason {
+pub enum LeftOut {
     /// A pod bound to a node that is not in the cluster (a warning: the files disagree).
     UnknownNode,
     /// A pod whose `namespace/name` was already listed; the first is kept (a warning).
@@ -255,31 +255,31 @@ pub enum Reason {
     FinishedPod,
 }
 
-impl Reason {
+impl LeftOut {
     /// Whether this is worth a warning (`true`) or only a note.
     pub fn is_warning(self) -> bool {
         matches!(
             self,
-            Reason::UnknownNode | Reason::DuplicatePod | Reason::OtherKind
+            LeftOut::UnknownNode | LeftOut::DuplicatePod | LeftOut::OtherKind
         )
     }
 
     fn describe(self, count: usize) -> String {
         let s = if count == 1 { "" } else { "s" };
         match self {
-            Reason::UnknownNode => {
+            LeftOut::UnknownNode => {
                 format!("{count} pod{s} bound to a node that is not in the cluster, left out")
             }
-            Reason::DuplicatePod => {
+            LeftOut::DuplicatePod => {
                 format!("{count} pod{s} listed again, the first kept")
             }
-            Reason::OtherKind => {
+            LeftOut::OtherKind => {
                 format!("{count} object{s} of kinds not read here, left out")
             }
-            Reason::PendingPodBeingDeleted => {
+            LeftOut::PendingPodBeingDeleted => {
                 format!("{count} pending pod{s} being deleted, not scheduled (as kube)")
             }
-            Reason::FinishedPod => format!("{count} finished pod{s} (Succeeded/Failed), left out"),
+            LeftOut::FinishedPod => format!("{count} finished pod{s} (Succeeded/Failed), left out"),
         }
     }
 }
@@ -289,7 +289,7 @@ impl Reason {
 #[non_exhaustive]
 pub struct ReportEntry {
     /// Why.
-    pub reason: Reason,
+    pub reason: LeftOut,
     /// How many objects.
     pub count: usize,
     /// The first [`LoadReport::EXAMPLES`] (`namespace/name`, or `count kind` for other kinds).
@@ -315,7 +315,7 @@ impl LoadReport {
     }
 
     /// The entry for a reason, if it occurred.
-    pub fn get(&self, reason: Reason) -> Option<&ReportEntry> {
+    pub fn get(&self, reason: LeftOut) -> Option<&ReportEntry> {
         self.entries.iter().find(|e| e.reason == reason)
     }
 
@@ -324,7 +324,7 @@ impl LoadReport {
         self.entries.iter().any(|e| e.reason.is_warning())
     }
 
-    fn entry(&mut self, reason: Reason) -> &mut ReportEntry {
+    fn entry(&mut self, reason: LeftOut) -> &mut ReportEntry {
         let i = match self.entries.iter().position(|e| e.reason == reason) {
             Some(i) => i,
             None => {
@@ -339,7 +339,7 @@ impl LoadReport {
         &mut self.entries[i]
     }
 
-    fn add(&mut self, reason: Reason, example: String) {
+    fn add(&mut self, reason: LeftOut, example: String) {
         let e = self.entry(reason);
         e.count += 1;
         if e.examples.len() < Self::EXAMPLES {
@@ -362,7 +362,7 @@ impl fmt::Display for LoadReport {
                 e.reason.describe(e.count),
                 e.examples.join(", ")
             )?;
-            if e.count > e.examples.len() && e.reason != Reason::OtherKind {
+            if e.count > e.examples.len() && e.reason != LeftOut::OtherKind {
                 write!(f, ", ...")?;
             }
             writeln!(f)?;

@@ -14,7 +14,7 @@ mod objects;
 mod quantity;
 mod resources;
 
-pub use cluster::{Cluster, ClusterObjects, LoadReport, Reason, ReportEntry};
+pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
 pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
 pub(crate) use load_error::short as short_name;
 pub use load_error::{LoadError, LoadErrorKind, Position};
