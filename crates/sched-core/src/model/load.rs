@@ -334,7 +334,8 @@ impl Ctx<'_> {
             }
             Role::Mixed => {
                 let peek = self.peek(at, raw)?;
-                let Some(kind) = peek.kind.as_deref().or(list_kind) else {
+                let item_kind = peek.kind.as_deref().filter(|k| !k.is_empty());
+                let Some(kind) = item_kind.or(list_kind) else {
                     return Err(self.err(LoadErrorKind::MissingKind { at }));
                 };
                 match kind {
@@ -406,13 +407,15 @@ impl Ctx<'_> {
         name: impl FnOnce() -> String,
     ) -> Result<(), LoadError> {
         match kind {
-            Some(found) if found != expected => Err(self.err(LoadErrorKind::WrongKind {
-                at,
-                expected,
-                role: self.role,
-                found: short(found),
-                name: name(),
-            })),
+            Some(found) if !found.is_empty() && found != expected => {
+                Err(self.err(LoadErrorKind::WrongKind {
+                    at,
+                    expected,
+                    role: self.role,
+                    found: short(found),
+                    name: name(),
+                }))
+            }
             _ => Ok(()),
         }
     }
@@ -428,10 +431,12 @@ impl Ctx<'_> {
         first: serde_json::Error,
     ) -> LoadError {
         if let Ok(peek) = serde_json::from_str::<Peek<'_>>(raw)
-            && let Err(e) =
-                self.check_kind(peek.kind.as_deref().or(list_kind), expected, at, || {
-                    peek.name()
-                })
+            && let Err(e) = self.check_kind(
+                peek.kind.as_deref().filter(|k| !k.is_empty()).or(list_kind),
+                expected,
+                at,
+                || peek.name(),
+            )
         {
             return e;
         }
@@ -441,9 +446,12 @@ impl Ctx<'_> {
     fn node(&self, list_kind: Option<&str>, at: Position, raw: &str) -> Result<Node, LoadError> {
         let item: NodeItem<'_> = serde_json::from_str(raw)
             .map_err(|e| self.explain::<NodeItem<'_>>(list_kind, "Node", at, raw, e))?;
-        self.check_kind(item.kind.as_deref().or(list_kind), "Node", at, || {
-            display_name(&item.metadata)
-        })?;
+        self.check_kind(
+            item.kind.as_deref().filter(|k| !k.is_empty()).or(list_kind),
+            "Node",
+            at,
+            || display_name(&item.metadata),
+        )?;
         let node = Node {
             metadata: item.metadata,
             spec: item.spec,
@@ -455,9 +463,12 @@ impl Ctx<'_> {
     fn pod(&self, list_kind: Option<&str>, at: Position, raw: &str) -> Result<Pod, LoadError> {
         let item: PodItem<'_> = serde_json::from_str(raw)
             .map_err(|e| self.explain::<PodItem<'_>>(list_kind, "Pod", at, raw, e))?;
-        self.check_kind(item.kind.as_deref().or(list_kind), "Pod", at, || {
-            display_name(&item.metadata)
-        })?;
+        self.check_kind(
+            item.kind.as_deref().filter(|k| !k.is_empty()).or(list_kind),
+            "Pod",
+            at,
+            || display_name(&item.metadata),
+        )?;
         let pod = Pod {
             metadata: item.metadata,
             spec: item.spec,
