@@ -65,8 +65,8 @@ pub enum PolicyError {
     },
     /// A predicate name that is neither built in nor defined by an argument.
     #[error(
-        "`{path}.name`: unknown predicate {short:?}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
-        known.join(", "), short = crate::model::short_name(name))]
+        "`{path}.name`: unknown predicate {short:?}{hint}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
+        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
     UnknownPredicate {
         /// The entry, e.g. `predicates[3]`.
         path: String,
@@ -77,8 +77,8 @@ pub enum PolicyError {
     },
     /// A priority name that is neither built in nor defined by an argument.
     #[error(
-        "`{path}.name`: unknown priority {short:?}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
-        known.join(", "), short = crate::model::short_name(name))]
+        "`{path}.name`: unknown priority {short:?}{hint}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
+        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
     UnknownPriority {
         /// The entry, e.g. `priorities[1]`.
         path: String,
@@ -346,6 +346,14 @@ impl PolicyError {
             | E::InvalidUtf8 { .. }
             | E::Multiple(_) => String::new(),
         }
+    }
+}
+
+/// ` (did you mean "X"?)` when a known name is close to `name`, else nothing.
+fn did_you_mean(name: &str, known: &'static [&'static str]) -> String {
+    match super::schema::suggest(name, known) {
+        Some(s) => format!(" (did you mean {s:?}?)"),
+        None => String::new(),
     }
 }
 

@@ -280,7 +280,10 @@ impl Doc {
 
 /// A valid key that an unknown key probably meant: the same but for letter case (Go's decoder
 /// would take it), else the closest within a small edit distance.
-fn suggest(key: &str, valid: &'static [&'static str]) -> Option<&'static str> {
+pub(crate) fn suggest(key: &str, valid: &'static [&'static str]) -> Option<&'static str> {
+    if key.len() > 200 {
+        return None;
+    }
     if let Some(v) = valid.iter().find(|n| n.eq_ignore_ascii_case(key)) {
         return Some(v);
     }
