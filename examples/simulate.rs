@@ -3,33 +3,44 @@
 //! ```sh
 //! cargo run --release --example simulate -- \
 //!     --cluster examples/data/cluster.json --pods examples/data/pods.json \
+//!     [--objects MIXED.json]... \
 //!     [--policy examples/data/policy-default.json | --config examples/data/scheduler-config.yaml] \
 //!     [--format table|json] [--seed 1] [--top 3]
 //! ```
 //!
-//! `--cluster` is a NodeList (`kubectl get nodes -o json`) and `--pods` a PodList
-//! (`kubectl get pods -A -o json`). Pods bound to a node (spec.nodeName) form the starting
-//! state; pending pods are scheduled in file order, each assumed onto its node before the next,
-//! with the given legacy Policy (kube's default policy when none), or with the profiles of a
-//! `KubeSchedulerConfiguration` (`--config`, kube-scheduler v1.34's plugins): each pod then
-//! uses the profile its `spec.schedulerName` names, and a name no profile has is an error
-//! naming the profiles there are. For each pod the output is
-//! the chosen node with the top nodes' scores per priority, or why it fits nowhere: every
-//! node's reasons and kube's summary line. Runs are deterministic for a given `--seed`.
+//! `--cluster` holds nodes only (`kubectl get nodes -o json`) and `--pods` pods only
+//! (`kubectl get pods -A -o json`); an item of another kind is an error naming the file and
+//! the item. `--objects` (repeatable) takes a file of mixed kinds (`kubectl get
+//! nodes,pods,services,replicasets,statefulsets,replicationcontrollers -A -o json`): its nodes
+//! and pods join the others, its workloads feed spreading, other kinds are counted. What the
+//! load leaves out (pods bound to a missing node, a pod listed twice, finished pods, pending
+//! pods being deleted, other kinds) is printed to stderr with counts and the first names.
+//!
+//! Pods bound to a node (spec.nodeName) form the starting state; pending pods are scheduled in
+//! file order, each assumed onto its node before the next, with the given legacy Policy (kube's
+//! default policy when none), or with the profiles of a `KubeSchedulerConfiguration`
+//! (`--config`, kube-scheduler v1.34's plugins): each pod then uses the profile its
+//! `spec.schedulerName` names, and a name no profile has is reported in the pod's place,
+//! naming the profiles there are. For each pod the output is the chosen node with the top nodes'
+//! scores per priority, or why it fits nowhere: every node's reasons and kube's summary line.
+//! A pod that cannot be scheduled for another reason is reported in its place and the run goes
+//! on. Runs are deterministic for a given `--seed`. Exit status: 0, 1 when a pod failed with an
+//! error, 2 for bad arguments or files.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
-use sched_core::model::{Pod, load_node_list, load_pod_list};
+use sched_core::model::{ClusterObjects, Role, load_file};
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
 struct Args {
-    cluster: String,
-    pods: String,
+    cluster: Option<String>,
+    pods: Option<String>,
+    objects: Vec<String>,
     policy: Option<String>,
     config: Option<String>,
     json: bool,
@@ -38,7 +49,7 @@ struct Args {
 }
 
 fn usage() -> String {
-    "usage: simulate --cluster NODES.json --pods PODS.json \
+    "usage: simulate [--cluster NODES.json] [--pods PODS.json] [--objects MIXED.json]... \
      [--policy POLICY.json | --config KUBE_SCHEDULER_CONFIGURATION.yaml] \
      [--format table|json] [--seed N] [--top K]"
         .into()
@@ -47,6 +58,7 @@ fn usage() -> String {
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut cluster, mut pods, mut policy, mut config) = (None, None, None, None);
+    let mut objects = Vec::new();
     let (mut json, mut seed, mut top) = (false, 1u64, 3usize);
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -56,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
         match a.as_str() {
             "--cluster" => cluster = Some(value("--cluster")?),
             "--pods" => pods = Some(value("--pods")?),
+            "--objects" => objects.push(value("--objects")?),
             "--policy" => policy = Some(value("--policy")?),
             "--config" => config = Some(value("--config")?),
             "--format" => match value("--format")?.as_str() {
@@ -79,6 +92,12 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
     }
+    if cluster.is_none() && objects.is_empty() {
+        return Err(format!(
+            "--cluster or --objects is required (the nodes)\n{}",
+            usage()
+        ));
+    }
     if policy.is_some() && config.is_some() {
         return Err(format!(
             "--policy and --config exclude each other\n{}",
@@ -86,8 +105,9 @@ fn parse_args() -> Result<Args, String> {
         ));
     }
     Ok(Args {
-        cluster: cluster.ok_or_else(|| format!("--cluster is required\n{}", usage()))?,
-        pods: pods.ok_or_else(|| format!("--pods is required\n{}", usage()))?,
+        cluster,
+        pods,
+        objects,
         policy,
         config,
         json,
@@ -96,15 +116,32 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+/// How a run went: 0 all pods answered, 1 some pod failed with an error.
+enum Outcome {
+    Answered,
+    PodErrors,
 }
 
-fn run() -> Result<(), String> {
+fn load(args: &Args) -> Result<ClusterObjects, String> {
+    let mut objects = ClusterObjects::default();
+    let files = args
+        .cluster
+        .iter()
+        .map(|f| (f, Role::Nodes))
+        .chain(args.pods.iter().map(|f| (f, Role::Pods)))
+        .chain(args.objects.iter().map(|f| (f, Role::Mixed)));
+    for (file, role) in files {
+        objects.extend(load_file(file, role).map_err(|e| e.to_string())?);
+    }
+    Ok(objects)
+}
+
+fn run() -> Result<Outcome, String> {
     let args = parse_args()?;
-    let nodes =
-        load_node_list(&read(&args.cluster)?).map_err(|e| format!("{}: {e}", args.cluster))?;
-    let pods = load_pod_list(&read(&args.pods)?).map_err(|e| format!("{}: {e}", args.pods))?;
+    let cluster = load(&args)?.into_cluster().map_err(|e| e.to_string())?;
+    for line in cluster.report.to_string().lines() {
+        eprintln!("simulate: {line}");
+    }
     // (scheduler name, profile, its cache): one profile for a Policy, one per profile of a
     // configuration.
     let mut profiles: Vec<(String, Profile, Cache)> = Vec::new();
@@ -124,7 +161,10 @@ fn run() -> Result<(), String> {
         }
     } else {
         let policy = match &args.policy {
-            Some(p) => Policy::from_json(&read(p)?).map_err(|e| format!("{p}: {e}"))?,
+            Some(p) => {
+                let bytes = std::fs::read(p).map_err(|e| format!("{p}: {e}"))?;
+                Policy::from_slice(&bytes).map_err(|e| format!("{p}: {e}"))?
+            }
             None => Policy::kube_default(),
         };
         let profile = policy
@@ -135,11 +175,11 @@ fn run() -> Result<(), String> {
         profiles.push((String::new(), profile, cache));
     }
     let legacy = args.config.is_none();
-    let (pending, bound): (Vec<Pod>, Vec<Pod>) = pods.into_iter().partition(|p| {
-        p.spec.node_name.is_empty() && !matches!(p.status.phase.as_str(), "Succeeded" | "Failed")
-    });
+    let pending = cluster.pending;
     let mut snapshot =
-        Snapshot::from_objects(nodes, bound).map_err(|e| format!("{}: {e}", args.pods))?;
+        Snapshot::from_objects(cluster.nodes, cluster.bound).map_err(|e| e.to_string())?;
+    snapshot.set_workloads(cluster.workloads);
+    let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();
     let _ = writeln!(
@@ -175,10 +215,14 @@ fn run() -> Result<(), String> {
             .find(|(name, _, _)| legacy || name == wanted)
         else {
             let known: Vec<&str> = profiles.iter().map(|(n, _, _)| n.as_str()).collect();
-            return Err(format!(
-                "{key} asks for scheduler {wanted:?}, which no profile has (profiles: {})",
+            let e = format!(
+                "asks for scheduler {wanted:?}, which no profile has (profiles: {})",
                 known.join(", ")
-            ));
+            );
+            let _ = writeln!(text, "{key} -> error: {e}");
+            results.push(json!({"pod": key, "node": Value::Null, "error": e}));
+            outcome = Outcome::PodErrors;
+            continue;
         };
         let (profile, cache) = (&*profile, cache);
         match profile.schedule_and_assume(cache, pod, &mut snapshot) {
@@ -231,7 +275,11 @@ fn run() -> Result<(), String> {
                 }
                 results.push(json!({"pod": key, "node": Value::Null, "summary": fit.to_string(), "nodes": per_node}));
             }
-            Err(e) => return Err(format!("{key}: {e}")),
+            Err(e) => {
+                let _ = writeln!(text, "{key} -> error: {e}");
+                results.push(json!({"pod": key, "node": Value::Null, "error": e.to_string()}));
+                outcome = Outcome::PodErrors;
+            }
         }
     }
     if args.json {
@@ -243,12 +291,13 @@ fn run() -> Result<(), String> {
     } else {
         print!("{text}");
     }
-    Ok(())
+    Ok(outcome)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Answered) => ExitCode::SUCCESS,
+        Ok(Outcome::PodErrors) => ExitCode::from(1),
         Err(e) => {
             eprintln!("simulate: {e}");
             ExitCode::from(2)

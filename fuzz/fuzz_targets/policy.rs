@@ -155,8 +155,13 @@ fn check_plan(plan: &PolicyPlan) {
     let mut seen = HashSet::new();
     let mut total: i64 = 0;
     for p in plan.priorities() {
+        // A repeated labelPreference or serviceAntiAffinity entry counts again, as in kube.
+        let counts_again = matches!(
+            p.argument,
+            PriorityArgs::LabelPreference { .. } | PriorityArgs::ServiceAntiAffinity { .. }
+        );
         assert!(
-            seen.insert(p.name.as_str()),
+            seen.insert(p.name.as_str()) || counts_again,
             "priority {} listed twice",
             p.name
         );

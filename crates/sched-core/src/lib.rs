@@ -4,8 +4,11 @@
 //!
 //! # Start here
 //! Data flows one way: **model -> snapshot -> profile**, and no module imports one above it.
-//! 1. Load or build nodes and pods ([`model`]): `kubectl get nodes,pods -o json` output
-//!    deserializes directly ([`model::load_node_list`], [`model::load_pod_list`]).
+//! 1. Load or build nodes and pods ([`model`]): [`model::load_file`] reads what kubectl
+//!    writes, by kind (`kubectl get nodes -o json`, `kubectl get pods -A -o json`, or a mixed
+//!    `kubectl get nodes,pods,services -A -o json`), and
+//!    [`model::ClusterObjects::into_cluster`] splits bound and pending pods, reporting what it
+//!    leaves out.
 //! 2. Put them in a [`snapshot::Snapshot`] (bound pods land on their nodes; `assume` and
 //!    `forget` place and remove pending ones).
 //! 3. Compile a [`policy::Policy`] (kube's legacy JSON, or [`policy::Policy::kube_default`])
@@ -22,7 +25,7 @@
 //! use sched_core::policy::Policy;
 //! use sched_core::snapshot::Snapshot;
 //!
-//! let (nodes, running) = benchmark_cluster(20); // or load_node_list / load_pod_list
+//! let (nodes, running) = benchmark_cluster(20); // or model::load_file(..)?.into_cluster()
 //! let mut snapshot = Snapshot::from_objects(nodes, running)?;
 //! let not_node_3 = predicate_fn("NotNode3", |_pod, node| {
 //!     if node.name() == "node-3" { Err(Reason::Custom(1)) } else { Ok(()) }

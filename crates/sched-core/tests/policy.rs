@@ -138,8 +138,8 @@ const KUBE_ARGUMENTS_EXAMPLE: &str = r#"{
     ]
 }"#;
 
-/// kube's example without its two `serviceAffinity` predicates (kube merges the repeated
-/// custom name; sched-core rejects repeated names and has no ServiceAffinity filter).
+/// kube's example without its two `serviceAffinity` predicates (sched-core has no
+/// ServiceAffinity filter).
 fn kube_arguments_example_supported() -> String {
     let mut doc: serde_json::Value = serde_json::from_str(KUBE_ARGUMENTS_EXAMPLE).unwrap();
     let preds = doc["predicates"].as_array_mut().unwrap();
@@ -151,9 +151,15 @@ fn kube_arguments_example_supported() -> String {
 #[test]
 fn kube_policy_with_arguments_what_we_reject_is_named() {
     let (e, msg) = reject(KUBE_ARGUMENTS_EXAMPLE);
+    // Both serviceAffinity predicates are reported at once.
+    assert_eq!(e.problems().len(), 2, "{e:?}");
     assert!(
-        matches!(&e, PolicyError::Unsupported { path, name, .. } if path == "predicates[0].argument.serviceAffinity" && name == "TestZoneAffinity"),
+        matches!(&e.problems()[0], PolicyError::Unsupported { path, name, .. } if path == "predicates[0].argument.serviceAffinity" && name == "TestZoneAffinity"),
         "{e:?}"
+    );
+    assert_eq!(
+        e.problems()[1].path(),
+        "predicates[1].argument.serviceAffinity"
     );
     assert_mentions(
         &msg,
@@ -780,14 +786,14 @@ fn bad_hard_pod_affinity_symmetric_weight() {
 
 #[test]
 fn wrong_kind_or_api_version() {
-    let (e, msg) = reject(r#"{"kind": "KubeSchedulerConfiguration", "apiVersion": "v1"}"#);
+    let (e, msg) = reject(r#"{"kind": "Scheduler", "apiVersion": "v1"}"#);
     assert_eq!(
         e,
         PolicyError::WrongKind {
-            found: "KubeSchedulerConfiguration".into()
+            found: "Scheduler".into()
         }
     );
-    assert_mentions(&msg, &["`kind`", "\"KubeSchedulerConfiguration\""]);
+    assert_mentions(&msg, &["`kind`", "\"Scheduler\""]);
     let (e, msg) = reject(r#"{"kind": "Policy", "apiVersion": "kubescheduler.config.k8s.io/v1"}"#);
     assert!(matches!(e, PolicyError::WrongApiVersion { .. }));
     assert_mentions(
@@ -796,45 +802,105 @@ fn wrong_kind_or_api_version() {
     );
 }
 
+/// A KubeSchedulerConfiguration given as a Policy is named as such (issue 10 reversed the
+/// old `kind` message).
 #[test]
-fn duplicate_names() {
+fn kube_scheduler_configuration_is_named() {
     let (e, msg) = reject(
-        r#"{"predicates": [{"name": "HostName"}, {"name": "NoDiskConflict"}, {"name": "HostName"}]}"#,
+        r#"{"apiVersion": "kubescheduler.config.k8s.io/v1beta1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler"}]}"#,
     );
-    assert_eq!(
-        e,
-        PolicyError::DuplicateName {
-            path: "predicates[2]".into(),
-            what: "predicate",
-            name: "HostName".into(),
-            first: "predicates[0]".into()
-        }
-    );
+    assert!(matches!(e, PolicyError::NotAPolicy { .. }), "{e:?}");
     assert_mentions(
         &msg,
-        &["duplicate predicate name \"HostName\"", "`predicates[0]`"],
+        &[
+            "KubeSchedulerConfiguration",
+            "not a legacy scheduler Policy",
+        ],
     );
+    assert!(!msg.contains("unknown field"), "{msg}");
+    let (e, _) = reject(r#"{"profiles": []}"#);
+    assert!(matches!(e, PolicyError::NotAPolicy { .. }), "{e:?}");
+}
+
+#[test]
+fn duplicate_names_merge_as_kube_merges_them() {
+    let policy = Policy::from_json(
+        r#"{"predicates": [{"name": "HostName"}, {"name": "NoDiskConflict"}, {"name": "HostName"}]}"#,
+    )
+    .unwrap();
+    let plan = policy.plan().unwrap();
+    let names: Vec<&str> = plan.predicates().iter().map(|p| p.name()).collect();
+    assert_eq!(names.iter().filter(|n| **n == "HostName").count(), 1);
     // An alias counts as its target.
-    let (_, msg) =
-        reject(r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "PodFitsPorts"}]}"#);
-    assert_mentions(&msg, &["\"PodFitsPorts\"", "`predicates[1].name`"]);
-    // Custom names too.
-    let (_, msg) = reject(
+    let plan = Policy::from_json(
+        r#"{"predicates": [{"name": "PodFitsHostPorts"}, {"name": "PodFitsPorts"}]}"#,
+    )
+    .unwrap()
+    .plan()
+    .unwrap();
+    assert_eq!(
+        plan.predicates()
+            .iter()
+            .filter(|p| p.name() == "PodFitsHostPorts")
+            .count(),
+        1
+    );
+    // A priority listed twice: one priority, the last weight (kube's map from name to weight).
+    let plan = Policy::from_json(
+        r#"{"priorities": [{"name": "LeastRequestedPriority", "weight": 1},
+            {"name": "ImageLocalityPriority", "weight": 1},
+            {"name": "LeastRequestedPriority", "weight": 5}]}"#,
+    )
+    .unwrap()
+    .plan()
+    .unwrap();
+    let weights: Vec<(&str, i64)> = plan
+        .priorities()
+        .iter()
+        .map(|p| (p.name.as_str(), p.weight))
+        .collect();
+    assert_eq!(
+        weights,
+        [("LeastRequestedPriority", 5), ("ImageLocalityPriority", 1)]
+    );
+    // A custom name twice with the same argument is one predicate.
+    let plan = Policy::from_json(
+        r#"{"predicates": [
+            {"name": "Zone", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}},
+            {"name": "Zone", "argument": {"labelsPresence": {"labels": ["zone"], "presence": true}}}]}"#,
+    )
+    .unwrap()
+    .plan()
+    .unwrap();
+    assert_eq!(
+        plan.predicates()
+            .iter()
+            .filter(|p| p.name() == "Zone")
+            .count(),
+        1
+    );
+    // The same custom name with another argument is a contradiction.
+    let (e, msg) = reject(
         r#"{"predicates": [
             {"name": "Zone", "argument": {"labelsPresence": {"labels": ["zone"]}}},
             {"name": "Zone", "argument": {"labelsPresence": {"labels": ["foo"]}}}]}"#,
     );
-    assert_mentions(&msg, &["duplicate predicate name \"Zone\""]);
-    let (_, msg) = reject(
+    assert_eq!(
+        e,
+        PolicyError::ConflictingDuplicate {
+            path: "predicates[1].argument".into(),
+            what: "predicate",
+            name: "Zone".into(),
+            first: "predicates[0]".into()
+        }
+    );
+    assert_mentions(&msg, &["\"Zone\"", "another argument", "`predicates[0]`"]);
+    // EqualPriority twice is EqualPriority (which v1.20 skips).
+    Policy::from_json(
         r#"{"priorities": [{"name": "EqualPriority", "weight": 1}, {"name": "EqualPriority", "weight": 2}]}"#,
-    );
-    assert_mentions(
-        &msg,
-        &[
-            "duplicate priority name \"EqualPriority\"",
-            "`priorities[1].name`",
-        ],
-    );
+    )
+    .unwrap();
 }
 
 #[test]

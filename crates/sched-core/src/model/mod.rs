@@ -1,16 +1,24 @@
 //! The Kubernetes objects scheduling reads, with Kubernetes' own JSON field names.
 //!
-//! Only the fields the scheduler looks at are modelled; unknown fields in input JSON are ignored,
-//! so `kubectl get nodes -o json` and `kubectl get pods -A -o json` output deserializes directly.
+//! Only the fields the scheduler looks at are modelled; unknown fields in input JSON are ignored
+//! and `null` reads as an absent field, so `kubectl get nodes -o json` and `kubectl get pods -A
+//! -o json` output deserializes directly. [`load_file`] and [`load_bytes`] read such files by
+//! kind ([`Role`]) into [`ClusterObjects`]; [`ClusterObjects::into_cluster`] checks them and
+//! splits the pods, reporting what it leaves out ([`LoadReport`]).
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
+mod cluster;
 mod load;
+mod load_error;
 mod namespace;
 mod objects;
 mod quantity;
 mod resources;
 
-pub use load::{LoadError, load_node_list, load_pod_list, parse_node, parse_pod};
+pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
+pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
+pub(crate) use load_error::short as short_name;
+pub use load_error::{LoadError, LoadErrorKind, Position};
 pub use namespace::Namespace;
 pub use objects::*;
 pub use quantity::{Quantity, QuantityError};

@@ -1,8 +1,9 @@
 //! Node, Pod and the objects inside them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, de};
 
 use super::Quantity;
 
@@ -14,21 +15,34 @@ pub type ResourceList = BTreeMap<String, Quantity>;
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectMeta {
     /// Object name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Namespace (empty for cluster-scoped objects such as nodes).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub namespace: String,
     /// Unique id.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub uid: String,
     /// Labels.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub labels: BTreeMap<String, String>,
     /// Annotations.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub annotations: BTreeMap<String, String>,
     /// Owner references (the controller of a pod, for spreading and prefer-avoid-pods).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
     /// When the object is being deleted, the time its deletion was requested (RFC 3339, as
     /// the API server writes it); `None` for a live object. Spreading skips pods being deleted,
@@ -42,12 +56,16 @@ pub struct ObjectMeta {
 #[serde(rename_all = "camelCase", default)]
 pub struct OwnerReference {
     /// API version of the owner.
+    #[serde(deserialize_with = "nullable")]
     pub api_version: String,
     /// Kind of the owner (`ReplicaSet`, `ReplicationController`, `StatefulSet`, ...).
+    #[serde(deserialize_with = "nullable")]
     pub kind: String,
     /// Name of the owner.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// UID of the owner.
+    #[serde(deserialize_with = "nullable")]
     pub uid: String,
     /// Whether this owner is the managing controller.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,10 +77,13 @@ pub struct OwnerReference {
 #[serde(rename_all = "camelCase", default)]
 pub struct Node {
     /// Metadata: name and labels matter most.
+    #[serde(deserialize_with = "nullable")]
     pub metadata: ObjectMeta,
     /// Spec: taints and the unschedulable flag.
+    #[serde(deserialize_with = "nullable")]
     pub spec: NodeSpec,
     /// Status: capacity, allocatable, conditions, images.
+    #[serde(deserialize_with = "nullable")]
     pub status: NodeStatus,
 }
 
@@ -71,9 +92,10 @@ pub struct Node {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSpec {
     /// Cordoned: no new pods unless they tolerate `node.kubernetes.io/unschedulable`.
+    #[serde(deserialize_with = "nullable")]
     pub unschedulable: bool,
     /// Taints.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
 }
 
@@ -82,16 +104,22 @@ pub struct NodeSpec {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeStatus {
     /// Total resources of the node.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub capacity: ResourceList,
     /// Resources available for pods (what scheduling uses).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub allocatable: ResourceList,
     /// Conditions (Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable...).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<NodeCondition>,
     /// Container images present on the node.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ContainerImage>,
 }
 
@@ -100,9 +128,10 @@ pub struct NodeStatus {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeCondition {
     /// Condition type, e.g. `Ready`, `MemoryPressure`.
-    #[serde(rename = "type")]
+    #[serde(deserialize_with = "nullable", rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
+    #[serde(deserialize_with = "nullable")]
     pub status: String,
 }
 
@@ -111,8 +140,10 @@ pub struct NodeCondition {
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerImage {
     /// Names (tags and digests) of the image.
+    #[serde(deserialize_with = "nullable")]
     pub names: Vec<String>,
     /// Size in bytes.
+    #[serde(deserialize_with = "nullable")]
     pub size_bytes: i64,
 }
 
@@ -145,14 +176,18 @@ pub struct Taint {
     /// Taint key.
     pub key: String,
     /// Taint value (may be empty).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub value: String,
     /// Effect.
     pub effect: TaintEffect,
 }
 
 /// Toleration operator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub enum TolerationOperator {
     /// Key and value must be equal (the default).
     #[default]
@@ -161,20 +196,67 @@ pub enum TolerationOperator {
     Exists,
 }
 
+impl<'de> Deserialize<'de> for TolerationOperator {
+    /// `Equal`, `Exists`, or (as the API server defaults them) `""` and `null` for `Equal`.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s: Option<Cow<'de, str>> = Option::deserialize(d)?;
+        match s.as_deref() {
+            None | Some("" | "Equal") => Ok(TolerationOperator::Equal),
+            Some("Exists") => Ok(TolerationOperator::Exists),
+            Some(other) => Err(de::Error::unknown_variant(other, &["Equal", "Exists"])),
+        }
+    }
+}
+
+/// A toleration's effect: `""` and `null` (any effect, as the API server reads them) are `None`.
+fn empty_effect_is_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TaintEffect>, D::Error> {
+    let s: Option<Cow<'de, str>> = Option::deserialize(d)?;
+    match s.as_deref() {
+        None | Some("") => Ok(None),
+        Some("NoSchedule") => Ok(Some(TaintEffect::NoSchedule)),
+        Some("PreferNoSchedule") => Ok(Some(TaintEffect::PreferNoSchedule)),
+        Some("NoExecute") => Ok(Some(TaintEffect::NoExecute)),
+        Some(other) => Err(de::Error::unknown_variant(
+            other,
+            &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+        )),
+    }
+}
+
+/// A field the API server accepts as `null`: `null` reads as the type's default (Go leaves
+/// the zero value), as an absent field does.
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// A pod toleration (`spec.tolerations[]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Toleration {
     /// Key to match (empty with `Exists` matches all keys).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub key: String,
     /// Operator; `Equal` when absent.
+    #[serde(deserialize_with = "nullable")]
     pub operator: TolerationOperator,
     /// Value to match with `Equal`.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub value: String,
     /// Effect to match; `None` (empty) matches all effects.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        deserialize_with = "empty_effect_is_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub effect: Option<TaintEffect>,
     /// For NoExecute: how long the pod stays bound after the taint appears.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -186,10 +268,13 @@ pub struct Toleration {
 #[serde(rename_all = "camelCase", default)]
 pub struct Pod {
     /// Metadata: name, namespace, labels, owner references.
+    #[serde(deserialize_with = "nullable")]
     pub metadata: ObjectMeta,
     /// Spec: what the pod asks for.
+    #[serde(deserialize_with = "nullable")]
     pub spec: PodSpec,
     /// Status: the phase.
+    #[serde(deserialize_with = "nullable")]
     pub status: PodStatus,
 }
 
@@ -198,7 +283,10 @@ pub struct Pod {
 #[serde(rename_all = "camelCase", default)]
 pub struct PodStatus {
     /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub phase: String,
 }
 
@@ -207,45 +295,58 @@ pub struct PodStatus {
 #[serde(rename_all = "camelCase", default)]
 pub struct PodSpec {
     /// The node the pod is bound to (empty while pending).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub node_name: String,
     /// Node selector: every pair must be a label of the node.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub node_selector: BTreeMap<String, String>,
     /// Node affinity, pod affinity and pod anti-affinity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
     /// Tolerations.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
     /// Containers.
+    #[serde(deserialize_with = "nullable")]
     pub containers: Vec<Container>,
     /// Init containers (run one at a time before the containers).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<Container>,
     /// Pod overhead (added to the requests).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub overhead: ResourceList,
     /// Volumes.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
     /// Priority value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// Scheduler name.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub scheduler_name: String,
     /// How the pod's group spreads across topology domains.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// Pod-level requests and limits (CPU and memory), which replace the containers' sums.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
     /// Gates that keep the pod out of scheduling while any is present.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub scheduling_gates: Vec<PodSchedulingGate>,
     /// Dynamic resource claims (DRA), which this crate does not evaluate.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<PodResourceClaim>,
 }
 
@@ -254,6 +355,7 @@ pub struct PodSpec {
 #[serde(default)]
 pub struct PodSchedulingGate {
     /// The gate's name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
 }
 
@@ -262,6 +364,7 @@ pub struct PodSchedulingGate {
 #[serde(default)]
 pub struct PodResourceClaim {
     /// The claim's name in the pod.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
 }
 
@@ -289,10 +392,13 @@ pub enum NodeInclusionPolicy {
 #[serde(rename_all = "camelCase", default)]
 pub struct TopologySpreadConstraint {
     /// The largest difference allowed between the matching pods of two domains.
+    #[serde(deserialize_with = "nullable")]
     pub max_skew: i32,
     /// The node label whose values are the domains.
+    #[serde(deserialize_with = "nullable")]
     pub topology_key: String,
     /// Filter (`DoNotSchedule`) or score (`ScheduleAnyway`).
+    #[serde(deserialize_with = "nullable")]
     pub when_unsatisfiable: WhenUnsatisfiable,
     /// The pods counted; absent counts none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -301,7 +407,7 @@ pub struct TopologySpreadConstraint {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_domains: Option<i32>,
     /// Keys of the pod's labels whose values are added to the selector.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub match_label_keys: Vec<String>,
     /// Whether the pod's node affinity limits the nodes counted (absent: `Honor`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -316,14 +422,19 @@ pub struct TopologySpreadConstraint {
 #[serde(rename_all = "camelCase", default)]
 pub struct Container {
     /// Container name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Image reference.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub image: String,
     /// Requests and limits.
+    #[serde(deserialize_with = "nullable")]
     pub resources: ResourceRequirements,
     /// Ports (host ports matter for scheduling).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ContainerPort>,
     /// `Always` on an init container makes it a native sidecar (a restartable init container
     /// that keeps running beside the containers).
@@ -343,10 +454,16 @@ impl Container {
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceRequirements {
     /// Requests.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub requests: ResourceList,
     /// Limits.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub limits: ResourceList,
 }
 
@@ -355,18 +472,29 @@ pub struct ResourceRequirements {
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerPort {
     /// Port name.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
     /// Port in the container.
+    #[serde(deserialize_with = "nullable")]
     pub container_port: i32,
     /// Port on the host (0 = none).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
     pub host_port: i32,
     /// `TCP` (default), `UDP` or `SCTP`.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub protocol: String,
     /// Host IP to bind (empty = 0.0.0.0).
-    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        rename = "hostIP",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub host_ip: String,
 }
 
@@ -379,6 +507,7 @@ fn is_zero(v: &i32) -> bool {
 #[serde(rename_all = "camelCase", default)]
 pub struct Volume {
     /// Volume name.
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// GCE persistent disk.
     #[serde(rename = "gcePersistentDisk", skip_serializing_if = "Option::is_none")]
@@ -412,9 +541,10 @@ pub struct Volume {
 #[serde(rename_all = "camelCase", default)]
 pub struct GcePersistentDisk {
     /// Disk name.
-    #[serde(rename = "pdName")]
+    #[serde(deserialize_with = "nullable", rename = "pdName")]
     pub pd_name: String,
     /// Read-only mount.
+    #[serde(deserialize_with = "nullable")]
     pub read_only: bool,
 }
 
@@ -423,9 +553,10 @@ pub struct GcePersistentDisk {
 #[serde(rename_all = "camelCase", default)]
 pub struct AwsElasticBlockStore {
     /// Volume id.
-    #[serde(rename = "volumeID")]
+    #[serde(deserialize_with = "nullable", rename = "volumeID")]
     pub volume_id: String,
     /// Read-only mount.
+    #[serde(deserialize_with = "nullable")]
     pub read_only: bool,
 }
 
@@ -434,12 +565,16 @@ pub struct AwsElasticBlockStore {
 #[serde(rename_all = "camelCase", default)]
 pub struct RbdVolume {
     /// Ceph monitors.
+    #[serde(deserialize_with = "nullable")]
     pub monitors: Vec<String>,
     /// Pool (default `rbd`).
+    #[serde(deserialize_with = "nullable")]
     pub pool: String,
     /// Image name.
+    #[serde(deserialize_with = "nullable")]
     pub image: String,
     /// Read-only mount.
+    #[serde(deserialize_with = "nullable")]
     pub read_only: bool,
 }
 
@@ -448,12 +583,16 @@ pub struct RbdVolume {
 #[serde(rename_all = "camelCase", default)]
 pub struct IscsiVolume {
     /// Target portal.
+    #[serde(deserialize_with = "nullable")]
     pub target_portal: String,
     /// iSCSI qualified name.
+    #[serde(deserialize_with = "nullable")]
     pub iqn: String,
     /// LUN.
+    #[serde(deserialize_with = "nullable")]
     pub lun: i32,
     /// Read-only mount.
+    #[serde(deserialize_with = "nullable")]
     pub read_only: bool,
 }
 
@@ -462,8 +601,10 @@ pub struct IscsiVolume {
 #[serde(rename_all = "camelCase", default)]
 pub struct PersistentVolumeClaimSource {
     /// Claim name.
+    #[serde(deserialize_with = "nullable")]
     pub claim_name: String,
     /// Read-only mount.
+    #[serde(deserialize_with = "nullable")]
     pub read_only: bool,
 }
 
@@ -497,6 +638,7 @@ pub struct NodeAffinity {
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(deserialize_with = "nullable")]
     pub preferred: Vec<PreferredSchedulingTerm>,
 }
 
@@ -505,6 +647,7 @@ pub struct NodeAffinity {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSelector {
     /// Terms; a node matches if it matches any term.
+    #[serde(deserialize_with = "nullable")]
     pub node_selector_terms: Vec<NodeSelectorTerm>,
 }
 
@@ -513,10 +656,10 @@ pub struct NodeSelector {
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSelectorTerm {
     /// Requirements on node labels.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<NodeSelectorRequirement>,
     /// Requirements on node fields (only `metadata.name` is supported, as in Kubernetes).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub match_fields: Vec<NodeSelectorRequirement>,
 }
 
@@ -546,7 +689,11 @@ pub struct NodeSelectorRequirement {
     /// Operator.
     pub operator: NodeSelectorOperator,
     /// Values.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 
@@ -555,8 +702,10 @@ pub struct NodeSelectorRequirement {
 #[serde(rename_all = "camelCase", default)]
 pub struct PreferredSchedulingTerm {
     /// Weight 1..=100.
+    #[serde(deserialize_with = "nullable")]
     pub weight: i32,
     /// The term.
+    #[serde(deserialize_with = "nullable")]
     pub preference: NodeSelectorTerm,
 }
 
@@ -569,12 +718,14 @@ pub struct PodAffinity {
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(deserialize_with = "nullable")]
     pub required: Vec<PodAffinityTerm>,
     /// Soft terms, weighted.
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(deserialize_with = "nullable")]
     pub preferred: Vec<WeightedPodAffinityTerm>,
 }
 
@@ -586,12 +737,13 @@ pub struct PodAffinityTerm {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
     /// Namespaces of those pods (empty = the pod's own namespace, unless a namespace selector is set).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
     /// Selects namespaces by label; an empty selector selects all namespaces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_selector: Option<LabelSelector>,
     /// Node label that defines the topology domain (e.g. `kubernetes.io/hostname`).
+    #[serde(deserialize_with = "nullable")]
     pub topology_key: String,
 }
 
@@ -600,8 +752,10 @@ pub struct PodAffinityTerm {
 #[serde(rename_all = "camelCase", default)]
 pub struct WeightedPodAffinityTerm {
     /// Weight 1..=100.
+    #[serde(deserialize_with = "nullable")]
     pub weight: i32,
     /// The term.
+    #[serde(deserialize_with = "nullable")]
     pub pod_affinity_term: PodAffinityTerm,
 }
 
@@ -610,10 +764,13 @@ pub struct WeightedPodAffinityTerm {
 #[serde(rename_all = "camelCase", default)]
 pub struct LabelSelector {
     /// Exact label pairs.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub match_labels: BTreeMap<String, String>,
     /// Expressions.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
@@ -639,7 +796,11 @@ pub struct LabelSelectorRequirement {
     /// Operator.
     pub operator: LabelSelectorOperator,
     /// Values.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 

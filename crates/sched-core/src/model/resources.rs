@@ -10,8 +10,11 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// Memory assumed for a container that sets no memory request, when spreading by usage (200 MiB).
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
-/// A bundle of resources, as kube-scheduler's `framework.Resource`. Sums use Go's wrapping
-/// int64 arithmetic, so absurd inputs never panic and subtraction exactly undoes addition.
+/// A bundle of resources, as kube-scheduler's `framework.Resource`. Sums saturate at the int64
+/// bounds, so absurd requests never panic nor wrap around into a small or negative request;
+/// subtraction wraps, and undoes an addition that did not saturate (the snapshot refuses a pod
+/// whose requests would saturate a node's sums, see
+/// [`SnapshotError::RequestOverflow`](crate::snapshot::SnapshotError::RequestOverflow)).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     /// CPU in thousandths of a core.
@@ -47,16 +50,18 @@ impl Resources {
         r
     }
 
-    /// Adds a resource list, as kube's `Resource.Add`.
+    /// Adds a resource list, as kube's `Resource.Add` (saturating).
     pub fn add_list(&mut self, list: &ResourceList) {
         for (name, q) in list {
             match name.as_str() {
-                "cpu" => self.milli_cpu = self.milli_cpu.wrapping_add(q.milli_value()),
-                "memory" => self.memory = self.memory.wrapping_add(q.value()),
+                "cpu" => self.milli_cpu = self.milli_cpu.saturating_add(q.milli_value()),
+                "memory" => self.memory = self.memory.saturating_add(q.value()),
                 "ephemeral-storage" => {
-                    self.ephemeral_storage = self.ephemeral_storage.wrapping_add(q.value())
+                    self.ephemeral_storage = self.ephemeral_storage.saturating_add(q.value())
                 }
-                "pods" => self.allowed_pod_number = self.allowed_pod_number.wrapping_add(q.value()),
+                "pods" => {
+                    self.allowed_pod_number = self.allowed_pod_number.saturating_add(q.value())
+                }
                 n if is_scalar_resource_name(n) => self.add_scalar(n, q.value()),
                 _ => {}
             }
@@ -105,10 +110,10 @@ impl Resources {
         }
     }
 
-    /// Adds `v` to a scalar resource.
+    /// Adds `v` to a scalar resource, saturating.
     pub fn add_scalar(&mut self, name: &str, v: i64) {
         match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
-            Ok(i) => self.scalar[i].1 = self.scalar[i].1.wrapping_add(v),
+            Ok(i) => self.scalar[i].1 = self.scalar[i].1.saturating_add(v),
             Err(i) => self.scalar.insert(i, (name.to_string(), v)),
         }
     }
@@ -121,14 +126,16 @@ impl Resources {
         }
     }
 
-    /// Adds another bundle (used to keep node sums).
+    /// Adds another bundle (used to keep node sums), saturating.
     pub fn add(&mut self, other: &Resources) {
-        self.milli_cpu = self.milli_cpu.wrapping_add(other.milli_cpu);
-        self.memory = self.memory.wrapping_add(other.memory);
-        self.ephemeral_storage = self.ephemeral_storage.wrapping_add(other.ephemeral_storage);
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
         self.allowed_pod_number = self
             .allowed_pod_number
-            .wrapping_add(other.allowed_pod_number);
+            .saturating_add(other.allowed_pod_number);
         for (n, v) in &other.scalar {
             self.add_scalar(n, *v);
         }
@@ -154,6 +161,24 @@ impl Resources {
         let mut r = self.clone();
         r.scalar.retain(|(_, v)| *v != 0);
         r
+    }
+
+    /// Whether adding `other` would push any sum past the int64 bounds.
+    pub fn would_overflow(&self, other: &Resources) -> bool {
+        self.milli_cpu.checked_add(other.milli_cpu).is_none()
+            || self.memory.checked_add(other.memory).is_none()
+            || self
+                .ephemeral_storage
+                .checked_add(other.ephemeral_storage)
+                .is_none()
+            || self
+                .allowed_pod_number
+                .checked_add(other.allowed_pod_number)
+                .is_none()
+            || other
+                .scalar
+                .iter()
+                .any(|(n, v)| self.scalar(n).checked_add(*v).is_none())
     }
 
     /// Whether nothing is requested (no CPU, memory, ephemeral storage or scalar resource).
@@ -260,10 +285,10 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
         apply_pod_level(&mut r, &pod_level.requests);
     }
     if let Some(q) = pod.spec.overhead.get("cpu") {
-        r.milli_cpu = r.milli_cpu.wrapping_add(q.milli_value());
+        r.milli_cpu = r.milli_cpu.saturating_add(q.milli_value());
     }
     if let Some(q) = pod.spec.overhead.get("memory") {
-        r.memory = r.memory.wrapping_add(q.value());
+        r.memory = r.memory.saturating_add(q.value());
     }
     (r.milli_cpu, r.memory)
 }
@@ -312,6 +337,23 @@ mod tests {
             pod_non_zero_requests(&pod),
             (DEFAULT_MILLI_CPU_REQUEST, 2 * DEFAULT_MEMORY_REQUEST)
         );
+    }
+
+    #[test]
+    fn huge_requests_saturate_instead_of_wrapping() {
+        let big = container(&[("cpu", "9000000000000000"), ("memory", "8E")]);
+        let pod = Pod {
+            spec: crate::model::PodSpec {
+                containers: vec![big.clone(), big],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = pod_requests(&pod);
+        assert_eq!((r.milli_cpu, r.memory), (i64::MAX, i64::MAX));
+        assert_eq!(pod_non_zero_requests(&pod), (i64::MAX, i64::MAX));
+        assert!(!Resources::default().would_overflow(&r));
+        assert!(r.would_overflow(&Resources::from_list(&list(&[("cpu", "1m")]))));
     }
 
     #[test]

@@ -65,9 +65,8 @@ pub enum PolicyError {
     },
     /// A predicate name that is neither built in nor defined by an argument.
     #[error(
-        "`{path}.name`: unknown predicate {name:?}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
-        known.join(", ")
-    )]
+        "`{path}.name`: unknown predicate {short:?}{hint}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
+        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
     UnknownPredicate {
         /// The entry, e.g. `predicates[3]`.
         path: String,
@@ -78,9 +77,8 @@ pub enum PolicyError {
     },
     /// A priority name that is neither built in nor defined by an argument.
     #[error(
-        "`{path}.name`: unknown priority {name:?}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
-        known.join(", ")
-    )]
+        "`{path}.name`: unknown priority {short:?}{hint}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
+        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
     UnknownPriority {
         /// The entry, e.g. `priorities[1]`.
         path: String,
@@ -90,7 +88,7 @@ pub enum PolicyError {
         known: &'static [&'static str],
     },
     /// A kube-scheduler predicate or priority that this crate does not implement.
-    #[error("`{path}`: {what} {name:?} is not supported by sched-core: {reason}")]
+    #[error("`{path}`: {what} {short:?} is not supported by sched-core: {reason}", short = crate::model::short_name(name))]
     Unsupported {
         /// The entry's `name` field, or the argument member that makes it unsupported.
         path: String,
@@ -102,7 +100,7 @@ pub enum PolicyError {
         reason: &'static str,
     },
     /// A priority weight that is zero or negative.
-    #[error("`{path}.weight`: priority {name:?} must have a positive weight, found {weight}")]
+    #[error("`{path}.weight`: priority {short:?} must have a positive weight, found {weight}", short = crate::model::short_name(name))]
     NonPositiveWeight {
         /// The entry.
         path: String,
@@ -114,8 +112,7 @@ pub enum PolicyError {
     /// Weights so large that weight x 100 (the maximum node score), summed over all priorities,
     /// overflows i64 (kube's MaxTotalScore check).
     #[error(
-        "`{path}.weight`: priority {name:?} with weight {weight} makes the total score (sum of weight x 100) overflow i64"
-    )]
+        "`{path}.weight`: priority {short:?} with weight {weight} makes the total score (sum of weight x 100) overflow i64", short = crate::model::short_name(name))]
     WeightOverflow {
         /// The entry whose weight made the total overflow.
         path: String,
@@ -125,7 +122,7 @@ pub enum PolicyError {
         weight: i64,
     },
     /// A built-in that needs an argument was given none.
-    #[error("`{path}.argument`: {name:?} requires an argument with `{expected}`")]
+    #[error("`{path}.argument`: {short:?} requires an argument with `{expected}`", short = crate::model::short_name(name))]
     MissingArgument {
         /// The entry.
         path: String,
@@ -135,7 +132,7 @@ pub enum PolicyError {
         expected: &'static str,
     },
     /// A built-in that takes no argument was given one.
-    #[error("`{path}.argument`: {name:?} takes no argument")]
+    #[error("`{path}.argument`: {short:?} takes no argument", short = crate::model::short_name(name))]
     UnexpectedArgument {
         /// The entry.
         path: String,
@@ -143,7 +140,7 @@ pub enum PolicyError {
         name: String,
     },
     /// A built-in was given an argument of another kind.
-    #[error("`{path}.argument`: {name:?} requires `{expected}`, found `{found}`")]
+    #[error("`{path}.argument`: {short:?} requires `{expected}`, found `{found}`", short = crate::model::short_name(name))]
     WrongArgument {
         /// The entry.
         path: String,
@@ -196,9 +193,13 @@ pub enum PolicyError {
         /// The value found.
         value: i64,
     },
-    /// The same name twice in one list (aliases count as their target).
-    #[error("`{path}.name`: duplicate {what} name {name:?}, already given at `{first}`")]
-    DuplicateName {
+    /// One name given twice in one list with different arguments (aliases count as their
+    /// target). The same name with the same argument is merged as kube merges it.
+    #[error(
+        "`{path}`: {what} {short:?} is given again with another argument than at `{first}`; give each argument its own name",
+        short = crate::model::short_name(name)
+    )]
+    ConflictingDuplicate {
         /// The second entry.
         path: String,
         /// `predicate` or `priority`.
@@ -209,7 +210,7 @@ pub enum PolicyError {
         first: String,
     },
     /// A custom priority kind that kube allows only once (RequestedToCapacityRatio).
-    #[error("`{path}`: priority {name:?} redeclares {kind}, already declared by {first:?}")]
+    #[error("`{path}`: priority {short:?} redeclares {kind}, already declared by {first:?}", short = crate::model::short_name(name))]
     Redeclared {
         /// The second entry.
         path: String,
@@ -223,8 +224,7 @@ pub enum PolicyError {
     /// Priorities of a kind kube merges (labelPreference, serviceAntiAffinity) with different
     /// weights; kube requires them equal.
     #[error(
-        "`{path}.weight`: {kind} priority {name:?} has weight {weight}, but {first:?} of the same kind has {first_weight}; kube requires equal weights"
-    )]
+        "`{path}.weight`: {kind} priority {short:?} has weight {weight}, but {first:?} of the same kind has {first_weight}; kube requires equal weights", short = crate::model::short_name(name))]
     DifferentWeights {
         /// The later entry.
         path: String,
@@ -242,12 +242,119 @@ pub enum PolicyError {
     /// The scheduler refused the compiled pipeline (validation normally catches this first).
     #[error("building the profile: {0}")]
     Build(#[from] crate::profile::BuildError),
+    /// The document is a `KubeSchedulerConfiguration` (kube-scheduler's component
+    /// configuration), not a Policy.
+    #[error(
+        "this is a KubeSchedulerConfiguration ({found}), kube-scheduler's component configuration, not a legacy scheduler Policy; pass the Policy file it names in `algorithmSource.policy` (kube before v1.23), or write a Policy (`kind: Policy`, `apiVersion: v1`)"
+    )]
+    NotAPolicy {
+        /// What gave it away (`kind`, `apiVersion` or `profiles`).
+        found: String,
+    },
+    /// The bytes start with a UTF-16 byte order mark; a Policy is UTF-8 JSON.
+    #[error(
+        "the policy is UTF-16 ({} byte order mark); it must be UTF-8 (convert it, e.g. with iconv)",
+        if *big_endian { "big-endian" } else { "little-endian" }
+    )]
+    Utf16 {
+        /// Whether the mark is big-endian.
+        big_endian: bool,
+    },
+    /// The bytes are not UTF-8.
+    #[error("the policy is not valid UTF-8 at byte offset {offset} (line {line})")]
+    InvalidUtf8 {
+        /// Offset of the first bad byte.
+        offset: usize,
+        /// 1-based line of that byte.
+        line: usize,
+    },
+    /// Several problems, in document order (each is one of the other variants). See
+    /// [`PolicyError::problems`].
+    #[error("{} problems in the policy:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
+    Multiple(Vec<PolicyError>),
     /// Non-empty `extenders`: this crate has no HTTP extender client.
     #[error("`extenders`: HTTP extenders are not supported (found {count}); remove them")]
     ExtendersUnsupported {
         /// How many were given.
         count: usize,
     },
+}
+
+impl PolicyError {
+    /// Every problem: the list of [`PolicyError::Multiple`], else this error alone.
+    pub fn problems(&self) -> &[PolicyError] {
+        match self {
+            PolicyError::Multiple(all) => all,
+            one => std::slice::from_ref(one),
+        }
+    }
+
+    /// One error for a list of problems: the problem itself when there is one, else
+    /// [`PolicyError::Multiple`] (nested lists flattened).
+    pub(crate) fn from_problems(problems: Vec<PolicyError>) -> PolicyError {
+        let mut flat: Vec<PolicyError> = Vec::with_capacity(problems.len());
+        for p in problems {
+            match p {
+                PolicyError::Multiple(inner) => flat.extend(inner),
+                one => flat.push(one),
+            }
+        }
+        if flat.len() == 1 {
+            flat.remove(0)
+        } else {
+            PolicyError::Multiple(flat)
+        }
+    }
+
+    /// The JSON path of the field the problem is about (`priorities[2].weight`; empty for the
+    /// whole document, and for [`PolicyError::Multiple`]).
+    pub fn path(&self) -> String {
+        use PolicyError as E;
+        match self {
+            E::UnknownField { path, field, .. } => {
+                if path.is_empty() {
+                    field.clone()
+                } else {
+                    format!("{path}.{field}")
+                }
+            }
+            E::MissingField { path, .. }
+            | E::InvalidValue { path, .. }
+            | E::UnknownPredicate { path, .. }
+            | E::UnknownPriority { path, .. }
+            | E::Unsupported { path, .. }
+            | E::NonPositiveWeight { path, .. }
+            | E::WeightOverflow { path, .. }
+            | E::MissingArgument { path, .. }
+            | E::UnexpectedArgument { path, .. }
+            | E::WrongArgument { path, .. }
+            | E::ArgumentCount { path, .. }
+            | E::InvalidArgument { path, .. }
+            | E::InvalidShape { path, .. }
+            | E::ConflictingDuplicate { path, .. }
+            | E::Redeclared { path, .. }
+            | E::DifferentWeights { path, .. } => path.clone(),
+            E::WrongKind { .. } => "kind".into(),
+            E::WrongApiVersion { .. } => "apiVersion".into(),
+            E::PercentageOutOfRange { .. } => "percentageOfNodesToScore".into(),
+            E::HardPodAffinityWeightOutOfRange { .. } => "hardPodAffinitySymmetricWeight".into(),
+            E::ExtendersUnsupported { .. } => "extenders".into(),
+            E::Json { .. }
+            | E::Build(_)
+            | E::NotAPolicy { .. }
+            | E::Utf16 { .. }
+            | E::InvalidUtf8 { .. }
+            | E::Multiple(_) => String::new(),
+        }
+    }
+}
+
+/// ` (did you mean "X"?)` when a known name is close to `name`, else nothing.
+fn did_you_mean(name: &str, known: &'static [&'static str]) -> String {
+    match super::schema::suggest(name, known) {
+        Some(s) => format!(" (did you mean {s:?}?)"),
+        None => String::new(),
+    }
 }
 
 /// Renders "at `path`" or "at the top level".

@@ -41,10 +41,15 @@
 //! - aliases: `PodFitsPorts` is `PodFitsHostPorts`.
 //!
 //! Parsing is strict where kube's is lenient: an unknown key at any level is an error that names
-//! its path and lists the valid keys (Go's decoder ignores unknown keys and matches keys
-//! case-insensitively), an unknown name is an error listing the known ones, and a name given
-//! twice is an error (kube merges repeated custom predicate names and keeps the last weight of a
-//! repeated priority).
+//! its path, lists the valid keys and suggests the one probably meant (Go's decoder ignores
+//! unknown keys and matches keys case-insensitively), and an unknown name is an error listing
+//! the known ones. Every problem of a document is reported at once, in document order.
+//!
+//! A name listed twice is merged as kube v1.20 merges it: predicates are a set (the same name
+//! with the same argument is one predicate), priorities a map from name to weight (the last
+//! weight wins); a labelPreference or serviceAntiAffinity entry listed again counts again, as
+//! kube appends its label once per entry. Only the same name with a different argument is
+//! refused ([`PolicyError::ConflictingDuplicate`]).
 //!
 //! # Validation (kube's rules)
 //!
@@ -86,6 +91,7 @@ mod compile;
 mod document;
 mod error;
 mod names;
+mod parse;
 mod plan;
 mod schema;
 
@@ -145,49 +151,59 @@ impl FeatureGates {
 }
 
 impl Policy {
-    /// Parses and validates a Policy document.
+    /// Parses and validates a Policy document (a leading byte order mark is skipped).
+    ///
+    /// Every problem is reported at once, in document order, each with its JSON path: one
+    /// problem is returned as itself, several as [`PolicyError::Multiple`] (see
+    /// [`PolicyError::problems`]).
+    ///
+    /// ```
+    /// use sched_core::policy::{Policy, PolicyError};
+    /// let err = Policy::from_json(r#"{"predicates": [{"name": "HostName"}, {"nmae": "x"}],
+    ///     "priorities": [{"name": "LeastRequestedPriority", "weight": 0}]}"#).unwrap_err();
+    /// let paths: Vec<String> = err.problems().iter().map(PolicyError::path).collect();
+    /// assert_eq!(paths, ["predicates[1]", "predicates[1].nmae", "priorities[0]"]);
+    /// assert!(err.to_string().contains("did you mean `name`?"));
+    /// ```
     ///
     /// # Errors
     /// A [`PolicyError`] naming the offending field and value: bad JSON, unknown or missing key,
-    /// wrong value type, unknown name, bad weight, bad argument (see the variants).
+    /// wrong value type, unknown name, bad weight, bad argument (see the variants), or a
+    /// `KubeSchedulerConfiguration` given as a Policy ([`PolicyError::NotAPolicy`]).
     pub fn from_json(json: &str) -> Result<Policy, PolicyError> {
-        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-            let mut message = e.to_string();
-            if let Some(at) = message.rfind(" at line ") {
-                message.truncate(at);
+        parse::parse(json.strip_prefix('\u{feff}').unwrap_or(json))
+    }
+
+    /// [`Policy::from_json`] on the bytes of a file: a UTF-8 byte order mark is skipped, a
+    /// UTF-16 one and invalid UTF-8 are errors of their own.
+    ///
+    /// # Errors
+    /// As [`Policy::from_json`], plus [`PolicyError::Utf16`] and [`PolicyError::InvalidUtf8`].
+    pub fn from_slice(bytes: &[u8]) -> Result<Policy, PolicyError> {
+        let (body, skipped) = match bytes {
+            [0xEF, 0xBB, 0xBF, rest @ ..] => (rest, 3),
+            [0xFE, 0xFF, ..] | [0xFF, 0xFE, ..] => {
+                return Err(PolicyError::Utf16 {
+                    big_endian: bytes[0] == 0xFE,
+                });
             }
-            PolicyError::Json {
-                message,
-                line: e.line(),
-                column: e.column(),
-            }
-        })?;
-        if !value.is_object() {
-            return Err(PolicyError::InvalidValue {
-                path: String::new(),
-                message: format!(
-                    "a Policy is a JSON object, found {}",
-                    schema::json_type(&value)
-                ),
-            });
-        }
-        schema::check_keys(&value)?;
-        let policy: Policy = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            PolicyError::InvalidValue {
-                path: if path == "." { String::new() } else { path },
-                message: e.into_inner().to_string(),
+            _ => (bytes, 0),
+        };
+        let text = std::str::from_utf8(body).map_err(|e| {
+            let at = e.valid_up_to();
+            PolicyError::InvalidUtf8 {
+                offset: at + skipped,
+                line: body[..at].iter().filter(|b| **b == b'\n').count() + 1,
             }
         })?;
-        policy.plan()?;
-        Ok(policy)
+        parse::parse(text)
     }
 
     /// Validates the Policy and resolves it into the built-ins to construct, in order, with
     /// kube v1.20's default feature gates.
     ///
     /// # Errors
-    /// A [`PolicyError`] for the first rule the document breaks.
+    /// A [`PolicyError`] for every rule the document breaks.
     pub fn plan(&self) -> Result<PolicyPlan, PolicyError> {
         self.plan_with(FeatureGates::default())
     }
@@ -195,7 +211,7 @@ impl Policy {
     /// [`Policy::plan`] under these feature gates.
     ///
     /// # Errors
-    /// A [`PolicyError`] for the first rule the document breaks.
+    /// A [`PolicyError`] for every rule the document breaks.
     pub fn plan_with(&self, gates: FeatureGates) -> Result<PolicyPlan, PolicyError> {
         plan::plan(self, gates)
     }

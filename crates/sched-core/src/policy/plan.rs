@@ -177,36 +177,56 @@ fn entry(list: &str, i: usize) -> String {
 
 /// Validates a Policy and resolves it into a plan, under these feature gates.
 pub(crate) fn plan(policy: &Policy, gates: FeatureGates) -> Result<PolicyPlan, PolicyError> {
+    plan_indexed(policy, gates, None, None)
+}
+
+/// [`plan`], every problem reported; `predicate_index` and `priority_index` give each list
+/// entry's index in the document (entries that failed to parse are not in the lists).
+pub(crate) fn plan_indexed(
+    policy: &Policy,
+    gates: FeatureGates,
+    predicate_index: Option<&[usize]>,
+    priority_index: Option<&[usize]>,
+) -> Result<PolicyPlan, PolicyError> {
+    let mut problems = Vec::new();
     if let Some(kind) = &policy.kind
         && kind != "Policy"
     {
-        return Err(PolicyError::WrongKind {
-            found: kind.clone(),
+        problems.push(PolicyError::WrongKind {
+            found: crate::model::short_name(kind),
         });
     }
     if let Some(v) = &policy.api_version
         && v != "v1"
     {
-        return Err(PolicyError::WrongApiVersion { found: v.clone() });
+        problems.push(PolicyError::WrongApiVersion {
+            found: crate::model::short_name(v),
+        });
     }
     if let Some(ext) = &policy.extenders
         && !ext.is_empty()
     {
-        return Err(PolicyError::ExtendersUnsupported { count: ext.len() });
+        problems.push(PolicyError::ExtendersUnsupported { count: ext.len() });
     }
-    let percentage = match policy.percentage_of_nodes_to_score {
-        None => 0,
-        Some(v) => u8::try_from(v)
-            .ok()
-            .filter(|p| *p <= 100)
-            .ok_or(PolicyError::PercentageOutOfRange { value: v })?,
-    };
     let hard_weight = match policy.hard_pod_affinity_symmetric_weight {
         None | Some(0) => 1,
         Some(v) => i32::try_from(v)
             .ok()
             .filter(|w| (0..=100).contains(w))
-            .ok_or(PolicyError::HardPodAffinityWeightOutOfRange { value: v })?,
+            .unwrap_or_else(|| {
+                problems.push(PolicyError::HardPodAffinityWeightOutOfRange { value: v });
+                1
+            }),
+    };
+    let percentage = match policy.percentage_of_nodes_to_score {
+        None => 0,
+        Some(v) => u8::try_from(v)
+            .ok()
+            .filter(|p| *p <= 100)
+            .unwrap_or_else(|| {
+                problems.push(PolicyError::PercentageOutOfRange { value: v });
+                0
+            }),
     };
 
     let predicates = match &policy.predicates {
@@ -214,7 +234,7 @@ pub(crate) fn plan(policy: &Policy, gates: FeatureGates) -> Result<PolicyPlan, P
             .iter()
             .map(|k| PredicateSpec::Builtin(*k))
             .collect(),
-        Some(list) => plan_predicates(list)?,
+        Some(list) => plan_predicates(list, predicate_index, &mut problems),
     };
     let priorities = match &policy.priorities {
         None => DEFAULT_PRIORITIES
@@ -226,8 +246,11 @@ pub(crate) fn plan(policy: &Policy, gates: FeatureGates) -> Result<PolicyPlan, P
                 argument: PriorityArgs::None,
             })
             .collect(),
-        Some(list) => plan_priorities(list)?,
+        Some(list) => plan_priorities(list, priority_index, &mut problems),
     };
+    if !problems.is_empty() {
+        return Err(PolicyError::from_problems(problems));
+    }
     let (priorities, spread_system_defaults) = as_kube_v1_20_runs(priorities, gates);
     Ok(PolicyPlan {
         predicates,
@@ -289,22 +312,36 @@ fn as_kube_v1_20_runs(specs: Vec<PrioritySpec>, gates: FeatureGates) -> (Vec<Pri
     (merged, true)
 }
 
-fn plan_predicates(list: &[PredicatePolicy]) -> Result<Vec<PredicateSpec>, PolicyError> {
+/// The predicates to build. kube v1.20 keeps a Policy's predicates as a set of names: a name
+/// listed again with the same argument is the same predicate (merged here); with another
+/// argument it is refused as a contradiction.
+fn plan_predicates(
+    list: &[PredicatePolicy],
+    index: Option<&[usize]>,
+    problems: &mut Vec<PolicyError>,
+) -> Vec<PredicateSpec> {
     let mut specs: Vec<(usize, PredicateSpec)> = Vec::with_capacity(list.len() + 2);
-    let mut seen: Vec<(String, usize)> = Vec::with_capacity(list.len());
-    for (i, p) in list.iter().enumerate() {
+    for (pos, p) in list.iter().enumerate() {
+        let i = index.and_then(|m| m.get(pos).copied()).unwrap_or(pos);
         let path = entry("predicates", i);
-        let spec = resolve_predicate(&path, p)?;
-        let key = spec.name().to_string();
-        if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
-            return Err(PolicyError::DuplicateName {
-                path,
-                what: "predicate",
-                name: p.name.clone(),
-                first: entry("predicates", *first),
-            });
+        let spec = match resolve_predicate(&path, p) {
+            Ok(spec) => spec,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        if let Some((first, first_spec)) = specs.iter().find(|(_, s)| s.name() == spec.name()) {
+            if *first_spec != spec {
+                problems.push(PolicyError::ConflictingDuplicate {
+                    path: format!("{path}.argument"),
+                    what: "predicate",
+                    name: p.name.clone(),
+                    first: entry("predicates", *first),
+                });
+            }
+            continue;
         }
-        seen.push((key, i));
         specs.push((i, spec));
     }
     for m in MANDATORY_PREDICATES {
@@ -314,7 +351,7 @@ fn plan_predicates(list: &[PredicatePolicy]) -> Result<Vec<PredicateSpec>, Polic
     }
     // Stable: custom predicates of one kind keep their document order.
     specs.sort_by_key(|(i, s)| (s.kind(), *i));
-    Ok(specs.into_iter().map(|(_, s)| s).collect())
+    specs.into_iter().map(|(_, s)| s).collect()
 }
 
 fn set_members<const N: usize>(
@@ -488,62 +525,77 @@ fn kind_for_member(member: &str) -> PriorityKind {
     }
 }
 
-fn plan_priorities(list: &[PriorityPolicy]) -> Result<Vec<PrioritySpec>, PolicyError> {
-    let mut specs: Vec<PrioritySpec> = Vec::with_capacity(list.len());
-    let mut total: i64 = 0;
-    for (i, p) in list.iter().enumerate() {
+/// The priorities to build, as kube v1.20 reads the list: a map from name to weight, so a
+/// name listed again with the same argument is one priority with the last weight; a
+/// labelPreference or serviceAntiAffinity entry listed again counts again (kube appends its
+/// label to the plugin's list once per entry); the same name with another argument is refused.
+fn plan_priorities(
+    list: &[PriorityPolicy],
+    index: Option<&[usize]>,
+    problems: &mut Vec<PolicyError>,
+) -> Vec<PrioritySpec> {
+    let mut specs: Vec<(usize, PrioritySpec)> = Vec::with_capacity(list.len());
+    for (pos, p) in list.iter().enumerate() {
+        let i = index.and_then(|m| m.get(pos).copied()).unwrap_or(pos);
         let path = entry("priorities", i);
-        let spec = resolve_priority(&path, p)?;
-        if let Some(first) = specs.iter().position(|s| s.name == spec.name) {
-            return Err(PolicyError::DuplicateName {
-                path,
-                what: "priority",
-                name: p.name.clone(),
-                first: entry("priorities", first),
-            });
-        }
+        let spec = match resolve_priority(&path, p) {
+            Ok(spec) => spec,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
         if p.weight <= 0 {
-            return Err(PolicyError::NonPositiveWeight {
+            problems.push(PolicyError::NonPositiveWeight {
                 path,
                 name: p.name.clone(),
                 weight: p.weight,
             });
+            continue;
         }
-        total = p
-            .weight
-            .checked_mul(MAX_NODE_SCORE)
-            .and_then(|w| total.checked_add(w))
-            .ok_or_else(|| PolicyError::WeightOverflow {
-                path: path.clone(),
-                name: p.name.clone(),
-                weight: p.weight,
-            })?;
+        if let Some((first, first_spec)) = specs.iter_mut().find(|(_, s)| s.name == spec.name) {
+            if first_spec.argument != spec.argument {
+                problems.push(PolicyError::ConflictingDuplicate {
+                    path: format!("{path}.argument"),
+                    what: "priority",
+                    name: p.name.clone(),
+                    first: entry("priorities", *first),
+                });
+                continue;
+            }
+            if matches!(spec.argument, PriorityArgs::None) {
+                // kube: priorityKeys[name] = weight; the last weight wins.
+                first_spec.weight = spec.weight;
+                continue;
+            }
+        }
         match &spec.argument {
             PriorityArgs::RequestedToCapacityRatio(_) => {
-                if let Some(first) = specs
+                if let Some((_, first)) = specs
                     .iter()
-                    .find(|s| matches!(s.argument, PriorityArgs::RequestedToCapacityRatio(_)))
+                    .find(|(_, s)| matches!(s.argument, PriorityArgs::RequestedToCapacityRatio(_)))
                 {
-                    return Err(PolicyError::Redeclared {
+                    problems.push(PolicyError::Redeclared {
                         path,
                         name: p.name.clone(),
                         kind: "RequestedToCapacityRatio",
                         first: first.name.clone(),
                     });
+                    continue;
                 }
             }
             PriorityArgs::LabelPreference { .. } | PriorityArgs::ServiceAntiAffinity { .. } => {
-                let same_kind = |s: &&PrioritySpec| {
-                    std::mem::discriminant(&s.argument) == std::mem::discriminant(&spec.argument)
+                let same_kind = |s: &&(usize, PrioritySpec)| {
+                    std::mem::discriminant(&s.1.argument) == std::mem::discriminant(&spec.argument)
                 };
-                if let Some(first) = specs.iter().find(same_kind)
+                if let Some((_, first)) = specs.iter().find(same_kind)
                     && first.weight != spec.weight
                 {
                     let kind = match spec.argument {
                         PriorityArgs::LabelPreference { .. } => "labelPreference",
                         _ => "serviceAntiAffinity",
                     };
-                    return Err(PolicyError::DifferentWeights {
+                    problems.push(PolicyError::DifferentWeights {
                         path,
                         name: p.name.clone(),
                         kind,
@@ -551,13 +603,32 @@ fn plan_priorities(list: &[PriorityPolicy]) -> Result<Vec<PrioritySpec>, PolicyE
                         first: first.name.clone(),
                         first_weight: first.weight,
                     });
+                    continue;
                 }
             }
             PriorityArgs::None => {}
         }
-        specs.push(spec);
+        specs.push((i, spec));
     }
-    Ok(specs)
+    let mut total: i64 = 0;
+    for (i, s) in &specs {
+        match s
+            .weight
+            .checked_mul(MAX_NODE_SCORE)
+            .and_then(|w| total.checked_add(w))
+        {
+            Some(t) => total = t,
+            None => {
+                problems.push(PolicyError::WeightOverflow {
+                    path: entry("priorities", *i),
+                    name: s.name.clone(),
+                    weight: s.weight,
+                });
+                break;
+            }
+        }
+    }
+    specs.into_iter().map(|(_, s)| s).collect()
 }
 
 fn resolve_priority(path: &str, p: &PriorityPolicy) -> Result<PrioritySpec, PolicyError> {

@@ -132,30 +132,208 @@ static RESOURCE_SPEC: Schema = Schema {
     required: &["name"],
 };
 
-/// Checks every object's keys against the Policy layout. Values of the wrong JSON type are left
-/// for serde to report.
-pub(crate) fn check_keys(doc: &Value) -> Result<(), PolicyError> {
-    let mut path = String::new();
-    check_object(doc, &POLICY, &mut path)
+/// A JSON document with its objects' keys in document order (serde_json's `Value` sorts
+/// them), so that problems are reported in the order a reader meets them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Doc {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Number(serde_json::Number),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<Doc>),
+    /// An object, keys in document order.
+    Object(Vec<(String, Doc)>),
 }
 
-fn check_object(v: &Value, schema: &'static Schema, path: &mut String) -> Result<(), PolicyError> {
-    let Value::Object(map) = v else {
-        return Ok(());
+impl<'de> serde::Deserialize<'de> for Doc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Doc, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Doc;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Doc, E> {
+                Ok(Doc::Null)
+            }
+            fn visit_none<E>(self) -> Result<Doc, E> {
+                Ok(Doc::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Doc, E> {
+                Ok(Doc::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Doc, E> {
+                Ok(Doc::Number(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Doc, E> {
+                Ok(Doc::Number(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Doc, E> {
+                serde_json::Number::from_f64(v)
+                    .map(Doc::Number)
+                    .ok_or_else(|| E::custom("a number that is not finite"))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Doc, E> {
+                Ok(Doc::String(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Doc, E> {
+                Ok(Doc::String(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Doc, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = a.next_element()? {
+                    items.push(item);
+                }
+                Ok(Doc::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Doc, A::Error> {
+                let mut fields: Vec<(String, Doc)> = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, Doc>()? {
+                    // A repeated key: the last value wins, as in serde_json and Go.
+                    match fields.iter_mut().find(|(key, _)| *key == k) {
+                        Some(slot) => slot.1 = v,
+                        None => fields.push((k, v)),
+                    }
+                }
+                Ok(Doc::Object(fields))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Doc {
+    /// The same document as a serde_json `Value`.
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Doc::Null => Value::Null,
+            Doc::Bool(b) => Value::Bool(*b),
+            Doc::Number(n) => Value::Number(n.clone()),
+            Doc::String(s) => Value::String(s.clone()),
+            Doc::Array(items) => Value::Array(items.iter().map(Doc::to_value).collect()),
+            Doc::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value of a key of an object.
+    pub(crate) fn get(&self, key: &str) -> Option<&Doc> {
+        match self {
+            Doc::Object(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// "a string", "an array", ... for messages.
+    pub(crate) fn json_type(&self) -> &'static str {
+        match self {
+            Doc::Null => "null",
+            Doc::Bool(_) => "a boolean",
+            Doc::Number(_) => "a number",
+            Doc::String(_) => "a string",
+            Doc::Array(_) => "an array",
+            Doc::Object(_) => "an object",
+        }
+    }
+
+    /// Every path in the document, in document order (`""` for the top, `a.b`, `a[0]`).
+    pub(crate) fn paths(&self) -> Vec<String> {
+        fn walk(d: &Doc, path: &mut String, out: &mut Vec<String>) {
+            out.push(path.clone());
+            match d {
+                Doc::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        let len = path.len();
+                        path.push_str(&format!("[{i}]"));
+                        walk(item, path, out);
+                        path.truncate(len);
+                    }
+                }
+                Doc::Object(fields) => {
+                    for (k, v) in fields {
+                        let len = path.len();
+                        if !path.is_empty() {
+                            path.push('.');
+                        }
+                        path.push_str(k);
+                        walk(v, path, out);
+                        path.truncate(len);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut String::new(), &mut out);
+        out
+    }
+}
+
+/// A valid key that an unknown key probably meant: the same but for letter case (Go's decoder
+/// would take it), else the closest within a small edit distance.
+pub(crate) fn suggest(key: &str, valid: &'static [&'static str]) -> Option<&'static str> {
+    if key.len() > 200 {
+        return None;
+    }
+    if let Some(v) = valid.iter().find(|n| n.eq_ignore_ascii_case(key)) {
+        return Some(v);
+    }
+    let lower = key.to_ascii_lowercase();
+    valid
+        .iter()
+        .map(|n| (edit_distance(&lower, &n.to_ascii_lowercase()), *n))
+        .filter(|(d, n)| *d <= 2.max(n.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance (keys are short).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Checks every object's keys against the Policy layout and returns every problem, in
+/// document order. Values of the wrong JSON type are left for serde to report.
+pub(crate) fn check_keys(doc: &Doc) -> Vec<PolicyError> {
+    let mut path = String::new();
+    let mut out = Vec::new();
+    check_object(doc, &POLICY, &mut path, &mut out);
+    out
+}
+
+fn check_object(v: &Doc, schema: &'static Schema, path: &mut String, out: &mut Vec<PolicyError>) {
+    let Doc::Object(fields) = v else {
+        return;
     };
-    for (key, value) in map {
+    for (key, value) in fields {
         let Some(i) = schema.names.iter().position(|n| n == key) else {
-            let suggestion = schema
-                .names
-                .iter()
-                .copied()
-                .find(|n| n.eq_ignore_ascii_case(key));
-            return Err(PolicyError::UnknownField {
+            out.push(PolicyError::UnknownField {
                 path: path.clone(),
-                field: key.clone(),
+                field: crate::model::short_name(key),
                 valid: schema.names,
-                suggestion,
+                suggestion: suggest(key, schema.names),
             });
+            continue;
         };
         let len = path.len();
         if !path.is_empty() {
@@ -165,68 +343,54 @@ fn check_object(v: &Value, schema: &'static Schema, path: &mut String) -> Result
         match &schema.children[i] {
             Leaf => {}
             Object(child) => match value {
-                Value::Null => {}
-                Value::Object(_) => check_object(value, child, path)?,
-                other => return Err(not_an_object(path, child, other)),
+                Doc::Null => {}
+                Doc::Object(_) => check_object(value, child, path, out),
+                other => out.push(not_an_object(path, child, other)),
             },
             ListOf(child) => match value {
-                Value::Null => {}
-                Value::Array(items) => {
+                Doc::Null => {}
+                Doc::Array(items) => {
                     for (j, item) in items.iter().enumerate() {
                         let len = path.len();
                         path.push_str(&format!("[{j}]"));
-                        if !item.is_object() {
-                            return Err(not_an_object(path, child, item));
+                        if item.json_type() == "an object" {
+                            check_object(item, child, path, out);
+                        } else {
+                            out.push(not_an_object(path, child, item));
                         }
-                        check_object(item, child, path)?;
                         path.truncate(len);
                     }
                 }
-                other => {
-                    return Err(PolicyError::InvalidValue {
-                        path: path.clone(),
-                        message: format!(
-                            "expected a list of objects with fields {}, found {}",
-                            child.names.join(", "),
-                            json_type(other)
-                        ),
-                    });
-                }
+                other => out.push(PolicyError::InvalidValue {
+                    path: path.clone(),
+                    message: format!(
+                        "expected a list of objects with fields {}, found {}",
+                        child.names.join(", "),
+                        other.json_type()
+                    ),
+                }),
             },
         }
         path.truncate(len);
     }
     for &field in schema.required {
-        if !map.contains_key(field) {
-            return Err(PolicyError::MissingField {
+        if !fields.iter().any(|(k, _)| k == field) {
+            out.push(PolicyError::MissingField {
                 path: path.clone(),
                 field,
             });
         }
     }
-    Ok(())
 }
 
-fn not_an_object(path: &str, schema: &Schema, found: &Value) -> PolicyError {
+fn not_an_object(path: &str, schema: &Schema, found: &Doc) -> PolicyError {
     PolicyError::InvalidValue {
         path: path.to_string(),
         message: format!(
             "expected an object with fields {}, found {}",
             schema.names.join(", "),
-            json_type(found)
+            found.json_type()
         ),
-    }
-}
-
-/// "a string", "an array", ... for messages.
-pub(crate) fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -259,12 +423,12 @@ mod tests {
 
     #[test]
     fn nested_unknown_key_names_its_path() {
-        let doc: Value = serde_json::from_str(
+        let doc: Doc = serde_json::from_str(
             r#"{"priorities":[{"name":"a","weight":1},{"name":"b","weight":1,
                 "argument":{"requestedToCapacityRatioArguments":{"shape":[{"utilization":0,"score":0,"x":1}]}}}]}"#,
         )
         .unwrap();
-        let err = check_keys(&doc).unwrap_err();
+        let err = check_keys(&doc).remove(0);
         assert_eq!(
             err,
             PolicyError::UnknownField {
@@ -278,8 +442,8 @@ mod tests {
 
     #[test]
     fn case_only_difference_is_suggested() {
-        let doc: Value = serde_json::from_str(r#"{"Predicates":[]}"#).unwrap();
-        let err = check_keys(&doc).unwrap_err();
+        let doc: Doc = serde_json::from_str(r#"{"Predicates":[]}"#).unwrap();
+        let err = check_keys(&doc).remove(0);
         assert!(
             err.to_string().contains("did you mean `predicates`?"),
             "{err}"
@@ -287,10 +451,29 @@ mod tests {
     }
 
     #[test]
+    fn typos_are_suggested_and_all_keys_checked_in_document_order() {
+        let doc: Doc = serde_json::from_str(
+            r#"{"priorites":[], "predicates":[{"nmae":"x"}], "kind":"Policy", "alwaysCheckAllPredicate":true}"#,
+        )
+        .unwrap();
+        let errs = check_keys(&doc);
+        let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errs.len(), 4, "{text:?}");
+        assert!(text[0].contains("did you mean `priorities`?"), "{text:?}");
+        assert!(text[1].contains("did you mean `name`?"), "{text:?}");
+        assert!(text[2].contains("missing field `name`"), "{text:?}");
+        assert!(
+            text[3].contains("did you mean `alwaysCheckAllPredicates`?"),
+            "{text:?}"
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
     fn missing_required_key() {
-        let doc: Value = serde_json::from_str(r#"{"priorities":[{"name":"a"}]}"#).unwrap();
+        let doc: Doc = serde_json::from_str(r#"{"priorities":[{"name":"a"}]}"#).unwrap();
         assert_eq!(
-            check_keys(&doc).unwrap_err(),
+            check_keys(&doc).remove(0),
             PolicyError::MissingField {
                 path: "priorities[0]".into(),
                 field: "weight"

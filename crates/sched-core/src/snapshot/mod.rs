@@ -41,6 +41,15 @@ pub enum SnapshotError {
     /// The node has no name.
     #[error("a node has an empty metadata.name")]
     UnnamedNode,
+    /// Adding the pod would push the node's summed requests past the int64 maximum (requests
+    /// near it are absurd; they are refused rather than wrapped into a small sum).
+    #[error("pod {pod:?} on node {node:?}: the node's summed requests would overflow int64")]
+    RequestOverflow {
+        /// The pod's `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+    },
 }
 
 /// All nodes with their pods, in a stable order, plus a name index and the shared tables the
@@ -457,6 +466,18 @@ impl Snapshot {
 
     /// Adds a pod's info to the node at index `i`.
     fn add_info_at(&mut self, info: PodInfo, i: usize) -> Result<(), SnapshotError> {
+        let node = &self.infos[i];
+        let (cpu, memory) = node.non_zero_requested();
+        let (pod_cpu, pod_memory) = info.non_zero_requests();
+        if node.requested().would_overflow(info.requests())
+            || cpu.checked_add(pod_cpu).is_none()
+            || memory.checked_add(pod_memory).is_none()
+        {
+            return Err(SnapshotError::RequestOverflow {
+                pod: info.key().to_string(),
+                node: node.name().to_string(),
+            });
+        }
         match self.pod_node.entry(info.key().to_string()) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 return Err(SnapshotError::DuplicatePod(e.key().clone()));
