@@ -11,8 +11,9 @@
 //! `--cluster` holds nodes only (`kubectl get nodes -o json`) and `--pods` pods only
 //! (`kubectl get pods -A -o json`); an item of another kind is an error naming the file and
 //! the item. `--objects` (repeatable) takes a file of mixed kinds (`kubectl get
-//! nodes,pods,services,replicasets,statefulsets,replicationcontrollers -A -o json`): its nodes
-//! and pods join the others, its workloads feed spreading, other kinds are counted. What the
+//! nodes,pods,services,replicasets,statefulsets,replicationcontrollers,namespaces -A -o json`):
+//! its nodes and pods join the others, its workloads feed spreading, its namespaces' labels
+//! feed pod affinity's `namespaceSelector`, other kinds are counted. What the
 //! load leaves out (pods bound to a missing node, a pod listed twice, finished pods, pending
 //! pods being deleted, other kinds) is printed to stderr with counts and the first names.
 //!
@@ -34,7 +35,7 @@ use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguratio
 use sched_core::model::{ClusterObjects, Role, load_file};
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
-use sched_core::snapshot::Snapshot;
+use sched_core::snapshot::{NamespaceLabels, Snapshot};
 use serde_json::{Value, json};
 
 struct Args {
@@ -179,6 +180,9 @@ fn run() -> Result<Outcome, String> {
     let mut snapshot =
         Snapshot::from_objects(cluster.nodes, cluster.bound).map_err(|e| e.to_string())?;
     snapshot.set_workloads(cluster.workloads);
+    let mut namespaces = NamespaceLabels::new();
+    namespaces.extend_from(&cluster.namespaces);
+    snapshot.set_namespace_labels(namespaces);
     let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();

@@ -266,3 +266,38 @@ fn a_missing_file_is_an_io_error_naming_it() {
     assert!(matches!(err.kind(), LoadErrorKind::Io(_)));
     assert!(err.file().unwrap().ends_with("no-such-file.json"));
 }
+
+#[test]
+fn namespaces_are_read_for_namespace_selectors() {
+    let objects = load_bytes(
+        "cluster.json",
+        br#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "payments", "labels": {"team": "payments",
+                          "kubernetes.io/metadata.name": "payments"}},
+             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": null}}
+        ]}"#,
+        Role::Mixed,
+    )
+    .unwrap();
+    assert!(objects.other_kinds.is_empty());
+    let cluster = objects.into_cluster().unwrap();
+    let names: Vec<&str> = cluster
+        .namespaces
+        .iter()
+        .map(|n| n.metadata.name.as_str())
+        .collect();
+    assert_eq!(names, ["payments", "default"]);
+    let mut labels = sched_core::snapshot::NamespaceLabels::new();
+    labels.extend_from(&cluster.namespaces);
+    assert_eq!(labels.labels_of("payments").unwrap()["team"], "payments");
+    assert!(labels.labels_of("default").unwrap().is_empty());
+    let unnamed = load_bytes(
+        "ns.json",
+        br#"[{"kind": "Namespace", "metadata": {}}]"#,
+        Role::Mixed,
+    )
+    .unwrap_err();
+    assert!(unnamed.to_string().contains("Namespace"), "{unnamed}");
+}

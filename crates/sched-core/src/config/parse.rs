@@ -952,7 +952,7 @@ fn fit_args(w: &mut Walk, m: Option<&Map<String, Value>>, path: &str) -> NodeRes
             let im = w.object(Some(item), &ip, &["utilization", "score"]);
             let u = w.int32(im, "utilization", &ip).unwrap_or(0);
             let s = w.int32(im, "score", &ip).unwrap_or(0);
-            shape.push(UtilizationShapePoint::new(u, s));
+            shape.push(UtilizationShapePoint::new(i64::from(u), i64::from(s)));
         }
         if shape.is_empty() {
             w.push(

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::load_error::{LoadError, LoadErrorKind, Position};
-use super::{Node, Pod, Role, Workload};
+use super::{Namespace, Node, Pod, Role, Workload};
 
 /// Where a loaded object came from: its file and index.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +27,8 @@ pub struct ClusterObjects {
     pub pods: Vec<Pod>,
     /// Services, ReplicationControllers, ReplicaSets and StatefulSets, as spreading reads them.
     pub workloads: Vec<Workload>,
+    /// Namespaces, whose labels pod affinity's `namespaceSelector` reads.
+    pub namespaces: Vec<Namespace>,
     /// How many objects of each other kind (ConfigMap, Deployment, ...) were read and left out.
     pub other_kinds: BTreeMap<String, usize>,
     node_origins: Vec<Origin>,
@@ -96,6 +98,7 @@ impl ClusterObjects {
         self.pods.extend(other.pods);
         self.pod_origins.extend(pod_origins);
         self.workloads.extend(other.workloads);
+        self.namespaces.extend(other.namespaces);
         for (kind, n) in other.other_kinds {
             *self.other_kinds.entry(kind).or_default() += n;
         }
@@ -133,6 +136,7 @@ impl ClusterObjects {
             nodes,
             pods,
             workloads,
+            namespaces,
             other_kinds,
             node_origins,
             pod_origins,
@@ -216,6 +220,7 @@ impl ClusterObjects {
             bound,
             pending,
             workloads,
+            namespaces,
             report,
         })
     }
@@ -235,6 +240,8 @@ pub struct Cluster {
     pub pending: Vec<Pod>,
     /// Services, ReplicationControllers, ReplicaSets and StatefulSets.
     pub workloads: Vec<Workload>,
+    /// Namespaces (for [`NamespaceLabels`](crate::snapshot::NamespaceLabels)).
+    pub namespaces: Vec<Namespace>,
     /// What was left out, and why.
     pub report: LoadReport,
 }

@@ -16,8 +16,8 @@ use serde_json::value::RawValue;
 use super::load_error::{LoadError, LoadErrorKind, Position, short};
 use super::objects::nullable;
 use super::{
-    ClusterObjects, LabelSelector, Node, NodeSpec, NodeStatus, ObjectMeta, Pod, PodSpec, PodStatus,
-    ResourceList, Workload, WorkloadKind,
+    ClusterObjects, LabelSelector, Namespace, Node, NodeSpec, NodeStatus, ObjectMeta, Pod, PodSpec,
+    PodStatus, ResourceList, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -341,6 +341,17 @@ impl Ctx<'_> {
                 match kind {
                     "Node" => out.push_node(self.node(Some("Node"), at, raw)?, self.file, at.0),
                     "Pod" => out.push_pod(self.pod(Some("Pod"), at, raw)?, self.file, at.0),
+                    "Namespace" => {
+                        let ns: Namespace = serde_json::from_str(raw)
+                            .map_err(|e| self.field_error::<Namespace>("Namespace", at, raw, e))?;
+                        if ns.metadata.name.is_empty() {
+                            return Err(self.err(LoadErrorKind::EmptyName {
+                                kind: "Namespace",
+                                at,
+                            }));
+                        }
+                        out.namespaces.push(ns);
+                    }
                     other => match workload_kind(other) {
                         Some(kind) => out.workloads.push(self.workload(kind, at, raw)?),
                         None => *out.other_kinds.entry(other.to_string()).or_default() += 1,

@@ -266,12 +266,6 @@ fn ratio_priority(spec: &PrioritySpec) -> Result<BoxPriority, PolicyError> {
     let mut shape = Vec::with_capacity(r.shape.len());
     for &(u, s) in &r.shape {
         // Validated to 0..=100 and 0..=10.
-        let (Ok(u), Ok(s)) = (i32::try_from(u), i32::try_from(s)) else {
-            return Err(PolicyError::InvalidShape {
-                path,
-                message: format!("point ({u}, {s}) out of range"),
-            });
-        };
         shape.push(UtilizationShapePoint::new(u, s));
     }
     let resources: Vec<ResourceSpec> = r

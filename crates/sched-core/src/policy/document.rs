@@ -177,27 +177,4 @@ pub struct RequestedToCapacityRatioArguments {
     pub resources: Vec<ResourceSpec>,
 }
 
-/// One point of the requested-to-capacity function.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UtilizationShapePoint {
-    /// Utilization in percent, 0..=100.
-    pub utilization: i64,
-    /// Score at that utilization, 0..=10 (kube's legacy scale, multiplied by 10 when scoring).
-    pub score: i64,
-}
-
-/// A resource scored by RequestedToCapacityRatioPriority.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResourceSpec {
-    /// Resource name (`cpu`, `memory`, `nvidia.com/gpu`, ...).
-    pub name: String,
-    /// Weight; absent or 0 means 1, as in kube.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub weight: i64,
-}
-
-fn is_zero(v: &i64) -> bool {
-    *v == 0
-}
+pub use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};

@@ -18,7 +18,7 @@ use crate::formulas::MAX_NODE_SCORE;
 /// The maximum score of a point of a requestedToCapacityRatio shape in the legacy Policy
 /// (kube's `MaxCustomPriorityScore`); scores are multiplied by
 /// `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` when the priority is built.
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+pub use crate::plugins::resource::MAX_CUSTOM_PRIORITY_SCORE;
 
 /// A validated Policy: the predicates in the order they run (mandatory ones added) and the
 /// priorities with their weights, ready to be turned into built-in plugins.

@@ -14,14 +14,22 @@ use crate::framework::{
 use crate::snapshot::NodeRef;
 use crate::snapshot::flags;
 
-/// A resource and its weight, as kube's `ResourceSpec` (`{"name": "cpu", "weight": 1}`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A resource and its weight, as kube's `ResourceSpec` (`{"name": "cpu", "weight": 1}`): the
+/// one type of the plugins, the legacy Policy document and the configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResourceSpec {
     /// Resource name: `cpu`, `memory`, `ephemeral-storage` or a scalar resource such as
     /// `nvidia.com/gpu`. Other names (for example `pods`) never contribute to a score.
     pub name: String,
-    /// Weight of this resource in the node's weighted average.
+    /// Weight of this resource in the node's weighted average (in a document, absent or 0
+    /// means 1, as in kube).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub weight: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 impl ResourceSpec {

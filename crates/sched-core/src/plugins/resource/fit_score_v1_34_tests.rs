@@ -456,7 +456,7 @@ fn most_allocated_scoring_strategy() {
 fn shape(points: &[(i32, i32)]) -> Vec<UtilizationShapePoint> {
     points
         .iter()
-        .map(|&(u, s)| UtilizationShapePoint::new(u, s))
+        .map(|&(u, s)| UtilizationShapePoint::new(i64::from(u), i64::from(s)))
         .collect()
 }
 

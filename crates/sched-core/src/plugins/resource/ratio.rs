@@ -14,17 +14,21 @@ const MAX_UTILIZATION: i64 = 100;
 
 /// A point of the scoring function: at `utilization` percent (0..=100) the resource scores
 /// `score` (0..=10, the legacy Policy scale). JSON: `{"utilization": 50, "score": 5}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The one type of the plugin, the legacy Policy document and the configuration.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(deny_unknown_fields)]
 pub struct UtilizationShapePoint {
     /// Utilization in percent, 0..=100.
-    pub utilization: i32,
-    /// Score at that utilization, 0..=10.
-    pub score: i32,
+    pub utilization: i64,
+    /// Score at that utilization, 0..=10 (kube's legacy scale, multiplied by 10 when scoring).
+    pub score: i64,
 }
 
 impl UtilizationShapePoint {
     /// A point.
-    pub fn new(utilization: i32, score: i32) -> UtilizationShapePoint {
+    pub fn new(utilization: i64, score: i64) -> UtilizationShapePoint {
         UtilizationShapePoint { utilization, score }
     }
 }
@@ -45,7 +49,7 @@ pub enum RatioArgsError {
         /// Index of the point.
         index: usize,
         /// Its utilization.
-        value: i32,
+        value: i64,
     },
     /// A utilization outside 0..=100.
     #[error("shape[{index}].utilization: Invalid value: {value}: not in valid range [0, 100]")]
@@ -53,7 +57,7 @@ pub enum RatioArgsError {
         /// Index of the point.
         index: usize,
         /// Its utilization.
-        value: i32,
+        value: i64,
     },
     /// A score outside 0..=10.
     #[error("shape[{index}].score: Invalid value: {value}: not in valid range [0, 10]")]
@@ -61,7 +65,7 @@ pub enum RatioArgsError {
         /// Index of the point.
         index: usize,
         /// Its score.
-        value: i32,
+        value: i64,
     },
     /// A negative resource weight (0 means the default, 1).
     #[error(
@@ -135,7 +139,7 @@ impl RequestedToCapacityRatioPriority {
         Ok(RequestedToCapacityRatioPriority {
             shape: shape
                 .iter()
-                .map(|p| (i64::from(p.utilization), i64::from(p.score) * scale))
+                .map(|p| (p.utilization, p.score * scale))
                 .collect(),
             resources: WeightedResources::from_specs(&specs),
         })
@@ -162,7 +166,7 @@ fn validate_shape(shape: &[UtilizationShapePoint]) -> Result<(), RatioArgsError>
                 value: p.utilization,
             });
         }
-        if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&p.score) {
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&p.score) {
             return Err(RatioArgsError::ScoreOutOfRange {
                 index,
                 value: p.score,
@@ -263,7 +267,7 @@ mod tests {
 
     fn pts(v: &[(i32, i32)]) -> Vec<UtilizationShapePoint> {
         v.iter()
-            .map(|&(u, s)| UtilizationShapePoint::new(u, s))
+            .map(|&(u, s)| UtilizationShapePoint::new(i64::from(u), i64::from(s)))
             .collect()
     }
 
