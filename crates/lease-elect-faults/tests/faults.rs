@@ -399,8 +399,10 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
         }
         Fault::ServerRestart => {
             let server = c.server.as_mut().ok_or("no own server")?;
-            let t0 = now_us();
             tokio::task::block_in_place(|| server.process.stop());
+            // The server is gone once `stop` returns (it may still have answered renewals
+            // while shutting down, so the time before the stop is not the last renewal).
+            let t0 = now_us();
             tokio::time::sleep(Duration::from_millis(1500)).await;
             let restarted = now_us();
             tokio::task::block_in_place(|| -> Result<(), String> {
@@ -411,8 +413,10 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
                 server.wait_ready(Duration::from_secs(20))
             })?;
             // A term may run until its renew deadline (1 s) after the last renewal, which
-            // came before the stop; after that nobody may write until the server is back.
-            let down_from = t0 + 1_050_000;
+            // came before the server was gone; after that nobody may write until the server is
+            // back. 200 ms allow for a write checked just before the deadline to reach the
+            // store on a loaded machine.
+            let down_from = t0 + 1_200_000;
             if let Some(a) = c
                 .store
                 .attempts()
