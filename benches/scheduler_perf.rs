@@ -404,8 +404,10 @@ fn v1_34_profile(percentage: u32) -> Profile {
         .expect("builds")
 }
 
-const PROFILES: [(&str, fn(u32) -> Profile); 2] =
-    [("legacy", legacy_profile), ("v1_34", v1_34_profile)];
+/// Builds a profile for a percentageOfNodesToScore.
+type MakeProfile = fn(u32) -> Profile;
+
+const PROFILES: [(&str, MakeProfile); 2] = [("legacy", legacy_profile), ("v1_34", v1_34_profile)];
 const PERCENTAGES: [(&str, u32); 2] = [("adaptive", 0), ("all", 100)];
 
 // ---------------------------------------------------------------------------------------------
