@@ -6,7 +6,8 @@
 //!
 //! It competes for the lock; while it leads it writes `W <identity> <token> <checked-µs>` to
 //! the fenced store every 20 ms, each right after `guard.lost()` (polled first in a `biased`
-//! select) said the term still holds; `checked-µs` is taken after that select. It
+//! select) said the term still holds; `checked-µs` is taken just before that last look, so
+//! that the term held at that time. It
 //! prints `LEADING <token> <µs>` and `STOPPED <token> <µs>` (µs since the epoch).
 
 use std::io::Write as _;
@@ -51,7 +52,16 @@ impl LeaderCallbacks for Node {
                 () = guard.lost() => break,
                 () = tokio::time::sleep(Duration::from_millis(20)) => {}
             }
-            let line = format!("W {} {token} {}\n", guard.identity(), now_us());
+            // The time is taken before the guard is looked at again: a pause (SIGSTOP)
+            // between the two can then only make the stamp earlier than the check, never
+            // later than the term's end.
+            let checked = now_us();
+            tokio::select! {
+                biased;
+                () = guard.lost() => break,
+                () = std::future::ready(()) => {}
+            }
+            let line = format!("W {} {token} {checked}\n", guard.identity());
             if write.write_all(line.as_bytes()).await.is_err() {
                 break;
             }
