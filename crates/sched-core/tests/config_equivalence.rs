@@ -214,6 +214,37 @@ fn make_pod(i: usize, s: &PodShape) -> Pod {
     p
 }
 
+/// Schedules the pods one after the other with both profiles on the benchmark cluster of
+/// `nodes` nodes: the same placements or errors, and the same score tables.
+fn same_decisions(
+    a: &Profile,
+    b: &Profile,
+    nodes: usize,
+    pods: &[PodShape],
+) -> Result<(), TestCaseError> {
+    let (ns, running) = benchmark_cluster(nodes);
+    let mut sa = Snapshot::from_objects(ns.clone(), running.clone()).unwrap();
+    let mut sb = Snapshot::from_objects(ns, running).unwrap();
+    let (mut ca, mut cb) = (a.create_cache(), b.create_cache());
+    for (i, shape) in pods.iter().enumerate() {
+        let pod = make_pod(i, shape);
+        let ra = a
+            .schedule_and_assume(&mut ca, &pod, &mut sa)
+            .map_err(|e| e.to_string());
+        let rb = b
+            .schedule_and_assume(&mut cb, &pod, &mut sb)
+            .map_err(|e| e.to_string());
+        prop_assert_eq!(&ra, &rb, "pod {} {:?}", i, shape);
+        if ra.is_ok() {
+            let (ta, tb) = (a.last_scores(&ca), b.last_scores(&cb));
+            let rows_a: Vec<_> = (0..ta.len()).map(|j| ta.row(j)).collect();
+            let rows_b: Vec<_> = (0..tb.len()).map(|j| tb.row(j)).collect();
+            prop_assert_eq!(rows_a, rows_b);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -226,22 +257,7 @@ proptest! {
         let (a, b) = (from_config(seed), by_hand(seed));
         prop_assert_eq!(a.predicate_names().collect::<Vec<_>>(), b.predicate_names().collect::<Vec<_>>());
         prop_assert_eq!(a.priority_weights().collect::<Vec<_>>(), b.priority_weights().collect::<Vec<_>>());
-        let (ns, running) = benchmark_cluster(nodes);
-        let mut sa = Snapshot::from_objects(ns.clone(), running.clone()).unwrap();
-        let mut sb = Snapshot::from_objects(ns, running).unwrap();
-        let (mut ca, mut cb) = (a.create_cache(), b.create_cache());
-        for (i, shape) in pods.iter().enumerate() {
-            let pod = make_pod(i, shape);
-            let ra = a.schedule_and_assume(&mut ca, &pod, &mut sa).map_err(|e| e.to_string());
-            let rb = b.schedule_and_assume(&mut cb, &pod, &mut sb).map_err(|e| e.to_string());
-            prop_assert_eq!(&ra, &rb, "pod {} {:?}", i, shape);
-            if ra.is_ok() {
-                let (ta, tb) = (a.last_scores(&ca), b.last_scores(&cb));
-                let rows_a: Vec<_> = (0..ta.len()).map(|j| ta.row(j)).collect();
-                let rows_b: Vec<_> = (0..tb.len()).map(|j| tb.row(j)).collect();
-                prop_assert_eq!(rows_a, rows_b);
-            }
-        }
+        same_decisions(&a, &b, nodes, &pods)?;
     }
 }
 
@@ -263,21 +279,6 @@ proptest! {
             b.remove(0).1.fast_path(fast).seed(seed).build().unwrap()
         };
         let (a, b) = (build(true), build(false));
-        let (ns, running) = benchmark_cluster(nodes);
-        let mut sa = Snapshot::from_objects(ns.clone(), running.clone()).unwrap();
-        let mut sb = Snapshot::from_objects(ns, running).unwrap();
-        let (mut ca, mut cb) = (a.create_cache(), b.create_cache());
-        for (i, shape) in pods.iter().enumerate() {
-            let pod = make_pod(i, shape);
-            let ra = a.schedule_and_assume(&mut ca, &pod, &mut sa).map_err(|e| e.to_string());
-            let rb = b.schedule_and_assume(&mut cb, &pod, &mut sb).map_err(|e| e.to_string());
-            prop_assert_eq!(&ra, &rb, "pod {} {:?}", i, shape);
-            if ra.is_ok() {
-                let (ta, tb) = (a.last_scores(&ca), b.last_scores(&cb));
-                let rows_a: Vec<_> = (0..ta.len()).map(|j| ta.row(j)).collect();
-                let rows_b: Vec<_> = (0..tb.len()).map(|j| tb.row(j)).collect();
-                prop_assert_eq!(rows_a, rows_b);
-            }
-        }
+        same_decisions(&a, &b, nodes, &pods)?;
     }
 }
