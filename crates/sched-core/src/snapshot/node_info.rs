@@ -77,6 +77,28 @@ pub struct PodInfo {
     ports: Vec<HostPort>,
     has_affinity: bool,
     has_required_anti_affinity: bool,
+    /// The pod's namespace and affinity, interned: pods with equal ids have the same terms in
+    /// the same namespace ([`Sym::NONE`] without pod affinity terms).
+    affinity_id: Sym,
+}
+
+/// The id under which a pod's namespace and pod (anti-)affinity are interned.
+fn affinity_id(pod: &Pod, interner: &mut Interner) -> Sym {
+    if !pod.has_pod_affinity_terms() {
+        return Sym::NONE;
+    }
+    let Some(a) = pod.spec.affinity.as_ref() else {
+        return Sym::NONE;
+    };
+    // The node affinity plays no part; only the pod terms and the namespace they live in.
+    let terms = (&a.pod_affinity, &a.pod_anti_affinity);
+    match serde_json::to_string(&terms) {
+        Ok(json) => interner.intern(&format!(
+            "affinity\u{0}{}\u{0}{json}",
+            pod.metadata.namespace
+        )),
+        Err(_) => Sym::NONE,
+    }
 }
 
 impl PodInfo {
@@ -101,8 +123,16 @@ impl PodInfo {
             ports: HostPort::of_pod(&pod),
             has_affinity: pod.has_pod_affinity_terms(),
             has_required_anti_affinity: pod.has_required_anti_affinity(),
+            affinity_id: affinity_id(&pod, interner),
             pod,
         }
+    }
+
+    /// The interned identity of the pod's namespace and pod affinity terms: two pods with the
+    /// same id have the same terms in the same namespace, so what their terms say about another
+    /// pod is worked out once. [`Sym::NONE`] for a pod without pod affinity terms.
+    pub fn affinity_id(&self) -> Sym {
+        self.affinity_id
     }
 
     /// The pod.

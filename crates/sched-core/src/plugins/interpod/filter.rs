@@ -1,5 +1,6 @@
 //! The MatchInterPodAffinity predicate (kube 1.22 `interpodaffinity` PreFilter + Filter).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::terms::{
@@ -124,20 +125,29 @@ impl Predicate for MatchInterPodAffinity {
             let ns_labels = namespaces
                 .labels_of(&pod.metadata.namespace)
                 .unwrap_or(&NO_LABELS);
+            // Worked out once per distinct set of terms (pods of one workload share it).
+            let mut memo: HashMap<Sym, Vec<Option<Sym>>, foldhash::fast::FixedState> =
+                HashMap::default();
             for info in snapshot.node_infos() {
                 for existing in info.pods_with_required_anti_affinity() {
-                    let ep = existing.pod();
-                    let terms = ep
-                        .spec
-                        .affinity
-                        .as_ref()
-                        .and_then(|a| a.pod_anti_affinity.as_ref())
-                        .map_or(&[][..], |p| &p.required[..]);
-                    for t in terms {
-                        if existing_term_matches(t, &ep.metadata.namespace, pod, ns_labels) {
-                            st.existing_counts
-                                .add(info.labels(), interner.get(&t.topology_key), 1);
-                        }
+                    let keys = memo.entry(existing.affinity_id()).or_insert_with(|| {
+                        let ep = existing.pod();
+                        let terms = ep
+                            .spec
+                            .affinity
+                            .as_ref()
+                            .and_then(|a| a.pod_anti_affinity.as_ref())
+                            .map_or(&[][..], |p| &p.required[..]);
+                        terms
+                            .iter()
+                            .filter(|t| {
+                                existing_term_matches(t, &ep.metadata.namespace, pod, ns_labels)
+                            })
+                            .map(|t| interner.get(&t.topology_key))
+                            .collect()
+                    });
+                    for &key in keys.iter() {
+                        st.existing_counts.add(info.labels(), key, 1);
                     }
                 }
             }

@@ -1,6 +1,7 @@
 //! The InterPodAffinityPriority priority (kube 1.22 `interpodaffinity` PreScore, Score and
 //! NormalizeScore).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
@@ -141,6 +142,8 @@ impl Priority for InterPodAffinityPriority {
         let hard = i64::from(self.hard_pod_affinity_weight);
 
         let mut st = State::default();
+        let mut memo: HashMap<Sym, Vec<(Option<Sym>, i64)>, foldhash::fast::FixedState> =
+            HashMap::default();
         for info in snapshot.node_infos() {
             let node_labels = info.labels();
             // Unless the pod has preferred terms, only pods with affinity can contribute.
@@ -159,31 +162,43 @@ impl Priority for InterPodAffinityPriority {
                         st.weights.add(node_labels, t.topology_key, -t.weight);
                     }
                 }
-                let ep = existing.pod();
-                let Some(ea) = ep.spec.affinity.as_ref() else {
+                // The existing pod's terms against the pod: worked out once per distinct set
+                // of terms (pods of one workload share it), then added per pod.
+                let id = existing.affinity_id();
+                if id == Sym::NONE {
                     continue;
-                };
-                let owner_ns = &ep.metadata.namespace;
-                let mut apply = |t: &PodAffinityTerm, w: i64| {
-                    if existing_term_matches(t, owner_ns, pod, ns_labels) {
-                        st.weights
-                            .add(node_labels, interner.get(&t.topology_key), w);
-                    }
-                };
-                if let Some(pa) = &ea.pod_affinity {
-                    if hard > 0 {
-                        for t in &pa.required {
-                            apply(t, hard);
+                }
+                let adds = memo.entry(id).or_insert_with(|| {
+                    let ep = existing.pod();
+                    let mut adds = Vec::new();
+                    let Some(ea) = ep.spec.affinity.as_ref() else {
+                        return adds;
+                    };
+                    let owner_ns = &ep.metadata.namespace;
+                    let mut apply = |t: &PodAffinityTerm, w: i64| {
+                        if existing_term_matches(t, owner_ns, pod, ns_labels) {
+                            adds.push((interner.get(&t.topology_key), w));
+                        }
+                    };
+                    if let Some(pa) = &ea.pod_affinity {
+                        if hard > 0 {
+                            for t in &pa.required {
+                                apply(t, hard);
+                            }
+                        }
+                        for t in &pa.preferred {
+                            apply(&t.pod_affinity_term, i64::from(t.weight));
                         }
                     }
-                    for t in &pa.preferred {
-                        apply(&t.pod_affinity_term, i64::from(t.weight));
+                    if let Some(pa) = &ea.pod_anti_affinity {
+                        for t in &pa.preferred {
+                            apply(&t.pod_affinity_term, -i64::from(t.weight));
+                        }
                     }
-                }
-                if let Some(pa) = &ea.pod_anti_affinity {
-                    for t in &pa.preferred {
-                        apply(&t.pod_affinity_term, -i64::from(t.weight));
-                    }
+                    adds
+                });
+                for &(key, w) in adds.iter() {
+                    st.weights.add(node_labels, key, w);
                 }
             }
         }
