@@ -80,6 +80,8 @@ pub struct PodInfo {
     /// The pod's namespace and affinity, interned: pods with equal ids have the same terms in
     /// the same namespace ([`Sym::NONE`] without pod affinity terms).
     affinity_id: Sym,
+    /// The pod's namespace, interned.
+    namespace_id: Sym,
 }
 
 /// The id under which a pod's namespace and pod (anti-)affinity are interned.
@@ -124,8 +126,14 @@ impl PodInfo {
             has_affinity: pod.has_pod_affinity_terms(),
             has_required_anti_affinity: pod.has_required_anti_affinity(),
             affinity_id: affinity_id(&pod, interner),
+            namespace_id: interner.intern(&pod.metadata.namespace),
             pod,
         }
+    }
+
+    /// The pod's namespace, interned.
+    pub fn namespace_id(&self) -> Sym {
+        self.namespace_id
     }
 
     /// The interned identity of the pod's namespace and pod affinity terms: two pods with the

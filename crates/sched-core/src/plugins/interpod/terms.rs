@@ -41,12 +41,21 @@ pub(crate) fn existing_term_matches(
 pub(crate) struct Namespaces {
     all: bool,
     names: Vec<String>,
+    /// The names as interned ids (names the snapshot never saw hold no pod and are left out),
+    /// so that existing pods are checked by id.
+    ids: Vec<Sym>,
 }
 
 impl Namespaces {
     #[inline]
     pub(crate) fn contains(&self, ns: &str) -> bool {
         self.all || self.names.iter().any(|n| n == ns)
+    }
+
+    /// Whether the namespace with this interned id is covered.
+    #[inline]
+    pub(crate) fn contains_id(&self, ns: Sym) -> bool {
+        self.all || self.ids.contains(&ns)
     }
 }
 
@@ -67,7 +76,7 @@ impl CompiledTerm {
     #[inline]
     pub(crate) fn matches(&self, p: &PodInfo) -> bool {
         // Labels first: usually the more selective test, and one fewer pointer chase.
-        self.selector.matches(p.labels()) && self.namespaces.contains(&p.pod().metadata.namespace)
+        self.selector.matches(p.labels()) && self.namespaces.contains_id(p.namespace_id())
     }
 }
 
@@ -116,7 +125,8 @@ pub(crate) fn compile_terms<'t>(
                 );
             }
         }
-        let namespaces = Namespaces { all, names };
+        let ids = names.iter().filter_map(|n| interner.get(n)).collect();
+        let namespaces = Namespaces { all, names, ids };
         let matches_self = namespaces.contains(ns)
             && selector::matches_opt(term.label_selector.as_ref(), &pod.metadata.labels);
         out.push(CompiledTerm {
