@@ -105,10 +105,23 @@ fn random_cluster(seed: u64) -> (Vec<Node>, Vec<Pod>, Vec<Pod>) {
             node(&name, &l)
         })
         .collect();
+    // Some existing pods are replicas of a few workloads: the same labels and terms, in any
+    // namespace (what the plugins work out once per distinct set of terms must still depend on
+    // the namespace).
+    let templates: Vec<Pod> = (0..2).map(|_| random_pod(&mut rng, None, 0.9)).collect();
     let pods = (0..rng.random_range(0..10))
-        .map(|_| {
+        .enumerate()
+        .map(|(i, _)| {
             let n = format!("n{}", rng.random_range(0..n_nodes));
-            random_pod(&mut rng, Some(&n), 0.4)
+            if rng.random_bool(0.5) {
+                let mut p = templates[rng.random_range(0..templates.len())].clone();
+                p.metadata.name = format!("replica-{i}");
+                p.metadata.namespace = pick(&mut rng, NAMESPACES).to_string();
+                p.spec.node_name = n;
+                p
+            } else {
+                random_pod(&mut rng, Some(&n), 0.4)
+            }
         })
         .collect();
     let incoming = (0..4).map(|_| random_pod(&mut rng, None, 0.9)).collect();
