@@ -30,7 +30,7 @@ fn workload_pod(i: usize, app: u8, ns: u8, kind: u8) -> Pod {
     let selector = serde_json::json!({"matchLabels": {"app": format!("app-{}", (app + 1) % 3)}});
     let mut term = serde_json::json!({
         "labelSelector": selector,
-        "topologyKey": if kind % 2 == 0 { "topology.kubernetes.io/zone" } else { "kubernetes.io/hostname" },
+        "topologyKey": if kind.is_multiple_of(2) { "topology.kubernetes.io/zone" } else { "kubernetes.io/hostname" },
     });
     // Without `namespaces` a term covers its own pod's namespace only.
     if app == 1 {
