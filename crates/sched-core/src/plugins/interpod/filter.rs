@@ -122,6 +122,12 @@ impl Predicate for MatchInterPodAffinity {
 
         // Existing pods' required anti-affinity against the pod.
         if snapshot.pods_with_required_anti_affinity() > 0 {
+            // At most one pair per node and key: sized once rather than grown.
+            st.existing_counts = PairCounts::with_capacity(
+                snapshot
+                    .pods_with_required_anti_affinity()
+                    .min(snapshot.len()),
+            );
             let ns_labels = namespaces
                 .labels_of(&pod.metadata.namespace)
                 .unwrap_or(&NO_LABELS);
@@ -156,6 +162,13 @@ impl Predicate for MatchInterPodAffinity {
 
         // Existing pods against the pod's own terms.
         if !affinity.is_empty() || !anti_affinity.is_empty() {
+            let pairs = snapshot.pod_count().min(snapshot.len());
+            if !affinity.is_empty() {
+                st.affinity_counts = PairCounts::with_capacity(pairs);
+            }
+            if !anti_affinity.is_empty() {
+                st.anti_counts = PairCounts::with_capacity(pairs);
+            }
             for info in snapshot.node_infos() {
                 for existing in info.pods() {
                     if matches_all(&affinity, existing) {

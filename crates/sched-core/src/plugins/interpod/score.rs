@@ -141,7 +141,18 @@ impl Priority for InterPodAffinityPriority {
         let ns_labels = ns.labels_of(&pod.metadata.namespace).unwrap_or(&NO_LABELS);
         let hard = i64::from(self.hard_pod_affinity_weight);
 
-        let mut st = State::default();
+        let mut st = State {
+            // At most one pair per node and key: sized once rather than grown.
+            weights: PairCounts::with_capacity(
+                if has_constraints {
+                    snapshot.pod_count()
+                } else {
+                    snapshot.pods_with_affinity()
+                }
+                .min(snapshot.len()),
+            ),
+            ..State::default()
+        };
         let mut memo: HashMap<Sym, Vec<(Option<Sym>, i64)>, foldhash::fast::FixedState> =
             HashMap::default();
         for info in snapshot.node_infos() {

@@ -172,6 +172,13 @@ pub(crate) struct PairCounts {
 }
 
 impl PairCounts {
+    /// Room for `n` pairs, so that filling it does not rehash on the way.
+    pub(crate) fn with_capacity(n: usize) -> PairCounts {
+        PairCounts {
+            map: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+        }
+    }
+
     /// Adds `v` to the pair of `key` and the node's value for it, if the node has the label.
     #[inline]
     pub(crate) fn add(&mut self, node_labels: &LabelIds, key: Option<Sym>, v: i64) {
