@@ -230,6 +230,9 @@ struct Truth {
     binding: BTreeMap<String, String>,
     bound: BTreeMap<String, String>,
     confirmed: BTreeSet<String>,
+    /// Pods being bound (or bound) to a node that was deleted since: not in the snapshot,
+    /// even if a node of the same name comes back.
+    orphaned: BTreeSet<String>,
     nodes: BTreeMap<String, u32>,
 }
 
@@ -272,6 +275,7 @@ proptest! {
                         t.binding.remove(&key);
                         t.bound.remove(&key);
                         t.confirmed.remove(&key);
+                        t.orphaned.remove(&key);
                         sch.apply(ClusterEvent::PodDelete(key), now);
                     }
                 }
@@ -285,14 +289,19 @@ proptest! {
                 Action::DeleteNode { id } => {
                     let name = format!("node-{id}");
                     if t.nodes.remove(&name).is_some() {
-                        // Its pods go with it (kube garbage-collects them).
-                        let gone: Vec<String> = t.binding.iter().chain(&t.bound)
+                        // Its bound pods go with it (kube garbage-collects them); pods being
+                        // bound there wait for their bind's result.
+                        let gone: Vec<String> = t.bound.iter()
                             .filter(|(_, n)| **n == name).map(|(k, _)| k.clone()).collect();
                         for k in gone {
-                            t.binding.remove(&k);
                             t.bound.remove(&k);
                             t.confirmed.remove(&k);
                             t.pods.remove(&k);
+                        }
+                        for (k, n) in &t.binding {
+                            if *n == name {
+                                t.orphaned.insert(k.clone());
+                            }
                         }
                         sch.apply(ClusterEvent::NodeDelete(name), now);
                     }
@@ -304,6 +313,7 @@ proptest! {
                             prop_assert!(t.pending.remove(&pod), "{} bound while not pending", pod);
                             prop_assert!(!t.bound.contains_key(&pod) && !t.binding.contains_key(&pod));
                             prop_assert!(t.nodes.contains_key(&node));
+                            prop_assert!(!t.bound.contains_key(&pod));
                             t.binding.insert(pod, node);
                         }
                         Step::Unschedulable { pod, .. } | Step::Failed { pod, .. } => {
@@ -322,13 +332,18 @@ proptest! {
                         t.bound.insert(key.clone(), node);
                         sch.finish_binding(&key, Ok(()), now);
                     } else {
+                        t.orphaned.remove(&key);
                         t.pending.insert(key.clone());
                         sch.finish_binding(&key, Err("refused".into()), now);
                     }
                 }
                 Action::Confirm => {
                     let Some((key, node)) = t.bound.iter()
-                        .find(|(k, _)| !t.confirmed.contains(*k))
+                        .find(|(k, n)| {
+                            !t.confirmed.contains(*k)
+                                && !t.orphaned.contains(*k)
+                                && t.nodes.contains_key(*n)
+                        })
                         .map(|(k, n)| (k.clone(), n.clone())) else { continue; };
                     let mut p = t.pods[&key].clone();
                     p.spec.node_name = node;
@@ -336,8 +351,13 @@ proptest! {
                     sch.apply(ClusterEvent::PodUpdate(p), now);
                 }
             }
-            // The snapshot holds exactly the pods bound or being bound, on their nodes.
-            let placed: BTreeMap<&String, &String> = t.binding.iter().chain(&t.bound).collect();
+            // The snapshot holds exactly the pods bound or being bound on nodes that exist.
+            let placed: BTreeMap<&String, &String> = t
+                .binding
+                .iter()
+                .chain(&t.bound)
+                .filter(|(k, n)| t.nodes.contains_key(*n) && !t.orphaned.contains(*k))
+                .collect();
             prop_assert_eq!(sch.snapshot().pod_count(), placed.len());
             for (k, n) in &placed {
                 prop_assert_eq!(sch.snapshot().node_of(k), Some(n.as_str()), "pod {}", k);

@@ -137,6 +137,8 @@ pub enum SchedulerEvent {
 struct Binding {
     node: String,
     attempts: u32,
+    /// The pod as it was queued, to requeue it if the bind fails after its node went away.
+    pod: Pod,
 }
 
 /// One profile and its worker cache.
@@ -277,10 +279,10 @@ impl Scheduler {
             }
             ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
                 Ok(pods) => {
+                    // Pods being bound there stay in `binding`: their bind's result still
+                    // decides (a failed one requeues them). Bound pods leave with the node.
                     for p in pods {
-                        let key = p.key();
-                        self.binding.remove(&key);
-                        self.unconfirmed.remove(&key);
+                        self.unconfirmed.remove(&p.key());
                     }
                     self.queue.on_event(EventMask::NODE_DELETE, now);
                 }
@@ -382,6 +384,7 @@ impl Scheduler {
                         Binding {
                             node: r.node.clone(),
                             attempts,
+                            pod,
                         },
                     );
                     return Step::Bind {
@@ -437,13 +440,13 @@ impl Scheduler {
                 });
             }
             Err(message) => {
-                match self.snapshot.forget(pod) {
-                    Ok(mut p) => {
-                        p.spec.node_name.clear();
-                        self.queue.requeue_with_backoff(p, b.attempts, now);
-                    }
-                    Err(e) => self.reject(format!("pod {pod}"), e),
+                // Forget the assumed pod; it is gone already when its node was deleted.
+                if self.snapshot.node_of(pod).is_some()
+                    && let Err(e) = self.snapshot.forget(pod)
+                {
+                    self.reject(format!("pod {pod}"), e);
                 }
+                self.queue.requeue_with_backoff(b.pod, b.attempts, now);
                 self.events.push(SchedulerEvent::BindingFailed {
                     pod: pod.to_string(),
                     node: b.node,
