@@ -170,6 +170,22 @@ fn deleted_pods_leave_the_queue_and_free_their_node() {
 // ---------------------------------------------------------------------------------------
 // Model-based property test
 
+/// Holds pods of priority 2 at Permit for up to 3 s.
+struct WaitForPriority2;
+
+impl sched_core::scheduler::PermitPlugin for WaitForPriority2 {
+    fn name(&self) -> &str {
+        "WaitForPriority2"
+    }
+    fn permit(&self, pod: &Pod, _node: &str) -> sched_core::scheduler::PermitDecision {
+        if pod.spec.priority == Some(2) {
+            sched_core::scheduler::PermitDecision::Wait(Duration::from_secs(3))
+        } else {
+            sched_core::scheduler::PermitDecision::Allow
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Action {
     AddPod {
@@ -197,6 +213,8 @@ enum Action {
     FinishBind {
         ok: bool,
     },
+    /// The Permit plugin allows the first waiting pod.
+    Allow,
     Confirm,
 }
 
@@ -218,6 +236,7 @@ fn actions() -> impl Strategy<Value = Vec<Action>> {
         (0u32..15_000).prop_map(|advance_ms| Action::Schedule { advance_ms }),
         any::<bool>().prop_map(|ok| Action::FinishBind { ok }),
         Just(Action::Confirm),
+        Just(Action::Allow),
     ];
     prop::collection::vec(a, 1..80)
 }
@@ -230,6 +249,9 @@ struct Truth {
     binding: BTreeMap<String, String>,
     bound: BTreeMap<String, String>,
     confirmed: BTreeSet<String>,
+    /// Pods held at Permit (assumed), and those allowed but not yet handed out.
+    waiting: BTreeMap<String, String>,
+    allowed: BTreeMap<String, String>,
     /// Pods being bound (or bound) to a node that was deleted since: not in the snapshot,
     /// even if a node of the same name comes back.
     orphaned: BTreeSet<String>,
@@ -241,7 +263,8 @@ proptest! {
 
     #[test]
     fn the_cycle_never_binds_twice_nor_loses_a_pod(actions in actions()) {
-        let mut sch = scheduler(vec![node("node-0", 2)]);
+        // Pods of priority 2 wait at Permit (up to 3 s) until allowed.
+        let mut sch = scheduler(vec![node("node-0", 2)]).with_permit(WaitForPriority2);
         let mut t = Truth::default();
         t.nodes.insert("node-0".into(), 2);
         let mut now = Duration::ZERO;
@@ -276,6 +299,8 @@ proptest! {
                         t.bound.remove(&key);
                         t.confirmed.remove(&key);
                         t.orphaned.remove(&key);
+                        t.waiting.remove(&key);
+                        t.allowed.remove(&key);
                         sch.apply(ClusterEvent::PodDelete(key), now);
                     }
                 }
@@ -296,9 +321,10 @@ proptest! {
                         for k in gone {
                             t.bound.remove(&k);
                             t.confirmed.remove(&k);
+                            t.orphaned.remove(&k);
                             t.pods.remove(&k);
                         }
-                        for (k, n) in &t.binding {
+                        for (k, n) in t.binding.iter().chain(&t.waiting).chain(&t.allowed) {
                             if *n == name {
                                 t.orphaned.insert(k.clone());
                             }
@@ -309,6 +335,21 @@ proptest! {
                 Action::Schedule { advance_ms } => {
                     now += Duration::from_millis(u64::from(*advance_ms));
                     match sch.schedule_one(now) {
+                        Step::Bind { pod, node, .. } if t.allowed.contains_key(&pod) => {
+                            prop_assert_eq!(t.allowed.remove(&pod), Some(node.clone()));
+                            t.binding.insert(pod, node);
+                        }
+                        Step::Waiting { pod, node, .. } => {
+                            prop_assert!(t.pending.remove(&pod), "{} held while not pending", pod);
+                            prop_assert!(t.nodes.contains_key(&node));
+                            t.waiting.insert(pod, node);
+                        }
+                        Step::Rejected { pod, .. } => {
+                            // A Permit wait that timed out.
+                            prop_assert!(t.waiting.remove(&pod).is_some(), "{} rejected while not waiting", pod);
+                            t.orphaned.remove(&pod);
+                            t.pending.insert(pod);
+                        }
                         Step::Bind { pod, node, .. } => {
                             prop_assert!(t.pending.remove(&pod), "{} bound while not pending", pod);
                             prop_assert!(!t.bound.contains_key(&pod) && !t.binding.contains_key(&pod));
@@ -337,6 +378,13 @@ proptest! {
                         sch.finish_binding(&key, Err("refused".into()), now);
                     }
                 }
+                Action::Allow => {
+                    if let Some((key, node)) = t.waiting.iter().next().map(|(k, n)| (k.clone(), n.clone())) {
+                        prop_assert!(sch.allow(&key, "WaitForPriority2"));
+                        t.waiting.remove(&key);
+                        t.allowed.insert(key, node);
+                    }
+                }
                 Action::Confirm => {
                     let Some((key, node)) = t.bound.iter()
                         .find(|(k, n)| {
@@ -356,6 +404,8 @@ proptest! {
                 .binding
                 .iter()
                 .chain(&t.bound)
+                .chain(&t.waiting)
+                .chain(&t.allowed)
                 .filter(|(k, n)| t.nodes.contains_key(*n) && !t.orphaned.contains(*k))
                 .collect();
             prop_assert_eq!(sch.snapshot().pod_count(), placed.len());
@@ -376,4 +426,169 @@ proptest! {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reserve and Permit
+
+use sched_core::scheduler::{PermitDecision, PermitPlugin, ReservePlugin};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Counts reserves and unreserves; refuses pods whose name starts with "no-".
+#[derive(Clone, Default)]
+struct Ledger(Arc<(AtomicUsize, AtomicUsize)>);
+
+impl ReservePlugin for Ledger {
+    fn name(&self) -> &str {
+        "Ledger"
+    }
+    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), String> {
+        self.0.0.fetch_add(1, Ordering::SeqCst);
+        if pod.metadata.name.starts_with("no-") {
+            return Err("over quota".into());
+        }
+        Ok(())
+    }
+    fn unreserve(&self, _pod: &Pod, _node: &str) {
+        self.0.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Holds pods of a gang until told; rejects pods named "reject-*".
+struct Gang(Mutex<Vec<String>>);
+
+impl PermitPlugin for Gang {
+    fn name(&self) -> &str {
+        "Gang"
+    }
+    fn permit(&self, pod: &Pod, _node: &str) -> PermitDecision {
+        self.0.lock().unwrap().push(pod.key());
+        if pod.metadata.name.starts_with("reject-") {
+            PermitDecision::Reject("gang incomplete".into())
+        } else if pod.metadata.name.starts_with("gang-") {
+            PermitDecision::Wait(Duration::from_secs(30))
+        } else {
+            PermitDecision::Allow
+        }
+    }
+}
+
+fn hooked() -> (Scheduler, Ledger) {
+    let ledger = Ledger::default();
+    let sch = scheduler(vec![node("n1", 4)])
+        .with_reserve(ledger.clone())
+        .with_permit(Gang(Mutex::new(Vec::new())));
+    (sch, ledger)
+}
+
+#[test]
+fn a_reserve_error_unreserves_forgets_and_backs_off() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::PodAdd(pod("no-room", 100, 0, false)), s(0));
+    match sch.schedule_one(s(0)) {
+        Step::Rejected {
+            pod,
+            plugin,
+            reason,
+        } => {
+            assert_eq!(
+                (pod.as_str(), plugin.as_str(), reason.as_str()),
+                ("default/no-room", "Ledger", "over quota")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    assert_eq!(
+        sch.queue().position("default/no-room"),
+        Some(QueueName::Backoff)
+    );
+    assert_eq!(
+        (
+            ledger.0.0.load(Ordering::SeqCst),
+            ledger.0.1.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+}
+
+#[test]
+fn a_permit_wait_holds_the_pod_until_allowed() {
+    let (mut sch, _) = hooked();
+    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    match sch.schedule_one(s(0)) {
+        Step::Waiting { pod, node, until } => {
+            assert_eq!(
+                (pod.as_str(), node.as_str(), until),
+                ("default/gang-0", "n1", s(30))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Held assumed: its resources count, nothing to bind yet.
+    assert_eq!(sch.snapshot().pod_count(), 1);
+    assert!(matches!(sch.schedule_one(s(1)), Step::Idle { until: Some(t) } if t == s(30)));
+    assert!(!sch.allow("default/gang-0", "Other"));
+    assert!(sch.allow("default/gang-0", "Gang"));
+    match sch.schedule_one(s(2)) {
+        Step::Bind { pod, node, .. } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/gang-0", "n1"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_permit_wait_times_out_and_a_rejection_unschedules() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::PodAdd(pod("gang-1", 100, 0, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
+    match sch.schedule_one(s(30)) {
+        Step::Rejected {
+            pod,
+            plugin,
+            reason,
+        } => {
+            assert_eq!(pod, "default/gang-1");
+            assert_eq!(plugin, "Gang");
+            assert_eq!(reason, "rejected due to timeout after waiting at permit");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    assert_eq!(
+        sch.queue().position("default/gang-1"),
+        Some(QueueName::Unschedulable)
+    );
+    sch.apply(ClusterEvent::PodAdd(pod("reject-0", 100, 0, false)), s(31));
+    assert!(
+        matches!(sch.schedule_one(s(31)), Step::Rejected { ref reason, .. } if reason == "gang incomplete")
+    );
+    assert_eq!(
+        sch.queue().position("default/reject-0"),
+        Some(QueueName::Unschedulable)
+    );
+    // Two reserved, two unreserved.
+    assert_eq!(
+        (
+            ledger.0.0.load(Ordering::SeqCst),
+            ledger.0.1.load(Ordering::SeqCst)
+        ),
+        (2, 2)
+    );
+    // A failed bind unreserves as well.
+    sch.apply(ClusterEvent::PodAdd(pod("plain", 100, 0, false)), s(32));
+    // (gang-1 was woken by the resources reject-0 freed and waits again at Permit.)
+    let pod = loop {
+        match sch.schedule_one(s(32)) {
+            Step::Bind { pod, .. } => break pod,
+            Step::Waiting { .. } | Step::Rejected { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(pod, "default/plain");
+    let before = ledger.0.1.load(Ordering::SeqCst);
+    sch.finish_binding(&pod, Err("conflict".into()), s(32));
+    assert_eq!(ledger.0.1.load(Ordering::SeqCst), before + 1);
 }

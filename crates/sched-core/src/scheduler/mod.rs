@@ -39,18 +39,26 @@
 //!   forgets the assumed pod exactly, requeues it with backoff, and lets pods waiting for
 //!   freed resources try again. The informer's later report of the bound pod confirms it.
 //!
+//! - **Reserve and Permit** ([`ReservePlugin`], [`PermitPlugin`]): run after the assume; a
+//!   Reserve error or a Permit rejection unreserves (every Reserve plugin, in reverse),
+//!   forgets and requeues the pod; a Permit wait holds the pod assumed
+//!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
+//!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
+//!
 //! # Not yet
-//! Reserve/Permit hooks, nominated nodes, preemption (PostFilter) and extenders are not run;
-//! queueing hints are approximated by the events each rejection reason registers
-//! ([`events_for`]).
+//! Nominated nodes, preemption (PostFilter) and extenders are not run; queueing hints are
+//! approximated by the events each rejection reason registers ([`events_for`]).
 
 mod events;
+mod hooks;
 mod queue;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use events::{ClusterEvent, EventMask, events_for};
+pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
@@ -78,6 +86,27 @@ pub enum Step {
         pod: String,
         /// Every node's reasons.
         error: FitError,
+    },
+    /// A Reserve or Permit plugin refused the placement (or a Permit wait timed out): the
+    /// pod was unreserved and forgotten; after a Reserve error it backs off, after a Permit
+    /// rejection it waits in the unschedulable pool.
+    Rejected {
+        /// `namespace/name`.
+        pod: String,
+        /// The plugin that refused.
+        plugin: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// A Permit plugin holds the pod, assumed on `node`, until it is allowed
+    /// ([`Scheduler::allow`]), rejected ([`Scheduler::reject`]) or `until` passes.
+    Waiting {
+        /// `namespace/name`.
+        pod: String,
+        /// The node it is assumed on.
+        node: String,
+        /// When the wait times out.
+        until: Duration,
     },
     /// The attempt failed with an error (a plugin error, an unsupported pod); the pod backs
     /// off.
@@ -132,6 +161,16 @@ pub enum SchedulerEvent {
     },
 }
 
+/// A pod assumed on a node that Permit plugins hold.
+#[derive(Clone, Debug)]
+struct Waiting {
+    binding: Binding,
+    profile: String,
+    /// Permit plugins that have not allowed it yet.
+    waiting_on: Vec<String>,
+    deadline: Duration,
+}
+
 /// A pod assumed on a node and handed out for binding.
 #[derive(Clone, Debug)]
 struct Binding {
@@ -160,6 +199,24 @@ pub struct Scheduler {
     /// Pods bound by this scheduler that the informer has not yet reported bound.
     unconfirmed: HashMap<String, String>,
     events: Vec<SchedulerEvent>,
+    reserve: Vec<Arc<dyn ReservePlugin>>,
+    permit: Vec<Arc<dyn PermitPlugin>>,
+    /// Pods Permit plugins hold.
+    waiting: HashMap<String, Waiting>,
+    /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
+    ready: VecDeque<(String, String)>,
+}
+
+impl std::fmt::Debug for dyn ReservePlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Debug for dyn PermitPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Scheduler {
@@ -183,6 +240,93 @@ impl Scheduler {
             binding: HashMap::new(),
             unconfirmed: HashMap::new(),
             events: Vec::new(),
+            reserve: Vec::new(),
+            permit: Vec::new(),
+            waiting: HashMap::new(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// Adds a Reserve plugin (run in the order added, for every profile).
+    #[must_use]
+    pub fn with_reserve(mut self, plugin: impl ReservePlugin + 'static) -> Scheduler {
+        self.reserve.push(Arc::new(plugin));
+        self
+    }
+
+    /// Adds a Permit plugin (run in the order added, for every profile).
+    #[must_use]
+    pub fn with_permit(mut self, plugin: impl PermitPlugin + 'static) -> Scheduler {
+        self.permit.push(Arc::new(plugin));
+        self
+    }
+
+    /// Pods held by Permit plugins, with the node each is assumed on.
+    pub fn waiting(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.waiting
+            .iter()
+            .map(|(k, w)| (k.as_str(), w.binding.node.as_str()))
+    }
+
+    /// The Permit plugin `plugin` allows the waiting pod `pod`; once every plugin that made it
+    /// wait has allowed it, the next [`Scheduler::schedule_one`] hands it out as
+    /// [`Step::Bind`]. Returns whether the pod was waiting on that plugin.
+    pub fn allow(&mut self, pod: &str, plugin: &str) -> bool {
+        let Some(w) = self.waiting.get_mut(pod) else {
+            return false;
+        };
+        let Some(i) = w.waiting_on.iter().position(|p| p == plugin) else {
+            return false;
+        };
+        w.waiting_on.remove(i);
+        if w.waiting_on.is_empty() {
+            let w = self.waiting.remove(pod).expect("present");
+            self.binding.insert(pod.to_string(), w.binding);
+            self.ready.push_back((pod.to_string(), w.profile));
+        }
+        true
+    }
+
+    /// The Permit plugin `plugin` rejects the waiting pod `pod`: it is unreserved, forgotten
+    /// and waits in the unschedulable pool. Returns whether the pod was waiting.
+    pub fn reject(&mut self, pod: &str, plugin: &str, reason: &str, now: Duration) -> bool {
+        let Some(w) = self.waiting.remove(pod) else {
+            return false;
+        };
+        self.undo(w.binding, pod, plugin, reason, true, now);
+        true
+    }
+
+    /// Unreserves and forgets a placed pod, and requeues it: into the unschedulable pool
+    /// (a Permit rejection) or with backoff (a Reserve error).
+    fn undo(
+        &mut self,
+        b: Binding,
+        key: &str,
+        plugin: &str,
+        reason: &str,
+        unschedulable: bool,
+        now: Duration,
+    ) {
+        for r in self.reserve.iter().rev() {
+            r.unreserve(&b.pod, &b.node);
+        }
+        if self.snapshot.node_of(key).is_some()
+            && let Err(e) = self.snapshot.forget(key)
+        {
+            self.reject_event(format!("pod {key}"), e);
+        }
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.to_string(),
+            message: format!("{plugin}: {reason}"),
+        });
+        // What the pod held is free again (for the others: the pod itself is requeued after).
+        self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+        if unschedulable {
+            self.queue
+                .requeue_unschedulable(b.pod, b.attempts, EventMask::ALL, now);
+        } else {
+            self.queue.requeue_with_backoff(b.pod, b.attempts, now);
         }
     }
 
@@ -244,7 +388,7 @@ impl Scheduler {
         self.profiles.iter().position(|s| s.name == name)
     }
 
-    fn reject(&mut self, object: String, message: impl ToString) {
+    fn reject_event(&mut self, object: String, message: impl ToString) {
         self.events.push(SchedulerEvent::Rejected {
             object,
             message: message.to_string(),
@@ -261,7 +405,7 @@ impl Scheduler {
                     Ok(()) => {
                         self.queue.on_event(EventMask::NODE_ADD, now);
                     }
-                    Err(e) => self.reject(format!("node {name}"), e),
+                    Err(e) => self.reject_event(format!("node {name}"), e),
                 }
             }
             ClusterEvent::NodeUpdate(node) => {
@@ -274,7 +418,7 @@ impl Scheduler {
                     Ok(()) => {
                         self.queue.on_event(change, now);
                     }
-                    Err(e) => self.reject(format!("node {name}"), e),
+                    Err(e) => self.reject_event(format!("node {name}"), e),
                 }
             }
             ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
@@ -286,11 +430,17 @@ impl Scheduler {
                     }
                     self.queue.on_event(EventMask::NODE_DELETE, now);
                 }
-                Err(e) => self.reject(format!("node {name}"), e),
+                Err(e) => self.reject_event(format!("node {name}"), e),
             },
             ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
+                if let Some(w) = self.waiting.remove(&key) {
+                    for r in self.reserve.iter().rev() {
+                        r.unreserve(&w.binding.pod, &w.binding.node);
+                    }
+                }
+                self.ready.retain(|(k, _)| *k != key);
                 self.binding.remove(&key);
                 self.unconfirmed.remove(&key);
                 if self.snapshot.node_of(&key).is_some() {
@@ -298,7 +448,7 @@ impl Scheduler {
                         Ok(_) => {
                             self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
                         }
-                        Err(e) => self.reject(format!("pod {key}"), e),
+                        Err(e) => self.reject_event(format!("pod {key}"), e),
                     }
                 }
             }
@@ -350,18 +500,49 @@ impl Scheduler {
             Ok(mask) => {
                 self.queue.on_event(mask, now);
             }
-            Err(e) => self.reject(format!("pod {key}"), e),
+            Err(e) => self.reject_event(format!("pod {key}"), e),
         }
     }
 
     /// Runs one scheduling attempt: the next pod of the queue through its profile. A placed
     /// pod is assumed into the snapshot and returned as [`Step::Bind`].
     pub fn schedule_one(&mut self, now: Duration) -> Step {
+        // Permit waits that ran out are rejections.
+        if let Some(key) = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.deadline <= now)
+            .min_by_key(|(k, w)| (w.deadline, k.as_str()))
+            .map(|(k, _)| k.clone())
+        {
+            let w = self.waiting.remove(&key).expect("present");
+            let plugin = w.waiting_on.first().cloned().unwrap_or_default();
+            let reason = "rejected due to timeout after waiting at permit".to_string();
+            self.undo(w.binding, &key, &plugin, &reason, true, now);
+            return Step::Rejected {
+                pod: key,
+                plugin,
+                reason,
+            };
+        }
+        // Pods every Permit plugin allowed.
+        if let Some((pod, profile)) = self.ready.pop_front()
+            && let Some(b) = self.binding.get(&pod)
+        {
+            return Step::Bind {
+                node: b.node.clone(),
+                pod,
+                profile,
+            };
+        }
         loop {
             let Some(pod) = self.queue.pop(now) else {
-                return Step::Idle {
-                    until: self.queue.next_wakeup(),
+                let waits = self.waiting.values().map(|w| w.deadline).min();
+                let until = match (self.queue.next_wakeup(), waits) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
                 };
+                return Step::Idle { until };
             };
             let key = pod.key();
             let Some(slot) = self.slot_of(&pod) else {
@@ -379,19 +560,13 @@ impl Scheduler {
             {
                 Ok(r) => {
                     let attempts = self.queue.done(&key).unwrap_or(1);
-                    self.binding.insert(
-                        key.clone(),
-                        Binding {
-                            node: r.node.clone(),
-                            attempts,
-                            pod,
-                        },
-                    );
-                    return Step::Bind {
-                        pod: key,
-                        node: r.node,
-                        profile: s.name.clone(),
+                    let profile = s.name.clone();
+                    let b = Binding {
+                        node: r.node.clone(),
+                        attempts,
+                        pod,
                     };
+                    return self.reserve_and_permit(key, b, profile, now);
                 }
                 Err(ScheduleError::Unschedulable(error)) => {
                     let mut waiting_for = EventMask::default();
@@ -423,6 +598,78 @@ impl Scheduler {
         }
     }
 
+    /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.
+    fn reserve_and_permit(
+        &mut self,
+        key: String,
+        b: Binding,
+        profile: String,
+        now: Duration,
+    ) -> Step {
+        let reserve = self.reserve.clone();
+        for r in &reserve {
+            if let Err(reason) = r.reserve(&b.pod, &b.node) {
+                let plugin = r.name().to_string();
+                self.undo(b, &key, &plugin, &reason, false, now);
+                return Step::Rejected {
+                    pod: key,
+                    plugin,
+                    reason,
+                };
+            }
+        }
+        let mut waiting_on = Vec::new();
+        let mut timeout: Option<Duration> = None;
+        let permit = self.permit.clone();
+        for p in &permit {
+            match p.permit(&b.pod, &b.node) {
+                PermitDecision::Allow => {}
+                PermitDecision::Reject(reason) => {
+                    let plugin = p.name().to_string();
+                    self.undo(b, &key, &plugin, &reason, true, now);
+                    return Step::Rejected {
+                        pod: key,
+                        plugin,
+                        reason,
+                    };
+                }
+                PermitDecision::Wait(d) => {
+                    waiting_on.push(p.name().to_string());
+                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
+                }
+            }
+        }
+        match timeout {
+            None => {
+                let node = b.node.clone();
+                self.binding.insert(key.clone(), b);
+                Step::Bind {
+                    pod: key,
+                    node,
+                    profile,
+                }
+            }
+            Some(t) => {
+                let node = b.node.clone();
+                let until = now + t;
+                self.waiting.insert(
+                    key.clone(),
+                    Waiting {
+                        binding: b,
+                        profile,
+                        waiting_on,
+                        deadline: until,
+                    },
+                );
+                Step::Waiting {
+                    pod: key,
+                    node,
+                    until,
+                }
+            }
+        }
+    }
+
     /// The caller's bind of `pod` finished. On success the assumed pod stays (confirmed
     /// when the informer reports it bound). On failure it is forgotten, requeued with
     /// backoff, and pods waiting for freed resources may try again (kube's
@@ -440,11 +687,14 @@ impl Scheduler {
                 });
             }
             Err(message) => {
+                for r in self.reserve.iter().rev() {
+                    r.unreserve(&b.pod, &b.node);
+                }
                 // Forget the assumed pod; it is gone already when its node was deleted.
                 if self.snapshot.node_of(pod).is_some()
                     && let Err(e) = self.snapshot.forget(pod)
                 {
-                    self.reject(format!("pod {pod}"), e);
+                    self.reject_event(format!("pod {pod}"), e);
                 }
                 self.queue.requeue_with_backoff(b.pod, b.attempts, now);
                 self.events.push(SchedulerEvent::BindingFailed {

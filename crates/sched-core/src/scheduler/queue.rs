@@ -366,6 +366,29 @@ impl SchedulingQueue {
         self.link(key, e, QueueName::Backoff);
     }
 
+    /// Puts back a pod that had left the queue (rejected after it was placed) into the
+    /// unschedulable pool, with its attempts, waiting for `waiting_for`.
+    pub fn requeue_unschedulable(
+        &mut self,
+        pod: Pod,
+        attempts: u32,
+        waiting_for: EventMask,
+        now: Duration,
+    ) {
+        let key = pod.key();
+        self.unlink(&key);
+        self.seq += 1;
+        let e = Entry {
+            pod,
+            queue: QueueName::Unschedulable,
+            timestamp: now,
+            attempts: attempts.max(1),
+            waiting_for,
+            seq: self.seq,
+        };
+        self.link(key, e, QueueName::Unschedulable);
+    }
+
     /// When the queue next changes by itself: the earliest backoff end or longest-stay end;
     /// `None` when only an event can change it.
     pub fn next_wakeup(&self) -> Option<Duration> {

@@ -1,0 +1,44 @@
+//! kube's Reserve and Permit extension points, as traits the caller implements.
+
+use std::time::Duration;
+
+use crate::model::Pod;
+
+/// kube's Reserve/Unreserve: told when a pod is assumed onto a node, and when that is undone
+/// (a later Reserve or Permit plugin refused, the wait timed out, or the bind failed).
+pub trait ReservePlugin: Send + Sync {
+    /// The plugin's name (in messages).
+    fn name(&self) -> &str;
+
+    /// The pod was assumed onto `node`. An error undoes the placement: every Reserve plugin
+    /// is told to unreserve (in reverse order), the pod is forgotten and backs off.
+    ///
+    /// # Errors
+    /// Why the pod may not stay there.
+    fn reserve(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// Undoes [`ReservePlugin::reserve`]; must be idempotent, as kube requires.
+    fn unreserve(&self, pod: &Pod, node: &str);
+}
+
+/// What a Permit plugin says about a reserved pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PermitDecision {
+    /// Bind it.
+    Allow,
+    /// Do not bind it: it is unreserved, forgotten and waits in the unschedulable pool.
+    Reject(String),
+    /// Hold it (assumed) until [`Scheduler::allow`](super::Scheduler::allow) or
+    /// [`Scheduler::reject`](super::Scheduler::reject), at most this long.
+    Wait(Duration),
+}
+
+/// kube's Permit: the last word before binding (gang scheduling, quotas, approvals).
+pub trait PermitPlugin: Send + Sync {
+    /// The plugin's name (used to allow a waiting pod).
+    fn name(&self) -> &str;
+
+    /// Whether `pod`, reserved on `node`, may be bound.
+    fn permit(&self, pod: &Pod, node: &str) -> PermitDecision;
+}
