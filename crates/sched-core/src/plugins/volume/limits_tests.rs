@@ -1,0 +1,672 @@
+//! kube's `nodevolumelimits/csi_test.go` TestCSILimits (every case but the one counting
+//! VolumeAttachments, which are not modelled), with its fixtures (`getFakeCSIPVLister`,
+//! `getFakeCSIPVCLister`, `getFakeCSIStorageClassLister`, `getNodeWithPodAndVolumeLimits`);
+//! plus the legacy in-tree counts' limits.
+
+use super::*;
+use crate::framework::KubeVersion::{V1_20, V1_34};
+use crate::framework::VolumeProblem;
+use crate::model::{
+    AwsElasticBlockStore, CsiNodeDriver, CsiPersistentVolumeSource, EphemeralVolumeSource,
+    OwnerReference, StorageObjects, VolumeNodeResources,
+};
+use crate::plugins::volume::testutil::*;
+
+const EBS_CSI: &str = "ebs.csi.aws.com";
+const GCE_CSI: &str = "pd.csi.storage.gke.io";
+const EBS_INTREE: &str = "kubernetes.io/aws-ebs";
+const HOSTPATH: &str = "kubernetes.io/hostpath";
+const SC: &str = "csi-sc";
+
+/// `getFakeCSIPVLister`, `getFakeCSIPVCLister` and `getFakeCSIStorageClassLister`.
+fn fixtures(drivers: &[&str]) -> StorageObjects {
+    let mut s = StorageObjects::new();
+    for d in drivers {
+        for j in 0..4 {
+            let name = format!("csi-{d}-{j}");
+            let mut v = pv(&name, &[]);
+            match *d {
+                EBS_INTREE => {
+                    v.spec.aws_elastic_block_store = Some(AwsElasticBlockStore {
+                        volume_id: name.clone(),
+                        read_only: false,
+                    })
+                }
+                HOSTPATH => {}
+                _ => {
+                    v.spec.csi = Some(CsiPersistentVolumeSource {
+                        driver: d.to_string(),
+                        volume_handle: name.clone(),
+                        read_only: false,
+                    })
+                }
+            }
+            s.persistent_volumes.push(v);
+            s.persistent_volume_claims.push(pvc(&name, &name));
+        }
+    }
+    s.persistent_volume_claims
+        .push(pvc_of_class("csi-4", Some(SC)));
+    s.persistent_volume_claims.push(pvc_of_class("csi-5", None));
+    let mut missing = pvc_of_class("csi-6", Some(SC));
+    missing.spec.volume_name = "missing-in-action".into();
+    s.persistent_volume_claims.push(missing);
+    let mut sc = class(SC, None);
+    sc.provisioner = drivers[0].to_string();
+    s.storage_classes.push(sc);
+    s
+}
+
+#[derive(Clone, Copy)]
+enum LimitSource {
+    None,
+    CsiNode,
+    CsiNodeWithoutLimit,
+}
+
+fn csi_node(source: LimitSource, max: i32, drivers: &[&str]) -> Option<CsiNode> {
+    let with_limit = match source {
+        LimitSource::None => return None,
+        LimitSource::CsiNode => true,
+        LimitSource::CsiNodeWithoutLimit => false,
+    };
+    let mut cn = CsiNode::default();
+    cn.metadata.name = "node-for-max-pd-test-1".into();
+    cn.metadata.annotations =
+        labels(&[("storage.alpha.kubernetes.io/migrated-plugins", EBS_INTREE)]);
+    cn.spec.drivers = drivers
+        .iter()
+        .map(|d| CsiNodeDriver {
+            name: d.to_string(),
+            node_id: format!("node-for-max-pd-test-1-{d}"),
+            allocatable: with_limit.then_some(VolumeNodeResources { count: Some(max) }),
+            topology_keys: Vec::new(),
+        })
+        .collect();
+    Some(cn)
+}
+
+fn claims_pod(claims: &[&str]) -> Pod {
+    pod_with_claims("p", claims)
+}
+
+fn ephemeral_pod(name: &str, ns: &str, uid: &str, volumes: &[&str]) -> Pod {
+    let mut p = pod_with(
+        name,
+        volumes
+            .iter()
+            .map(|v| Volume {
+                name: v.to_string(),
+                ephemeral: Some(EphemeralVolumeSource::default()),
+                ..Volume::default()
+            })
+            .collect(),
+    );
+    p.metadata.namespace = ns.into();
+    p.metadata.uid = uid.into();
+    p
+}
+
+fn ephemeral_claim(pod: &Pod, volume: &str, owned: bool) -> PersistentVolumeClaim {
+    let mut c = pvc_of_class(&format!("{}-{volume}", pod.metadata.name), Some(SC));
+    c.metadata.namespace = pod.metadata.namespace.clone();
+    if owned {
+        c.metadata.owner_references = vec![OwnerReference {
+            kind: "Pod".into(),
+            name: pod.metadata.name.clone(),
+            uid: pod.metadata.uid.clone(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }];
+    }
+    c
+}
+
+fn inline_ebs(id: &str) -> Volume {
+    Volume {
+        aws_elastic_block_store: Some(AwsElasticBlockStore {
+            volume_id: id.into(),
+            read_only: false,
+        }),
+        ..Volume::default()
+    }
+}
+
+struct Case {
+    test: &'static str,
+    new_pod: Pod,
+    existing: Vec<Pod>,
+    extra_claims: Vec<PersistentVolumeClaim>,
+    max: i32,
+    drivers: Vec<&'static str>,
+    source: LimitSource,
+    /// None: PreFilter skips; Some(Ok) fits; Some(Err) fails.
+    want: Option<Result<(), Reason>>,
+}
+
+fn check(c: Case, version: KubeVersion) {
+    let mut storage = fixtures(&c.drivers);
+    storage.persistent_volume_claims.extend(c.extra_claims);
+    if let Some(cn) = csi_node(c.source, c.max, &c.drivers) {
+        storage.csi_nodes.push(cn);
+    }
+    let existing: Vec<(usize, Pod)> = c
+        .existing
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut p)| {
+            p.metadata.name = format!("existing-{i}-{}", p.metadata.name);
+            // Ephemeral claims are named after the pod: keep their names.
+            if p.spec.volumes.iter().any(|v| v.ephemeral.is_some()) {
+                p.metadata.name = p.metadata.name.rsplit('-').next().unwrap().to_string();
+            }
+            (0, p)
+        })
+        .collect();
+    let snap = snapshot(vec![node("node-for-max-pd-test-1", &[])], existing, storage);
+    let (skipped, res) = run(&NodeVolumeLimits::new(), &c.new_pod, &snap, version);
+    let got = if skipped { None } else { Some(res[0]) };
+    assert_eq!(got, c.want, "{}", c.test);
+}
+
+const FAIL: Option<Result<(), Reason>> = Some(Err(Reason::MaxVolumeCount));
+const FITS: Option<Result<(), Reason>> = Some(Ok(()));
+
+#[test]
+fn csi_limits() {
+    let running = claims_pod(&["csi-ebs.csi.aws.com-3"]);
+    let pending = claims_pod(&["csi-4"]);
+    let unbound2 = claims_pod(&["csi-4"]);
+    let missing_pv = claims_pod(&["csi-6"]);
+    let no_sc = claims_pod(&["csi-5"]);
+    let gce_two = claims_pod(&["csi-pd.csi.storage.gke.io-1", "csi-pd.csi.storage.gke.io-2"]);
+    let in_tree_one = claims_pod(&["csi-kubernetes.io/aws-ebs-0"]);
+    let in_tree_two = claims_pod(&["csi-kubernetes.io/aws-ebs-1", "csi-kubernetes.io/aws-ebs-2"]);
+    let csi_one = claims_pod(&["csi-ebs.csi.aws.com-0"]);
+    let csi_two = claims_pod(&["csi-ebs.csi.aws.com-1", "csi-ebs.csi.aws.com-2"]);
+    let hostpath_one = claims_pod(&["csi-kubernetes.io/hostpath-0"]);
+    let eph = ephemeral_pod("abc", "test", "12345", &["xyz"]);
+    let eph_claim = ephemeral_claim(&eph, "xyz", true);
+    let conflicting = ephemeral_claim(&eph, "xyz", false);
+    let eph_two = ephemeral_pod("abc", "test", "12345II", &["x", "y"]);
+    let eph_x = ephemeral_claim(&eph_two, "x", true);
+    let eph_y = ephemeral_claim(&eph_two, "y", true);
+    let inline = pod_with("p", vec![inline_ebs("aws-inline1")]);
+    let inline_same_id = pod_with("p", vec![inline_ebs("csi-ebs.csi.aws.com-1")]);
+    let config = Volume {
+        name: "configmap".into(),
+        ..Volume::default()
+    };
+    let secret = Volume {
+        name: "secret".into(),
+        ..Volume::default()
+    };
+    let only_config = pod_with("p", vec![config.clone(), secret.clone()]);
+    let pvc_with_config = pod_with(
+        "p",
+        vec![
+            config.clone(),
+            secret.clone(),
+            pvc_volume("v", "csi-ebs.csi.aws.com-0"),
+        ],
+    );
+    let mut eph_with_config = ephemeral_pod("abc", "test", "", &["xyz"]);
+    eph_with_config.spec.volumes.insert(0, secret.clone());
+    eph_with_config.spec.volumes.insert(0, config.clone());
+    let inline_with_config = pod_with("p", vec![config, secret, inline_ebs("aws-inline1")]);
+
+    use LimitSource::*;
+    let ebs = vec![EBS_CSI];
+    let migr = vec![EBS_INTREE, EBS_CSI];
+    let case = |test,
+                new_pod: &Pod,
+                existing: Vec<&Pod>,
+                max,
+                drivers: &Vec<&'static str>,
+                source,
+                want| Case {
+        test,
+        new_pod: new_pod.clone(),
+        existing: existing.into_iter().cloned().collect(),
+        extra_claims: Vec::new(),
+        max,
+        drivers: drivers.clone(),
+        source,
+        want,
+    };
+    let cases = vec![
+        case(
+            "should schedule pod when VolumeAttachments count does not exceed limit",
+            &csi_one,
+            vec![],
+            2,
+            &ebs,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "fits when node volume limit >= new pods CSI volume",
+            &csi_one,
+            vec![&running, &csi_two],
+            4,
+            &ebs,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "doesn't when node volume limit <= pods CSI volume",
+            &csi_one,
+            vec![&running, &csi_two],
+            2,
+            &ebs,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "should when driver does not support volume limits",
+            &csi_one,
+            vec![&running, &csi_two],
+            2,
+            &ebs,
+            CsiNodeWithoutLimit,
+            FITS,
+        ),
+        case(
+            "count pending PVCs towards volume limit <= pods CSI volume",
+            &csi_one,
+            vec![&pending, &csi_two],
+            2,
+            &ebs,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "count multiple pending pvcs towards volume limit >= pods CSI volume",
+            &csi_one,
+            vec![&pending, &unbound2, &csi_two],
+            4,
+            &ebs,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "should count PVCs with invalid PV name but valid SC",
+            &csi_one,
+            vec![&missing_pv, &csi_two],
+            2,
+            &ebs,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "don't count pvcs with missing SC towards volume limit",
+            &csi_one,
+            vec![&running, &no_sc],
+            2,
+            &ebs,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "count pvcs with the same type towards volume limit",
+            &csi_one,
+            vec![&gce_two, &csi_two],
+            2,
+            &vec![EBS_CSI, GCE_CSI],
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "don't count pvcs with different type towards volume limit",
+            &gce_two,
+            vec![&csi_two, &running],
+            2,
+            &vec![EBS_CSI, GCE_CSI],
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "should count in-tree volumes if migration is enabled",
+            &in_tree_one,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "nil csi node",
+            &inline,
+            vec![&in_tree_two],
+            0,
+            &migr,
+            None,
+            FITS,
+        ),
+        case(
+            "should count unbound in-tree volumes if migration is enabled",
+            &pending,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "should not limit pod if volume used does not report limits",
+            &in_tree_one,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNodeWithoutLimit,
+            FITS,
+        ),
+        case(
+            "should not count non-migratable in-tree volumes",
+            &hostpath_one,
+            vec![&csi_two],
+            2,
+            &vec![HOSTPATH, EBS_CSI],
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "should count in-tree inline volumes if migration is enabled",
+            &inline,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "should count in-tree and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+            &in_tree_one,
+            vec![&csi_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "should count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+            &inline,
+            vec![&csi_two, &in_tree_one],
+            3,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "should not count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+            &inline_same_id,
+            vec![&csi_two, &in_tree_one],
+            3,
+            &migr,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "should count in-tree and csi volumes if migration is enabled (when scheduling csi volumes)",
+            &csi_one,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+        case(
+            "ephemeral volume missing",
+            &eph,
+            vec![],
+            0,
+            &ebs,
+            CsiNodeWithoutLimit,
+            Some(Err(Reason::Volume(VolumeProblem::ClaimNotFound))),
+        ),
+        Case {
+            extra_claims: vec![conflicting],
+            ..case(
+                "ephemeral volume not owned",
+                &eph,
+                vec![],
+                0,
+                &ebs,
+                CsiNodeWithoutLimit,
+                Some(Err(Reason::Volume(VolumeProblem::ClaimNotOwnedByPod))),
+            )
+        },
+        Case {
+            extra_claims: vec![eph_claim.clone()],
+            ..case(
+                "ephemeral volume unbound",
+                &eph,
+                vec![],
+                0,
+                &ebs,
+                CsiNodeWithoutLimit,
+                FITS,
+            )
+        },
+        Case {
+            extra_claims: vec![eph_claim.clone()],
+            ..case(
+                "ephemeral doesn't when node volume limit <= pods CSI volume",
+                &eph,
+                vec![&running, &csi_two],
+                2,
+                &ebs,
+                CsiNode,
+                FAIL,
+            )
+        },
+        Case {
+            extra_claims: vec![eph_x, eph_y],
+            ..case(
+                "ephemeral doesn't when node volume limit <= pods ephemeral CSI volume",
+                &csi_one,
+                vec![&running, &eph_two],
+                2,
+                &ebs,
+                CsiNode,
+                FAIL,
+            )
+        },
+        Case {
+            extra_claims: vec![eph_claim.clone()],
+            ..case(
+                "persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume",
+                &csi_one,
+                vec![&running, &eph, &csi_two],
+                3,
+                &ebs,
+                CsiNode,
+                FAIL,
+            )
+        },
+        Case {
+            extra_claims: vec![eph_claim.clone()],
+            ..case(
+                "persistent okay when node volume limit > pods ephemeral CSI volume + persistent volume",
+                &csi_one,
+                vec![&running, &eph, &csi_two],
+                5,
+                &ebs,
+                CsiNode,
+                FITS,
+            )
+        },
+        case(
+            "skip Filter when the pod only uses secrets and configmaps",
+            &only_config,
+            vec![],
+            2,
+            &ebs,
+            CsiNode,
+            Option::None,
+        ),
+        case(
+            "don't skip Filter when the pod has pvcs",
+            &pvc_with_config,
+            vec![],
+            2,
+            &ebs,
+            CsiNode,
+            FITS,
+        ),
+        case(
+            "don't skip Filter when the pod has ephemeral volumes",
+            &eph_with_config,
+            vec![],
+            0,
+            &ebs,
+            CsiNodeWithoutLimit,
+            Some(Err(Reason::Volume(VolumeProblem::ClaimNotFound))),
+        ),
+        case(
+            "don't skip Filter when the pod has inline migratable volumes",
+            &inline_with_config,
+            vec![&in_tree_two],
+            2,
+            &migr,
+            CsiNode,
+            FAIL,
+        ),
+    ];
+    for c in cases {
+        check(c, V1_34);
+    }
+    assert_eq!(
+        text(Reason::MaxVolumeCount, V1_34),
+        "node(s) exceed max volume count"
+    );
+}
+
+/// v1.20 counts claims only and migrates nothing: in-tree volumes are the in-tree
+/// predicates' business, and a missing claim is not counted.
+#[test]
+fn csi_limits_v1_20() {
+    let in_tree_one = claims_pod(&["csi-kubernetes.io/aws-ebs-0"]);
+    let in_tree_two = claims_pod(&["csi-kubernetes.io/aws-ebs-1", "csi-kubernetes.io/aws-ebs-2"]);
+    let csi_one = claims_pod(&["csi-ebs.csi.aws.com-0"]);
+    let csi_two = claims_pod(&["csi-ebs.csi.aws.com-1", "csi-ebs.csi.aws.com-2"]);
+    let mk =
+        |test, new_pod: &Pod, existing: Vec<&Pod>, max, drivers: Vec<&'static str>, want| Case {
+            test,
+            new_pod: new_pod.clone(),
+            existing: existing.into_iter().cloned().collect(),
+            extra_claims: Vec::new(),
+            max,
+            drivers,
+            source: LimitSource::CsiNode,
+            want,
+        };
+    check(
+        mk(
+            "csi over the limit",
+            &csi_one,
+            vec![&csi_two],
+            2,
+            vec![EBS_CSI],
+            FAIL,
+        ),
+        V1_20,
+    );
+    check(
+        mk(
+            "in-tree not migrated",
+            &in_tree_one,
+            vec![&in_tree_two],
+            2,
+            vec![EBS_INTREE, EBS_CSI],
+            FITS,
+        ),
+        V1_20,
+    );
+    check(
+        mk(
+            "in-tree existing not counted",
+            &csi_one,
+            vec![&in_tree_two],
+            1,
+            vec![EBS_INTREE, EBS_CSI],
+            FITS,
+        ),
+        V1_20,
+    );
+    check(
+        mk(
+            "missing claim skipped",
+            &claims_pod(&["nope"]),
+            vec![],
+            1,
+            vec![EBS_CSI],
+            FITS,
+        ),
+        V1_20,
+    );
+}
+
+fn in_tree_case(
+    p: &InTreeVolumeLimits,
+    new_ids: &[&str],
+    existing_ids: &[&str],
+    node_labels: &[(&str, &str)],
+) -> Result<(), Reason> {
+    let existing = pod_with("e", existing_ids.iter().map(|id| inline_ebs(id)).collect());
+    let new = pod_with("p", new_ids.iter().map(|id| inline_ebs(id)).collect());
+    let snap = snapshot(
+        vec![node("n", node_labels)],
+        vec![(0, existing)],
+        StorageObjects::new(),
+    );
+    run(p, &new, &snap, V1_20).1[0]
+}
+
+/// kube v1.20 `non_csi_test.go`'s limits: the defaults (EBS 39, 25 on Nitro types), the
+/// override, allocatable, and unique ids.
+#[test]
+fn in_tree_limits() {
+    let ids: Vec<String> = (0..39).map(|i| format!("vol-{i}")).collect();
+    let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+    let ebs = InTreeVolumeLimits::ebs();
+    assert_eq!(in_tree_case(&ebs, &["new"], &ids[..38], &[]), Ok(()));
+    assert_eq!(
+        in_tree_case(&ebs, &["new"], &ids, &[]),
+        Err(Reason::MaxVolumeCount)
+    );
+    // The same volume again adds nothing.
+    assert_eq!(in_tree_case(&ebs, &["vol-0"], &ids, &[]), Ok(()));
+    let nitro = [("node.kubernetes.io/instance-type", "m5.large")];
+    assert_eq!(in_tree_case(&ebs, &["new"], &ids[..24], &nitro), Ok(()));
+    assert_eq!(
+        in_tree_case(&ebs, &["new"], &ids[..25], &nitro),
+        Err(Reason::MaxVolumeCount)
+    );
+    let t3 = [("beta.kubernetes.io/instance-type", "t3.medium")];
+    assert_eq!(
+        in_tree_case(&ebs, &["new"], &ids[..25], &t3),
+        Err(Reason::MaxVolumeCount)
+    );
+    let small = InTreeVolumeLimits::ebs().with_max_volumes(2);
+    assert_eq!(in_tree_case(&small, &["a"], &["b"], &[]), Ok(()));
+    assert_eq!(
+        in_tree_case(&small, &["a", "c"], &["b"], &[]),
+        Err(Reason::MaxVolumeCount)
+    );
+    // Other kinds do not count EBS volumes.
+    let gce = InTreeVolumeLimits::gce_pd().with_max_volumes(1);
+    assert_eq!(in_tree_case(&gce, &["a", "c"], &["b"], &[]), Ok(()));
+    // Allocatable wins over the default.
+    let mut n = node("n", &[]);
+    n.status
+        .allocatable
+        .insert("attachable-volumes-aws-ebs".into(), storage_quantity("1"));
+    let existing = pod_with("e", vec![inline_ebs("b")]);
+    let snap = snapshot(vec![n], vec![(0, existing)], StorageObjects::new());
+    let new = pod_with("p", vec![inline_ebs("a")]);
+    assert_eq!(
+        run(&ebs, &new, &snap, V1_20).1[0],
+        Err(Reason::MaxVolumeCount)
+    );
+}
