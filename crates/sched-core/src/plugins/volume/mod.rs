@@ -2,18 +2,20 @@
 //! ([`crate::snapshot::Snapshot::set_storage`]): [`VolumeZone`] (NoVolumeZoneConflict),
 //! [`NodeVolumeLimits`] (MaxCSIVolumeCount) and the legacy in-tree counts
 //! ([`InTreeVolumeLimits`]: MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount,
-//! MaxCinderVolumeCount).
+//! MaxCinderVolumeCount) and [`VolumeRestrictions`] (disk conflicts and ReadWriteOncePod).
 //!
 //! Each follows the kube version of the profile it is in ([`crate::framework::KubeVersion`]):
 //! v1.20.2 under a legacy Policy, v1.34 under a configuration.
 
 mod limits;
+mod restrictions;
 mod zone;
 
 #[cfg(test)]
 mod testutil;
 
 pub use limits::{InTreeVolumeLimits, NodeVolumeLimits};
+pub use restrictions::VolumeRestrictions;
 pub use zone::VolumeZone;
 
 use crate::framework::{Reason, VolumeProblem};
