@@ -118,13 +118,8 @@ pub enum Reason {
     VolumeZoneConflict,
     /// The node cannot attach that many more volumes (NodeVolumeLimits, Max*VolumeCount).
     MaxVolumeCount,
-    /// A bound PersistentVolume's node affinity does not match the node (VolumeBinding).
-    VolumeNodeAffinityConflict,
-    /// An unbound `WaitForFirstConsumer` claim finds no PersistentVolume on the node and cannot
-    /// be provisioned there (VolumeBinding).
-    VolumeBindConflict,
-    /// A claim is bound to a PersistentVolume that does not exist (VolumeBinding).
-    BoundToMissingVolume,
+    /// VolumeBinding's conflicts on the node, each reported with its own text as kube does.
+    VolumeBinding(VolumeBindingConflicts),
     /// The pod has an unbound claim of an `Immediate` StorageClass (VolumeBinding).
     UnboundImmediateClaims,
     /// A `ReadWriteOncePod` claim of the pod is in use by another pod (VolumeRestrictions).
@@ -134,6 +129,26 @@ pub enum Reason {
     Volume(VolumeProblem),
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),
+}
+
+/// The conflicts VolumeBinding finds on a node (bits, reported in kube's order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VolumeBindingConflicts(pub u8);
+
+impl VolumeBindingConflicts {
+    /// A bound PersistentVolume's node affinity does not match the node: "node(s) had volume
+    /// node affinity conflict".
+    pub const NODE_AFFINITY: u8 = 1;
+    /// An unbound `WaitForFirstConsumer` claim finds no PersistentVolume on the node and cannot
+    /// be provisioned there: "node(s) didn't find available persistent volumes to bind".
+    pub const NO_VOLUME_TO_BIND: u8 = 1 << 1;
+    /// A claim is bound to a PersistentVolume that does not exist.
+    pub const BOUND_TO_MISSING_VOLUME: u8 = 1 << 2;
+
+    /// Whether no conflict is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
 }
 
 /// Why the volume plugins reject a pod on every node: a claim, volume or class it names cannot
@@ -160,6 +175,8 @@ pub enum VolumeProblem {
     BindingModeNotSet,
     /// An unbound claim of an `Immediate` class (VolumeZone's wording).
     UnboundVolume,
+    /// A `Lost` claim whose PersistentVolume does not exist.
+    ClaimLost,
 }
 
 impl VolumeProblem {
@@ -176,6 +193,9 @@ impl VolumeProblem {
             }
             VolumeProblem::BindingModeNotSet => "VolumeBindingMode not set for StorageClass",
             VolumeProblem::UnboundVolume => "PersistentVolume had no name",
+            VolumeProblem::ClaimLost => {
+                "persistentvolumeclaim bound to non-existent persistentvolume"
+            }
         }
     }
 }
@@ -270,19 +290,20 @@ impl Reason {
             ),
             Reason::VolumeZoneConflict => out("node(s) had no available volume zone".into()),
             Reason::MaxVolumeCount => out("node(s) exceed max volume count".into()),
-            Reason::VolumeNodeAffinityConflict => {
-                out("node(s) had volume node affinity conflict".into())
-            }
-            Reason::VolumeBindConflict => {
-                out("node(s) didn't find available persistent volumes to bind".into())
-            }
-            Reason::BoundToMissingVolume => out(match version {
-                KubeVersion::V1_20 => "pvc(s) bound to non-existent pv(s)".into(),
-                KubeVersion::V1_34 => {
-                    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-                        .into()
+            Reason::VolumeBinding(c) => {
+                if c.0 & VolumeBindingConflicts::NODE_AFFINITY != 0 {
+                    out("node(s) had volume node affinity conflict".into());
                 }
-            }),
+                if c.0 & VolumeBindingConflicts::NO_VOLUME_TO_BIND != 0 {
+                    out("node(s) didn't find available persistent volumes to bind".into());
+                }
+                if c.0 & VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME != 0 {
+                    out(match version {
+                        KubeVersion::V1_20 => "pvc(s) bound to non-existent pv(s)".into(),
+                        KubeVersion::V1_34 => "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".into(),
+                    });
+                }
+            }
             Reason::UnboundImmediateClaims => {
                 out("pod has unbound immediate PersistentVolumeClaims".into())
             }

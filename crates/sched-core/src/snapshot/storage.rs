@@ -59,6 +59,11 @@ impl StorageIndex {
         self.pv_by_name.get(name).map(|&i| &self.pvs[i])
     }
 
+    /// The position in [`StorageIndex::pvs`] of a PersistentVolume.
+    pub fn pv_index(&self, name: &str) -> Option<usize> {
+        self.pv_by_name.get(name).copied()
+    }
+
     /// Every PersistentVolume, in the order first given.
     pub fn pvs(&self) -> &[PersistentVolume] {
         &self.pvs
