@@ -246,6 +246,13 @@ const EVERYTHING: &str = r#"{
         {"name": "PodToleratesNodeTaints"},
         {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": true}}},
         {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"]}}},
+        {"name": "NoVolumeZoneConflict"},
+        {"name": "MaxEBSVolumeCount"},
+        {"name": "MaxGCEPDVolumeCount"},
+        {"name": "MaxAzureDiskVolumeCount"},
+        {"name": "MaxCinderVolumeCount"},
+        {"name": "MaxCSIVolumeCountPred"},
+        {"name": "CheckVolumeBinding"},
         {"name": "CheckNodeMemoryPressure"},
         {"name": "CheckNodePIDPressure"},
         {"name": "CheckNodeDiskPressure"},
@@ -540,7 +547,7 @@ fn unknown_priority_name_lists_the_known_ones() {
 
 #[test]
 fn kube_names_we_do_not_implement_say_why() {
-    let (e, msg) = reject(r#"{"predicates": [{"name": "NoVolumeZoneConflict"}]}"#);
+    let (e, msg) = reject(r#"{"predicates": [{"name": "CheckServiceAffinity"}]}"#);
     assert!(
         matches!(
             e,
@@ -551,9 +558,24 @@ fn kube_names_we_do_not_implement_say_why() {
         ),
         "{e:?}"
     );
-    assert_mentions(&msg, &["\"NoVolumeZoneConflict\"", "PersistentVolume"]);
-    let (_, msg) = reject(r#"{"predicates": [{"name": "CheckServiceAffinity"}]}"#);
     assert_mentions(&msg, &["\"CheckServiceAffinity\"", "not implemented"]);
+}
+
+#[test]
+fn the_volume_predicates_are_accepted_by_their_legacy_names() {
+    for name in [
+        "NoVolumeZoneConflict",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxAzureDiskVolumeCount",
+        "MaxCinderVolumeCount",
+        "MaxCSIVolumeCountPred",
+        "CheckVolumeBinding",
+    ] {
+        let policy = Policy::from_json(&format!(r#"{{"predicates": [{{"name": "{name}"}}]}}"#))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(policy.builder().is_ok(), "{name}");
+    }
 }
 
 #[test]
@@ -1084,6 +1106,12 @@ fn default_policy_compiles_to_kube_defaults() {
         "GeneralPredicates",
         "NoDiskConflict",
         "PodToleratesNodeTaints",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxCSIVolumeCountPred",
+        "MaxAzureDiskVolumeCount",
+        "CheckVolumeBinding",
+        "NoVolumeZoneConflict",
         "EvenPodsSpread",
         "MatchInterPodAffinity",
     ];
@@ -1205,6 +1233,13 @@ fn a_policy_using_every_name_and_argument_compiles() {
             "NoDiskConflict",
             "PodToleratesNodeTaints",
             "CheckNodeLabelPresence",
+            "MaxEBSVolumeCount",
+            "MaxGCEPDVolumeCount",
+            "MaxCSIVolumeCountPred",
+            "MaxAzureDiskVolumeCount",
+            "MaxCinderVolumeCount",
+            "CheckVolumeBinding",
+            "NoVolumeZoneConflict",
             "CheckNodeMemoryPressure",
             "CheckNodePIDPressure",
             "CheckNodeDiskPressure",

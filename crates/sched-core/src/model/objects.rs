@@ -527,18 +527,19 @@ pub struct Volume {
     /// A claim (not a disk conflict source, kept for completeness).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_volume_claim: Option<PersistentVolumeClaimSource>,
-    /// A generic ephemeral volume (its claim is `<pod name>-<volume name>`).
+    /// A generic ephemeral volume (its claim is `<pod name>-<volume name>`). The rarely present
+    /// sources are boxed, so that a pod's volumes stay small.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ephemeral: Option<super::EphemeralVolumeSource>,
+    pub ephemeral: Option<Box<super::EphemeralVolumeSource>>,
     /// An inline CSI volume.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub csi: Option<super::CsiVolumeSource>,
+    pub csi: Option<Box<super::CsiVolumeSource>>,
     /// Azure disk.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub azure_disk: Option<super::AzureDiskVolume>,
+    pub azure_disk: Option<Box<super::AzureDiskVolume>>,
     /// OpenStack Cinder volume.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cinder: Option<super::CinderVolume>,
+    pub cinder: Option<Box<super::CinderVolume>>,
 }
 
 /// `gcePersistentDisk` volume source.

@@ -145,7 +145,7 @@ fn translated_handle(
         InTree::AzureDisk => {
             let uri = pv
                 .and_then(|p| p.spec.azure_disk.as_ref())
-                .or(v.and_then(|v| v.azure_disk.as_ref()))
+                .or(v.and_then(|v| v.azure_disk.as_deref()))
                 .map(|d| d.disk_uri.clone())?;
             Some(uri)
         }

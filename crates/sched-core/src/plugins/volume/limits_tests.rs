@@ -7,8 +7,8 @@ use super::*;
 use crate::framework::KubeVersion::{V1_20, V1_34};
 use crate::framework::VolumeProblem;
 use crate::model::{
-    AwsElasticBlockStore, CsiNodeDriver, CsiPersistentVolumeSource, EphemeralVolumeSource,
-    OwnerReference, StorageObjects, VolumeNodeResources,
+    AwsElasticBlockStore, CsiNodeDriver, CsiPersistentVolumeSource, OwnerReference, StorageObjects,
+    VolumeNodeResources,
 };
 use crate::plugins::volume::testutil::*;
 
@@ -97,7 +97,7 @@ fn ephemeral_pod(name: &str, ns: &str, uid: &str, volumes: &[&str]) -> Pod {
             .iter()
             .map(|v| Volume {
                 name: v.to_string(),
-                ephemeral: Some(EphemeralVolumeSource::default()),
+                ephemeral: Some(Box::default()),
                 ..Volume::default()
             })
             .collect(),
