@@ -13,7 +13,10 @@
 //! the item. `--objects` (repeatable) takes a file of mixed kinds (`kubectl get
 //! nodes,pods,services,replicasets,statefulsets,replicationcontrollers,namespaces -A -o json`):
 //! its nodes and pods join the others, its workloads feed spreading, its namespaces' labels
-//! feed pod affinity's `namespaceSelector`, other kinds are counted. What the
+//! feed pod affinity's `namespaceSelector`, its PersistentVolumes, PersistentVolumeClaims,
+//! StorageClasses and CSINodes feed the volume predicates (`examples/data/stateful.json`: a
+//! StatefulSet with a bound and an unbound claim, a local volume and an unbound claim without
+//! a class), other kinds are counted. What the
 //! load leaves out (pods bound to a missing node, a pod listed twice, finished pods, pending
 //! pods being deleted, other kinds) is printed to stderr with counts and the first names.
 //!
@@ -183,6 +186,8 @@ fn run() -> Result<Outcome, String> {
     let mut namespaces = NamespaceLabels::new();
     namespaces.extend_from(&cluster.namespaces);
     snapshot.set_namespace_labels(namespaces);
+    // PersistentVolumes, claims, StorageClasses and CSINodes of the mixed files.
+    snapshot.set_storage(cluster.storage);
     let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();
