@@ -136,6 +136,13 @@ impl PolicyPlan {
                         present, absent,
                     )));
                 }
+                PredicateKind::CheckServiceAffinity => {
+                    if let PredicateSpec::ServiceAffinity { labels, .. } = spec {
+                        out.push(BoxPredicate::new(spread::ServiceAffinity::new(
+                            labels.clone(),
+                        )));
+                    }
+                }
                 PredicateKind::MaxEBSVolumeCount => {
                     out.push(BoxPredicate::new(volume::InTreeVolumeLimits::ebs()));
                 }

@@ -76,8 +76,10 @@
 //!
 //! # Differences from kube-scheduler v1.20.2
 //!
-//! - Not implemented, rejected with the reason: CheckServiceAffinity and `serviceAffinity`
-//!   predicates, HTTP extenders.
+//! - Not implemented, rejected with the reason: HTTP extenders.
+//! - CheckServiceAffinity takes the Service's first pod in the snapshot's node order, where
+//!   kube takes it in its own node list's order (they differ only when the Service's pods
+//!   already run on nodes with different label values).
 //! - The volume predicates (NoVolumeZoneConflict, MaxEBSVolumeCount, MaxGCEPDVolumeCount,
 //!   MaxAzureDiskVolumeCount, MaxCinderVolumeCount, MaxCSIVolumeCountPred, CheckVolumeBinding)
 //!   read the snapshot's storage objects ([`crate::snapshot::Snapshot::set_storage`]); a claim

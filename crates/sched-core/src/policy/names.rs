@@ -25,6 +25,9 @@ pub enum PredicateKind {
     PodToleratesNodeTaints,
     /// `CheckNodeLabelPresence`: labels present (or absent); needs `labelsPresence`.
     CheckNodeLabelPresence,
+    /// `CheckServiceAffinity`: a Service's pods on nodes with the same values of labels; the
+    /// labels come from `serviceAffinity` arguments (every such entry adds to one predicate).
+    CheckServiceAffinity,
     /// `MaxEBSVolumeCount`: AWS EBS volumes per node (default 39, 25 on Nitro instances).
     MaxEBSVolumeCount,
     /// `MaxGCEPDVolumeCount`: GCE PD volumes per node (default 16).
@@ -64,6 +67,7 @@ impl PredicateKind {
         PredicateKind::NoDiskConflict,
         PredicateKind::PodToleratesNodeTaints,
         PredicateKind::CheckNodeLabelPresence,
+        PredicateKind::CheckServiceAffinity,
         PredicateKind::MaxEBSVolumeCount,
         PredicateKind::MaxGCEPDVolumeCount,
         PredicateKind::MaxCSIVolumeCountPred,
@@ -91,6 +95,7 @@ impl PredicateKind {
             PredicateKind::NoDiskConflict => "NoDiskConflict",
             PredicateKind::PodToleratesNodeTaints => "PodToleratesNodeTaints",
             PredicateKind::CheckNodeLabelPresence => "CheckNodeLabelPresence",
+            PredicateKind::CheckServiceAffinity => "CheckServiceAffinity",
             PredicateKind::MaxEBSVolumeCount => "MaxEBSVolumeCount",
             PredicateKind::MaxGCEPDVolumeCount => "MaxGCEPDVolumeCount",
             PredicateKind::MaxCSIVolumeCountPred => "MaxCSIVolumeCountPred",
@@ -118,6 +123,7 @@ impl PredicateKind {
     pub const fn argument(self) -> Option<&'static str> {
         match self {
             PredicateKind::CheckNodeLabelPresence => Some("labelsPresence"),
+            PredicateKind::CheckServiceAffinity => Some("serviceAffinity"),
             _ => None,
         }
     }
@@ -236,6 +242,7 @@ pub const KNOWN_PREDICATES: &[&str] = &[
     "NoDiskConflict",
     "PodToleratesNodeTaints",
     "CheckNodeLabelPresence",
+    "CheckServiceAffinity",
     "MaxEBSVolumeCount",
     "MaxGCEPDVolumeCount",
     "MaxCSIVolumeCountPred",
@@ -309,19 +316,13 @@ pub const DEFAULT_PRIORITIES: &[(PriorityKind, i64)] = &[
 ];
 
 /// kube-scheduler predicates sched-core does not implement, with the reason.
-pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
-    ("CheckServiceAffinity", SERVICE_AFFINITY_REASON),
-    (
-        "PodToleratesNodeNoExecuteTaints",
-        "it checked NoExecute taints only and is gone from kube-scheduler's legacy registry; PodToleratesNodeTaints checks NoExecute taints as well",
-    ),
-];
+pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[(
+    "PodToleratesNodeNoExecuteTaints",
+    "it checked NoExecute taints only and is gone from kube-scheduler's legacy registry; PodToleratesNodeTaints checks NoExecute taints as well",
+)];
 
 /// kube-scheduler priorities sched-core does not implement, with the reason.
 pub(crate) const UNSUPPORTED_PRIORITIES: &[(&str, &str)] = &[];
-
-/// Why `serviceAffinity` predicates are rejected.
-pub(crate) const SERVICE_AFFINITY_REASON: &str = "kube's ServiceAffinity filter (CheckServiceAffinity, or a custom predicate with a `serviceAffinity` argument) is not implemented";
 
 #[cfg(test)]
 mod tests {
