@@ -670,3 +670,243 @@ fn in_tree_limits() {
         Err(Reason::MaxVolumeCount)
     );
 }
+
+/// kube's legacy `nodevolumelimits/ebs_test.go` TestEBSLimits (the era's `MaxEBSVolumeCount`),
+/// every case, with its fixtures (`getFakePVCLister`, `getFakePVLister`, a StorageClass "EBS"
+/// provisioned by `kubernetes.io/aws-ebs`, the node's limit in its allocatable).
+#[test]
+fn ebs_limits() {
+    let ebs = |ids: &[&str]| pod_with("p", ids.iter().map(|id| inline_ebs(id)).collect());
+    let host_path = || Volume {
+        name: "host".into(),
+        ..Volume::default()
+    };
+    let claims = |names: &[&str]| {
+        let mut p = pod_with_claims("p", names);
+        p.metadata.namespace = String::new();
+        p
+    };
+    let one_vol = ebs(&["ovp"]);
+    let two_vol = ebs(&["tvp1", "tvp2"]);
+    let split_vols = pod_with("p", vec![host_path(), inline_ebs("svp")]);
+    let non_applicable = pod_with("p", vec![host_path()]);
+    let empty = pod_with("p", vec![]);
+    let one_pvc = claims(&["someEBSVol"]);
+    let split_pvc = claims(&["someNonEBSVol", "someEBSVol"]);
+    let deleted_pvc = claims(&["deletedPVC"]);
+    let two_deleted_pvc = claims(&["deletedPVC", "anotherDeletedPVC"]);
+    let deleted_pv = claims(&["pvcWithDeletedPV"]);
+    let another_deleted_pv = claims(&["anotherPVCWithDeletedPV"]);
+    let unbound = claims(&["unboundPVC"]);
+    let another_unbound = claims(&["anotherUnboundPVC"]);
+    let invalid_sc = claims(&["unboundPVCwithInvalidSCPod"]);
+    let default_sc = claims(&["unboundPVCwithDefaultSCPod"]);
+
+    let mut storage = StorageObjects::new();
+    let claim = |name: &str, volume: &str, class: &str| {
+        let mut c = pvc(name, volume);
+        c.metadata.namespace = String::new();
+        c.spec.storage_class_name = Some(class.to_string());
+        c
+    };
+    storage.persistent_volume_claims = vec![
+        claim("someEBSVol", "someEBSVol", "EBS"),
+        claim("someNonEBSVol", "someNonEBSVol", "EBS"),
+        claim("pvcWithDeletedPV", "pvcWithDeletedPV", "EBS"),
+        claim("anotherPVCWithDeletedPV", "anotherPVCWithDeletedPV", "EBS"),
+        claim("unboundPVC", "", "EBS"),
+        claim("anotherUnboundPVC", "", "EBS"),
+        claim("unboundPVCwithDefaultSCPod", "", "standard-sc"),
+        claim("unboundPVCwithInvalidSCPod", "", "invalid-sc"),
+    ];
+    let mut ebs_pv = pv("someEBSVol", &[]);
+    ebs_pv.spec.aws_elastic_block_store = Some(AwsElasticBlockStore {
+        volume_id: "ebsVol".into(),
+        read_only: false,
+    });
+    storage.persistent_volumes = vec![ebs_pv, pv("someNonEBSVol", &[])];
+    let mut sc = class("EBS", None);
+    sc.provisioner = EBS_INTREE.into();
+    storage.storage_classes = vec![sc];
+
+    let cases: Vec<(&str, &Pod, Vec<&Pod>, i64, bool)> = vec![
+        (
+            "fits when node capacity >= new pod's EBS volumes",
+            &one_vol,
+            vec![&two_vol, &one_vol],
+            4,
+            true,
+        ),
+        (
+            "doesn't fit when node capacity < new pod's EBS volumes",
+            &two_vol,
+            vec![&one_vol],
+            2,
+            false,
+        ),
+        (
+            "new pod's count ignores non-EBS volumes",
+            &split_vols,
+            vec![&two_vol],
+            3,
+            true,
+        ),
+        (
+            "existing pods' counts ignore non-EBS volumes",
+            &two_vol,
+            vec![&split_vols, &non_applicable, &empty],
+            3,
+            true,
+        ),
+        (
+            "new pod's count considers PVCs backed by EBS volumes",
+            &one_pvc,
+            vec![&split_vols, &non_applicable, &empty],
+            3,
+            true,
+        ),
+        (
+            "new pod's count ignores PVCs not backed by EBS volumes",
+            &split_pvc,
+            vec![&split_vols, &one_vol],
+            3,
+            true,
+        ),
+        (
+            "existing pods' counts considers PVCs backed by EBS volumes",
+            &two_vol,
+            vec![&one_vol, &one_pvc],
+            3,
+            false,
+        ),
+        (
+            "already-mounted EBS volumes are always ok to allow",
+            &two_vol,
+            vec![&one_vol, &two_vol, &one_pvc],
+            4,
+            true,
+        ),
+        (
+            "the same EBS volumes are not counted multiple times",
+            &split_vols,
+            vec![&one_vol, &one_vol, &one_pvc],
+            3,
+            true,
+        ),
+        (
+            "missing PVC is not counted towards the PV limit (1)",
+            &one_pvc,
+            vec![&one_vol, &deleted_pvc],
+            1,
+            false,
+        ),
+        (
+            "missing PVC is not counted towards the PV limit (2)",
+            &one_pvc,
+            vec![&one_vol, &deleted_pvc],
+            2,
+            true,
+        ),
+        (
+            "two missing PVCs are not counted towards the PV limit twice",
+            &one_pvc,
+            vec![&one_vol, &two_deleted_pvc],
+            2,
+            true,
+        ),
+        (
+            "unbound PVC with invalid SC is not counted towards the PV limit",
+            &invalid_sc,
+            vec![&one_vol],
+            1,
+            true,
+        ),
+        (
+            "unbound PVC from different provisioner is not counted towards the PV limit",
+            &default_sc,
+            vec![&one_vol],
+            1,
+            true,
+        ),
+        (
+            "pod with missing PV is counted towards the PV limit (2)",
+            &one_pvc,
+            vec![&one_vol, &deleted_pv],
+            2,
+            false,
+        ),
+        (
+            "pod with missing PV is counted towards the PV limit (3)",
+            &one_pvc,
+            vec![&one_vol, &deleted_pv],
+            3,
+            true,
+        ),
+        (
+            "two pods missing the same PV are counted towards the PV limit only once",
+            &deleted_pv,
+            vec![&one_vol, &deleted_pv],
+            2,
+            true,
+        ),
+        (
+            "two pods missing different PVs are counted towards the PV limit twice",
+            &another_deleted_pv,
+            vec![&one_vol, &deleted_pv],
+            2,
+            false,
+        ),
+        (
+            "pod with unbound PVC is counted towards the PV limit (2)",
+            &one_pvc,
+            vec![&one_vol, &unbound],
+            2,
+            false,
+        ),
+        (
+            "pod with unbound PVC is counted towards the PV limit (3)",
+            &one_pvc,
+            vec![&one_vol, &unbound],
+            3,
+            true,
+        ),
+        (
+            "the same unbound PVC in multiple pods is counted towards the PV limit only once",
+            &unbound,
+            vec![&one_vol, &unbound],
+            2,
+            true,
+        ),
+        (
+            "two different unbound PVCs are counted towards the PV limit as two volumes",
+            &another_unbound,
+            vec![&one_vol, &unbound],
+            2,
+            false,
+        ),
+    ];
+    for (name, new_pod, existing, max, fits) in cases {
+        let mut n = node("node-for-max-pd-test-1", &[]);
+        n.status.allocatable.insert(
+            "attachable-volumes-aws-ebs".into(),
+            storage_quantity(&max.to_string()),
+        );
+        let existing: Vec<(usize, Pod)> = existing
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut p = p.clone();
+                p.metadata.name = format!("existing-{i}");
+                (0, p)
+            })
+            .collect();
+        let snap = snapshot(vec![n], existing, storage.clone());
+        let got = run(&InTreeVolumeLimits::ebs(), new_pod, &snap, V1_20).1[0];
+        let want = if fits {
+            Ok(())
+        } else {
+            Err(Reason::MaxVolumeCount)
+        };
+        assert_eq!(got, want, "{name}");
+    }
+}
