@@ -278,6 +278,13 @@ impl Snapshot {
         &self.storage
     }
 
+    /// The storage objects, to add, replace or remove single objects as they change (copied
+    /// first if a clone of this snapshot shares them).
+    pub fn storage_mut(&mut self) -> &mut StorageIndex {
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage)
+    }
+
     /// Replaces the workloads used for spreading.
     pub fn set_workloads(&mut self, workloads: Vec<Workload>) {
         self.workloads = workloads;

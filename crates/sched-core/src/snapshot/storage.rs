@@ -23,13 +23,7 @@ impl StorageIndex {
     pub fn new(objects: StorageObjects) -> StorageIndex {
         let mut ix = StorageIndex::default();
         for pv in objects.persistent_volumes {
-            match ix.pv_by_name.get(&pv.metadata.name) {
-                Some(&i) => ix.pvs[i] = pv,
-                None => {
-                    ix.pv_by_name.insert(pv.metadata.name.clone(), ix.pvs.len());
-                    ix.pvs.push(pv);
-                }
-            }
+            ix.upsert_pv(pv);
         }
         for pvc in objects.persistent_volume_claims {
             ix.pvcs.insert(
@@ -44,6 +38,62 @@ impl StorageIndex {
             ix.csi_nodes.insert(cn.metadata.name.clone(), cn);
         }
         ix
+    }
+
+    /// Adds a PersistentVolume, or replaces the one with its name.
+    pub fn upsert_pv(&mut self, pv: PersistentVolume) {
+        match self.pv_by_name.get(&pv.metadata.name) {
+            Some(&i) => self.pvs[i] = pv,
+            None => {
+                self.pv_by_name
+                    .insert(pv.metadata.name.clone(), self.pvs.len());
+                self.pvs.push(pv);
+            }
+        }
+    }
+
+    /// Removes a PersistentVolume (the last one takes its position in [`StorageIndex::pvs`]).
+    pub fn remove_pv(&mut self, name: &str) -> Option<PersistentVolume> {
+        let i = self.pv_by_name.remove(name)?;
+        let pv = self.pvs.swap_remove(i);
+        if let Some(moved) = self.pvs.get(i) {
+            self.pv_by_name.insert(moved.metadata.name.clone(), i);
+        }
+        Some(pv)
+    }
+
+    /// Adds a claim, or replaces the one with its namespace and name.
+    pub fn upsert_pvc(&mut self, pvc: PersistentVolumeClaim) {
+        self.pvcs.insert(
+            (pvc.metadata.namespace.clone(), pvc.metadata.name.clone()),
+            pvc,
+        );
+    }
+
+    /// Removes a claim.
+    pub fn remove_pvc(&mut self, namespace: &str, name: &str) -> Option<PersistentVolumeClaim> {
+        self.pvcs.remove(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Adds a StorageClass, or replaces the one with its name.
+    pub fn upsert_class(&mut self, class: StorageClass) {
+        self.classes.insert(class.metadata.name.clone(), class);
+    }
+
+    /// Removes a StorageClass.
+    pub fn remove_class(&mut self, name: &str) -> Option<StorageClass> {
+        self.classes.remove(name)
+    }
+
+    /// Adds a CSINode, or replaces the one with its name.
+    pub fn upsert_csi_node(&mut self, csi_node: CsiNode) {
+        self.csi_nodes
+            .insert(csi_node.metadata.name.clone(), csi_node);
+    }
+
+    /// Removes a CSINode.
+    pub fn remove_csi_node(&mut self, name: &str) -> Option<CsiNode> {
+        self.csi_nodes.remove(name)
     }
 
     /// Whether no object is held.
@@ -83,5 +133,41 @@ impl StorageIndex {
     /// The CSINode of a node.
     pub fn csi_node(&self, node: &str) -> Option<&CsiNode> {
         self.csi_nodes.get(node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pv(name: &str) -> PersistentVolume {
+        let mut pv = PersistentVolume::default();
+        pv.metadata.name = name.into();
+        pv
+    }
+
+    #[test]
+    fn updates_keep_the_name_index() {
+        let mut ix = StorageIndex::new(StorageObjects {
+            persistent_volumes: vec![pv("a"), pv("b"), pv("c")],
+            ..StorageObjects::default()
+        });
+        assert_eq!(ix.remove_pv("a").unwrap().metadata.name, "a");
+        assert!(ix.pv("a").is_none());
+        assert_eq!(ix.pv("c").unwrap().metadata.name, "c");
+        assert_eq!(ix.pvs()[ix.pv_index("c").unwrap()].metadata.name, "c");
+        assert_eq!(ix.pvs()[ix.pv_index("b").unwrap()].metadata.name, "b");
+        let mut b = pv("b");
+        b.status.phase = "Bound".into();
+        ix.upsert_pv(b);
+        assert_eq!(ix.pvs().len(), 2);
+        assert_eq!(ix.pv("b").unwrap().status.phase, "Bound");
+        assert!(ix.remove_pv("a").is_none());
+        let mut claim = PersistentVolumeClaim::default();
+        claim.metadata.namespace = "ns".into();
+        claim.metadata.name = "c".into();
+        ix.upsert_pvc(claim);
+        assert!(ix.pvc("ns", "c").is_some());
+        assert!(ix.remove_pvc("ns", "c").is_some());
     }
 }
