@@ -37,9 +37,9 @@ const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 ///
 /// Claims that cannot be resolved reject every node with a [`Reason::Volume`]. Not done:
 /// claims' label selectors, storage capacity (CSIStorageCapacity), the in-tree to CSI
-/// translation of bound PVs' node affinity, the PreFilter node set kube derives from bound
-/// local PVs, and keeping the chosen PVs for the next pods (each pod is matched against the
-/// PVs as the snapshot holds them).
+/// translation of bound PVs' node affinity and the PreFilter node set kube derives from bound
+/// local PVs. The profile does not keep the chosen PVs for the next pods: call
+/// [`assume_volumes`] after placing a pod (and [`forget_volumes`] to undo it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeBinding {
     name: &'static str,
@@ -273,57 +273,181 @@ impl Predicate for VolumeBinding {
         if let Some(r) = st.reject {
             return Err(r);
         }
-        let storage = cx.snapshot().storage();
-        let pvs = storage.pvs();
-        let node = node.node();
-        let mut conflicts = 0u8;
-        for pv in &st.bound {
-            match pv {
-                None => {
-                    conflicts |= VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME;
-                    break;
-                }
-                Some(i) if !pv_fits_node(&pvs[*i], node) => {
-                    conflicts |= VolumeBindingConflicts::NODE_AFFINITY;
-                    break;
-                }
-                Some(_) => {}
-            }
-        }
-        if !st.unbound.is_empty() {
-            let mut to_provision: Vec<&PersistentVolumeClaim> = Vec::new();
-            let mut to_match: Vec<&Unbound> = Vec::new();
-            let mut elsewhere = false;
-            for u in &st.unbound {
-                match u.claim.metadata.annotations.get(ANN_SELECTED_NODE) {
-                    Some(n) if *n != node.metadata.name => {
-                        elsewhere = true;
-                        break;
-                    }
-                    Some(_) => to_provision.push(&u.claim),
-                    None => to_match.push(u),
-                }
-            }
-            if elsewhere {
-                conflicts |= VolumeBindingConflicts::NO_VOLUME_TO_BIND;
-            } else {
-                let mut chosen = Vec::new();
-                for u in to_match {
-                    match find_matching(pvs, &u.candidates, &u.claim, node, &chosen) {
-                        Some(i) => chosen.push(i),
-                        None => to_provision.push(&u.claim),
-                    }
-                }
-                if !provisionable(storage, &to_provision, node) {
-                    conflicts |= VolumeBindingConflicts::NO_VOLUME_TO_BIND;
-                }
-            }
-        }
+        let conflicts = decide(cx.snapshot().storage(), st, node.node(), None);
         if conflicts == 0 {
             Ok(())
         } else {
             Err(Reason::VolumeBinding(VolumeBindingConflicts(conflicts)))
         }
+    }
+}
+
+/// What binding the pod's unbound claims on a node takes: each claim matched to a PV
+/// (`static_bindings`: claim index in the state, PV index) or to provision.
+#[derive(Debug, Default)]
+struct Decisions {
+    static_bindings: Vec<(usize, usize)>,
+    provisions: Vec<usize>,
+}
+
+/// kube's `FindPodVolumes` on one node: the conflicts (bits of [`VolumeBindingConflicts`]),
+/// and, when `out` is given, the decisions.
+fn decide(
+    storage: &StorageIndex,
+    st: &BindingState,
+    node: &Node,
+    out: Option<&mut Decisions>,
+) -> u8 {
+    let pvs = storage.pvs();
+    let mut conflicts = 0u8;
+    for pv in &st.bound {
+        match pv {
+            None => {
+                conflicts |= VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME;
+                break;
+            }
+            Some(i) if !pv_fits_node(&pvs[*i], node) => {
+                conflicts |= VolumeBindingConflicts::NODE_AFFINITY;
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+    if st.unbound.is_empty() {
+        return conflicts;
+    }
+    let mut to_provision: Vec<usize> = Vec::new();
+    let mut to_match: Vec<usize> = Vec::new();
+    for (k, u) in st.unbound.iter().enumerate() {
+        match u.claim.metadata.annotations.get(ANN_SELECTED_NODE) {
+            Some(n) if *n != node.metadata.name => {
+                return conflicts | VolumeBindingConflicts::NO_VOLUME_TO_BIND;
+            }
+            Some(_) => to_provision.push(k),
+            None => to_match.push(k),
+        }
+    }
+    let mut chosen = Vec::new();
+    let mut bindings = Vec::new();
+    for k in to_match {
+        let u = &st.unbound[k];
+        match find_matching(pvs, &u.candidates, &u.claim, node, &chosen) {
+            Some(i) => {
+                chosen.push(i);
+                bindings.push((k, i));
+            }
+            None => to_provision.push(k),
+        }
+    }
+    let claims: Vec<&PersistentVolumeClaim> =
+        to_provision.iter().map(|&k| &st.unbound[k].claim).collect();
+    if !provisionable(storage, &claims, node) {
+        conflicts |= VolumeBindingConflicts::NO_VOLUME_TO_BIND;
+    }
+    if let Some(out) = out {
+        out.static_bindings = bindings;
+        out.provisions = to_provision;
+    }
+    conflicts
+}
+
+/// What [`assume_volumes`] changed in the snapshot's storage objects, for [`forget_volumes`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AssumedVolumes {
+    /// The PersistentVolumes as they were before.
+    pvs: Vec<PersistentVolume>,
+    /// The claims as they were before.
+    pvcs: Vec<PersistentVolumeClaim>,
+}
+
+impl AssumedVolumes {
+    /// Whether nothing was changed.
+    pub fn is_empty(&self) -> bool {
+        self.pvs.is_empty() && self.pvcs.is_empty()
+    }
+}
+
+/// kube's `AssumePodVolumes` once a pod is placed on `node`: each unbound
+/// `WaitForFirstConsumer` claim VolumeBinding matched to a PersistentVolume there reserves it
+/// (the PV's `claimRef` names the claim, so no other claim takes it), and each claim to
+/// provision gets the node in its `volume.kubernetes.io/selected-node` annotation, in the
+/// snapshot's storage objects. [`forget_volumes`] undoes it exactly. `version` is the profile's
+/// (v1.20 ignores generic ephemeral volumes).
+///
+/// # Errors
+/// The [`Reason`] the node fails VolumeBinding with, if it does (nothing is changed).
+pub fn assume_volumes(
+    snapshot: &mut crate::snapshot::Snapshot,
+    pod: &crate::model::Pod,
+    node: &str,
+    version: KubeVersion,
+) -> Result<AssumedVolumes, Reason> {
+    let v1_34 = version >= KubeVersion::V1_34;
+    let Some(info) = snapshot.get(node) else {
+        return Ok(AssumedVolumes::default());
+    };
+    let st = match prepare_claims(snapshot.storage(), pod, v1_34)? {
+        None => return Ok(AssumedVolumes::default()),
+        Some(st) => st,
+    };
+    let mut d = Decisions::default();
+    let conflicts = decide(snapshot.storage(), &st, info.node(), Some(&mut d));
+    if conflicts != 0 {
+        return Err(Reason::VolumeBinding(VolumeBindingConflicts(conflicts)));
+    }
+    if d.static_bindings.is_empty() && d.provisions.is_empty() {
+        return Ok(AssumedVolumes::default());
+    }
+    let mut assumed = AssumedVolumes::default();
+    let bound: Vec<PersistentVolume> = d
+        .static_bindings
+        .iter()
+        .map(|&(k, i)| {
+            let claim = &st.unbound[k].claim;
+            let mut pv = snapshot.storage().pvs()[i].clone();
+            assumed.pvs.push(pv.clone());
+            pv.spec.claim_ref = Some(crate::model::ClaimReference {
+                namespace: claim.metadata.namespace.clone(),
+                name: claim.metadata.name.clone(),
+                uid: claim.metadata.uid.clone(),
+            });
+            pv
+        })
+        .collect();
+    let provisioned: Vec<PersistentVolumeClaim> = d
+        .provisions
+        .iter()
+        .map(|&k| {
+            let mut claim = st.unbound[k].claim.clone();
+            assumed.pvcs.push(claim.clone());
+            claim
+                .metadata
+                .annotations
+                .insert(ANN_SELECTED_NODE.to_string(), node.to_string());
+            claim
+        })
+        .collect();
+    let storage = snapshot.storage_mut();
+    for pv in bound {
+        storage.upsert_pv(pv);
+    }
+    for claim in provisioned {
+        storage.upsert_pvc(claim);
+    }
+    Ok(assumed)
+}
+
+/// Undoes [`assume_volumes`] (for a pod that is forgotten or failed to bind).
+pub fn forget_volumes(snapshot: &mut crate::snapshot::Snapshot, assumed: AssumedVolumes) {
+    if assumed.is_empty() {
+        return;
+    }
+    let storage = snapshot.storage_mut();
+    for pv in assumed.pvs {
+        storage.upsert_pv(pv);
+    }
+    for claim in assumed.pvcs {
+        storage.upsert_pvc(claim);
     }
 }
 

@@ -496,3 +496,73 @@ fn matching_and_provisioning() {
         Some(vec![Err(Reason::UnboundImmediateClaims); 2])
     );
 }
+
+/// `assume_volumes` reserves the matched PV (the next pod's claim finds another one, or none)
+/// and pins a provisioned claim to the node; `forget_volumes` restores the objects exactly.
+#[test]
+fn assume_and_forget_volumes() {
+    let nodes = || vec![make_node("node-a", &[]), make_node("node-b", &[])];
+    let local =
+        |name: &str, host: &str| make_pv(name, "wait-sc", "Available", "10Gi", &[(HOSTNAME, host)]);
+    let mut s = StorageObjects::new();
+    s.storage_classes = classes();
+    let mut dynamic = class("dyn", Some(VolumeBindingMode::WaitForFirstConsumer));
+    dynamic.provisioner = "ebs.csi.aws.com".into();
+    s.storage_classes.push(dynamic);
+    s.persistent_volumes = vec![local("pv-a", "node-a")];
+    s.persistent_volume_claims = vec![
+        make_pvc("c1", "wait-sc", "", "1Gi"),
+        make_pvc("c2", "wait-sc", "", "1Gi"),
+        make_pvc("c3", "dyn", "", "1Gi"),
+    ];
+    let mut snap = snapshot(nodes(), vec![], s);
+    let before: Vec<_> = snap.storage().pvs().to_vec();
+    let p1 = pod_with_claims("p1", &["c1"]);
+    let p2 = pod_with_claims("p2", &["c2"]);
+    let p3 = pod_with_claims("p3", &["c3"]);
+    let plugin = VolumeBinding::new();
+    assert_eq!(
+        run(&plugin, &p2, &snap, V1_34).1,
+        vec![Ok(()), conflicts(BIND)]
+    );
+    // Placing p1 on node-a takes pv-a: p2 fits nowhere now.
+    assert_eq!(
+        assume_volumes(&mut snap, &p1, "node-b", V1_34),
+        Err(Reason::VolumeBinding(VolumeBindingConflicts(BIND)))
+    );
+    let assumed = assume_volumes(&mut snap, &p1, "node-a", V1_34).unwrap();
+    assert!(!assumed.is_empty());
+    assert_eq!(
+        snap.storage()
+            .pv("pv-a")
+            .unwrap()
+            .spec
+            .claim_ref
+            .as_ref()
+            .unwrap()
+            .name,
+        "c1"
+    );
+    assert_eq!(
+        run(&plugin, &p2, &snap, V1_34).1,
+        vec![conflicts(BIND), conflicts(BIND)]
+    );
+    assert_eq!(
+        run(&plugin, &p1, &snap, V1_34).1,
+        vec![Ok(()), conflicts(BIND)]
+    );
+    forget_volumes(&mut snap, assumed);
+    assert_eq!(snap.storage().pvs(), &before[..]);
+    assert_eq!(
+        run(&plugin, &p2, &snap, V1_34).1,
+        vec![Ok(()), conflicts(BIND)]
+    );
+    // A provisioned claim is pinned to its node.
+    let assumed = assume_volumes(&mut snap, &p3, "node-b", V1_34).unwrap();
+    assert_eq!(
+        run(&plugin, &p3, &snap, V1_34).1,
+        vec![conflicts(BIND), Ok(())]
+    );
+    forget_volumes(&mut snap, assumed);
+    assert_eq!(run(&plugin, &p3, &snap, V1_34).1, vec![Ok(()), Ok(())]);
+}

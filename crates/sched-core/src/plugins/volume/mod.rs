@@ -16,7 +16,7 @@ mod zone;
 #[cfg(test)]
 mod testutil;
 
-pub use binding::VolumeBinding;
+pub use binding::{AssumedVolumes, VolumeBinding, assume_volumes, forget_volumes};
 pub use limits::{InTreeVolumeLimits, NodeVolumeLimits};
 pub use restrictions::VolumeRestrictions;
 pub use zone::VolumeZone;
