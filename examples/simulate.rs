@@ -35,7 +35,9 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
+use sched_core::framework::KubeVersion;
 use sched_core::model::{ClusterObjects, Role, load_file};
+use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
@@ -236,6 +238,14 @@ fn run() -> Result<Outcome, String> {
         let (profile, cache) = (&*profile, cache);
         match profile.schedule_and_assume(cache, pod, &mut snapshot) {
             Ok(r) => {
+                // Reserve the PersistentVolumes VolumeBinding matched there, as kube's
+                // AssumePodVolumes does, so the next pods do not count on them.
+                let version = if legacy {
+                    KubeVersion::V1_20
+                } else {
+                    KubeVersion::V1_34
+                };
+                let _ = volume::assume_volumes(&mut snapshot, pod, &r.node, version);
                 let table = profile.last_scores(cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();
