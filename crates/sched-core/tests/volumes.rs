@@ -78,13 +78,13 @@ fn check(profile: &Profile, version: KubeVersion) {
         // db-0's volume is in eu-west-1b: NoVolumeZoneConflict / VolumeZone and the PV's node
         // affinity leave the two zone-b nodes.
         assert_eq!(
-            feasible(&profile, &snapshot, &by_name("db-0")),
+            feasible(profile, &snapshot, &by_name("db-0")),
             ["ip-10-0-2-21", "ip-10-0-2-44"],
             "{version:?}"
         );
         // db-1's claim is provisioned within allowedTopologies (zones a and b).
         assert_eq!(
-            feasible(&profile, &snapshot, &by_name("db-1")),
+            feasible(profile, &snapshot, &by_name("db-1")),
             [
                 "ip-10-0-1-12",
                 "ip-10-0-1-37",
@@ -95,7 +95,7 @@ fn check(profile: &Profile, version: KubeVersion) {
         );
         // cache-0's only local volume is on ip-10-0-3-19.
         assert_eq!(
-            feasible(&profile, &snapshot, &by_name("cache-0")),
+            feasible(profile, &snapshot, &by_name("cache-0")),
             ["ip-10-0-3-19"],
             "{version:?}"
         );
@@ -128,12 +128,12 @@ fn check(profile: &Profile, version: KubeVersion) {
         claim.metadata.name = "nvme-cache-1".into();
         snapshot.storage_mut().upsert_pvc(claim);
         assert!(
-            feasible(&profile, &snapshot, &twin).is_empty(),
+            feasible(profile, &snapshot, &twin).is_empty(),
             "{version:?}"
         );
         volume::forget_volumes(&mut snapshot, assumed);
         assert_eq!(
-            feasible(&profile, &snapshot, &twin),
+            feasible(profile, &snapshot, &twin),
             ["ip-10-0-3-19"],
             "{version:?}"
         );
