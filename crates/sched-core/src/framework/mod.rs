@@ -298,10 +298,9 @@ impl Reason {
                     out("node(s) didn't find available persistent volumes to bind".into());
                 }
                 if c.0 & VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME != 0 {
-                    out(match version {
-                        KubeVersion::V1_20 => "pvc(s) bound to non-existent pv(s)".into(),
-                        KubeVersion::V1_34 => "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".into(),
-                    });
+                    // v1.20 failed the pod with an error here; this is the later versions' text.
+                    out("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                        .into());
                 }
             }
             Reason::UnboundImmediateClaims => {

@@ -566,3 +566,88 @@ fn assume_and_forget_volumes() {
     forget_volumes(&mut snap, assumed);
     assert_eq!(run(&plugin, &p3, &snap, V1_34).1, vec![Ok(()), Ok(())]);
 }
+
+/// kube v1.20's `volumebinding/volume_binding_test.go` TestVolumeBinding (CheckVolumeBinding):
+/// every case. Its "pv not found" is an error status there (`could not find
+/// v1.PersistentVolume "pv-a"`); here it is the later versions' reason.
+#[test]
+fn volume_binding_v1_20() {
+    let n = |l: &[(&str, &str)]| vec![node("node-a", l)];
+    let pod = |claims: &[&str]| pod_with_claims("pod-a", claims);
+    let pv_a = || make_pv("pv-a", "", "", "", &[]);
+    assert_eq!(
+        outcomes(&pod(&[]), n(&[]), vec![], vec![], vec![], V1_20),
+        None,
+        "pod has not pvcs"
+    );
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a"]),
+            n(&[]),
+            vec![make_pvc("pvc-a", "wait-sc", "pv-a", "")],
+            vec![pv_a()],
+            vec![],
+            V1_20
+        ),
+        Some(vec![Ok(())]),
+        "all bound"
+    );
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a"]),
+            n(&[]),
+            vec![make_pvc("pvc-a", "immediate-sc", "", "")],
+            vec![],
+            vec![],
+            V1_20
+        ),
+        Some(vec![Err(Reason::UnboundImmediateClaims)]),
+        "immediate claims not bound"
+    );
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a"]),
+            n(&[]),
+            vec![make_pvc("pvc-a", "wait-sc", "", "")],
+            vec![],
+            vec![],
+            V1_20
+        ),
+        Some(vec![conflicts(BIND)]),
+        "unbound claims no matches"
+    );
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a", "pvc-b"]),
+            n(&[("foo", "barbar")]),
+            vec![
+                make_pvc("pvc-a", "wait-sc", "pv-a", ""),
+                make_pvc("pvc-b", "wait-sc", "", "")
+            ],
+            vec![make_pv("pv-a", "", "", "", &[("foo", "bar")])],
+            vec![],
+            V1_20
+        ),
+        Some(vec![conflicts(NODE | BIND)]),
+        "bound and unbound unsatisfied"
+    );
+    assert_eq!(
+        outcomes(&pod(&["pvc-a"]), n(&[]), vec![], vec![], vec![], V1_20),
+        Some(vec![Err(Reason::Volume(VolumeProblem::ClaimNotFound))]),
+        "pvc not found"
+    );
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a"]),
+            n(&[]),
+            vec![make_pvc("pvc-a", "wait-sc", "pv-a", "")],
+            vec![],
+            vec![],
+            V1_20
+        ),
+        Some(vec![conflicts(
+            VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME
+        )]),
+        "pv not found"
+    );
+}
