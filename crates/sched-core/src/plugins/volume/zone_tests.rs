@@ -281,3 +281,174 @@ fn v1_20_semantics() {
         Want::Fail(Reason::Volume(VolumeProblem::VolumeNotFound))
     );
 }
+
+/// kube v1.20's `volumezone/volume_zone_test.go` (NoVolumeZoneConflict): TestSingleZone,
+/// TestMultiZone and TestWithBinding, every case. Its Error statuses (an unresolvable claim)
+/// are reasons here; a skip counts as a pass (v1.20's Filter returns success).
+#[test]
+fn v1_20_tables() {
+    let pass = |w: Want| if w == Want::Skip { Want::Pass } else { w };
+    let useless = ("uselessLabel", "none");
+    let mut s = StorageObjects::new();
+    s.persistent_volumes = vec![
+        pv("Vol_1", &[(BZ, "us-west1-a")]),
+        pv("Vol_2", &[(BR, "us-west1"), ("uselessLabel", "none")]),
+        pv("Vol_3", &[(BR, "us-west1")]),
+        pv("Vol_Stable_1", &[(Z, "us-west1-a")]),
+        pv("Vol_Stable_2", &[(R, "us-west1"), ("uselessLabel", "none")]),
+    ];
+    s.persistent_volume_claims = vec![
+        pvc("PVC_1", "Vol_1"),
+        pvc("PVC_2", "Vol_2"),
+        pvc("PVC_3", "Vol_3"),
+        pvc("PVC_4", "Vol_not_exist"),
+        pvc("PVC_Stable_1", "Vol_Stable_1"),
+        pvc("PVC_Stable_2", "Vol_Stable_2"),
+    ];
+    let single: Vec<Case> = vec![
+        (
+            "pod without volume",
+            pod_with("pod_1", vec![]),
+            vec![(BZ, "us-west1-a")],
+            Want::Pass,
+        ),
+        ("node without labels", with("PVC_1"), vec![], Want::Pass),
+        (
+            "beta zone label matched",
+            with("PVC_1"),
+            vec![(BZ, "us-west1-a"), useless],
+            Want::Pass,
+        ),
+        (
+            "beta region label matched",
+            with("PVC_2"),
+            vec![(BR, "us-west1"), useless],
+            Want::Pass,
+        ),
+        (
+            "beta region label doesn't match",
+            with("PVC_2"),
+            vec![(BR, "no_us-west1"), useless],
+            CONFLICT,
+        ),
+        (
+            "beta zone label doesn't match",
+            with("PVC_1"),
+            vec![(BZ, "no_us-west1-a"), useless],
+            CONFLICT,
+        ),
+        (
+            "zone label matched",
+            with("PVC_Stable_1"),
+            vec![(Z, "us-west1-a"), useless],
+            Want::Pass,
+        ),
+        (
+            "region label matched",
+            with("PVC_Stable_2"),
+            vec![(R, "us-west1"), useless],
+            Want::Pass,
+        ),
+        (
+            "region label doesn't match",
+            with("PVC_Stable_2"),
+            vec![(R, "no_us-west1"), useless],
+            CONFLICT,
+        ),
+        (
+            "zone label doesn't match",
+            with("PVC_Stable_1"),
+            vec![(Z, "no_us-west1-a"), useless],
+            CONFLICT,
+        ),
+    ];
+    for (name, pod, labels, want) in single {
+        assert_eq!(
+            pass(outcome(&s, pod, &labels, V1_20)),
+            want,
+            "single zone: {name}"
+        );
+    }
+    s.persistent_volumes = vec![
+        pv("Vol_1", &[(BZ, "us-west1-a")]),
+        pv("Vol_2", &[(BZ, "us-west1-b"), ("uselessLabel", "none")]),
+        pv("Vol_3", &[(BZ, "us-west1-c__us-west1-a")]),
+        pv("Vol_Stable_1", &[(Z, "us-west1-a")]),
+        pv("Vol_Stable_2", &[(Z, "us-west1-c__us-west1-a")]),
+    ];
+    let multi: Vec<Case> = vec![
+        ("node without labels", with("PVC_3"), vec![], Want::Pass),
+        (
+            "beta zone label matched",
+            with("PVC_3"),
+            vec![(BZ, "us-west1-a"), useless],
+            Want::Pass,
+        ),
+        (
+            "beta zone label doesn't match",
+            with("PVC_1"),
+            vec![(BZ, "us-west1-b"), useless],
+            CONFLICT,
+        ),
+        (
+            "zone label matched",
+            with("PVC_Stable_2"),
+            vec![(Z, "us-west1-a"), useless],
+            Want::Pass,
+        ),
+        (
+            "zone label doesn't match",
+            with("PVC_Stable_1"),
+            vec![(Z, "us-west1-b"), useless],
+            CONFLICT,
+        ),
+    ];
+    for (name, pod, labels, want) in multi {
+        assert_eq!(
+            pass(outcome(&s, pod, &labels, V1_20)),
+            want,
+            "multi zone: {name}"
+        );
+    }
+    let mut b = StorageObjects::new();
+    b.storage_classes = vec![
+        class("Class_Immediate", None),
+        class("Class_Wait", Some(VolumeBindingMode::WaitForFirstConsumer)),
+    ];
+    b.persistent_volumes = vec![pv("Vol_1", &[(BZ, "us-west1-a")])];
+    b.persistent_volume_claims = vec![
+        pvc("PVC_1", "Vol_1"),
+        pvc_of_class("PVC_NoSC", Some("Class_0")),
+        pvc_of_class("PVC_EmptySC", None),
+        pvc_of_class("PVC_WaitSC", Some("Class_Wait")),
+        pvc_of_class("PVC_ImmediateSC", Some("Class_Immediate")),
+    ];
+    let node_labels = [(BZ, "us-west1-a"), useless];
+    let problem = |p| Want::Fail(Reason::Volume(p));
+    let binding = [
+        ("label zone failure domain matched", "PVC_1", Want::Pass),
+        (
+            "unbound volume empty storage class",
+            "PVC_EmptySC",
+            problem(VolumeProblem::NoVolumeNorClass),
+        ),
+        (
+            "unbound volume no storage class",
+            "PVC_NoSC",
+            problem(VolumeProblem::StorageClassNotFound),
+        ),
+        (
+            "unbound volume immediate binding mode",
+            "PVC_ImmediateSC",
+            problem(VolumeProblem::BindingModeNotSet),
+        ),
+        ("unbound volume wait binding mode", "PVC_WaitSC", Want::Pass),
+    ];
+    for (name, claim, want) in binding {
+        assert_eq!(
+            pass(outcome(&b, with(claim), &node_labels, V1_20)),
+            want,
+            "with binding: {name}"
+        );
+    }
+}
