@@ -82,9 +82,9 @@
 //!   already run on nodes with different label values).
 //! - The volume predicates (NoVolumeZoneConflict, MaxEBSVolumeCount, MaxGCEPDVolumeCount,
 //!   MaxAzureDiskVolumeCount, MaxCinderVolumeCount, MaxCSIVolumeCountPred, CheckVolumeBinding)
-//!   read the snapshot's storage objects ([`crate::snapshot::Snapshot::set_storage`]); a claim
-//!   that does not exist rejects every node with a reason where v1.20 failed the pod with an
-//!   error, reason texts that name an object in kube name only its kind here, and
+//!   read the snapshot's storage objects ([`crate::snapshot::Snapshot::set_storage`]); a claim,
+//!   PersistentVolume or StorageClass that does not exist rejects every node with a reason
+//!   where v1.20 failed the pod with an error, reason texts that name an object in kube name only its kind here, and
 //!   `KUBE_MAX_PD_VOLS` is a setting
 //!   ([`crate::plugins::volume::InTreeVolumeLimits::with_max_volumes`]) that a Policy cannot
 //!   give, so a Policy gets the era's defaults.
