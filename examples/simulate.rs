@@ -13,7 +13,10 @@
 //! the item. `--objects` (repeatable) takes a file of mixed kinds (`kubectl get
 //! nodes,pods,services,replicasets,statefulsets,replicationcontrollers,namespaces -A -o json`):
 //! its nodes and pods join the others, its workloads feed spreading, its namespaces' labels
-//! feed pod affinity's `namespaceSelector`, other kinds are counted. What the
+//! feed pod affinity's `namespaceSelector`, its PersistentVolumes, PersistentVolumeClaims,
+//! StorageClasses and CSINodes feed the volume predicates (`examples/data/stateful.json`: a
+//! StatefulSet with a bound and an unbound claim, a local volume and an unbound claim without
+//! a class), other kinds are counted. What the
 //! load leaves out (pods bound to a missing node, a pod listed twice, finished pods, pending
 //! pods being deleted, other kinds) is printed to stderr with counts and the first names.
 //!
@@ -32,7 +35,9 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
+use sched_core::framework::KubeVersion;
 use sched_core::model::{ClusterObjects, Role, load_file};
+use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
@@ -183,6 +188,8 @@ fn run() -> Result<Outcome, String> {
     let mut namespaces = NamespaceLabels::new();
     namespaces.extend_from(&cluster.namespaces);
     snapshot.set_namespace_labels(namespaces);
+    // PersistentVolumes, claims, StorageClasses and CSINodes of the mixed files.
+    snapshot.set_storage(cluster.storage);
     let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();
@@ -231,6 +238,14 @@ fn run() -> Result<Outcome, String> {
         let (profile, cache) = (&*profile, cache);
         match profile.schedule_and_assume(cache, pod, &mut snapshot) {
             Ok(r) => {
+                // Reserve the PersistentVolumes VolumeBinding matched there, as kube's
+                // AssumePodVolumes does, so the next pods do not count on them.
+                let version = if legacy {
+                    KubeVersion::V1_20
+                } else {
+                    KubeVersion::V1_34
+                };
+                let _ = volume::assume_volumes(&mut snapshot, pod, &r.node, version);
                 let table = profile.last_scores(cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();

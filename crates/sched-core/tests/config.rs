@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use sched_core::config::{
     ConfigError, DefaultingType, PluginArgs, ProblemKind, Registry, SchedulerConfiguration,
 };
-use sched_core::framework::{BoxPredicate, PluginErrorKind, Reason, predicate_fn};
+use sched_core::framework::{BoxPredicate, Reason, predicate_fn};
 use sched_core::model::{Namespace, Node, Pod, Workload, WorkloadKind, parse_pod};
 use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
@@ -933,42 +933,61 @@ fn image_locality_favours_nodes_with_the_images() {
 }
 
 #[test]
-fn claimed_volumes_are_an_explicit_unsupported_outcome() {
-    let snapshot = nodes(&[node("n", "8", "16Gi")]);
+fn volume_plugins_read_the_snapshots_storage_objects() {
+    let mut a = node("a", "8", "16Gi");
+    a.metadata
+        .labels
+        .insert("topology.kubernetes.io/zone".into(), "z1".into());
+    let mut b = node("b", "8", "16Gi");
+    b.metadata
+        .labels
+        .insert("topology.kubernetes.io/zone".into(), "z2".into());
+    let mut snapshot = nodes(&[a, b]);
     let p = pod_with(
         "db-0",
         "1",
         "1Gi",
-        serde_json::json!({"spec": {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}}),
+        serde_json::json!({"metadata": {"namespace": "default"}, "spec": {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}}),
     );
     let profile_default = profile("");
-    match profile_default.schedule(&mut profile_default.create_cache(), &p, &snapshot) {
-        Err(ScheduleError::Plugin(e)) => {
-            assert_eq!(e.plugin(), "NodeVolumeLimits");
-            assert!(matches!(e.kind(), PluginErrorKind::Unsupported(_)), "{e}");
-        }
-        other => panic!("{other:?}"),
+    // The claim does not exist: every node fails, with the volume plugins' reasons.
+    let err = profile_default
+        .schedule(&mut profile_default.create_cache(), &p, &snapshot)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("persistentvolumeclaim not found"),
+        "{err}"
+    );
+    // Bound to a PV in zone z2: only node b.
+    let objects = sched_core::model::load_bytes(
+        "storage.json",
+        br#"{"kind": "List", "items": [
+            {"kind": "PersistentVolumeClaim", "metadata": {"name": "data-db-0", "namespace": "default"},
+             "spec": {"volumeName": "pv-1", "storageClassName": "ssd"}},
+            {"kind": "PersistentVolume", "metadata": {"name": "pv-1", "labels": {"topology.kubernetes.io/zone": "z2"}},
+             "spec": {"storageClassName": "ssd", "capacity": {"storage": "10Gi"}}}]}"#,
+        sched_core::model::Role::Mixed,
+    )
+    .unwrap();
+    snapshot.set_storage(objects.storage);
+    for _ in 0..5 {
+        assert_eq!(
+            profile_default
+                .schedule(&mut profile_default.create_cache(), &p, &snapshot)
+                .unwrap()
+                .node,
+            "b"
+        );
     }
-    let ephemeral = pod_with(
-        "scratch",
-        "1",
-        "1Gi",
-        serde_json::json!({"spec": {"volumes": [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}}),
-    );
-    assert!(matches!(
-        profile_default.schedule(&mut profile_default.create_cache(), &ephemeral, &snapshot),
-        Err(ScheduleError::Plugin(_))
-    ));
-    // A profile without the volume plugins places it (the user chose so).
+    // A profile without the volume plugins ignores the volume (the user chose so).
     let without = profile(
-        "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: NodeVolumeLimits\n      - name: VolumeBinding\n      - name: VolumeZone\n",
+        "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: NodeVolumeLimits\n      - name: VolumeBinding\n      - name: VolumeZone\n      - name: VolumeRestrictions\n",
     );
-    assert_eq!(
+    snapshot.set_storage(Default::default());
+    assert!(
         without
             .schedule(&mut without.create_cache(), &p, &snapshot)
-            .unwrap()
-            .node,
-        "n"
+            .is_ok()
     );
 }
 

@@ -9,7 +9,7 @@ use sched_core::model::{
     Affinity, LabelSelector, Pod, PodAffinity, PodAffinityTerm, Toleration,
     TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
-use sched_core::plugins::{interpod, node, resource, spread};
+use sched_core::plugins::{interpod, node, resource, spread, volume};
 use sched_core::profile::{Profile, ProfileBuilder};
 use sched_core::snapshot::Snapshot;
 
@@ -41,19 +41,19 @@ fn by_hand(seed: u64) -> Profile {
             "NodeResourcesFit",
         ))
         .predicate(f(
-            BoxPredicate::new(node::NoDiskConflict::new()),
+            BoxPredicate::new(volume::VolumeRestrictions::new()),
             "VolumeRestrictions",
         ))
         .predicate(f(
-            BoxPredicate::new(node::ClaimedVolumesUnsupported::new("NodeVolumeLimits")),
+            BoxPredicate::new(volume::NodeVolumeLimits::new()),
             "NodeVolumeLimits",
         ))
         .predicate(f(
-            BoxPredicate::new(node::ClaimedVolumesUnsupported::new("VolumeBinding")),
+            BoxPredicate::new(volume::VolumeBinding::new()),
             "VolumeBinding",
         ))
         .predicate(f(
-            BoxPredicate::new(node::ClaimedVolumesUnsupported::new("VolumeZone")),
+            BoxPredicate::new(volume::VolumeZone::new()),
             "VolumeZone",
         ))
         .predicate(f(

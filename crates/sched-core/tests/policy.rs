@@ -149,33 +149,35 @@ fn kube_arguments_example_supported() -> String {
 }
 
 #[test]
-fn kube_policy_with_arguments_what_we_reject_is_named() {
-    let (e, msg) = reject(KUBE_ARGUMENTS_EXAMPLE);
-    // Both serviceAffinity predicates are reported at once.
-    assert_eq!(e.problems().len(), 2, "{e:?}");
+fn kube_policy_with_arguments_merges_its_service_affinity_entries() {
+    // kube v1.20 adds every serviceAffinity entry's labels to one ServiceAffinity filter,
+    // whatever the entries' names.
+    let p = Policy::from_json(KUBE_ARGUMENTS_EXAMPLE).unwrap();
+    let plan = p.plan().unwrap();
+    let affinity: Vec<&PredicateSpec> = plan
+        .predicates()
+        .iter()
+        .filter(|s| s.kind() == PredicateKind::CheckServiceAffinity)
+        .collect();
+    assert_eq!(affinity.len(), 1, "{affinity:?}");
     assert!(
-        matches!(&e.problems()[0], PolicyError::Unsupported { path, name, .. } if path == "predicates[0].argument.serviceAffinity" && name == "TestZoneAffinity"),
-        "{e:?}"
+        matches!(affinity[0], PredicateSpec::ServiceAffinity { name, labels } if name == "TestZoneAffinity" && labels == &["zone", "foo"]),
+        "{affinity:?}"
     );
-    assert_eq!(
-        e.problems()[1].path(),
-        "predicates[1].argument.serviceAffinity"
-    );
-    assert_mentions(
-        &msg,
-        &["\"TestZoneAffinity\"", "ServiceAffinity", "not supported"],
+    assert!(p.compile().is_ok());
+    let bare = Policy::from_json(r#"{"predicates": [{"name": "CheckServiceAffinity"}]}"#)
+        .unwrap()
+        .plan()
+        .unwrap();
+    assert!(
+        bare.predicates().iter().any(
+            |s| matches!(s, PredicateSpec::ServiceAffinity { labels, .. } if labels.is_empty())
+        )
     );
     let (_, msg) = reject(
-        r#"{"predicates": [{"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["zone"]}}}]}"#,
+        r#"{"predicates": [{"name": "Zones", "argument": {"serviceAffinity": {"labels": []}}}]}"#,
     );
-    assert_mentions(
-        &msg,
-        &[
-            "`predicates[0].name`",
-            "\"CheckServiceAffinity\"",
-            "not supported",
-        ],
-    );
+    assert_mentions(&msg, &["serviceAffinity.labels", "at least one label"]);
 }
 
 #[test]
@@ -246,6 +248,14 @@ const EVERYTHING: &str = r#"{
         {"name": "PodToleratesNodeTaints"},
         {"name": "CheckNodeLabelPresence", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": true}}},
         {"name": "NoGpu", "argument": {"labelsPresence": {"labels": ["gpu"]}}},
+        {"name": "CheckServiceAffinity", "argument": {"serviceAffinity": {"labels": ["zone"]}}},
+        {"name": "NoVolumeZoneConflict"},
+        {"name": "MaxEBSVolumeCount"},
+        {"name": "MaxGCEPDVolumeCount"},
+        {"name": "MaxAzureDiskVolumeCount"},
+        {"name": "MaxCinderVolumeCount"},
+        {"name": "MaxCSIVolumeCountPred"},
+        {"name": "CheckVolumeBinding"},
         {"name": "CheckNodeMemoryPressure"},
         {"name": "CheckNodePIDPressure"},
         {"name": "CheckNodeDiskPressure"},
@@ -540,7 +550,7 @@ fn unknown_priority_name_lists_the_known_ones() {
 
 #[test]
 fn kube_names_we_do_not_implement_say_why() {
-    let (e, msg) = reject(r#"{"predicates": [{"name": "NoVolumeZoneConflict"}]}"#);
+    let (e, msg) = reject(r#"{"predicates": [{"name": "PodToleratesNodeNoExecuteTaints"}]}"#);
     assert!(
         matches!(
             e,
@@ -551,9 +561,24 @@ fn kube_names_we_do_not_implement_say_why() {
         ),
         "{e:?}"
     );
-    assert_mentions(&msg, &["\"NoVolumeZoneConflict\"", "PersistentVolume"]);
-    let (_, msg) = reject(r#"{"predicates": [{"name": "CheckServiceAffinity"}]}"#);
-    assert_mentions(&msg, &["\"CheckServiceAffinity\"", "not implemented"]);
+    assert_mentions(&msg, &["\"PodToleratesNodeNoExecuteTaints\"", "NoExecute"]);
+}
+
+#[test]
+fn the_volume_predicates_are_accepted_by_their_legacy_names() {
+    for name in [
+        "NoVolumeZoneConflict",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxAzureDiskVolumeCount",
+        "MaxCinderVolumeCount",
+        "MaxCSIVolumeCountPred",
+        "CheckVolumeBinding",
+    ] {
+        let policy = Policy::from_json(&format!(r#"{{"predicates": [{{"name": "{name}"}}]}}"#))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(policy.builder().is_ok(), "{name}");
+    }
 }
 
 #[test]
@@ -1084,6 +1109,12 @@ fn default_policy_compiles_to_kube_defaults() {
         "GeneralPredicates",
         "NoDiskConflict",
         "PodToleratesNodeTaints",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxCSIVolumeCountPred",
+        "MaxAzureDiskVolumeCount",
+        "CheckVolumeBinding",
+        "NoVolumeZoneConflict",
         "EvenPodsSpread",
         "MatchInterPodAffinity",
     ];
@@ -1205,6 +1236,14 @@ fn a_policy_using_every_name_and_argument_compiles() {
             "NoDiskConflict",
             "PodToleratesNodeTaints",
             "CheckNodeLabelPresence",
+            "CheckServiceAffinity",
+            "MaxEBSVolumeCount",
+            "MaxGCEPDVolumeCount",
+            "MaxCSIVolumeCountPred",
+            "MaxAzureDiskVolumeCount",
+            "MaxCinderVolumeCount",
+            "CheckVolumeBinding",
+            "NoVolumeZoneConflict",
             "CheckNodeMemoryPressure",
             "CheckNodePIDPressure",
             "CheckNodeDiskPressure",

@@ -170,15 +170,23 @@ impl Registry {
                 Ok(BoxPredicate::new(node::PodFitsHostPorts::new()))
             })
             .filter("VolumeRestrictions", |_| {
-                Ok(BoxPredicate::new(node::NoDiskConflict::new()))
+                Ok(BoxPredicate::new(
+                    crate::plugins::volume::VolumeRestrictions::new(),
+                ))
+            })
+            .filter("NodeVolumeLimits", |_| {
+                Ok(BoxPredicate::new(
+                    crate::plugins::volume::NodeVolumeLimits::new(),
+                ))
+            })
+            .filter("VolumeBinding", |_| {
+                Ok(BoxPredicate::new(
+                    crate::plugins::volume::VolumeBinding::new(),
+                ))
+            })
+            .filter("VolumeZone", |_| {
+                Ok(BoxPredicate::new(crate::plugins::volume::VolumeZone::new()))
             });
-        for name in ["NodeVolumeLimits", "VolumeBinding", "VolumeZone"] {
-            r = r.filter(name, move |_| {
-                Ok(BoxPredicate::new(node::ClaimedVolumesUnsupported::new(
-                    name,
-                )))
-            });
-        }
         r = r
             .plugin(
                 "TaintToleration",

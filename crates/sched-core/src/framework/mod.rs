@@ -113,8 +113,91 @@ pub enum Reason {
     TopologySpreadConstraintsNotMatch,
     /// The node lacks the topology key of a `DoNotSchedule` topology spread constraint.
     TopologySpreadMissingLabel,
+    /// A bound PersistentVolume's zone or region label does not match the node's (VolumeZone,
+    /// NoVolumeZoneConflict).
+    VolumeZoneConflict,
+    /// The node cannot attach that many more volumes (NodeVolumeLimits, Max*VolumeCount).
+    MaxVolumeCount,
+    /// VolumeBinding's conflicts on the node, each reported with its own text as kube does.
+    VolumeBinding(VolumeBindingConflicts),
+    /// The pod has an unbound claim of an `Immediate` StorageClass (VolumeBinding).
+    UnboundImmediateClaims,
+    /// A `ReadWriteOncePod` claim of the pod is in use by another pod (VolumeRestrictions).
+    ReadWriteOncePodConflict,
+    /// A volume of the pod cannot be resolved before any node is looked at (kube's PreFilter
+    /// rejections of the volume plugins); every node gets it.
+    Volume(VolumeProblem),
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),
+}
+
+/// The conflicts VolumeBinding finds on a node (bits, reported in kube's order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VolumeBindingConflicts(pub u8);
+
+impl VolumeBindingConflicts {
+    /// A bound PersistentVolume's node affinity does not match the node: "node(s) had volume
+    /// node affinity conflict".
+    pub const NODE_AFFINITY: u8 = 1;
+    /// An unbound `WaitForFirstConsumer` claim finds no PersistentVolume on the node and cannot
+    /// be provisioned there: "node(s) didn't find available persistent volumes to bind".
+    pub const NO_VOLUME_TO_BIND: u8 = 1 << 1;
+    /// A claim is bound to a PersistentVolume that does not exist.
+    pub const BOUND_TO_MISSING_VOLUME: u8 = 1 << 2;
+
+    /// Whether no conflict is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Why the volume plugins reject a pod on every node: a claim, volume or class it names cannot
+/// be resolved. kube's texts name the object (`persistentvolumeclaim "data" not found`); a
+/// [`Reason`] carries no text, so these name the kind only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum VolumeProblem {
+    /// A `persistentVolumeClaim` volume with an empty `claimName`.
+    ClaimWithoutName,
+    /// The claim does not exist.
+    ClaimNotFound,
+    /// The claim is being deleted.
+    ClaimBeingDeleted,
+    /// A generic ephemeral volume's claim is not owned by the pod.
+    ClaimNotOwnedByPod,
+    /// The bound PersistentVolume does not exist.
+    VolumeNotFound,
+    /// The StorageClass does not exist.
+    StorageClassNotFound,
+    /// An unbound claim names no StorageClass (VolumeZone).
+    NoVolumeNorClass,
+    /// An unbound claim's StorageClass has no `volumeBindingMode`.
+    BindingModeNotSet,
+    /// An unbound claim of an `Immediate` class (VolumeZone's wording).
+    UnboundVolume,
+    /// A `Lost` claim whose PersistentVolume does not exist.
+    ClaimLost,
+}
+
+impl VolumeProblem {
+    fn text(self) -> &'static str {
+        match self {
+            VolumeProblem::ClaimWithoutName => "PersistentVolumeClaim had no name",
+            VolumeProblem::ClaimNotFound => "persistentvolumeclaim not found",
+            VolumeProblem::ClaimBeingDeleted => "persistentvolumeclaim is being deleted",
+            VolumeProblem::ClaimNotOwnedByPod => "PVC was not created for pod (pod is not owner)",
+            VolumeProblem::VolumeNotFound => "persistentvolume not found",
+            VolumeProblem::StorageClassNotFound => "storageclass.storage.k8s.io not found",
+            VolumeProblem::NoVolumeNorClass => {
+                "PersistentVolumeClaim had no pv name and storageClass name"
+            }
+            VolumeProblem::BindingModeNotSet => "VolumeBindingMode not set for StorageClass",
+            VolumeProblem::UnboundVolume => "PersistentVolume had no name",
+            VolumeProblem::ClaimLost => {
+                "persistentvolumeclaim bound to non-existent persistentvolume"
+            }
+        }
+    }
 }
 
 impl Reason {
@@ -205,6 +288,29 @@ impl Reason {
                 "node(s) didn't match pod topology spread constraints (missing required label)"
                     .into(),
             ),
+            Reason::VolumeZoneConflict => out("node(s) had no available volume zone".into()),
+            Reason::MaxVolumeCount => out("node(s) exceed max volume count".into()),
+            Reason::VolumeBinding(c) => {
+                if c.0 & VolumeBindingConflicts::NODE_AFFINITY != 0 {
+                    out("node(s) had volume node affinity conflict".into());
+                }
+                if c.0 & VolumeBindingConflicts::NO_VOLUME_TO_BIND != 0 {
+                    out("node(s) didn't find available persistent volumes to bind".into());
+                }
+                if c.0 & VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME != 0 {
+                    // v1.20 failed the pod with an error here; this is the later versions' text.
+                    out("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                        .into());
+                }
+            }
+            Reason::UnboundImmediateClaims => {
+                out("pod has unbound immediate PersistentVolumeClaims".into())
+            }
+            Reason::ReadWriteOncePodConflict => out(
+                "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+                    .into(),
+            ),
+            Reason::Volume(problem) => out(problem.text().into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
         }
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::load_error::{LoadError, LoadErrorKind, Position};
-use super::{Namespace, Node, Pod, Role, Workload};
+use super::{Namespace, Node, Pod, Role, StorageObjects, Workload};
 
 /// Where a loaded object came from: its file and index.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +29,8 @@ pub struct ClusterObjects {
     pub workloads: Vec<Workload>,
     /// Namespaces, whose labels pod affinity's `namespaceSelector` reads.
     pub namespaces: Vec<Namespace>,
+    /// PersistentVolumes, claims, StorageClasses and CSINodes, for the volume plugins.
+    pub storage: StorageObjects,
     /// How many objects of each other kind (ConfigMap, Deployment, ...) were read and left out.
     pub other_kinds: BTreeMap<String, usize>,
     node_origins: Vec<Origin>,
@@ -99,6 +101,7 @@ impl ClusterObjects {
         self.pod_origins.extend(pod_origins);
         self.workloads.extend(other.workloads);
         self.namespaces.extend(other.namespaces);
+        self.storage.extend(other.storage);
         for (kind, n) in other.other_kinds {
             *self.other_kinds.entry(kind).or_default() += n;
         }
@@ -137,6 +140,7 @@ impl ClusterObjects {
             pods,
             workloads,
             namespaces,
+            storage,
             other_kinds,
             node_origins,
             pod_origins,
@@ -221,6 +225,7 @@ impl ClusterObjects {
             pending,
             workloads,
             namespaces,
+            storage,
             report,
         })
     }
@@ -242,6 +247,8 @@ pub struct Cluster {
     pub workloads: Vec<Workload>,
     /// Namespaces (for [`NamespaceLabels`](crate::snapshot::NamespaceLabels)).
     pub namespaces: Vec<Namespace>,
+    /// Storage objects (for [`Snapshot::set_storage`](crate::snapshot::Snapshot::set_storage)).
+    pub storage: StorageObjects,
     /// What was left out, and why.
     pub report: LoadReport,
 }

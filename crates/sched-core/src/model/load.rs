@@ -16,8 +16,9 @@ use serde_json::value::RawValue;
 use super::load_error::{LoadError, LoadErrorKind, Position, short};
 use super::objects::nullable;
 use super::{
-    ClusterObjects, LabelSelector, Namespace, Node, NodeSpec, NodeStatus, ObjectMeta, Pod, PodSpec,
-    PodStatus, ResourceList, Workload, WorkloadKind,
+    ClusterObjects, CsiNode, LabelSelector, Namespace, Node, NodeSpec, NodeStatus, ObjectMeta,
+    PersistentVolume, PersistentVolumeClaim, Pod, PodSpec, PodStatus, ResourceList, StorageClass,
+    Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -352,6 +353,22 @@ impl Ctx<'_> {
                         }
                         out.namespaces.push(ns);
                     }
+                    "PersistentVolume" => {
+                        let pv: PersistentVolume = self.named(kind, at, raw)?;
+                        out.storage.persistent_volumes.push(pv);
+                    }
+                    "PersistentVolumeClaim" => {
+                        let pvc: PersistentVolumeClaim = self.named(kind, at, raw)?;
+                        out.storage.persistent_volume_claims.push(pvc);
+                    }
+                    "StorageClass" => {
+                        let sc: StorageClass = self.named(kind, at, raw)?;
+                        out.storage.storage_classes.push(sc);
+                    }
+                    "CSINode" => {
+                        let cn: CsiNode = self.named(kind, at, raw)?;
+                        out.storage.csi_nodes.push(cn);
+                    }
                     other => match workload_kind(other) {
                         Some(kind) => out.workloads.push(self.workload(kind, at, raw)?),
                         None => *out.other_kinds.entry(other.to_string()).or_default() += 1,
@@ -360,6 +377,27 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A storage object of `kind`: a bad field or an empty name is an error naming it.
+    fn named<T: DeserializeOwned + HasMeta>(
+        &self,
+        kind: &str,
+        at: Position,
+        raw: &str,
+    ) -> Result<T, LoadError> {
+        let obj: T =
+            serde_json::from_str(raw).map_err(|e| self.field_error::<T>(kind, at, raw, e))?;
+        if obj.meta().name.is_empty() {
+            let kind = match kind {
+                "PersistentVolume" => "PersistentVolume",
+                "PersistentVolumeClaim" => "PersistentVolumeClaim",
+                "StorageClass" => "StorageClass",
+                _ => "CSINode",
+            };
+            return Err(self.err(LoadErrorKind::EmptyName { kind, at }));
+        }
+        Ok(obj)
     }
 
     fn peek<'a>(&self, at: Position, raw: &'a str) -> Result<Peek<'a>, LoadError> {
@@ -570,6 +608,22 @@ impl HasMeta for Pod {
     }
 }
 
+macro_rules! has_meta {
+    ($($t:ty),*) => {$(
+        impl HasMeta for $t {
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+        }
+    )*};
+}
+has_meta!(
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    CsiNode
+);
+
 /// Objects whose values Kubernetes' API validation would refuse.
 pub(crate) trait Validate {
     /// `(field path, message)` of the first value the API server would refuse.
@@ -667,6 +721,92 @@ pub fn parse_pod(json: &str) -> Result<Pod, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_kinds_are_routed_in_mixed_files() {
+        let objects = load_bytes(
+            "cluster.json",
+            br#"{"kind":"List","items":[
+                {"kind":"PersistentVolume","metadata":{"name":"pv1",
+                  "labels":{"topology.kubernetes.io/zone":"z1"}},
+                 "spec":{"capacity":{"storage":"10Gi"},"accessModes":["ReadWriteOnce"],
+                  "storageClassName":"fast","claimRef":{"namespace":"ns","name":"c1"},
+                  "csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1"},
+                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+                    {"key":"topology.kubernetes.io/zone","operator":"In","values":["z1"]}]}]}}},
+                 "status":{"phase":"Bound"}},
+                {"kind":"PersistentVolumeClaim","metadata":{"name":"c1","namespace":"ns"},
+                 "spec":{"accessModes":["ReadWriteOncePod"],"resources":{"requests":{"storage":"1Gi"}},
+                  "storageClassName":"fast","volumeName":"pv1"},"status":{"phase":"Bound"}},
+                {"kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"ebs.csi.aws.com",
+                 "volumeBindingMode":"WaitForFirstConsumer",
+                 "allowedTopologies":[{"matchLabelExpressions":[{"key":"topology.kubernetes.io/zone","values":["z1"]}]}]},
+                {"kind":"CSINode","metadata":{"name":"n1"},
+                 "spec":{"drivers":[{"name":"ebs.csi.aws.com","nodeID":"i-1","allocatable":{"count":25}}]}}
+            ]}"#,
+            Role::Mixed,
+        )
+        .unwrap();
+        let st = &objects.storage;
+        assert_eq!(st.persistent_volumes[0].storage(), 10 << 30);
+        assert_eq!(
+            st.persistent_volumes[0]
+                .spec
+                .csi
+                .as_ref()
+                .unwrap()
+                .volume_handle,
+            "vol-1"
+        );
+        assert_eq!(st.persistent_volume_claims[0].class(), "fast");
+        assert_eq!(st.persistent_volume_claims[0].requested_storage(), 1 << 30);
+        assert_eq!(
+            st.storage_classes[0].binding_mode(),
+            crate::model::VolumeBindingMode::WaitForFirstConsumer
+        );
+        assert_eq!(st.csi_nodes[0].limit_of("ebs.csi.aws.com"), Some(25));
+        assert!(objects.other_kinds.is_empty());
+        let cluster = objects.into_cluster().unwrap();
+        assert_eq!(cluster.storage.persistent_volumes.len(), 1);
+    }
+
+    #[test]
+    fn storage_errors_name_file_item_and_field() {
+        let err = load_bytes(
+            "pv.json",
+            br#"[{"kind":"PersistentVolume","metadata":{"name":"pv1"},
+                  "spec":{"capacity":{"storage":"10Qi"}}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("pv.json: items[0]: PersistentVolume \"pv1\""),
+            "{err}"
+        );
+        assert!(err.contains("spec.capacity.storage"), "{err}");
+        let err = load_bytes(
+            "pvc.json",
+            br#"[{"kind":"PersistentVolumeClaim","metadata":{"name":"c","namespace":"ns"},
+                  "spec":{"accessModes":["ReadWriteSometimes"]}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("PersistentVolumeClaim \"ns/c\""), "{err}");
+        assert!(err.contains("spec.accessModes[0]"), "{err}");
+        let err = load_bytes(
+            "sc.json",
+            br#"[{"kind":"StorageClass","metadata":{}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("StorageClass has an empty metadata.name"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn bad_quantity_names_object_and_field() {

@@ -144,7 +144,7 @@ pub enum LoadErrorKind {
     /// An object without `metadata.name` (the API server requires one).
     #[error("{at}: {kind} has an empty metadata.name")]
     EmptyName {
-        /// `Node` or `Pod`.
+        /// `Node`, `Pod`, `Namespace` or a storage kind.
         kind: &'static str,
         /// Where the object is.
         at: Position,

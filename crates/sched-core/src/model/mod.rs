@@ -14,6 +14,7 @@ mod namespace;
 mod objects;
 mod quantity;
 mod resources;
+mod storage;
 
 pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
 pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
@@ -26,3 +27,4 @@ pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources, pod_limits,
     pod_non_zero_requests, pod_requests,
 };
+pub use storage::*;

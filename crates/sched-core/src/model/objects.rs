@@ -502,7 +502,7 @@ fn is_zero(v: &i32) -> bool {
     *v == 0
 }
 
-/// A pod volume; only the kinds NoDiskConflict looks at are modelled.
+/// A pod volume; only the kinds the volume plugins look at are modelled.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Volume {
@@ -527,13 +527,19 @@ pub struct Volume {
     /// A claim (not a disk conflict source, kept for completeness).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_volume_claim: Option<PersistentVolumeClaimSource>,
-    /// A generic ephemeral volume (its claim is `<pod>-<volume>`), kept as written: the
-    /// volume plugins refuse pods that have one rather than ignore it.
+    /// A generic ephemeral volume (its claim is `<pod name>-<volume name>`). The rarely present
+    /// sources are boxed, so that a pod's volumes stay small.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ephemeral: Option<serde_json::Value>,
-    /// An inline CSI volume, kept as written (see `ephemeral`).
+    pub ephemeral: Option<Box<super::EphemeralVolumeSource>>,
+    /// An inline CSI volume.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub csi: Option<serde_json::Value>,
+    pub csi: Option<Box<super::CsiVolumeSource>>,
+    /// Azure disk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_disk: Option<Box<super::AzureDiskVolume>>,
+    /// OpenStack Cinder volume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cinder: Option<Box<super::CinderVolume>>,
 }
 
 /// `gcePersistentDisk` volume source.

@@ -4,3 +4,4 @@ pub mod interpod;
 pub mod node;
 pub mod resource;
 pub mod spread;
+pub mod volume;

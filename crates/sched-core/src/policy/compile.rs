@@ -5,7 +5,7 @@ use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
 use super::{FeatureGates, Policy, PolicyError};
 use crate::framework::{BoxPredicate, BoxPriority, KubeVersion};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
-use crate::plugins::{interpod, node, resource, spread};
+use crate::plugins::{interpod, node, resource, spread, volume};
 use crate::profile::{Profile, ProfileBuilder};
 
 /// A priority with its weight.
@@ -135,6 +135,34 @@ impl PolicyPlan {
                     out.push(BoxPredicate::new(node::CheckNodeLabelPresence::from_lists(
                         present, absent,
                     )));
+                }
+                PredicateKind::CheckServiceAffinity => {
+                    if let PredicateSpec::ServiceAffinity { labels, .. } = spec {
+                        out.push(BoxPredicate::new(spread::ServiceAffinity::new(
+                            labels.clone(),
+                        )));
+                    }
+                }
+                PredicateKind::MaxEBSVolumeCount => {
+                    out.push(BoxPredicate::new(volume::InTreeVolumeLimits::ebs()));
+                }
+                PredicateKind::MaxGCEPDVolumeCount => {
+                    out.push(BoxPredicate::new(volume::InTreeVolumeLimits::gce_pd()));
+                }
+                PredicateKind::MaxCSIVolumeCountPred => {
+                    out.push(BoxPredicate::new(volume::NodeVolumeLimits::legacy()));
+                }
+                PredicateKind::MaxAzureDiskVolumeCount => {
+                    out.push(BoxPredicate::new(volume::InTreeVolumeLimits::azure_disk()));
+                }
+                PredicateKind::MaxCinderVolumeCount => {
+                    out.push(BoxPredicate::new(volume::InTreeVolumeLimits::cinder()));
+                }
+                PredicateKind::CheckVolumeBinding => {
+                    out.push(BoxPredicate::new(volume::VolumeBinding::legacy()));
+                }
+                PredicateKind::NoVolumeZoneConflict => {
+                    out.push(BoxPredicate::new(volume::VolumeZone::legacy()));
                 }
                 PredicateKind::CheckNodeMemoryPressure => {
                     out.push(BoxPredicate::new(node::CheckNodeMemoryPressure::new()));

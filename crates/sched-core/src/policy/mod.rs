@@ -76,11 +76,18 @@
 //!
 //! # Differences from kube-scheduler v1.20.2
 //!
-//! - Not implemented, rejected with the reason: the volume predicates (NoVolumeZoneConflict,
-//!   MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCinderVolumeCount,
-//!   MaxCSIVolumeCountPred, CheckVolumeBinding), CheckServiceAffinity and `serviceAffinity`
-//!   predicates, HTTP extenders. The defaults leave the volume entries out (see
-//!   [`DEFAULT_PREDICATES`]); they never reject a pod without volumes.
+//! - Not implemented, rejected with the reason: HTTP extenders.
+//! - CheckServiceAffinity takes the Service's first pod in the snapshot's node order, where
+//!   kube takes it in its own node list's order (they differ only when the Service's pods
+//!   already run on nodes with different label values).
+//! - The volume predicates (NoVolumeZoneConflict, MaxEBSVolumeCount, MaxGCEPDVolumeCount,
+//!   MaxAzureDiskVolumeCount, MaxCinderVolumeCount, MaxCSIVolumeCountPred, CheckVolumeBinding)
+//!   read the snapshot's storage objects ([`crate::snapshot::Snapshot::set_storage`]); a claim,
+//!   PersistentVolume or StorageClass that does not exist rejects every node with a reason
+//!   where v1.20 failed the pod with an error, reason texts that name an object in kube name only its kind here, and
+//!   `KUBE_MAX_PD_VOLS` is a setting
+//!   ([`crate::plugins::volume::InTreeVolumeLimits::with_max_volumes`]) that a Policy cannot
+//!   give, so a Policy gets the era's defaults.
 //! - One reason per predicate, where kube's CheckNodeCondition and GeneralPredicates can report
 //!   several (`alwaysCheckAllPredicates` splits GeneralPredicates into its parts, so every
 //!   reason is listed there).

@@ -25,6 +25,23 @@ pub enum PredicateKind {
     PodToleratesNodeTaints,
     /// `CheckNodeLabelPresence`: labels present (or absent); needs `labelsPresence`.
     CheckNodeLabelPresence,
+    /// `CheckServiceAffinity`: a Service's pods on nodes with the same values of labels; the
+    /// labels come from `serviceAffinity` arguments (every such entry adds to one predicate).
+    CheckServiceAffinity,
+    /// `MaxEBSVolumeCount`: AWS EBS volumes per node (default 39, 25 on Nitro instances).
+    MaxEBSVolumeCount,
+    /// `MaxGCEPDVolumeCount`: GCE PD volumes per node (default 16).
+    MaxGCEPDVolumeCount,
+    /// `MaxCSIVolumeCountPred`: CSI volumes per node and driver (CSINode limits).
+    MaxCSIVolumeCountPred,
+    /// `MaxAzureDiskVolumeCount`: Azure Disk volumes per node (default 16).
+    MaxAzureDiskVolumeCount,
+    /// `MaxCinderVolumeCount`: Cinder volumes per node (default 256).
+    MaxCinderVolumeCount,
+    /// `CheckVolumeBinding`: bound PVs' node affinity, unbound claims bindable or provisionable.
+    CheckVolumeBinding,
+    /// `NoVolumeZoneConflict`: bound PVs' zone and region labels match the node's.
+    NoVolumeZoneConflict,
     /// `CheckNodeMemoryPressure`: no MemoryPressure for BestEffort pods.
     CheckNodeMemoryPressure,
     /// `CheckNodePIDPressure`: no PIDPressure.
@@ -50,6 +67,14 @@ impl PredicateKind {
         PredicateKind::NoDiskConflict,
         PredicateKind::PodToleratesNodeTaints,
         PredicateKind::CheckNodeLabelPresence,
+        PredicateKind::CheckServiceAffinity,
+        PredicateKind::MaxEBSVolumeCount,
+        PredicateKind::MaxGCEPDVolumeCount,
+        PredicateKind::MaxCSIVolumeCountPred,
+        PredicateKind::MaxAzureDiskVolumeCount,
+        PredicateKind::MaxCinderVolumeCount,
+        PredicateKind::CheckVolumeBinding,
+        PredicateKind::NoVolumeZoneConflict,
         PredicateKind::CheckNodeMemoryPressure,
         PredicateKind::CheckNodePIDPressure,
         PredicateKind::CheckNodeDiskPressure,
@@ -70,6 +95,14 @@ impl PredicateKind {
             PredicateKind::NoDiskConflict => "NoDiskConflict",
             PredicateKind::PodToleratesNodeTaints => "PodToleratesNodeTaints",
             PredicateKind::CheckNodeLabelPresence => "CheckNodeLabelPresence",
+            PredicateKind::CheckServiceAffinity => "CheckServiceAffinity",
+            PredicateKind::MaxEBSVolumeCount => "MaxEBSVolumeCount",
+            PredicateKind::MaxGCEPDVolumeCount => "MaxGCEPDVolumeCount",
+            PredicateKind::MaxCSIVolumeCountPred => "MaxCSIVolumeCountPred",
+            PredicateKind::MaxAzureDiskVolumeCount => "MaxAzureDiskVolumeCount",
+            PredicateKind::MaxCinderVolumeCount => "MaxCinderVolumeCount",
+            PredicateKind::CheckVolumeBinding => "CheckVolumeBinding",
+            PredicateKind::NoVolumeZoneConflict => "NoVolumeZoneConflict",
             PredicateKind::CheckNodeMemoryPressure => "CheckNodeMemoryPressure",
             PredicateKind::CheckNodePIDPressure => "CheckNodePIDPressure",
             PredicateKind::CheckNodeDiskPressure => "CheckNodeDiskPressure",
@@ -90,6 +123,7 @@ impl PredicateKind {
     pub const fn argument(self) -> Option<&'static str> {
         match self {
             PredicateKind::CheckNodeLabelPresence => Some("labelsPresence"),
+            PredicateKind::CheckServiceAffinity => Some("serviceAffinity"),
             _ => None,
         }
     }
@@ -208,6 +242,14 @@ pub const KNOWN_PREDICATES: &[&str] = &[
     "NoDiskConflict",
     "PodToleratesNodeTaints",
     "CheckNodeLabelPresence",
+    "CheckServiceAffinity",
+    "MaxEBSVolumeCount",
+    "MaxGCEPDVolumeCount",
+    "MaxCSIVolumeCountPred",
+    "MaxAzureDiskVolumeCount",
+    "MaxCinderVolumeCount",
+    "CheckVolumeBinding",
+    "NoVolumeZoneConflict",
     "CheckNodeMemoryPressure",
     "CheckNodePIDPressure",
     "CheckNodeDiskPressure",
@@ -242,18 +284,19 @@ pub const MANDATORY_PREDICATES: &[PredicateKind] = &[
     PredicateKind::PodToleratesNodeTaints,
 ];
 
-/// The predicates used when a Policy omits `predicates`: kube v1.20's legacy defaults limited
-/// to the ones sched-core implements, in execution order.
-///
-/// kube's default set also has NoVolumeZoneConflict, MaxEBSVolumeCount, MaxGCEPDVolumeCount,
-/// MaxAzureDiskVolumeCount, MaxCSIVolumeCountPred and CheckVolumeBinding, which read
-/// PersistentVolumes, PersistentVolumeClaims, StorageClasses and CSINode objects that the model
-/// does not carry (and never reject a pod without such volumes).
+/// The predicates used when a Policy omits `predicates`: kube v1.20's legacy defaults, in
+/// execution order.
 pub const DEFAULT_PREDICATES: &[PredicateKind] = &[
     PredicateKind::CheckNodeUnschedulable,
     PredicateKind::GeneralPredicates,
     PredicateKind::NoDiskConflict,
     PredicateKind::PodToleratesNodeTaints,
+    PredicateKind::MaxEBSVolumeCount,
+    PredicateKind::MaxGCEPDVolumeCount,
+    PredicateKind::MaxCSIVolumeCountPred,
+    PredicateKind::MaxAzureDiskVolumeCount,
+    PredicateKind::CheckVolumeBinding,
+    PredicateKind::NoVolumeZoneConflict,
     PredicateKind::EvenPodsSpread,
     PredicateKind::MatchInterPodAffinity,
 ];
@@ -273,27 +316,13 @@ pub const DEFAULT_PRIORITIES: &[(PriorityKind, i64)] = &[
 ];
 
 /// kube-scheduler predicates sched-core does not implement, with the reason.
-pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[
-    ("NoVolumeZoneConflict", VOLUME_REASON),
-    ("MaxEBSVolumeCount", VOLUME_REASON),
-    ("MaxGCEPDVolumeCount", VOLUME_REASON),
-    ("MaxAzureDiskVolumeCount", VOLUME_REASON),
-    ("MaxCinderVolumeCount", VOLUME_REASON),
-    ("MaxCSIVolumeCountPred", VOLUME_REASON),
-    ("CheckVolumeBinding", VOLUME_REASON),
-    ("CheckServiceAffinity", SERVICE_AFFINITY_REASON),
-    (
-        "PodToleratesNodeNoExecuteTaints",
-        "it checked NoExecute taints only and is gone from kube-scheduler's legacy registry; PodToleratesNodeTaints checks NoExecute taints as well",
-    ),
-];
+pub(crate) const UNSUPPORTED_PREDICATES: &[(&str, &str)] = &[(
+    "PodToleratesNodeNoExecuteTaints",
+    "it checked NoExecute taints only and is gone from kube-scheduler's legacy registry; PodToleratesNodeTaints checks NoExecute taints as well",
+)];
 
 /// kube-scheduler priorities sched-core does not implement, with the reason.
 pub(crate) const UNSUPPORTED_PRIORITIES: &[(&str, &str)] = &[];
-
-const VOLUME_REASON: &str = "it reads PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSINode objects, which the model does not carry";
-/// Why `serviceAffinity` predicates are rejected.
-pub(crate) const SERVICE_AFFINITY_REASON: &str = "kube's ServiceAffinity filter (CheckServiceAffinity, or a custom predicate with a `serviceAffinity` argument) is not implemented";
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@ use super::document::{
 };
 use super::names::{
     DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
-    MANDATORY_PREDICATES, PredicateKind, PriorityKind, SERVICE_AFFINITY_REASON,
-    UNSUPPORTED_PREDICATES, UNSUPPORTED_PRIORITIES,
+    MANDATORY_PREDICATES, PredicateKind, PriorityKind, UNSUPPORTED_PREDICATES,
+    UNSUPPORTED_PRIORITIES,
 };
 use super::schema::{PREDICATE_ARGUMENT_FIELDS, PRIORITY_ARGUMENT_FIELDS};
 use crate::formulas::MAX_NODE_SCORE;
@@ -92,6 +92,14 @@ pub enum PredicateSpec {
         /// Whether the labels must be present (`true`) or absent.
         presence: bool,
     },
+    /// `CheckServiceAffinity` or a custom predicate with `serviceAffinity`: every such entry
+    /// adds its labels to the first one, as kube v1.20 builds one ServiceAffinity filter.
+    ServiceAffinity {
+        /// The name in the Policy (of the first entry).
+        name: String,
+        /// Node label keys (empty for a bare `CheckServiceAffinity`: every node fits).
+        labels: Vec<String>,
+    },
 }
 
 impl PredicateSpec {
@@ -100,6 +108,7 @@ impl PredicateSpec {
         match self {
             PredicateSpec::Builtin(k) => *k,
             PredicateSpec::LabelsPresence { .. } => PredicateKind::CheckNodeLabelPresence,
+            PredicateSpec::ServiceAffinity { .. } => PredicateKind::CheckServiceAffinity,
         }
     }
 
@@ -108,6 +117,7 @@ impl PredicateSpec {
         match self {
             PredicateSpec::Builtin(k) => k.name(),
             PredicateSpec::LabelsPresence { name, .. } => name,
+            PredicateSpec::ServiceAffinity { name, .. } => name,
         }
     }
 }
@@ -331,6 +341,14 @@ fn plan_predicates(
                 continue;
             }
         };
+        if let PredicateSpec::ServiceAffinity { labels, .. } = &spec
+            && let Some((_, PredicateSpec::ServiceAffinity { labels: all, .. })) = specs
+                .iter_mut()
+                .find(|(_, s)| matches!(s, PredicateSpec::ServiceAffinity { .. }))
+        {
+            all.extend(labels.iter().cloned());
+            continue;
+        }
         if let Some((first, first_spec)) = specs.iter().find(|(_, s)| s.name() == spec.name()) {
             if *first_spec != spec {
                 problems.push(PolicyError::ConflictingDuplicate {
@@ -431,6 +449,11 @@ fn resolve_predicate(path: &str, p: &PredicatePolicy) -> Result<PredicateSpec, P
         });
     }
     match (builtin, member) {
+        // kube v1.20 accepts the bare name: a ServiceAffinity filter without labels.
+        (Some(PredicateKind::CheckServiceAffinity), None) => Ok(PredicateSpec::ServiceAffinity {
+            name: p.name.clone(),
+            labels: Vec::new(),
+        }),
         (Some(kind), None) => match kind.argument() {
             None => Ok(PredicateSpec::Builtin(kind)),
             Some(expected) => Err(PolicyError::MissingArgument {
@@ -479,12 +502,14 @@ fn custom_predicate(path: &str, p: &PredicatePolicy) -> Result<PredicateSpec, Po
             presence: *presence,
         });
     }
-    if arg.and_then(|a| a.service_affinity.as_ref()).is_some() {
-        return Err(PolicyError::Unsupported {
-            path: format!("{path}.argument.serviceAffinity"),
-            what: "predicate",
+    if let Some(sa) = arg.and_then(|a| a.service_affinity.as_ref()) {
+        check_labels(
+            &format!("{path}.argument.serviceAffinity.labels"),
+            &sa.labels,
+        )?;
+        return Ok(PredicateSpec::ServiceAffinity {
             name: p.name.clone(),
-            reason: SERVICE_AFFINITY_REASON,
+            labels: sa.labels.clone(),
         });
     }
     // Unreachable after predicate_argument_member, but never panic on input.

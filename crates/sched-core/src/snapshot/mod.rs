@@ -8,6 +8,7 @@ mod columns;
 mod intern;
 mod namespaces;
 mod node_info;
+mod storage;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
+pub use storage::StorageIndex;
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
 pub(crate) use columns::{EXACT_REQUEST, LoadColumns, NodeFree};
@@ -88,6 +90,7 @@ pub struct Snapshot {
     zone_nodes: HashMap<Sym, u32>,
     workloads: Vec<Workload>,
     namespaces: NamespaceLabels,
+    storage: Arc<StorageIndex>,
     skipped_pods: usize,
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
@@ -261,6 +264,25 @@ impl Snapshot {
     /// The namespaces' labels (what `namespaceSelector` in pod affinity terms reads).
     pub fn namespace_labels(&self) -> &NamespaceLabels {
         &self.namespaces
+    }
+
+    /// Replaces the PersistentVolumes, claims, StorageClasses and CSINodes the volume plugins
+    /// read (from mixed kubectl files: [`crate::model::Cluster::storage`]).
+    pub fn set_storage(&mut self, objects: crate::model::StorageObjects) {
+        self.storage = Arc::new(StorageIndex::new(objects));
+        self.generation += 1;
+    }
+
+    /// The storage objects, indexed by name.
+    pub fn storage(&self) -> &StorageIndex {
+        &self.storage
+    }
+
+    /// The storage objects, to add, replace or remove single objects as they change (copied
+    /// first if a clone of this snapshot shares them).
+    pub fn storage_mut(&mut self) -> &mut StorageIndex {
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage)
     }
 
     /// Replaces the workloads used for spreading.

@@ -87,4 +87,4 @@ pub use taints::{
     CheckNodeUnschedulable, PodToleratesNodeTaints, TAINT_NODE_UNSCHEDULABLE,
     TaintTolerationPriority,
 };
-pub use volumes::{ClaimedVolumesUnsupported, NoDiskConflict};
+pub use volumes::{ClaimedVolumesUnsupported, DiskState, NoDiskConflict};

@@ -24,8 +24,8 @@ impl NoDiskConflict {
     }
 }
 
-/// Stands in for kube's volume plugins (`VolumeBinding`, `VolumeZone`, `NodeVolumeLimits`)
-/// until PersistentVolumes, claims, StorageClasses and CSINodes are modelled: a pod with a
+/// A stand-in for a volume plugin that is not available (`Registry::v1_34()` no longer uses it:
+/// the volume plugins are in [`crate::plugins::volume`]): a pod with a
 /// PersistentVolumeClaim, generic ephemeral or inline CSI volume gets an explicit
 /// [`PluginErrorKind::Unsupported`](crate::framework::PluginErrorKind::Unsupported) error
 /// instead of a placement that ignores its volumes; every other pod skips it (as kube's

@@ -1,4 +1,5 @@
-//! Spreading: `SelectorSpreadPriority` ([`SelectorSpreadPriority`], which the legacy name
+//! Spreading and service affinity: the legacy `CheckServiceAffinity` ([`ServiceAffinity`]),
+//! `SelectorSpreadPriority` ([`SelectorSpreadPriority`], which the legacy name
 //! `ServiceSpreadingPriority` also runs), the legacy `ServiceAntiAffinity`
 //! ([`ServiceAntiAffinity`]) and kube's `PodTopologySpread` ([`PodTopologySpread`], the legacy
 //! `EvenPodsSpread` and `EvenPodsSpreadPriority`), with kube-scheduler's formulas.
@@ -9,6 +10,7 @@
 //! require) places with fewer of them.
 
 mod selector_spread;
+mod service_affinity;
 mod service_anti_affinity;
 mod topology;
 mod zone;
@@ -17,5 +19,6 @@ mod zone;
 mod tests;
 
 pub use selector_spread::SelectorSpreadPriority;
+pub use service_affinity::ServiceAffinity;
 pub use service_anti_affinity::ServiceAntiAffinity;
 pub use topology::{DefaultConstraints, PodTopologySpread};
