@@ -4,7 +4,9 @@
 //! # Start here
 //! 1. Pick a [`ResourceLock`]: [`FileLock`] for several processes on one machine,
 //!    [`MemoryLock`] for one process and tests, or a backend crate (PostgreSQL, etcd, Redis,
-//!    Kubernetes Lease). Records interoperate with client-go ([`LeaderElectionRecord`]).
+//!    Kubernetes Lease, ConfigMap and Endpoints). Records interoperate with client-go
+//!    ([`LeaderElectionRecord`]). [`MultiLock`] writes two locks and reads one, to move an
+//!    election from one lock to another without downtime.
 //! 2. Build an [`ElectionConfig`] (validated once, client-go's rules and defaults).
 //! 3. Run a [`LeaderElector`] with your [`LeaderCallbacks`]; the leader's work receives a
 //!    [`LeaderGuard`] with a strictly increasing [`FencingToken`].
@@ -76,6 +78,7 @@ mod file;
 mod leader_for_life;
 mod lock;
 mod memory;
+mod multi;
 mod record;
 
 #[cfg(feature = "testing")]
@@ -97,4 +100,5 @@ pub use file::{FileLock, LockBusy};
 pub use leader_for_life::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
 pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
+pub use multi::{MultiLock, MultiLockError, UNKNOWN_LEADER};
 pub use record::{LeaderElectionRecord, format_rfc3339, parse_rfc3339};
