@@ -1,19 +1,23 @@
-//! A small Kubernetes API server on loopback that serves `coordination.k8s.io/v1` Leases the
-//! way the real one does for the calls a lease lock makes: `GET`, `POST` (create, 409
-//! AlreadyExists), `PUT` and `DELETE` with a `resourceVersion` precondition.
+//! A small Kubernetes API server on loopback (feature `testing`) that serves
+//! `coordination.k8s.io/v1` Leases, and core/v1 ConfigMaps and Endpoints, the way the real one
+//! does for the calls the locks of this crate make: `GET`, `POST` (create, 409
+//! AlreadyExists), `PUT` and `DELETE` with a `resourceVersion` precondition, and watches.
 //!
-//! `PUT` follows the real server's update path (the generic registry's `Update` with the Lease
-//! strategy): 409 Conflict on a stale `resourceVersion`; a PUT that changes nothing is a no-op
-//! that keeps the `resourceVersion` (and sends no watch event); a PUT to a missing Lease
-//! creates it (the Lease strategy allows create-on-update), unless the body carries
-//! `metadata.uid`, which is then a failed UID precondition: 409 Conflict. A server started
-//! with [`ApiServer::start_v1_20`] drops the spec fields it does not know (`strategy`,
-//! `preferredHolder`, added in Kubernetes 1.31), as an older API server's decoding does. `resourceVersion`s come from
-//! one counter, as etcd revisions do. Watches (`?watch=true`) on one Lease by
-//! `fieldSelector=metadata.name=..`, from a `resourceVersion` (replaying later changes) or from
-//! now (an `ADDED` event for the current object first), streamed as JSON lines until the
-//! client goes away. Plain HTTP/1.1 with keep-alive; no auth, no field validation beyond what
-//! the lock relies on.
+//! `PUT` follows the real server's update path (the generic registry's `Update` with each
+//! kind's strategy): 409 Conflict on a stale `resourceVersion`; a `PUT` without a
+//! `resourceVersion` is unconditional (all three strategies allow unconditional updates); a
+//! PUT that changes nothing is a no-op that keeps the `resourceVersion` (and sends no watch
+//! event). A PUT to a missing object creates it for Leases and Endpoints (their strategies
+//! allow create-on-update), unless the body carries `metadata.uid`, which is then a failed UID
+//! precondition: 409 Conflict; for ConfigMaps (no create-on-update) it is 404 NotFound. A
+//! server started with [`ApiServer::start_v1_20`] drops the Lease spec fields it does not know
+//! (`strategy`, `preferredHolder`, added in Kubernetes 1.31), as an older API server's
+//! decoding does. `resourceVersion`s come from one counter for all kinds, as etcd revisions
+//! do. Watches (`?watch=true`) on one object by `fieldSelector=metadata.name=..`, from a
+//! `resourceVersion` (replaying later changes) or from now (an `ADDED` event for the current
+//! object first), streamed as JSON lines until the client goes away. Plain HTTP/1.1 with
+//! keep-alive; no auth, no field validation beyond what the locks rely on (a Lease's spec
+//! numbers and times).
 //!
 //! It can be stopped (every connection dropped, the port closed) and started again on the same
 //! port with the same data, for the fault tests.
@@ -26,8 +30,79 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, Buf
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
+/// A kind of object the server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Resource {
+    /// `coordination.k8s.io/v1` Lease.
+    Lease,
+    /// core/v1 ConfigMap.
+    ConfigMap,
+    /// core/v1 Endpoints.
+    Endpoints,
+}
+
+impl Resource {
+    const ALL: [Resource; 3] = [Resource::Lease, Resource::ConfigMap, Resource::Endpoints];
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Resource::Lease => "/apis/coordination.k8s.io/v1/namespaces/",
+            Resource::ConfigMap | Resource::Endpoints => "/api/v1/namespaces/",
+        }
+    }
+
+    fn plural(self) -> &'static str {
+        match self {
+            Resource::Lease => "leases",
+            Resource::ConfigMap => "configmaps",
+            Resource::Endpoints => "endpoints",
+        }
+    }
+
+    /// The name in the API server's messages (`leases.coordination.k8s.io`).
+    fn qualified(self) -> &'static str {
+        match self {
+            Resource::Lease => "leases.coordination.k8s.io",
+            Resource::ConfigMap => "configmaps",
+            Resource::Endpoints => "endpoints",
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Resource::Lease => "Lease",
+            Resource::ConfigMap => "ConfigMap",
+            Resource::Endpoints => "Endpoints",
+        }
+    }
+
+    fn api_version(self) -> &'static str {
+        match self {
+            Resource::Lease => "coordination.k8s.io/v1",
+            Resource::ConfigMap | Resource::Endpoints => "v1",
+        }
+    }
+
+    /// The strategy's `AllowCreateOnUpdate`.
+    fn create_on_update(self) -> bool {
+        !matches!(self, Resource::ConfigMap)
+    }
+
+    /// The resource and the path segments after `namespaces/`, for a path of ours.
+    fn route(path: &str) -> Option<(Resource, Vec<&str>)> {
+        Resource::ALL.into_iter().find_map(|r| {
+            let rest = path.strip_prefix(r.prefix())?;
+            let segments: Vec<&str> = rest.split('/').collect();
+            (segments.get(1) == Some(&r.plural())).then_some((r, segments))
+        })
+    }
+}
+
+type Key = (Resource, String, String);
+
 struct Store {
-    leases: HashMap<(String, String), Value>,
+    objects: HashMap<Key, Value>,
     revision: u64,
     uid: u64,
     /// Every change, for watches that start from an older `resourceVersion`.
@@ -35,12 +110,15 @@ struct Store {
     events: tokio::sync::broadcast::Sender<Event>,
     /// Drop the spec fields a 1.20 API server does not know.
     v1_20: bool,
+    /// Every request but watches, as client-go's fake clientset lists actions.
+    requests: Vec<String>,
 }
 
-/// A change of one Lease, as a watch reports it.
+/// A change of one object, as a watch reports it.
 #[derive(Clone)]
 struct Event {
     revision: u64,
+    resource: Resource,
     namespace: String,
     name: String,
     kind: &'static str,
@@ -50,20 +128,29 @@ struct Event {
 impl Default for Store {
     fn default() -> Self {
         Store {
-            leases: HashMap::new(),
+            objects: HashMap::new(),
             revision: 0,
             uid: 0,
             history: Vec::new(),
             events: tokio::sync::broadcast::channel(1024).0,
             v1_20: false,
+            requests: Vec::new(),
         }
     }
 }
 
 impl Store {
-    fn record(&mut self, namespace: &str, name: &str, kind: &'static str, object: Value) {
+    fn record(
+        &mut self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        kind: &'static str,
+        object: Value,
+    ) {
         let event = Event {
             revision: self.revision,
+            resource,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             kind,
@@ -74,17 +161,18 @@ impl Store {
     }
 }
 
-/// The fake API server.
+/// The fake API server. Dropping it stops it.
 pub struct ApiServer {
     store: Arc<Mutex<Store>>,
     port: u16,
     tasks: Option<JoinSet<()>>,
 }
 
-const PREFIX: &str = "/apis/coordination.k8s.io/v1/namespaces/";
-
 impl ApiServer {
     /// Starts the server on a free loopback port.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound.
     pub async fn start() -> ApiServer {
         Self::start_with(Store::default()).await
     }
@@ -124,6 +212,9 @@ impl ApiServer {
     }
 
     /// Serves again on the same port.
+    ///
+    /// # Panics
+    /// When the port was taken meanwhile.
     pub async fn restart(&mut self) {
         if self.tasks.is_some() {
             return;
@@ -136,16 +227,61 @@ impl ApiServer {
 
     /// Replaces a stored Lease's spec field with `value` (to corrupt it), as a write that
     /// bumps the `resourceVersion`.
+    ///
+    /// # Panics
+    /// When the Lease does not exist.
     pub fn set_spec_field(&self, namespace: &str, name: &str, field: &str, value: Value) {
+        self.modify(Resource::Lease, namespace, name, |lease| {
+            lease["spec"][field] = value;
+        });
+    }
+
+    /// Changes a stored object with `change` (to corrupt it, or as another client's write),
+    /// bumping the `resourceVersion` and sending a `MODIFIED` watch event.
+    ///
+    /// # Panics
+    /// When the object does not exist.
+    pub fn modify(
+        &self,
+        resource: Resource,
+        namespace: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) {
         let mut store = self.store.lock().expect("store");
         store.revision += 1;
         let rv = store.revision.to_string();
-        let lease = store
-            .leases
-            .get_mut(&(namespace.to_owned(), name.to_owned()))
-            .expect("the Lease exists");
-        lease["spec"][field] = value;
-        lease["metadata"]["resourceVersion"] = Value::String(rv);
+        let object = store
+            .objects
+            .get_mut(&(resource, namespace.to_owned(), name.to_owned()))
+            .expect("the object exists");
+        change(object);
+        object["metadata"]["resourceVersion"] = Value::String(rv);
+        let object = object.clone();
+        store.record(resource, namespace, name, "MODIFIED", object);
+    }
+
+    /// The requests served so far except watches, oldest first, each as client-go's fake
+    /// clientset names an action: verb and resource, such as `get configmaps` or
+    /// `update leases` (`create` for a `POST`, `update` for a `PUT`).
+    #[must_use]
+    pub fn requests(&self) -> Vec<String> {
+        self.store.lock().expect("store").requests.clone()
+    }
+
+    /// Forgets the requests served so far.
+    pub fn clear_requests(&self) {
+        self.store.lock().expect("store").requests.clear();
+    }
+
+    /// A stored object as the server holds it, or `None`.
+    #[must_use]
+    pub fn object(&self, resource: Resource, namespace: &str, name: &str) -> Option<Value> {
+        let store = self.store.lock().expect("store");
+        store
+            .objects
+            .get(&(resource, namespace.to_owned(), name.to_owned()))
+            .cloned()
     }
 
     fn serve(&mut self, listener: TcpListener) {
@@ -220,7 +356,8 @@ async fn connection(stream: TcpStream, store: Arc<Mutex<Store>>) {
     }
 }
 
-/// Streams the changes of one Lease until the client goes away (then closes the connection).
+/// Streams the changes of one object until the client goes away (then closes the
+/// connection).
 async fn watch(
     path: &str,
     query: &str,
@@ -233,18 +370,19 @@ async fn watch(
             .find_map(|p| p.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
             .map(|v| v.replace("%3D", "=").replace("%3d", "="))
     };
-    let namespace = path
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.strip_suffix("/leases"))
-        .unwrap_or_default()
-        .to_owned();
+    let Some((resource, segments)) = Resource::route(path) else {
+        return;
+    };
+    let namespace = segments[0].to_owned();
     let name = param("fieldSelector")
         .and_then(|f| f.strip_prefix("metadata.name=").map(str::to_owned))
         .unwrap_or_default();
     let from: Option<u64> = param("resourceVersion")
         .filter(|rv| !rv.is_empty() && rv != "0")
         .and_then(|rv| rv.parse().ok());
-    let matches = |e: &Event| e.namespace == namespace && (name.is_empty() || e.name == name);
+    let matches = |e: &Event| {
+        e.resource == resource && e.namespace == namespace && (name.is_empty() || e.name == name)
+    };
     let (backlog, mut live) = {
         let store = store.lock().expect("store");
         let backlog: Vec<Event> = match from {
@@ -255,15 +393,18 @@ async fn watch(
                 .cloned()
                 .collect(),
             None => store
-                .leases
+                .objects
                 .iter()
-                .filter(|((ns, n), _)| *ns == namespace && (name.is_empty() || *n == name))
-                .map(|((ns, n), lease)| Event {
+                .filter(|((r, ns, n), _)| {
+                    *r == resource && *ns == namespace && (name.is_empty() || *n == name)
+                })
+                .map(|((r, ns, n), object)| Event {
                     revision: store.revision,
+                    resource: *r,
                     namespace: ns.clone(),
                     name: n.clone(),
                     kind: "ADDED",
-                    object: lease.clone(),
+                    object: object.clone(),
                 })
                 .collect(),
         };
@@ -309,131 +450,160 @@ fn status(code: u16, reason: &str, message: String) -> (u16, Value) {
     )
 }
 
+fn not_found(resource: Resource, name: &str) -> (u16, Value) {
+    status(
+        404,
+        "NotFound",
+        format!("{} \"{name}\" not found", resource.qualified()),
+    )
+}
+
+/// Sets what the server owns on a new object.
+fn stamp_new(store: &mut Store, resource: Resource, ns: &str, name: &str, object: &mut Value) {
+    store.revision += 1;
+    store.uid += 1;
+    let meta = &mut object["metadata"];
+    meta["name"] = Value::String(name.to_owned());
+    meta["namespace"] = Value::String(ns.to_owned());
+    meta["resourceVersion"] = Value::String(store.revision.to_string());
+    meta["uid"] = Value::String(format!("00000000-0000-0000-0000-{:012}", store.uid));
+    meta["creationTimestamp"] = Value::String("2026-11-21T12:00:00Z".to_owned());
+    object["kind"] = Value::String(resource.kind().to_owned());
+    object["apiVersion"] = Value::String(resource.api_version().to_owned());
+}
+
 fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
-    let Some(rest) = path.strip_prefix(PREFIX) else {
+    let Some((resource, segments)) = Resource::route(path) else {
         return status(404, "NotFound", format!("unknown path {path}"));
     };
-    let segments: Vec<&str> = rest.split('/').collect();
     let mut store = store.lock().expect("store");
+    let verb = match method {
+        "POST" => "create",
+        "PUT" => "update",
+        other => other,
+    };
+    store.requests.push(format!(
+        "{} {}",
+        verb.to_ascii_lowercase(),
+        resource.plural()
+    ));
+    let what = resource.qualified();
     match (method, segments.as_slice()) {
-        ("GET", [ns, "leases", name]) => {
-            match store.leases.get(&((*ns).to_owned(), (*name).to_owned())) {
-                Some(lease) => (200, lease.clone()),
-                None => status(
-                    404,
-                    "NotFound",
-                    format!("leases.coordination.k8s.io \"{name}\" not found"),
-                ),
+        ("GET", [ns, _, name]) => {
+            match store
+                .objects
+                .get(&(resource, (*ns).to_owned(), (*name).to_owned()))
+            {
+                Some(object) => (200, object.clone()),
+                None => not_found(resource, name),
             }
         }
-        ("POST", [ns, "leases"]) => {
-            let Ok(mut lease) = serde_json::from_slice::<Value>(body) else {
+        ("POST", [ns, _]) => {
+            let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
                 return status(400, "BadRequest", "invalid JSON".to_owned());
             };
-            let Some(name) = lease["metadata"]["name"].as_str().map(str::to_owned) else {
+            let Some(name) = object["metadata"]["name"].as_str().map(str::to_owned) else {
                 return status(422, "Invalid", "metadata.name: Required value".to_owned());
             };
-            if let Some(e) = invalid(&lease) {
+            if let Some(e) = invalid(resource, &object) {
                 return e;
             }
-            drop_unknown_fields(&store, &mut lease);
-            let key = ((*ns).to_owned(), name.clone());
-            if store.leases.contains_key(&key) {
+            drop_unknown_fields(&store, resource, &mut object);
+            let key = (resource, (*ns).to_owned(), name.clone());
+            if store.objects.contains_key(&key) {
                 return status(
                     409,
                     "AlreadyExists",
-                    format!("leases.coordination.k8s.io \"{name}\" already exists"),
+                    format!("{what} \"{name}\" already exists"),
                 );
             }
-            store.revision += 1;
-            store.uid += 1;
-            let meta = &mut lease["metadata"];
-            meta["namespace"] = Value::String((*ns).to_owned());
-            meta["resourceVersion"] = Value::String(store.revision.to_string());
-            meta["uid"] = Value::String(format!("00000000-0000-0000-0000-{:012}", store.uid));
-            meta["creationTimestamp"] = Value::String("2026-11-21T12:00:00Z".to_owned());
-            lease["kind"] = Value::String("Lease".to_owned());
-            lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
-            store.leases.insert(key, lease.clone());
-            store.record(ns, &name, "ADDED", lease.clone());
-            (201, lease)
+            stamp_new(&mut store, resource, ns, &name, &mut object);
+            store.objects.insert(key, object.clone());
+            store.record(resource, ns, &name, "ADDED", object.clone());
+            (201, object)
         }
-        ("PUT", [ns, "leases", name]) => {
-            let Ok(mut lease) = serde_json::from_slice::<Value>(body) else {
+        ("PUT", [ns, _, name]) => {
+            let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
                 return status(400, "BadRequest", "invalid JSON".to_owned());
             };
-            if let Some(e) = invalid(&lease) {
+            if let Some(e) = invalid(resource, &object) {
                 return e;
             }
-            drop_unknown_fields(&store, &mut lease);
-            let key = ((*ns).to_owned(), (*name).to_owned());
-            let revision = store.revision + 1;
-            if !store.leases.contains_key(&key) {
+            drop_unknown_fields(&store, resource, &mut object);
+            let key = (resource, (*ns).to_owned(), (*name).to_owned());
+            if !store.objects.contains_key(&key) {
+                if !resource.create_on_update() {
+                    return not_found(resource, name);
+                }
                 // Create-on-update, unless the body names the object it meant (its uid).
-                if let Some(uid) = lease["metadata"]["uid"].as_str().filter(|u| !u.is_empty()) {
+                if let Some(uid) = object["metadata"]["uid"].as_str().filter(|u| !u.is_empty()) {
                     return status(
                         409,
                         "Conflict",
                         format!(
-                            "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": \
+                            "Operation cannot be fulfilled on {what} \"{name}\": \
                              Precondition failed: UID in precondition: {uid}, UID in object meta: "
                         ),
                     );
                 }
-                store.revision = revision;
-                store.uid += 1;
-                let uid = store.uid;
-                let meta = &mut lease["metadata"];
-                meta["name"] = Value::String((*name).to_owned());
-                meta["namespace"] = Value::String((*ns).to_owned());
-                meta["resourceVersion"] = Value::String(revision.to_string());
-                meta["uid"] = Value::String(format!("00000000-0000-0000-0000-{uid:012}"));
-                meta["creationTimestamp"] = Value::String("2026-11-21T12:00:00Z".to_owned());
-                lease["kind"] = Value::String("Lease".to_owned());
-                lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
-                store.leases.insert(key, lease.clone());
-                store.record(ns, name, "ADDED", lease.clone());
-                return (201, lease);
+                stamp_new(&mut store, resource, ns, name, &mut object);
+                store.objects.insert(key, object.clone());
+                store.record(resource, ns, name, "ADDED", object.clone());
+                return (201, object);
             }
-            let current = store.leases.get_mut(&key).expect("checked above");
-            let expected = lease["metadata"]["resourceVersion"].as_str();
-            if expected != current["metadata"]["resourceVersion"].as_str() {
+            let revision = store.revision + 1;
+            let current = store.objects.get_mut(&key).expect("checked above");
+            let expected = object["metadata"]["resourceVersion"]
+                .as_str()
+                .filter(|rv| !rv.is_empty());
+            // No resourceVersion: an unconditional update (AllowUnconditionalUpdate).
+            if expected
+                .is_some_and(|rv| Some(rv) != current["metadata"]["resourceVersion"].as_str())
+            {
                 return status(
                     409,
                     "Conflict",
                     format!(
-                        "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": \
+                        "Operation cannot be fulfilled on {what} \"{name}\": \
                          the object has been modified; please apply your changes to the latest \
                          version and try again"
                     ),
                 );
             }
-            // The server owns these.
-            for field in ["uid", "creationTimestamp", "namespace"] {
-                lease["metadata"][field] = current["metadata"][field].clone();
+            if let Some(uid) = object["metadata"]["uid"].as_str().filter(|u| !u.is_empty())
+                && Some(uid) != current["metadata"]["uid"].as_str()
+            {
+                return status(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Operation cannot be fulfilled on {what} \"{name}\": \
+                         Precondition failed: UID in precondition: {uid}"
+                    ),
+                );
             }
-            lease["kind"] = Value::String("Lease".to_owned());
-            lease["apiVersion"] = Value::String("coordination.k8s.io/v1".to_owned());
-            lease["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-            if without_nulls(&lease) == without_nulls(current) {
+            // The server owns these.
+            for field in ["uid", "creationTimestamp", "namespace", "name"] {
+                object["metadata"][field] = current["metadata"][field].clone();
+            }
+            object["kind"] = Value::String(resource.kind().to_owned());
+            object["apiVersion"] = Value::String(resource.api_version().to_owned());
+            object["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+            if without_nulls(&object) == without_nulls(current) {
                 // Nothing changed: the real server skips the write and keeps the version.
                 return (200, current.clone());
             }
-            lease["metadata"]["resourceVersion"] = Value::String(revision.to_string());
-            *current = lease.clone();
+            object["metadata"]["resourceVersion"] = Value::String(revision.to_string());
+            *current = object.clone();
             store.revision = revision;
-            store.record(ns, name, "MODIFIED", lease.clone());
-            (200, lease)
+            store.record(resource, ns, name, "MODIFIED", object.clone());
+            (200, object)
         }
-        ("DELETE", [ns, "leases", name]) => {
+        ("DELETE", [ns, _, name]) => {
             let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            let key = ((*ns).to_owned(), (*name).to_owned());
-            let Some(current) = store.leases.get(&key) else {
-                return status(
-                    404,
-                    "NotFound",
-                    format!("leases.coordination.k8s.io \"{name}\" not found"),
-                );
+            let key = (resource, (*ns).to_owned(), (*name).to_owned());
+            let Some(current) = store.objects.get(&key) else {
+                return not_found(resource, name);
             };
             if let Some(rv) = options["preconditions"]["resourceVersion"].as_str()
                 && Some(rv) != current["metadata"]["resourceVersion"].as_str()
@@ -445,9 +615,9 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
                 );
             }
             store.revision += 1;
-            let mut gone = store.leases.remove(&key).unwrap_or(Value::Null);
+            let mut gone = store.objects.remove(&key).unwrap_or(Value::Null);
             gone["metadata"]["resourceVersion"] = Value::String(store.revision.to_string());
-            store.record(ns, name, "DELETED", gone);
+            store.record(resource, ns, name, "DELETED", gone);
             (
                 200,
                 json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
@@ -459,8 +629,9 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
 
 /// A 1.20 server decodes into a LeaseSpec without `strategy` and `preferredHolder`: they are
 /// gone before anything is stored.
-fn drop_unknown_fields(store: &Store, lease: &mut Value) {
+fn drop_unknown_fields(store: &Store, resource: Resource, lease: &mut Value) {
     if store.v1_20
+        && resource == Resource::Lease
         && let Some(spec) = lease.get_mut("spec").and_then(Value::as_object_mut)
     {
         spec.remove("strategy");
@@ -483,9 +654,22 @@ fn without_nulls(value: &Value) -> Value {
     }
 }
 
-/// The API server's validation of a Lease spec, for the fields the lock writes.
-fn invalid(lease: &Value) -> Option<(u16, Value)> {
-    let spec = &lease["spec"];
+/// The API server's validation, for the fields the locks write: a Lease's spec numbers and
+/// times; annotations that are strings.
+fn invalid(resource: Resource, object: &Value) -> Option<(u16, Value)> {
+    if let Some(annotations) = object["metadata"]["annotations"].as_object()
+        && let Some((key, _)) = annotations.iter().find(|(_, v)| !v.is_string())
+    {
+        return Some(status(
+            400,
+            "BadRequest",
+            format!("metadata.annotations.{key}: not a string"),
+        ));
+    }
+    if resource != Resource::Lease {
+        return None;
+    }
+    let spec = &object["spec"];
     for field in ["leaseDurationSeconds", "leaseTransitions"] {
         if let Some(v) = spec.get(field)
             && !v.is_null()

@@ -1,8 +1,6 @@
-//! The lease-elect conformance suite against a loopback Kubernetes API server written for
-//! these tests ([`apiserver`]): no API server can be installed here. What this does and does
-//! not prove about a real cluster is written in docs/backends.md.
-
-mod apiserver;
+//! The lease-elect conformance suite on [`LeaseLock`] against the loopback Kubernetes API
+//! server of [`lease_elect_kube::testing`]: no API server can be installed here. What this does
+//! and does not prove about a real cluster is written in docs/backends.md.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +10,7 @@ use lease_elect::testing::LockFactory;
 use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect_kube::LeaseLock;
 
-use apiserver::ApiServer;
+use lease_elect_kube::testing::ApiServer;
 
 const NAMESPACE: &str = "lease-elect-test";
 
