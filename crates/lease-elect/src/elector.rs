@@ -348,6 +348,7 @@ impl LeaderElector {
     pub fn new(config: ElectionConfig) -> Self {
         let seed = config.seed.unwrap_or_else(rand::random);
         let identity: Arc<str> = config.lock.identity().into();
+        config.hooks.leading(false);
         LeaderElector {
             inner: Arc::new(Inner {
                 identity,
@@ -650,17 +651,24 @@ impl LeaderElector {
             }
             match result {
                 Some(Ok(true)) => {
+                    cfg.hooks
+                        .renewed(clock.now().saturating_duration_since(start));
                     if failing {
                         tracing::info!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "renewed lease after failures");
                     }
                     failing = false;
                 }
-                Some(Ok(false)) => return,
+                Some(Ok(false)) => {
+                    cfg.hooks.renew_failed();
+                    return;
+                }
                 Some(Err(e)) => {
+                    cfg.hooks.renew_failed();
                     failing = true;
                     tracing::warn!(error = %e, lock = %cfg.lock.describe(), identity = %self.inner.identity, "failed to renew lease");
                 }
                 None => {
+                    cfg.hooks.renew_failed();
                     failing = true;
                     tracing::warn!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "lease renewal timed out");
                 }
@@ -833,6 +841,10 @@ impl LeaderElector {
     ) -> Result<bool, LockError> {
         let id = &*self.inner.identity;
         let renewing = term.is_some() && current.holder_identity == id;
+        if renewing {
+            // client-go's slow path: the leader renews after a read.
+            self.inner.config.hooks.slowpath();
+        }
         let record = LeaderElectionRecord {
             holder_identity: id.to_owned(),
             lease_duration_seconds: at.lease_secs,
@@ -962,6 +974,8 @@ impl LeaderElector {
             leader: Some(self.inner.identity.to_string()),
             token: Some(token),
         });
+        self.inner.config.hooks.leading(true);
+        self.inner.config.hooks.transition();
         tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = token.0, "successfully acquired lease");
         lock.record_event(&ElectionEvent::BecameLeader { token });
     }
@@ -981,6 +995,7 @@ impl LeaderElector {
         let term = locked(&self.inner.state).term.take();
         if let Some(term) = term {
             term.lost.cancel();
+            self.inner.config.hooks.leading(false);
             let lock = &self.inner.config.lock;
             self.inner.watch.send_modify(|l| l.token = None);
             tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = term.token.0, reason, "stopped leading");

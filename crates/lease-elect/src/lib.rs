@@ -78,6 +78,10 @@ mod file;
 mod leader_for_life;
 mod lock;
 mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod multi;
 mod record;
 
@@ -100,5 +104,7 @@ pub use file::{FileLock, LockBusy};
 pub use leader_for_life::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
 pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
+#[cfg(feature = "metrics")]
+pub use metrics::ElectionMetrics;
 pub use multi::{MultiLock, MultiLockError, UNKNOWN_LEADER};
 pub use record::{LeaderElectionRecord, format_rfc3339, parse_rfc3339};
