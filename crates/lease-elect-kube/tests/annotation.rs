@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use lease_elect::testing::LockFactory;
+use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect::{
     ElectionConfig, LeaderElectionRecord, LeaderElector, MultiLock, ResourceLock, UNKNOWN_LEADER,
 };
@@ -37,7 +38,7 @@ enum Kind {
 }
 
 struct Factory {
-    server: ApiServer,
+    server: Arc<tokio::sync::Mutex<ApiServer>>,
     url: String,
     kind: Kind,
 }
@@ -84,10 +85,13 @@ impl LockFactory for Factory {
             Kind::ConfigMap | Kind::ConfigMapsLeases => Resource::ConfigMap,
             Kind::Endpoints | Kind::EndpointsLeases => Resource::Endpoints,
         };
-        self.server.modify(resource, NAMESPACE, name, |object| {
-            object["metadata"]["annotations"][LEADER_ANNOTATION] =
-                serde_json::json!("{\"holderIdentity\":");
-        });
+        self.server
+            .lock()
+            .await
+            .modify(resource, NAMESPACE, name, |object| {
+                object["metadata"]["annotations"][LEADER_ANNOTATION] =
+                    serde_json::json!("{\"holderIdentity\":");
+            });
         true
     }
 }
@@ -95,7 +99,11 @@ impl LockFactory for Factory {
 async fn factory_of(kind: Kind) -> Factory {
     let server = ApiServer::start().await;
     let url = server.url();
-    Factory { server, url, kind }
+    Factory {
+        server: Arc::new(tokio::sync::Mutex::new(server)),
+        url,
+        kind,
+    }
 }
 
 async fn configmaps() -> Option<Factory> {
@@ -164,6 +172,8 @@ async fn client_go_annotation_bytes_and_content_kept() {
     lock.update(&version, &taken).await.expect("update");
     let stored = factory
         .server
+        .lock()
+        .await
         .object(Resource::ConfigMap, NAMESPACE, "kube-scheduler")
         .expect("stored");
     assert_eq!(
@@ -294,7 +304,7 @@ async fn table_case(kind: Kind, name: &str, case: &Case) {
             tokio::time::sleep(Duration::from_millis(1_100)).await;
         }
     }
-    factory.server.clear_requests();
+    factory.server.lock().await.clear_requests();
     let ok = le.try_acquire_or_renew().await.unwrap();
     assert_eq!(ok, case.expect_success, "{name}: success");
     assert_eq!(
@@ -307,7 +317,11 @@ async fn table_case(kind: Kind, name: &str, case: &Case) {
         .iter()
         .map(|verb| format!("{verb} {plural}"))
         .collect();
-    assert_eq!(factory.server.requests(), expected, "{name}: API calls");
+    assert_eq!(
+        factory.server.lock().await.requests(),
+        expected,
+        "{name}: API calls"
+    );
     if ok {
         let (record, _) = factory
             .open(&lock_name, "reader")
@@ -405,11 +419,12 @@ async fn renew_already_acquired_object() {
         let factory = factory_of(kind).await;
         let le = elector(factory.open("renew", "baz").await);
         assert!(le.try_acquire_or_renew().await.unwrap());
-        factory.server.clear_requests();
+        factory.server.lock().await.clear_requests();
         tokio::time::sleep(Duration::from_millis(1_100)).await;
         assert!(le.try_acquire_or_renew().await.unwrap());
-        assert_eq!(factory.server.requests().len(), 1);
-        assert!(factory.server.requests()[0].starts_with("update "));
+        let requests = factory.server.lock().await.requests();
+        assert_eq!(requests.len(), 1);
+        assert!(requests[0].starts_with("update "));
         let (record, _) = factory
             .open("renew", "r")
             .await
@@ -449,4 +464,48 @@ async fn configmapsleases_follows_an_old_client_and_reports_a_mismatch() {
     let mixed = MultiLock::new(old, lease);
     let err = mixed.verify().await.unwrap_err();
     assert!(err.to_string().contains("\"old\""), "{err}");
+}
+
+struct Control(Arc<tokio::sync::Mutex<ApiServer>>);
+
+impl ServerControl for Control {
+    async fn stop(&mut self) {
+        self.0.lock().await.stop().await;
+    }
+
+    async fn start(&mut self) {
+        self.0.lock().await.restart().await;
+    }
+}
+
+/// The fault check of the suite: the API server stops for longer than the lease and comes
+/// back; no two electors lead at once, and one leads again soon after.
+async fn outage(kind: Kind) {
+    let factory = factory_of(kind).await;
+    let mut control = Control(Arc::clone(&factory.server));
+    let timing = Timing::default();
+    let report = server_outage(
+        &factory,
+        &mut control,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound() + Duration::from_secs(1),
+    )
+    .await;
+    println!("{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage_configmap() {
+    outage(Kind::ConfigMap).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage_endpoints() {
+    outage(Kind::Endpoints).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_server_outage_configmapsleases() {
+    outage(Kind::ConfigMapsLeases).await;
 }
