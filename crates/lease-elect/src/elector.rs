@@ -444,6 +444,12 @@ impl LeaderElector {
     ///   (`leaderTransitions` + 1).
     /// - Held by this identity but no current term (restart, lost reply, expired term): a new
     ///   term at once.
+    /// - `preferredHolder` (coordinated leader election) names another identity: a holder
+    ///   stops leading and releases the lease at once (keeping `strategy` and
+    ///   `preferredHolder`); other candidates leave a released record to the preferred one for
+    ///   its lease duration (1 s after such a release) and take it over when the preferred one
+    ///   did not. Whoever acquires or renews clears `preferredHolder`, as client-go's electors
+    ///   do.
     ///
     /// `Ok(true)` means this elector leads after the call.
     ///
@@ -722,11 +728,45 @@ impl LeaderElector {
             return self.create_record(&at).await;
         };
         self.observe(current.clone(), version.clone());
+        if current.holder_identity == *self.inner.identity
+            && let Some(preferred) = preferred_other(&current, &self.inner.identity)
+        {
+            return self.yield_to(preferred, &current, &version, &at).await;
+        }
         if self.must_wait(&current, term.as_ref(), &at) {
             return Ok(false);
         }
         self.compare_and_swap(&current, &version, term.as_ref(), &at)
             .await
+    }
+
+    /// The record names this elector as holder and another identity as `preferredHolder`
+    /// (coordinated leader election's request to step down): end the term at once and
+    /// release the lease, keeping `strategy` and `preferredHolder`, so that the preferred
+    /// candidate takes it over without waiting for it to expire.
+    async fn yield_to(
+        &self,
+        preferred: &str,
+        current: &LeaderElectionRecord,
+        version: &Version,
+        at: &Attempt,
+    ) -> Result<bool, LockError> {
+        self.end_term("the record prefers another holder");
+        tracing::info!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, preferred, "stepping down for the preferred holder");
+        let released = LeaderElectionRecord {
+            holder_identity: String::new(),
+            lease_duration_seconds: 1,
+            acquire_time: Some(at.wall),
+            renew_time: Some(at.wall),
+            ..current.clone()
+        };
+        let v2 = self.inner.config.lock.update(version, &released).await?;
+        self.observe(released, v2);
+        self.inner
+            .config
+            .lock
+            .record_event(&ElectionEvent::Released);
+        Ok(false)
     }
 
     /// Step 0: the current term, ended first when its deadline has passed.
@@ -822,7 +862,9 @@ impl LeaderElector {
                 return true;
             }
         }
-        if current.is_held() {
+        if current.is_held() || preferred_other(current, &self.inner.identity).is_some() {
+            // A released record that prefers another candidate is left to it for the
+            // record's lease duration (1 s after a step-down), as a held one is.
             let observed_time = locked(&self.inner.state).observed_time;
             if self.clock().now() < observed_time + current.lease_duration() {
                 return true;
@@ -860,7 +902,9 @@ impl LeaderElector {
                 current.leader_transitions.saturating_add(1)
             },
             strategy: current.strategy.clone(),
-            preferred_holder: current.preferred_holder.clone(),
+            // Honoured (this elector is the preferred one) or overridden (the preferred one
+            // did not take the lease in time): client-go's electors clear it too.
+            preferred_holder: None,
         };
         let v2 = self.inner.config.lock.update(version, &record).await?;
         if !renewing {
@@ -909,8 +953,9 @@ impl LeaderElector {
     fn observed_expiry(&self) -> Option<Instant> {
         let st = locked(&self.inner.state);
         let rec = st.observed.as_ref()?;
-        (rec.is_held() && rec.holder_identity != *self.inner.identity)
-            .then(|| st.observed_time + rec.lease_duration())
+        ((rec.is_held() && rec.holder_identity != *self.inner.identity)
+            || preferred_other(rec, &self.inner.identity).is_some())
+        .then(|| st.observed_time + rec.lease_duration())
     }
 
     /// Records what was read or written; the observed time moves only when the version
@@ -1028,6 +1073,14 @@ impl LeaderElector {
 /// Polls `fut` once.
 async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
+}
+
+/// The record's `preferredHolder` when it names somebody other than `identity`.
+fn preferred_other<'r>(record: &'r LeaderElectionRecord, identity: &str) -> Option<&'r str> {
+    record
+        .preferred_holder
+        .as_deref()
+        .filter(|p| !p.is_empty() && *p != identity)
 }
 
 /// The fencing token of a term that started with a write returning `version` of `record`.
