@@ -1,6 +1,10 @@
-//! A Kubernetes Lease lock for [`lease_elect`] (`coordination.k8s.io/v1`), mapped exactly as
-//! client-go's `LeaseLock` maps it, so electors of this crate and client-go electors can
-//! share one Lease.
+//! Kubernetes locks for [`lease_elect`]: a Lease lock (`coordination.k8s.io/v1`), mapped
+//! exactly as client-go's `LeaseLock` maps it, so electors of this crate and client-go electors
+//! can share one Lease; and client-go's older [`ConfigMapLock`] and [`EndpointsLock`], which
+//! keep the record as JSON in the annotation [`LEADER_ANNOTATION`] (see [`AnnotationLock`]).
+//! With [`lease_elect::MultiLock`] they give client-go's `configmapsleases` and
+//! `endpointsleases` for moving an election to a Lease. The feature `testing` adds
+//! `testing::ApiServer`, a loopback API server for tests.
 //!
 //! # Start here
 //! ```no_run
