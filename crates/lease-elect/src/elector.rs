@@ -448,8 +448,8 @@ impl LeaderElector {
     ///   stops leading and releases the lease at once (keeping `strategy` and
     ///   `preferredHolder`); other candidates leave a released record to the preferred one for
     ///   its lease duration (1 s after such a release) and take it over when the preferred one
-    ///   did not. Whoever acquires or renews clears `preferredHolder`, as client-go's electors
-    ///   do.
+    ///   did not. Acquisition and renewal keep `preferredHolder` when it names this elector
+    ///   and clear it otherwise (client-go's electors always clear it).
     ///
     /// `Ok(true)` means this elector leads after the call.
     ///
@@ -902,9 +902,12 @@ impl LeaderElector {
                 current.leader_transitions.saturating_add(1)
             },
             strategy: current.strategy.clone(),
-            // Honoured (this elector is the preferred one) or overridden (the preferred one
-            // did not take the lease in time): client-go's electors clear it too.
-            preferred_holder: None,
+            // Kept while it names this elector (a coordinator's pick stays until it changes
+            // it); cleared when it named another that did not take the lease in time.
+            preferred_holder: current
+                .preferred_holder
+                .clone()
+                .filter(|p| p.as_str() == id),
         };
         let v2 = self.inner.config.lock.update(version, &record).await?;
         if !renewing {

@@ -73,6 +73,7 @@
 mod change;
 mod clock;
 mod config;
+pub mod coordinated;
 mod elector;
 mod file;
 mod leader_for_life;

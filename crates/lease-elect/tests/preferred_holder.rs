@@ -142,7 +142,11 @@ async fn the_holder_steps_down_and_the_preferred_candidate_takes_over_at_once() 
     terms.check_no_overlap();
     let (record, _) = store.peek().unwrap();
     assert_eq!(record.holder_identity, "c");
-    assert_eq!(record.preferred_holder, None, "honoured, so cleared");
+    assert_eq!(
+        record.preferred_holder.as_deref(),
+        Some("c"),
+        "kept while it names the holder"
+    );
     assert_eq!(record.leader_transitions, 1);
     for (_, task) in electors {
         task.abort();
