@@ -252,3 +252,39 @@ fn leaders(terms: &Terms) -> Vec<String> {
         .map(|t| t.0.clone())
         .collect()
 }
+
+/// The backend check of `lease_elect::testing::coordinated` on `MemoryLock` with
+/// `MemoryCandidates`, in real time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_handover_on_memory() {
+    use lease_elect::ResourceLock;
+    use lease_elect::testing::LockFactory;
+
+    #[derive(Default)]
+    struct Factory(Mutex<std::collections::HashMap<String, MemoryStore>>);
+
+    impl LockFactory for Factory {
+        async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+            let store = self
+                .0
+                .lock()
+                .unwrap()
+                .entry(name.to_owned())
+                .or_insert_with(|| MemoryStore::new(name))
+                .clone();
+            Arc::new(MemoryLock::new(&store, identity))
+        }
+    }
+
+    let candidates = MemoryCandidates::new(
+        Arc::new(lease_elect::TokioClock::new()),
+        Duration::from_secs(3600),
+    );
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &Factory::default(),
+        Arc::new(candidates),
+        lease_elect::testing::election::Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}
