@@ -67,12 +67,14 @@ pub use k8s_openapi;
 pub use kube;
 
 mod annotation;
+mod candidates;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use annotation::{
     AnnotationLock, AnnotationObject, ConfigMapLock, EndpointsLock, LEADER_ANNOTATION,
 };
+pub use candidates::LeaseCandidates;
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

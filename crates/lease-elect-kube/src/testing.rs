@@ -1,14 +1,16 @@
 //! A small Kubernetes API server on loopback (feature `testing`) that serves
-//! `coordination.k8s.io/v1` Leases, and core/v1 ConfigMaps and Endpoints, the way the real one
-//! does for the calls the locks of this crate make: `GET`, `POST` (create, 409
+//! `coordination.k8s.io/v1` Leases, `coordination.k8s.io/v1beta1` LeaseCandidates, and core/v1
+//! ConfigMaps and Endpoints, the way the real one does for the calls the locks and registries
+//! of this crate make: `GET` (one object, or a namespace's list), `POST` (create, 409
 //! AlreadyExists), `PUT` and `DELETE` with a `resourceVersion` precondition, and watches.
 //!
 //! `PUT` follows the real server's update path (the generic registry's `Update` with each
 //! kind's strategy): 409 Conflict on a stale `resourceVersion`; a `PUT` without a
-//! `resourceVersion` is unconditional (all three strategies allow unconditional updates); a
+//! `resourceVersion` is unconditional for ConfigMaps and Endpoints and 422 Invalid for Leases and
+//! LeaseCandidates (each strategy's `AllowUnconditionalUpdate`); a
 //! PUT that changes nothing is a no-op that keeps the `resourceVersion` (and sends no watch
-//! event). A PUT to a missing object creates it for Leases and Endpoints (their strategies
-//! allow create-on-update), unless the body carries `metadata.uid`, which is then a failed UID
+//! event). A PUT to a missing object creates it for Leases, LeaseCandidates and Endpoints
+//! (their strategies allow create-on-update), unless the body carries `metadata.uid`, which is then a failed UID
 //! precondition: 409 Conflict; for ConfigMaps (no create-on-update) it is 404 NotFound. A
 //! server started with [`ApiServer::start_v1_20`] drops the Lease spec fields it does not know
 //! (`strategy`, `preferredHolder`, added in Kubernetes 1.31), as an older API server's
@@ -40,14 +42,22 @@ pub enum Resource {
     ConfigMap,
     /// core/v1 Endpoints.
     Endpoints,
+    /// `coordination.k8s.io/v1beta1` LeaseCandidate (coordinated leader election).
+    LeaseCandidate,
 }
 
 impl Resource {
-    const ALL: [Resource; 3] = [Resource::Lease, Resource::ConfigMap, Resource::Endpoints];
+    const ALL: [Resource; 4] = [
+        Resource::Lease,
+        Resource::ConfigMap,
+        Resource::Endpoints,
+        Resource::LeaseCandidate,
+    ];
 
     fn prefix(self) -> &'static str {
         match self {
             Resource::Lease => "/apis/coordination.k8s.io/v1/namespaces/",
+            Resource::LeaseCandidate => "/apis/coordination.k8s.io/v1beta1/namespaces/",
             Resource::ConfigMap | Resource::Endpoints => "/api/v1/namespaces/",
         }
     }
@@ -57,6 +67,7 @@ impl Resource {
             Resource::Lease => "leases",
             Resource::ConfigMap => "configmaps",
             Resource::Endpoints => "endpoints",
+            Resource::LeaseCandidate => "leasecandidates",
         }
     }
 
@@ -64,6 +75,7 @@ impl Resource {
     fn qualified(self) -> &'static str {
         match self {
             Resource::Lease => "leases.coordination.k8s.io",
+            Resource::LeaseCandidate => "leasecandidates.coordination.k8s.io",
             Resource::ConfigMap => "configmaps",
             Resource::Endpoints => "endpoints",
         }
@@ -74,12 +86,14 @@ impl Resource {
             Resource::Lease => "Lease",
             Resource::ConfigMap => "ConfigMap",
             Resource::Endpoints => "Endpoints",
+            Resource::LeaseCandidate => "LeaseCandidate",
         }
     }
 
     fn api_version(self) -> &'static str {
         match self {
             Resource::Lease => "coordination.k8s.io/v1",
+            Resource::LeaseCandidate => "coordination.k8s.io/v1beta1",
             Resource::ConfigMap | Resource::Endpoints => "v1",
         }
     }
@@ -87,6 +101,11 @@ impl Resource {
     /// The strategy's `AllowCreateOnUpdate`.
     fn create_on_update(self) -> bool {
         !matches!(self, Resource::ConfigMap)
+    }
+
+    /// The strategy's `AllowUnconditionalUpdate`.
+    fn unconditional_update(self) -> bool {
+        matches!(self, Resource::ConfigMap | Resource::Endpoints)
     }
 
     /// The resource and the path segments after `namespaces/`, for a path of ours.
@@ -498,6 +517,25 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
                 None => not_found(resource, name),
             }
         }
+        ("GET", [ns, _]) => {
+            let mut items: Vec<(&String, &Value)> = store
+                .objects
+                .iter()
+                .filter(|((r, n, _), _)| *r == resource && n == ns)
+                .map(|((_, _, name), object)| (name, object))
+                .collect();
+            items.sort_by_key(|(name, _)| *name);
+            let items: Vec<Value> = items.into_iter().map(|(_, o)| o.clone()).collect();
+            (
+                200,
+                json!({
+                    "kind": format!("{}List", resource.kind()),
+                    "apiVersion": resource.api_version(),
+                    "metadata": {"resourceVersion": store.revision.to_string()},
+                    "items": items,
+                }),
+            )
+        }
         ("POST", [ns, _]) => {
             let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
                 return status(400, "BadRequest", "invalid JSON".to_owned());
@@ -556,7 +594,18 @@ fn handle(store: &Mutex<Store>, method: &str, path: &str, body: &[u8]) -> (u16, 
             let expected = object["metadata"]["resourceVersion"]
                 .as_str()
                 .filter(|rv| !rv.is_empty());
-            // No resourceVersion: an unconditional update (AllowUnconditionalUpdate).
+            // No resourceVersion: an unconditional update where the strategy allows one.
+            if expected.is_none() && !resource.unconditional_update() {
+                return status(
+                    422,
+                    "Invalid",
+                    format!(
+                        "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: \
+                         0x0: must be specified for an update",
+                        resource.kind()
+                    ),
+                );
+            }
             if expected
                 .is_some_and(|rv| Some(rv) != current["metadata"]["resourceVersion"].as_str())
             {
