@@ -6,10 +6,12 @@
 //!
 //! This module holds the parts that do not depend on a backend: [`Candidate`] and
 //! [`CandidateVersion`], the strategy ([`Strategy::pick`]), the registry interface
-//! ([`CandidateStore`]) with an in-memory registry ([`MemoryCandidates`]), and the
+//! ([`CandidateStore`]) with an in-memory registry ([`MemoryCandidates`]) and one in a
+//! directory ([`FileCandidates`]), and the
 //! [`Coordinator`], which is meant to run as the leader's work of an election of its own
-//! (so exactly one coordinator writes at a time). Registries on the backends' servers
-//! (LeaseCandidate objects, rows, keys) are not built yet.
+//! (so exactly one coordinator writes at a time). The backend crates have registries on their
+//! servers: `PostgresCandidates`, `EtcdCandidates`, `RedisCandidates` and `LeaseCandidates`
+//! (LeaseCandidate objects).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -164,6 +166,94 @@ impl CandidateStore for MemoryCandidates {
             .filter(|(_, at)| now.saturating_duration_since(*at) < self.ttl)
             .map(|(c, _)| c.clone())
             .collect())
+    }
+}
+
+/// A [`CandidateStore`] in a directory, for electors on one machine (beside
+/// [`FileLock`](crate::FileLock)): one file per candidate, `<identity>.candidate`, holding
+/// `<emulation version> <binary version>`, live for a time to live after its last write (by the
+/// file's modification time on the wall clock). Identities must be valid file names.
+#[derive(Clone, Debug)]
+pub struct FileCandidates {
+    dir: std::path::PathBuf,
+    ttl: Duration,
+}
+
+impl FileCandidates {
+    /// The candidates in `dir` (created when missing), each live for `ttl`.
+    #[must_use]
+    pub fn new(dir: impl Into<std::path::PathBuf>, ttl: Duration) -> Self {
+        FileCandidates {
+            dir: dir.into(),
+            ttl,
+        }
+    }
+
+    fn io(e: std::io::Error) -> LockError {
+        LockError::retryable(e)
+    }
+}
+
+#[async_trait]
+impl CandidateStore for FileCandidates {
+    async fn register(&self, candidate: &Candidate) -> Result<(), LockError> {
+        std::fs::create_dir_all(&self.dir).map_err(Self::io)?;
+        let path = self.dir.join(format!("{}.candidate", candidate.identity));
+        let tmp = self
+            .dir
+            .join(format!(".{}.candidate.tmp", candidate.identity));
+        let text = format!(
+            "{} {}",
+            candidate.emulation_version, candidate.binary_version
+        );
+        std::fs::write(&tmp, text).map_err(Self::io)?;
+        std::fs::rename(&tmp, &path).map_err(Self::io)
+    }
+
+    async fn deregister(&self, identity: &str) -> Result<(), LockError> {
+        match std::fs::remove_file(self.dir.join(format!("{identity}.candidate"))) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::io(e)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn candidates(&self) -> Result<Vec<Candidate>, LockError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Self::io(e)),
+        };
+        let now = std::time::SystemTime::now();
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(Self::io)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(identity) = name.strip_suffix(".candidate") else {
+                continue;
+            };
+            if identity.starts_with('.') {
+                continue;
+            }
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(Self::io)?;
+            if now.duration_since(modified).unwrap_or_default() >= self.ttl {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).map_err(Self::io)?;
+            let corrupt = |source: Option<crate::BoxError>| LockError::Corrupt {
+                detail: format!("candidate file {name:?}: {text:?}"),
+                source,
+            };
+            let (e, b) = text.split_once(' ').ok_or_else(|| corrupt(None))?;
+            out.push(Candidate {
+                identity: identity.to_owned(),
+                emulation_version: e.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
+                binary_version: b.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
+            });
+        }
+        Ok(out)
     }
 }
 

@@ -288,3 +288,36 @@ async fn upgrade_handover_on_memory() {
     .await;
     println!("{report:?}");
 }
+
+/// The backend check on `FileLock` with `FileCandidates`, in real time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_handover_on_files() {
+    use lease_elect::testing::LockFactory;
+    use lease_elect::{FileLock, ResourceLock};
+
+    struct Factory(std::path::PathBuf);
+
+    impl LockFactory for Factory {
+        async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+            Arc::new(
+                FileLock::new(self.0.join(format!("{name}.json")), identity)
+                    .with_poll_interval(Duration::from_millis(50)),
+            )
+        }
+    }
+
+    let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("cle-files"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let candidates = lease_elect::coordinated::FileCandidates::new(
+        dir.join("candidates"),
+        Duration::from_secs(60),
+    );
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &Factory(dir.clone()),
+        Arc::new(candidates),
+        lease_elect::testing::election::Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
