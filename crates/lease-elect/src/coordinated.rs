@@ -116,6 +116,24 @@ pub trait CandidateStore: Send + Sync {
     async fn candidates(&self) -> Result<Vec<Candidate>, LockError>;
 }
 
+/// Registers `candidate` in `store` now and again every `every` on `clock`, forever (run it
+/// beside the elector, and [`CandidateStore::deregister`] when the elector stops). Keep
+/// `every` well below the registry's time to live. Failed registrations are logged and
+/// retried at the next period.
+pub async fn keep_registered(
+    store: &dyn CandidateStore,
+    candidate: &Candidate,
+    clock: &dyn Clock,
+    every: Duration,
+) {
+    loop {
+        if let Err(e) = store.register(candidate).await {
+            tracing::warn!(error = %e, identity = %candidate.identity, "candidate registration failed");
+        }
+        clock.sleep(every).await;
+    }
+}
+
 /// An in-memory [`CandidateStore`] shared by clones: a registration lives for `ttl` after
 /// its last renewal on `clock`.
 #[derive(Clone)]
@@ -346,6 +364,23 @@ mod tests {
             emulation_version: emulation.parse().unwrap(),
             binary_version: binary.parse().unwrap(),
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn registrations_expire_unless_kept() {
+        let clock: Arc<dyn Clock> = Arc::new(crate::TokioClock::new());
+        let store = MemoryCandidates::new(Arc::clone(&clock), Duration::from_secs(10));
+        let kept = c("kept", "1.33", "1.33");
+        store.register(&c("once", "1.33", "1.33")).await.unwrap();
+        let task = {
+            let (store, kept, clock) = (store.clone(), kept.clone(), Arc::clone(&clock));
+            tokio::spawn(async move {
+                keep_registered(&store, &kept, &*clock, Duration::from_secs(3)).await;
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(store.candidates().await.unwrap(), vec![kept]);
+        task.abort();
     }
 
     #[test]
