@@ -14,9 +14,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use lease_elect::{ElectionConfig, LeaderElector, ResourceLock};
 use tokio::runtime::Runtime;
 
-#[path = "../../lease-elect-kube/tests/apiserver/mod.rs"]
-#[allow(dead_code)]
-mod apiserver;
+use lease_elect_kube::testing as apiserver;
 
 fn name() -> String {
     let nanos = SystemTime::now()

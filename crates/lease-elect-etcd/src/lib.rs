@@ -33,6 +33,10 @@
 //! errors; the client reconnects by itself. A value that is not a record is
 //! [`LockError::Corrupt`].
 
+mod candidates;
+
+pub use candidates::EtcdCandidates;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

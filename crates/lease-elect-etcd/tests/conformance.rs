@@ -211,3 +211,25 @@ async fn fault_server_outage() {
     .await;
     println!("{report:?}");
 }
+
+/// Coordinated election on etcd: candidates in `EtcdCandidates`, electors and the coordinator
+/// on `EtcdLock`s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinated_upgrade_handover() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let client = etcd_client::Client::connect([factory.endpoint.as_str()], None)
+        .await
+        .expect("connect");
+    let election = lease_elect::testing::unique_name("cle");
+    let candidates =
+        lease_elect_etcd::EtcdCandidates::new(client, &election, Duration::from_secs(60));
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &factory,
+        Arc::new(candidates),
+        Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}

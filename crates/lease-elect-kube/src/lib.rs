@@ -1,6 +1,10 @@
-//! A Kubernetes Lease lock for [`lease_elect`] (`coordination.k8s.io/v1`), mapped exactly as
-//! client-go's `LeaseLock` maps it, so electors of this crate and client-go electors can
-//! share one Lease.
+//! Kubernetes locks for [`lease_elect`]: a Lease lock (`coordination.k8s.io/v1`), mapped
+//! exactly as client-go's `LeaseLock` maps it, so electors of this crate and client-go electors
+//! can share one Lease; and client-go's older [`ConfigMapLock`] and [`EndpointsLock`], which
+//! keep the record as JSON in the annotation [`LEADER_ANNOTATION`] (see [`AnnotationLock`]).
+//! With [`lease_elect::MultiLock`] they give client-go's `configmapsleases` and
+//! `endpointsleases` for moving an election to a Lease. The feature `testing` adds
+//! `testing::ApiServer`, a loopback API server for tests.
 //!
 //! # Start here
 //! ```no_run
@@ -62,6 +66,16 @@
 pub use k8s_openapi;
 pub use kube;
 
+mod annotation;
+mod candidates;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use annotation::{
+    AnnotationLock, AnnotationObject, ConfigMapLock, EndpointsLock, LEADER_ANNOTATION,
+};
+pub use candidates::LeaseCandidates;
+
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -96,9 +110,12 @@ impl Drop for LeaseLock {
     }
 }
 
-/// Keeps one watch on the Lease `name` open (from "now" each time it is started again after
+/// Keeps one watch on the object `name` open (from "now" each time it is started again after
 /// an error or the server's timeout) and reports its events to `feed`.
-async fn watch_lease(api: Api<Lease>, name: String, feed: Arc<ChangeFeed>, timeout: Duration) {
+async fn watch_object<K>(api: Api<K>, name: String, feed: Arc<ChangeFeed>, timeout: Duration)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
     let params = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(290);
@@ -116,6 +133,40 @@ async fn watch_lease(api: Api<Lease>, name: String, feed: Arc<ChangeFeed>, timeo
             feed.disconnected();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A kube error as a [`LockError`]: 404 and 409 (AlreadyExists, Conflict, NotFound) are
+/// conflicts, throttling, timeouts and server errors retryable, a body that cannot be decoded
+/// corrupt.
+fn classify(describe: &str, what: &str, e: kube::Error) -> LockError {
+    match &e {
+        kube::Error::Api(status) => match status.code {
+            404 | 409 => LockError::Conflict(format!("{describe}: {}", status.message)),
+            408 | 429 | 500 | 502 | 503 | 504 => LockError::retryable(e),
+            _ => LockError::permanent(e),
+        },
+        kube::Error::SerdeError(_) => LockError::Corrupt {
+            detail: format!("{describe}: the {what} cannot be decoded"),
+            source: Some(Box::new(e)),
+        },
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+            LockError::retryable(e)
+        }
+        _ => LockError::permanent(e),
+    }
+}
+
+/// `fut` within `timeout`, its error classified.
+async fn call<T>(
+    timeout: Duration,
+    describe: &str,
+    what: &str,
+    fut: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, LockError> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r.map_err(|e| classify(describe, what, e)),
+        Err(_) => Err(LockError::Timeout),
     }
 }
 
@@ -176,29 +227,7 @@ impl LeaseLock {
         &self,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, LockError> {
-        match tokio::time::timeout(self.timeout, fut).await {
-            Ok(r) => r.map_err(|e| self.classify(e)),
-            Err(_) => Err(LockError::Timeout),
-        }
-    }
-
-    fn classify(&self, e: kube::Error) -> LockError {
-        match &e {
-            kube::Error::Api(status) => match status.code {
-                // AlreadyExists on create, Conflict on update; NotFound on update/delete.
-                404 | 409 => LockError::Conflict(format!("{}: {}", self.describe, status.message)),
-                408 | 429 | 500 | 502 | 503 | 504 => LockError::retryable(e),
-                _ => LockError::permanent(e),
-            },
-            kube::Error::SerdeError(_) => LockError::Corrupt {
-                detail: format!("{}: the Lease cannot be decoded", self.describe),
-                source: Some(Box::new(e)),
-            },
-            kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
-                LockError::retryable(e)
-            }
-            _ => LockError::permanent(e),
-        }
+        call(self.timeout, &self.describe, "Lease", fut).await
     }
 
     fn remember(&self, lease: Option<Lease>) {
@@ -429,7 +458,7 @@ impl ResourceLock for LeaseLock {
     /// resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
         self.watcher.get_or_init(|| {
-            tokio::spawn(watch_lease(
+            tokio::spawn(watch_object(
                 self.api.clone(),
                 self.name.clone(),
                 Arc::clone(&self.feed),

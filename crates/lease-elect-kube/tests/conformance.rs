@@ -1,8 +1,6 @@
-//! The lease-elect conformance suite against a loopback Kubernetes API server written for
-//! these tests ([`apiserver`]): no API server can be installed here. What this does and does
-//! not prove about a real cluster is written in docs/backends.md.
-
-mod apiserver;
+//! The lease-elect conformance suite on [`LeaseLock`] against the loopback Kubernetes API
+//! server of [`lease_elect_kube::testing`]: no API server can be installed here. What this does
+//! and does not prove about a real cluster is written in docs/backends.md.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +10,7 @@ use lease_elect::testing::LockFactory;
 use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect_kube::LeaseLock;
 
-use apiserver::ApiServer;
+use lease_elect_kube::testing::ApiServer;
 
 const NAMESPACE: &str = "lease-elect-test";
 
@@ -277,4 +275,81 @@ async fn an_elector_works_on_a_server_that_drops_newer_fields() {
     );
     assert!(elector.try_acquire_or_renew().await.expect("acquire"));
     assert!(elector.try_acquire_or_renew().await.expect("renew"));
+}
+
+/// Coordinated election on the API server: candidates as LeaseCandidate objects, electors and
+/// the coordinator on `LeaseLock`s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinated_upgrade_handover() {
+    let factory = new_factory().await;
+    let election = lease_elect::testing::unique_name("cle");
+    let candidates = lease_elect_kube::LeaseCandidates::new(
+        client(&factory.url),
+        NAMESPACE,
+        election,
+        Duration::from_secs(60),
+    );
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &factory,
+        Arc::new(candidates),
+        Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}
+
+/// LeaseCandidates as the API server stores them, and a PUT without a resourceVersion refused
+/// for Leases (422) as the Lease strategy refuses unconditional updates.
+#[tokio::test]
+async fn lease_candidates_stored_and_unconditional_lease_put_refused() {
+    use lease_elect::coordinated::{Candidate, CandidateStore};
+    use lease_elect_kube::testing::Resource;
+    let factory = new_factory().await;
+    let candidates = lease_elect_kube::LeaseCandidates::new(
+        client(&factory.url),
+        NAMESPACE,
+        "sched",
+        Duration::from_secs(60),
+    );
+    let c = Candidate {
+        identity: "node-a".to_owned(),
+        emulation_version: "1.33".parse().unwrap(),
+        binary_version: "1.34.1".parse().unwrap(),
+    };
+    candidates.register(&c).await.expect("register");
+    candidates.register(&c).await.expect("renew");
+    let stored = factory
+        .server
+        .lock()
+        .await
+        .object(Resource::LeaseCandidate, NAMESPACE, "sched-node-a")
+        .expect("stored");
+    assert_eq!(stored["spec"]["leaseName"], "sched");
+    assert_eq!(stored["spec"]["binaryVersion"], "1.34.1");
+    assert_eq!(stored["spec"]["emulationVersion"], "1.33.0");
+    let renew = stored["spec"]["renewTime"].as_str().expect("renewTime");
+    assert!(
+        renew.len() == 27 && renew.ends_with('Z'),
+        "MicroTime: {renew}"
+    );
+    assert_eq!(candidates.candidates().await.unwrap(), vec![c]);
+    candidates.deregister("node-a").await.expect("deregister");
+    assert!(candidates.candidates().await.unwrap().is_empty());
+
+    let api: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(client(&factory.url), NAMESPACE);
+    let lease = |rv: Option<&str>| {
+        serde_json::from_value::<k8s_openapi::api::coordination::v1::Lease>(serde_json::json!({
+            "metadata": {"name": "l", "resourceVersion": rv},
+            "spec": {"holderIdentity": "x", "leaseDurationSeconds": 15}
+        }))
+        .expect("a Lease")
+    };
+    let pp = kube::api::PostParams::default();
+    api.create(&pp, &lease(None)).await.expect("create");
+    let refused = api.replace("l", &pp, &lease(None)).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 422),
+        "{refused:?}"
+    );
 }

@@ -54,6 +54,10 @@
 //! and deadlocks are retryable [`LockError::Backend`] errors; the handle reconnects on its next
 //! call. A row with values out of range is [`LockError::Corrupt`].
 
+mod candidates;
+
+pub use candidates::PostgresCandidates;
+
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -110,3 +110,26 @@ async fn fault_server_outage() {
     .await;
     println!("{report:?}");
 }
+
+/// Coordinated election on PostgreSQL: candidates in `PostgresCandidates`, electors and the
+/// coordinator on `PostgresLock`s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinated_upgrade_handover() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let election = lease_elect::testing::unique_name("cle");
+    let candidates = lease_elect_postgres::PostgresCandidates::new(
+        &factory.url,
+        election,
+        Duration::from_secs(60),
+    )
+    .expect("candidates");
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &factory,
+        Arc::new(candidates),
+        Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}

@@ -43,6 +43,10 @@
 //! retryable [`LockError::Backend`] errors; the handle reconnects by itself on the next call.
 //! A stored value it cannot read is [`LockError::Corrupt`].
 
+mod candidates;
+
+pub use candidates::RedisCandidates;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

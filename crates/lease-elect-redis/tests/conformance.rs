@@ -184,3 +184,23 @@ async fn versions_stay_above_the_highest_seen_after_the_data_is_lost() {
         "{recreated:?} after {last:?}"
     );
 }
+
+/// Coordinated election on Redis: candidates in `RedisCandidates`, electors and the
+/// coordinator on `RedisLock`s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinated_upgrade_handover() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let election = lease_elect::testing::unique_name("cle");
+    let candidates =
+        lease_elect_redis::RedisCandidates::new(&factory.url, &election, Duration::from_secs(60))
+            .expect("candidates");
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &factory,
+        Arc::new(candidates),
+        Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}

@@ -102,6 +102,7 @@ pub struct ElectionConfig {
     pub(crate) release_on_cancel: bool,
     pub(crate) name: String,
     pub(crate) seed: Option<u64>,
+    pub(crate) hooks: crate::metrics::Hooks,
 }
 
 impl fmt::Debug for ElectionConfig {
@@ -195,6 +196,8 @@ pub struct ElectionConfigBuilder {
     name: Option<String>,
     seed: Option<u64>,
     client_go_compatible: bool,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::ElectionMetrics>,
 }
 
 impl Default for ElectionConfigBuilder {
@@ -210,6 +213,8 @@ impl Default for ElectionConfigBuilder {
             name: None,
             seed: None,
             client_go_compatible: false,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 }
@@ -300,6 +305,14 @@ impl ElectionConfigBuilder {
         self
     }
 
+    /// Reports this elector's metrics to `metrics` (feature `metrics`), labelled with the
+    /// election's [name](Self::name). See [`crate::metrics`].
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: &crate::ElectionMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
     /// Client-go compatible mode (default off): the lock is shared with client-go electors, so
     /// a timing that leaves less than [`CLIENT_GO_MARGIN`] is a validation error
     /// ([`ConfigError::ClientGoMarginTooSmall`]) instead of a `tracing` warning.
@@ -324,6 +337,8 @@ impl ElectionConfigBuilder {
             name,
             seed,
             client_go_compatible,
+            #[cfg(feature = "metrics")]
+            metrics,
         } = self;
         if lease_duration <= renew_deadline {
             return Err(ConfigError::LeaseNotAboveRenewDeadline);
@@ -368,6 +383,10 @@ impl ElectionConfigBuilder {
             return Err(ConfigError::EmptyIdentity);
         }
         let name = name.unwrap_or_else(|| lock.describe());
+        #[cfg(feature = "metrics")]
+        let hooks = crate::metrics::Hooks::new(metrics, &name);
+        #[cfg(not(feature = "metrics"))]
+        let hooks = crate::metrics::Hooks::default();
         Ok(ElectionConfig {
             lock,
             clock: clock.unwrap_or_else(|| Arc::new(TokioClock::new())),
@@ -378,6 +397,7 @@ impl ElectionConfigBuilder {
             release_on_cancel,
             name,
             seed,
+            hooks,
         })
     }
 }

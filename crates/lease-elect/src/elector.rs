@@ -348,6 +348,7 @@ impl LeaderElector {
     pub fn new(config: ElectionConfig) -> Self {
         let seed = config.seed.unwrap_or_else(rand::random);
         let identity: Arc<str> = config.lock.identity().into();
+        config.hooks.leading(false);
         LeaderElector {
             inner: Arc::new(Inner {
                 identity,
@@ -443,6 +444,12 @@ impl LeaderElector {
     ///   (`leaderTransitions` + 1).
     /// - Held by this identity but no current term (restart, lost reply, expired term): a new
     ///   term at once.
+    /// - `preferredHolder` (coordinated leader election) names another identity: a holder
+    ///   stops leading and releases the lease at once (keeping `strategy` and
+    ///   `preferredHolder`); other candidates leave a released record to the preferred one for
+    ///   its lease duration (1 s after such a release) and take it over when the preferred one
+    ///   did not. Acquisition and renewal keep `preferredHolder` when it names this elector
+    ///   and clear it otherwise (client-go's electors always clear it).
     ///
     /// `Ok(true)` means this elector leads after the call.
     ///
@@ -650,17 +657,24 @@ impl LeaderElector {
             }
             match result {
                 Some(Ok(true)) => {
+                    cfg.hooks
+                        .renewed(clock.now().saturating_duration_since(start));
                     if failing {
                         tracing::info!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "renewed lease after failures");
                     }
                     failing = false;
                 }
-                Some(Ok(false)) => return,
+                Some(Ok(false)) => {
+                    cfg.hooks.renew_failed();
+                    return;
+                }
                 Some(Err(e)) => {
+                    cfg.hooks.renew_failed();
                     failing = true;
                     tracing::warn!(error = %e, lock = %cfg.lock.describe(), identity = %self.inner.identity, "failed to renew lease");
                 }
                 None => {
+                    cfg.hooks.renew_failed();
                     failing = true;
                     tracing::warn!(lock = %cfg.lock.describe(), identity = %self.inner.identity, "lease renewal timed out");
                 }
@@ -714,11 +728,45 @@ impl LeaderElector {
             return self.create_record(&at).await;
         };
         self.observe(current.clone(), version.clone());
+        if current.holder_identity == *self.inner.identity
+            && let Some(preferred) = preferred_other(&current, &self.inner.identity)
+        {
+            return self.yield_to(preferred, &current, &version, &at).await;
+        }
         if self.must_wait(&current, term.as_ref(), &at) {
             return Ok(false);
         }
         self.compare_and_swap(&current, &version, term.as_ref(), &at)
             .await
+    }
+
+    /// The record names this elector as holder and another identity as `preferredHolder`
+    /// (coordinated leader election's request to step down): end the term at once and
+    /// release the lease, keeping `strategy` and `preferredHolder`, so that the preferred
+    /// candidate takes it over without waiting for it to expire.
+    async fn yield_to(
+        &self,
+        preferred: &str,
+        current: &LeaderElectionRecord,
+        version: &Version,
+        at: &Attempt,
+    ) -> Result<bool, LockError> {
+        self.end_term("the record prefers another holder");
+        tracing::info!(lock = %self.inner.config.lock.describe(), identity = %self.inner.identity, preferred, "stepping down for the preferred holder");
+        let released = LeaderElectionRecord {
+            holder_identity: String::new(),
+            lease_duration_seconds: 1,
+            acquire_time: Some(at.wall),
+            renew_time: Some(at.wall),
+            ..current.clone()
+        };
+        let v2 = self.inner.config.lock.update(version, &released).await?;
+        self.observe(released, v2);
+        self.inner
+            .config
+            .lock
+            .record_event(&ElectionEvent::Released);
+        Ok(false)
     }
 
     /// Step 0: the current term, ended first when its deadline has passed.
@@ -814,7 +862,9 @@ impl LeaderElector {
                 return true;
             }
         }
-        if current.is_held() {
+        if current.is_held() || preferred_other(current, &self.inner.identity).is_some() {
+            // A released record that prefers another candidate is left to it for the
+            // record's lease duration (1 s after a step-down), as a held one is.
             let observed_time = locked(&self.inner.state).observed_time;
             if self.clock().now() < observed_time + current.lease_duration() {
                 return true;
@@ -833,6 +883,10 @@ impl LeaderElector {
     ) -> Result<bool, LockError> {
         let id = &*self.inner.identity;
         let renewing = term.is_some() && current.holder_identity == id;
+        if renewing {
+            // client-go's slow path: the leader renews after a read.
+            self.inner.config.hooks.slowpath();
+        }
         let record = LeaderElectionRecord {
             holder_identity: id.to_owned(),
             lease_duration_seconds: at.lease_secs,
@@ -848,7 +902,12 @@ impl LeaderElector {
                 current.leader_transitions.saturating_add(1)
             },
             strategy: current.strategy.clone(),
-            preferred_holder: current.preferred_holder.clone(),
+            // Kept while it names this elector (a coordinator's pick stays until it changes
+            // it); cleared when it named another that did not take the lease in time.
+            preferred_holder: current
+                .preferred_holder
+                .clone()
+                .filter(|p| p.as_str() == id),
         };
         let v2 = self.inner.config.lock.update(version, &record).await?;
         if !renewing {
@@ -897,8 +956,9 @@ impl LeaderElector {
     fn observed_expiry(&self) -> Option<Instant> {
         let st = locked(&self.inner.state);
         let rec = st.observed.as_ref()?;
-        (rec.is_held() && rec.holder_identity != *self.inner.identity)
-            .then(|| st.observed_time + rec.lease_duration())
+        ((rec.is_held() && rec.holder_identity != *self.inner.identity)
+            || preferred_other(rec, &self.inner.identity).is_some())
+        .then(|| st.observed_time + rec.lease_duration())
     }
 
     /// Records what was read or written; the observed time moves only when the version
@@ -962,6 +1022,8 @@ impl LeaderElector {
             leader: Some(self.inner.identity.to_string()),
             token: Some(token),
         });
+        self.inner.config.hooks.leading(true);
+        self.inner.config.hooks.transition();
         tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = token.0, "successfully acquired lease");
         lock.record_event(&ElectionEvent::BecameLeader { token });
     }
@@ -981,6 +1043,7 @@ impl LeaderElector {
         let term = locked(&self.inner.state).term.take();
         if let Some(term) = term {
             term.lost.cancel();
+            self.inner.config.hooks.leading(false);
             let lock = &self.inner.config.lock;
             self.inner.watch.send_modify(|l| l.token = None);
             tracing::info!(lock = %lock.describe(), identity = %self.inner.identity, token = term.token.0, reason, "stopped leading");
@@ -1013,6 +1076,14 @@ impl LeaderElector {
 /// Polls `fut` once.
 async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
+}
+
+/// The record's `preferredHolder` when it names somebody other than `identity`.
+fn preferred_other<'r>(record: &'r LeaderElectionRecord, identity: &str) -> Option<&'r str> {
+    record
+        .preferred_holder
+        .as_deref()
+        .filter(|p| !p.is_empty() && *p != identity)
 }
 
 /// The fencing token of a term that started with a write returning `version` of `record`.

@@ -4,7 +4,9 @@
 //! # Start here
 //! 1. Pick a [`ResourceLock`]: [`FileLock`] for several processes on one machine,
 //!    [`MemoryLock`] for one process and tests, or a backend crate (PostgreSQL, etcd, Redis,
-//!    Kubernetes Lease). Records interoperate with client-go ([`LeaderElectionRecord`]).
+//!    Kubernetes Lease, ConfigMap and Endpoints). Records interoperate with client-go
+//!    ([`LeaderElectionRecord`]). [`MultiLock`] writes two locks and reads one, to move an
+//!    election from one lock to another without downtime.
 //! 2. Build an [`ElectionConfig`] (validated once, client-go's rules and defaults).
 //! 3. Run a [`LeaderElector`] with your [`LeaderCallbacks`]; the leader's work receives a
 //!    [`LeaderGuard`] with a strictly increasing [`FencingToken`].
@@ -71,11 +73,17 @@
 mod change;
 mod clock;
 mod config;
+pub mod coordinated;
 mod elector;
 mod file;
 mod leader_for_life;
 mod lock;
 mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
+mod multi;
 mod record;
 
 #[cfg(feature = "testing")]
@@ -97,4 +105,7 @@ pub use file::{FileLock, LockBusy};
 pub use leader_for_life::{Backoff, LeaderForLife};
 pub use lock::{BoxError, ElectionEvent, FencingToken, LockError, ResourceLock, Version};
 pub use memory::{FaultInjector, Faults, MemoryLock, MemoryStore};
+#[cfg(feature = "metrics")]
+pub use metrics::ElectionMetrics;
+pub use multi::{MultiLock, MultiLockError, UNKNOWN_LEADER};
 pub use record::{LeaderElectionRecord, format_rfc3339, parse_rfc3339};

@@ -51,8 +51,10 @@ pub struct LeaderElectionRecord {
     /// client-go's coordinated leader election strategy. Kept when read, omitted when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
-    /// client-go's preferred holder (coordinated leader election). Kept when read, omitted
-    /// when empty.
+    /// client-go's preferred holder (coordinated leader election): a holder of another
+    /// identity steps down and releases, and the preferred candidate takes over (see
+    /// [`LeaderElector::try_acquire_or_renew`](crate::LeaderElector::try_acquire_or_renew)).
+    /// Omitted when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preferred_holder: Option<String>,
 }

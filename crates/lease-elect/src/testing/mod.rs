@@ -33,6 +33,7 @@
 //! servers as child processes that never outlive the test.
 
 pub mod contract;
+pub mod coordinated;
 pub mod election;
 pub mod process;
 

@@ -1,0 +1,323 @@
+//! Coordinated leader election in simulated time: a rolling upgrade of three electors from
+//! 1.33 to 1.34 under `OldestEmulationVersion`, with the coordinator elected on a lock of its
+//! own. An upgraded (1.34) elector never leads while a 1.33 candidate is registered, the
+//! leader hands over at once when the strategy moves, and terms never overlap.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lease_elect::coordinated::{
+    Candidate, CandidateStore, CandidateVersion, Coordinator, MemoryCandidates, Strategy,
+};
+use lease_elect::{
+    Clock, ElectionConfig, Instant, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock,
+    MemoryStore, SimClock, on_leading,
+};
+
+/// A term: identity, binary version, start, end.
+type Term = (String, CandidateVersion, Instant, Option<Instant>);
+
+#[derive(Clone, Default)]
+struct Terms(Arc<Mutex<Vec<Term>>>);
+
+struct Watch {
+    id: String,
+    version: CandidateVersion,
+    terms: Terms,
+    clock: SimClock,
+    candidates: MemoryCandidates,
+}
+
+#[async_trait]
+impl LeaderCallbacks for Watch {
+    async fn on_started_leading(&self, guard: LeaderGuard) {
+        // The invariant: no 1.34 leader while a 1.33 candidate is registered.
+        let live = self.candidates.candidates().await.unwrap();
+        if self.version == v("1.34") {
+            assert!(
+                live.iter().all(|c| c.binary_version == v("1.34")),
+                "{} (1.34) leads beside 1.33 candidates {live:?}",
+                self.id
+            );
+        }
+        self.terms
+            .0
+            .lock()
+            .unwrap()
+            .push((self.id.clone(), self.version, self.clock.now(), None));
+        guard.lost().await;
+    }
+
+    fn on_stopped_leading(&self) {
+        let mut t = self.terms.0.lock().unwrap();
+        if let Some(term) = t.iter_mut().rev().find(|t| t.0 == self.id && t.3.is_none()) {
+            term.3 = Some(self.clock.now());
+        }
+    }
+}
+
+fn v(s: &str) -> CandidateVersion {
+    s.parse().unwrap()
+}
+
+fn config(lock: MemoryLock, clock: &SimClock) -> ElectionConfig {
+    ElectionConfig::builder()
+        .lock(lock)
+        .shared_clock(Arc::new(clock.clone()))
+        .lease_duration(Duration::from_secs(10))
+        .renew_deadline(Duration::from_secs(6))
+        .retry_period(Duration::from_secs(1))
+        .release_on_cancel(true)
+        .seed(11)
+        .build()
+        .unwrap()
+}
+
+/// One replica: registers as a candidate, runs the election until stopped, then releases and
+/// deregisters.
+struct Replica {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn start_replica(
+    store: &MemoryStore,
+    id: &str,
+    version: &str,
+    clock: &SimClock,
+    candidates: &MemoryCandidates,
+    terms: &Terms,
+) -> Replica {
+    let candidate = Candidate {
+        identity: id.to_owned(),
+        emulation_version: v("1.33"),
+        binary_version: v(version),
+    };
+    let elector = LeaderElector::new(config(MemoryLock::new(store, id), clock));
+    let watch = Watch {
+        id: id.to_owned(),
+        version: v(version),
+        terms: terms.clone(),
+        clock: clock.clone(),
+        candidates: candidates.clone(),
+    };
+    let candidates = candidates.clone();
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        candidates.register(&candidate).await.unwrap();
+        loop {
+            let outcome = elector
+                .run(&watch, async {
+                    let _ = (&mut stopped).await;
+                })
+                .await;
+            if outcome == lease_elect::RunOutcome::Cancelled {
+                break;
+            }
+        }
+        candidates.deregister(&candidate.identity).await.unwrap();
+    });
+    Replica { stop, task }
+}
+
+async fn stop_replica(replica: Replica) {
+    let _ = replica.stop.send(());
+    replica.task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn rolling_upgrade_under_oldest_emulation_version() {
+    let clock = SimClock::new();
+    let store = MemoryStore::new("kube-scheduler");
+    let candidates = MemoryCandidates::new(Arc::new(clock.clone()), Duration::from_secs(3600));
+    let terms = Terms::default();
+
+    // The coordinators' own election: two coordinators, one leads and reconciles every 200 ms.
+    let coordinator_store = MemoryStore::new("coordinator");
+    let mut coordinators = Vec::new();
+    for id in ["coord-1", "coord-2"] {
+        let elector = LeaderElector::new(config(MemoryLock::new(&coordinator_store, id), &clock));
+        let coordinator = Arc::new(Coordinator::new(
+            Arc::new(MemoryLock::new(&store, id)),
+            Arc::new(candidates.clone()),
+            Strategy::OldestEmulationVersion,
+        ));
+        let clock = clock.clone();
+        coordinators.push(tokio::spawn(async move {
+            let work = on_leading(move |guard| {
+                let coordinator = Arc::clone(&coordinator);
+                let clock = clock.clone();
+                async move {
+                    coordinator
+                        .run(&guard, &clock, Duration::from_millis(200))
+                        .await
+                }
+            });
+            loop {
+                elector.run(&work, std::future::pending::<()>()).await;
+            }
+        }));
+    }
+
+    let mut replicas: Vec<Option<Replica>> = Vec::new();
+    for id in ["e1", "e2", "e3"] {
+        replicas.push(Some(start_replica(
+            &store,
+            id,
+            "1.33",
+            &clock,
+            &candidates,
+            &terms,
+        )));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(leaders(&terms), ["e1"]);
+    let record = store.peek().unwrap().0;
+    assert_eq!(record.preferred_holder.as_deref(), Some("e1"));
+    assert_eq!(record.strategy.as_deref(), Some("OldestEmulationVersion"));
+
+    // Upgrade the followers one by one, then the leader: each replica stops (releasing what
+    // it holds, deregistering) and starts again as 1.34.
+    for (i, id) in [(2, "e3"), (1, "e2"), (0, "e1")] {
+        stop_replica(replicas[i].take().unwrap()).await;
+        replicas[i] = Some(start_replica(
+            &store,
+            id,
+            "1.34",
+            &clock,
+            &candidates,
+            &terms,
+        ));
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    }
+    // e1 (1.33) led until it was upgraded. With all three on 1.34 the strategy's last
+    // tie-break, the smallest identity, picks e1 again: it took the lease straight back (the
+    // record still preferred it). No 1.34 replica led while a 1.33 one was registered (checked
+    // at every start of a term).
+    let t = terms.0.lock().unwrap().clone();
+    let led: Vec<(&str, CandidateVersion)> = t.iter().map(|t| (t.0.as_str(), t.1)).collect();
+    assert_eq!(led, [("e1", v("1.33")), ("e1", v("1.34"))]);
+    let (old_end, new_start) = (t[0].3.expect("e1 stopped"), t[1].2);
+    assert!(
+        new_start.saturating_duration_since(old_end) < Duration::from_millis(1_500),
+        "hand-over took {:?}",
+        new_start.saturating_duration_since(old_end)
+    );
+
+    // A 1.33 replica joins (a rollback): the coordinator prefers it, the 1.34 leader steps
+    // down at its next renewal and the 1.33 replica takes over at once.
+    let joined = clock.now();
+    replicas.push(Some(start_replica(
+        &store,
+        "e4",
+        "1.33",
+        &clock,
+        &candidates,
+        &terms,
+    )));
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let t = terms.0.lock().unwrap().clone();
+    let led: Vec<&str> = t.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(led, ["e1", "e1", "e4"]);
+    let (e1_end, e4_start) = (t[1].3.expect("e1 stepped down"), t[2].2);
+    assert!(
+        e4_start.saturating_duration_since(joined) < Duration::from_millis(1_500),
+        "e4 led {:?} after joining",
+        e4_start.saturating_duration_since(joined)
+    );
+    assert!(e1_end <= e4_start);
+    for pair in t.windows(2) {
+        assert!(
+            pair[0].3.is_some_and(|end| end <= pair[1].2),
+            "overlap: {pair:?}"
+        );
+    }
+    let _ = clock.now();
+    for r in replicas.into_iter().flatten() {
+        stop_replica(r).await;
+    }
+    for c in coordinators {
+        c.abort();
+    }
+}
+
+fn leaders(terms: &Terms) -> Vec<String> {
+    terms
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| t.0.clone())
+        .collect()
+}
+
+/// The backend check of `lease_elect::testing::coordinated` on `MemoryLock` with
+/// `MemoryCandidates`, in real time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_handover_on_memory() {
+    use lease_elect::ResourceLock;
+    use lease_elect::testing::LockFactory;
+
+    #[derive(Default)]
+    struct Factory(Mutex<std::collections::HashMap<String, MemoryStore>>);
+
+    impl LockFactory for Factory {
+        async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+            let store = self
+                .0
+                .lock()
+                .unwrap()
+                .entry(name.to_owned())
+                .or_insert_with(|| MemoryStore::new(name))
+                .clone();
+            Arc::new(MemoryLock::new(&store, identity))
+        }
+    }
+
+    let candidates = MemoryCandidates::new(
+        Arc::new(lease_elect::TokioClock::new()),
+        Duration::from_secs(3600),
+    );
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &Factory::default(),
+        Arc::new(candidates),
+        lease_elect::testing::election::Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+}
+
+/// The backend check on `FileLock` with `FileCandidates`, in real time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_handover_on_files() {
+    use lease_elect::testing::LockFactory;
+    use lease_elect::{FileLock, ResourceLock};
+
+    struct Factory(std::path::PathBuf);
+
+    impl LockFactory for Factory {
+        async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+            Arc::new(
+                FileLock::new(self.0.join(format!("{name}.json")), identity)
+                    .with_poll_interval(Duration::from_millis(50)),
+            )
+        }
+    }
+
+    let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("cle-files"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let candidates = lease_elect::coordinated::FileCandidates::new(
+        dir.join("candidates"),
+        Duration::from_secs(60),
+    );
+    let report = lease_elect::testing::coordinated::upgrade_handover(
+        &Factory(dir.clone()),
+        Arc::new(candidates),
+        lease_elect::testing::election::Timing::default(),
+    )
+    .await;
+    println!("{report:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
