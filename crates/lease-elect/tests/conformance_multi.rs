@@ -104,3 +104,93 @@ mod memory_then_file {
 mod file_then_memory {
     lease_elect::conformance_tests!(super::file_memory);
 }
+
+/// Two memory stores under a `MultiLock`; the outage fails every handle of one side.
+#[derive(Clone, Default)]
+struct TwoMemory {
+    stores: Arc<Mutex<HashMap<(String, bool), MemoryStore>>>,
+    handles: Arc<Mutex<Vec<(bool, MemoryLock)>>>,
+}
+
+impl TwoMemory {
+    fn side(&self, name: &str, identity: &str, primary: bool) -> MemoryLock {
+        let store = self
+            .stores
+            .lock()
+            .expect("stores")
+            .entry((name.to_owned(), primary))
+            .or_insert_with(|| MemoryStore::new(name))
+            .clone();
+        let lock = MemoryLock::new(&store, identity);
+        self.handles
+            .lock()
+            .expect("handles")
+            .push((primary, lock.clone()));
+        lock
+    }
+}
+
+impl LockFactory for TwoMemory {
+    async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
+        Arc::new(MultiLock::new(
+            self.side(name, identity, true),
+            self.side(name, identity, false),
+        ))
+    }
+
+    fn time_precision(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+
+    fn notifies_changes(&self) -> bool {
+        true
+    }
+}
+
+/// Fails every handle of the primary side (`true`) or the secondary side.
+struct Outage(TwoMemory, bool);
+
+impl lease_elect::testing::election::ServerControl for Outage {
+    async fn stop(&mut self) {
+        for (side, h) in self.0.handles.lock().expect("handles").iter() {
+            if *side == self.1 {
+                h.faults().fail_all(true);
+            }
+        }
+    }
+
+    async fn start(&mut self) {
+        for (_, h) in self.0.handles.lock().expect("handles").iter() {
+            h.faults().fail_all(false);
+        }
+    }
+}
+
+async fn outage(primary: bool) {
+    use lease_elect::testing::election::{Timing, server_outage};
+    let factory = TwoMemory::default();
+    let mut control = Outage(factory.clone(), primary);
+    let timing = Timing::default();
+    let report = server_outage(
+        &factory,
+        &mut control,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound(),
+    )
+    .await;
+    println!("{report:?}");
+}
+
+/// The suite's fault check with the primary down: nobody leads until it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_primary_outage() {
+    outage(true).await;
+}
+
+/// The same with only the secondary down: the leader cannot renew (its writes to the
+/// secondary fail), so it gives up by its renew deadline and nobody leads until it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_secondary_outage() {
+    outage(false).await;
+}
