@@ -2,18 +2,19 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
-use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
+use kube::api::{DeleteParams, PostParams, Preconditions};
+use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::object::Target;
 use crate::{call, watch_object};
 
 /// The annotation client-go keeps the election record in
@@ -89,31 +90,14 @@ pub type EndpointsLock = AnnotationLock<Endpoints>;
 /// `endpoints` in the namespace. Kubernetes 1.33 deprecates the Endpoints API: the server
 /// then answers with a warning, which the lock ignores.
 pub struct AnnotationLock<K: AnnotationObject> {
-    api: Api<K>,
-    namespace: String,
-    name: String,
-    identity: String,
-    describe: String,
-    timeout: Duration,
-    /// The object as last read or written, for the metadata and content of an update.
-    last: Mutex<Option<K>>,
-    feed: Arc<ChangeFeed>,
-    watcher: OnceLock<tokio::task::AbortHandle>,
-}
-
-impl<K: AnnotationObject> Drop for AnnotationLock<K> {
-    fn drop(&mut self) {
-        if let Some(watcher) = self.watcher.get() {
-            watcher.abort();
-        }
-    }
+    t: Target<K>,
 }
 
 impl<K: AnnotationObject> Debug for AnnotationLock<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnnotationLock")
             .field("object", &self.describe())
-            .field("identity", &self.identity)
+            .field("identity", &self.t.identity)
             .finish()
     }
 }
@@ -128,18 +112,8 @@ impl<K: AnnotationObject> AnnotationLock<K> {
         name: impl Into<String>,
         identity: impl Into<String>,
     ) -> Self {
-        let namespace = namespace.into();
-        let name = name.into();
         AnnotationLock {
-            api: Api::namespaced(client, &namespace),
-            describe: format!("{namespace}/{name}"),
-            namespace,
-            name,
-            identity: identity.into(),
-            timeout: Duration::from_secs(5),
-            last: Mutex::new(None),
-            feed: Arc::new(ChangeFeed::new()),
-            watcher: OnceLock::new(),
+            t: Target::new(client, namespace.into(), name.into(), identity.into()),
         }
     }
 
@@ -147,31 +121,32 @@ impl<K: AnnotationObject> AnnotationLock<K> {
     /// Default 5 s. Keep it below the elector's renew deadline.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.t.timeout = timeout;
         self
     }
 
     /// The object's namespace.
     #[must_use]
     pub fn namespace(&self) -> &str {
-        &self.namespace
+        &self.t.namespace
     }
 
     /// The object's name.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        &self.t.name
     }
 
     async fn call<T>(
         &self,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, LockError> {
-        call(self.timeout, &self.describe, K::NAME, fut).await
+        call(self.t.timeout, &self.t.describe, K::NAME, fut).await
     }
 
     fn remember(&self, object: Option<K>) {
         *self
+            .t
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = object;
@@ -185,7 +160,11 @@ impl<K: AnnotationObject> AnnotationLock<K> {
             .filter(|rv| !rv.is_empty())
             .map(Version::new)
             .ok_or_else(|| LockError::Corrupt {
-                detail: format!("{}: the {} has no resourceVersion", self.describe, K::NAME),
+                detail: format!(
+                    "{}: the {} has no resourceVersion",
+                    self.t.describe,
+                    K::NAME
+                ),
                 source: None,
             })
     }
@@ -202,7 +181,7 @@ impl<K: AnnotationObject> AnnotationLock<K> {
             Some(text) => LeaderElectionRecord::from_json(text).map_err(|e| LockError::Corrupt {
                 detail: format!(
                     "{}: the annotation {LEADER_ANNOTATION} is not a leader election record",
-                    self.describe
+                    self.t.describe
                 ),
                 source: Some(Box::new(e)),
             }),
@@ -213,6 +192,7 @@ impl<K: AnnotationObject> AnnotationLock<K> {
     /// again. `Err(Conflict)` when the object is gone or at another version.
     async fn object_at(&self, expected: &Version) -> Result<K, LockError> {
         let cached = self
+            .t
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -221,7 +201,7 @@ impl<K: AnnotationObject> AnnotationLock<K> {
         if let Some(object) = cached {
             return Ok(object);
         }
-        match self.call(self.api.get_opt(&self.name)).await? {
+        match self.call(self.t.api.get_opt(&self.t.name)).await? {
             Some(object) if object.meta().resource_version.as_deref() == Some(expected.tag()) => {
                 self.remember(Some(object.clone()));
                 Ok(object)
@@ -235,7 +215,7 @@ impl<K: AnnotationObject> AnnotationLock<K> {
                 self.remember(found);
                 Err(LockError::Conflict(format!(
                     "{}: update from {expected}: {what}",
-                    self.describe
+                    self.t.describe
                 )))
             }
         }
@@ -249,8 +229,8 @@ fn record_json(record: &LeaderElectionRecord) -> Result<String, LockError> {
 #[async_trait]
 impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let before = self.feed.before_read();
-        let found = match self.call(self.api.get_opt(&self.name)).await? {
+        let before = self.t.feed.before_read();
+        let found = match self.call(self.t.api.get_opt(&self.t.name)).await? {
             None => {
                 self.remember(None);
                 None
@@ -262,15 +242,17 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
                 Some((record, version))
             }
         };
-        self.feed.after_read(before, found.as_ref().map(|(_, v)| v));
+        self.t
+            .feed
+            .after_read(before, found.as_ref().map(|(_, v)| v));
         Ok(found)
     }
 
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
         let mut object = K::default();
         *object.meta_mut() = ObjectMeta {
-            name: Some(self.name.clone()),
-            namespace: Some(self.namespace.clone()),
+            name: Some(self.t.name.clone()),
+            namespace: Some(self.t.namespace.clone()),
             annotations: Some(BTreeMap::from([(
                 LEADER_ANNOTATION.to_owned(),
                 record_json(record)?,
@@ -278,7 +260,7 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
             ..ObjectMeta::default()
         };
         let created = self
-            .call(self.api.create(&PostParams::default(), &object))
+            .call(self.t.api.create(&PostParams::default(), &object))
             .await?;
         let version = self.version_of(&created)?;
         self.remember(Some(created));
@@ -293,7 +275,7 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
         let mut object = self.object_at(expected).await?;
         if object.meta().uid.as_deref().is_none_or(str::is_empty) {
             return Err(LockError::Corrupt {
-                detail: format!("{}: the {} has no uid", self.describe, K::NAME),
+                detail: format!("{}: the {} has no uid", self.t.describe, K::NAME),
                 source: None,
             });
         }
@@ -304,8 +286,9 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
             .insert(LEADER_ANNOTATION.to_owned(), record_json(record)?);
         let replaced = self
             .call(
-                self.api
-                    .replace(&self.name, &PostParams::default(), &object),
+                self.t
+                    .api
+                    .replace(&self.t.name, &PostParams::default(), &object),
             )
             .await?;
         let version = self.version_of(&replaced)?;
@@ -321,7 +304,7 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
             }),
             ..DeleteParams::default()
         };
-        self.call(self.api.delete(&self.name, &params)).await?;
+        self.call(self.t.api.delete(&self.t.name, &params)).await?;
         self.remember(None);
         Ok(())
     }
@@ -329,25 +312,26 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
     /// As [`LeaseLock`'s](crate::LeaseLock): one watch on the object per handle, started on
     /// the first call.
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        self.watcher.get_or_init(|| {
+        self.t.watcher.get_or_init(|| {
             tokio::spawn(watch_object(
-                self.api.clone(),
-                self.name.clone(),
-                Arc::clone(&self.feed),
-                self.timeout,
+                self.t.api.clone(),
+                self.t.name.clone(),
+                Arc::clone(&self.t.feed),
+                self.t.timeout,
             ))
             .abort_handle()
         });
-        self.feed
+        self.t
+            .feed
             .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
             .await;
     }
 
     fn identity(&self) -> &str {
-        &self.identity
+        &self.t.identity
     }
 
     fn describe(&self) -> String {
-        format!("{}:{}", K::NAME, self.describe)
+        format!("{}:{}", K::NAME, self.t.describe)
     }
 }

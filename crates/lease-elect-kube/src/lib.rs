@@ -68,6 +68,7 @@ pub use kube;
 
 mod annotation;
 mod candidates;
+mod object;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -76,7 +77,7 @@ pub use annotation::{
 };
 pub use candidates::LeaseCandidates;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -86,28 +87,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions, WatchEvent, WatchParams};
 use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
 
+use object::Target;
+
 /// A [`ResourceLock`] on a Kubernetes `Lease`; see the [crate docs](crate) for the mapping.
 pub struct LeaseLock {
-    api: Api<Lease>,
-    namespace: String,
-    name: String,
-    identity: String,
-    describe: String,
-    timeout: Duration,
-    /// The Lease as last read or written, to keep its metadata on update.
-    last: Mutex<Option<Lease>>,
-    /// What the watch task reports, and the last read (the shared wait piece).
-    feed: Arc<ChangeFeed>,
-    /// The watch task, started by the first `wait_for_change`, stopped on drop.
-    watcher: OnceLock<tokio::task::AbortHandle>,
-}
-
-impl Drop for LeaseLock {
-    fn drop(&mut self) {
-        if let Some(watcher) = self.watcher.get() {
-            watcher.abort();
-        }
-    }
+    t: Target<Lease>,
 }
 
 /// Keeps one watch on the object `name` open (from "now" each time it is started again after
@@ -173,8 +157,8 @@ async fn call<T>(
 impl std::fmt::Debug for LeaseLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaseLock")
-            .field("lease", &self.describe)
-            .field("identity", &self.identity)
+            .field("lease", &self.t.describe)
+            .field("identity", &self.t.identity)
             .finish()
     }
 }
@@ -188,18 +172,8 @@ impl LeaseLock {
         name: impl Into<String>,
         identity: impl Into<String>,
     ) -> Self {
-        let namespace = namespace.into();
-        let name = name.into();
         LeaseLock {
-            api: Api::namespaced(client, &namespace),
-            describe: format!("{namespace}/{name}"),
-            namespace,
-            name,
-            identity: identity.into(),
-            timeout: Duration::from_secs(5),
-            last: Mutex::new(None),
-            feed: Arc::new(ChangeFeed::new()),
-            watcher: OnceLock::new(),
+            t: Target::new(client, namespace.into(), name.into(), identity.into()),
         }
     }
 
@@ -207,31 +181,32 @@ impl LeaseLock {
     /// Default 5 s. Keep it below the elector's renew deadline.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.t.timeout = timeout;
         self
     }
 
     /// The Lease's namespace.
     #[must_use]
     pub fn namespace(&self) -> &str {
-        &self.namespace
+        &self.t.namespace
     }
 
     /// The Lease's name.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        &self.t.name
     }
 
     async fn call<T>(
         &self,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, LockError> {
-        call(self.timeout, &self.describe, "Lease", fut).await
+        call(self.t.timeout, &self.t.describe, "Lease", fut).await
     }
 
     fn remember(&self, lease: Option<Lease>) {
         *self
+            .t
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = lease;
@@ -245,7 +220,7 @@ impl LeaseLock {
             .filter(|rv| !rv.is_empty())
             .map(Version::new)
             .ok_or_else(|| LockError::Corrupt {
-                detail: format!("{}: the Lease has no resourceVersion", self.describe),
+                detail: format!("{}: the Lease has no resourceVersion", self.t.describe),
                 source: None,
             })
     }
@@ -254,6 +229,7 @@ impl LeaseLock {
     /// (so labels, annotations and owners stay), else just name and namespace.
     fn metadata_for(&self, expected: Option<&Version>) -> ObjectMeta {
         let last = self
+            .t
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -266,8 +242,8 @@ impl LeaseLock {
             }
             _ => ObjectMeta::default(),
         };
-        meta.name = Some(self.name.clone());
-        meta.namespace = Some(self.namespace.clone());
+        meta.name = Some(self.t.name.clone());
+        meta.namespace = Some(self.t.namespace.clone());
         meta.resource_version = expected.map(|v| v.tag().to_owned());
         if expected.is_none() {
             meta.uid = None;
@@ -357,8 +333,8 @@ fn system_time(t: &MicroTime) -> SystemTime {
 #[async_trait]
 impl ResourceLock for LeaseLock {
     async fn get(&self) -> Result<Option<(LeaderElectionRecord, Version)>, LockError> {
-        let before = self.feed.before_read();
-        let found = match self.call(self.api.get_opt(&self.name)).await? {
+        let before = self.t.feed.before_read();
+        let found = match self.call(self.t.api.get_opt(&self.t.name)).await? {
             None => {
                 self.remember(None);
                 None
@@ -370,7 +346,9 @@ impl ResourceLock for LeaseLock {
                 Some((record, version))
             }
         };
-        self.feed.after_read(before, found.as_ref().map(|(_, v)| v));
+        self.t
+            .feed
+            .after_read(before, found.as_ref().map(|(_, v)| v));
         Ok(found)
     }
 
@@ -380,7 +358,7 @@ impl ResourceLock for LeaseLock {
             spec: Some(record_to_lease_spec(record)?),
         };
         let created = self
-            .call(self.api.create(&PostParams::default(), &lease))
+            .call(self.t.api.create(&PostParams::default(), &lease))
             .await?;
         let version = self.version_of(&created)?;
         self.remember(Some(created));
@@ -395,7 +373,7 @@ impl ResourceLock for LeaseLock {
         let mut metadata = self.metadata_for(Some(expected));
         if metadata.uid.is_none() {
             // Without the uid a real API server would create a missing Lease: learn it first.
-            match self.call(self.api.get_opt(&self.name)).await? {
+            match self.call(self.t.api.get_opt(&self.t.name)).await? {
                 Some(lease)
                     if lease.metadata.resource_version.as_deref() == Some(expected.tag()) =>
                 {
@@ -414,14 +392,14 @@ impl ResourceLock for LeaseLock {
                     self.remember(found);
                     return Err(LockError::Conflict(format!(
                         "{}: update from {expected}: {what}",
-                        self.describe
+                        self.t.describe
                     )));
                 }
             }
         }
         if metadata.uid.is_none() {
             return Err(LockError::Corrupt {
-                detail: format!("{}: the Lease has no uid", self.describe),
+                detail: format!("{}: the Lease has no uid", self.t.describe),
                 source: None,
             });
         }
@@ -430,7 +408,11 @@ impl ResourceLock for LeaseLock {
             spec: Some(record_to_lease_spec(record)?),
         };
         let replaced = self
-            .call(self.api.replace(&self.name, &PostParams::default(), &lease))
+            .call(
+                self.t
+                    .api
+                    .replace(&self.t.name, &PostParams::default(), &lease),
+            )
             .await?;
         let version = self.version_of(&replaced)?;
         self.remember(Some(replaced));
@@ -445,7 +427,7 @@ impl ResourceLock for LeaseLock {
             }),
             ..DeleteParams::default()
         };
-        self.call(self.api.delete(&self.name, &params)).await?;
+        self.call(self.t.api.delete(&self.t.name, &params)).await?;
         self.remember(None);
         Ok(())
     }
@@ -457,26 +439,27 @@ impl ResourceLock for LeaseLock {
     /// Lease once. While the API server cannot be reached (or refuses the watch) it never
     /// resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        self.watcher.get_or_init(|| {
+        self.t.watcher.get_or_init(|| {
             tokio::spawn(watch_object(
-                self.api.clone(),
-                self.name.clone(),
-                Arc::clone(&self.feed),
-                self.timeout,
+                self.t.api.clone(),
+                self.t.name.clone(),
+                Arc::clone(&self.t.feed),
+                self.t.timeout,
             ))
             .abort_handle()
         });
-        self.feed
+        self.t
+            .feed
             .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })
             .await;
     }
 
     fn identity(&self) -> &str {
-        &self.identity
+        &self.t.identity
     }
 
     fn describe(&self) -> String {
-        format!("lease:{}", self.describe)
+        format!("lease:{}", self.t.describe)
     }
 }
 
