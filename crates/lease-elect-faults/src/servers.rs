@@ -1,12 +1,25 @@
 //! Servers of a scenario's own, for the faults that stop or restart the server.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use lease_elect::testing::process::{
-    ServerCommand, ServerProcess, StopSignal, find_program, free_port, wait_for_port,
+    ServerCommand, ServerProcess, StopSignal, find_program, free_port, postgres_command,
+    wait_for_port,
 };
+
+/// Starts a server, again on other free ports when it does not come up (another process may
+/// take a port between `free_port` and the server's bind).
+fn with_retries(start: impl Fn() -> Result<OwnServer, String>) -> Result<OwnServer, String> {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match start() {
+            Ok(server) => return Ok(server),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
 
 /// A server started for one scenario: the process, its URL (or endpoint) and its port.
 pub struct OwnServer {
@@ -40,6 +53,10 @@ fn data_dir(prefix: &str) -> PathBuf {
 /// # Errors
 /// When `redis-server` is missing or does not start.
 pub fn redis(persist: bool) -> Result<OwnServer, String> {
+    with_retries(|| redis_once(persist))
+}
+
+fn redis_once(persist: bool) -> Result<OwnServer, String> {
     let program = find_program("redis-server").ok_or("redis-server is not installed")?;
     let port = free_port();
     let dir = data_dir("faults-redis");
@@ -79,6 +96,10 @@ pub fn redis(persist: bool) -> Result<OwnServer, String> {
 /// # Errors
 /// When `etcd` is missing or does not start.
 pub fn etcd() -> Result<OwnServer, String> {
+    with_retries(etcd_once)
+}
+
+fn etcd_once() -> Result<OwnServer, String> {
     let program = find_program("etcd").ok_or("etcd is not installed")?;
     let (client, peer) = (free_port(), free_port());
     let dir = data_dir("faults-etcd");
@@ -120,101 +141,17 @@ pub fn etcd() -> Result<OwnServer, String> {
     Ok(server)
 }
 
-fn pg_bindir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("LEASE_ELECT_PG_BINDIR") {
-        return Some(PathBuf::from(dir));
-    }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-        .filter(|d| d.join("initdb").exists() && d.join("postgres").exists())
-        .collect();
-    dirs.sort();
-    dirs.pop()
-}
-
-fn id_of(user: &str, flag: &str) -> Option<u32> {
-    let out = Command::new("id").arg(flag).arg(user).output().ok()?;
-    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
-}
-
-/// When we are root: the unprivileged user PostgreSQL runs as (`LEASE_ELECT_PG_USER`, or
-/// `leaseelect`, or `postgres`).
-fn pg_user() -> Result<Option<(u32, u32)>, String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let me = std::fs::metadata("/proc/self")
-        .map_err(|e| e.to_string())?
-        .uid();
-    if me != 0 {
-        return Ok(None);
-    }
-    let candidates = std::env::var("LEASE_ELECT_PG_USER")
-        .into_iter()
-        .chain(["leaseelect".to_owned(), "postgres".to_owned()]);
-    for user in candidates {
-        if let (Some(uid), Some(gid)) = (id_of(&user, "-u"), id_of(&user, "-g")) {
-            return Ok(Some((uid, gid)));
-        }
-    }
-    Err("running as root, but no unprivileged user to run PostgreSQL as".to_owned())
-}
-
 /// PostgreSQL on a free port with a fresh data directory, stopped with a fast shutdown
 /// (SIGINT); its data survives a restart.
 ///
 /// # Errors
 /// When PostgreSQL is missing or does not start.
 pub fn postgres() -> Result<OwnServer, String> {
-    let bin = pg_bindir().ok_or("PostgreSQL is not installed")?;
-    let user = pg_user()?;
-    let dir = data_dir("faults-pg");
-    if let Some((uid, gid)) = user {
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
-    }
-    let data = dir.join("data");
-    let mut initdb = Command::new(bin.join("initdb"));
-    initdb
-        .arg("-D")
-        .arg(&data)
-        .args(["-U", "postgres", "-A", "trust", "-N", "--no-instructions"])
-        .stdout(std::process::Stdio::null());
-    if let Some((uid, gid)) = user {
-        use std::os::unix::process::CommandExt as _;
-        initdb.uid(uid).gid(gid);
-    }
-    let out = initdb.output().map_err(|e| format!("initdb: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "initdb failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let port = free_port();
-    let mut command = ServerCommand::new(bin.join("postgres"))
-        .args([
-            "-D".to_owned(),
-            data.display().to_string(),
-            "-p".to_owned(),
-            port.to_string(),
-            "-k".to_owned(),
-            dir.display().to_string(),
-        ])
-        .args(
-            [
-                "listen_addresses=127.0.0.1",
-                "fsync=off",
-                "synchronous_commit=off",
-                "full_page_writes=off",
-            ]
-            .iter()
-            .flat_map(|s| ["-c".to_owned(), (*s).to_owned()]),
-        )
-        .log(dir.join("server.log"))
-        .stop_signal(StopSignal::Int)
-        .remove_on_exit(&dir);
-    if let Some((uid, gid)) = user {
-        command = command.user(uid, gid);
-    }
+    with_retries(postgres_once)
+}
+
+fn postgres_once() -> Result<OwnServer, String> {
+    let (command, port) = postgres_command(&[])?.ok_or("PostgreSQL is not installed")?;
     let process = ServerProcess::start(command).map_err(|e| format!("start postgres: {e}"))?;
     let server = OwnServer {
         process,

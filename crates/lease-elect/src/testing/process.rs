@@ -264,3 +264,114 @@ pub fn server_missing(what: &str) {
         "\n*** SKIPPED: {what}. Run the tests under `bash scripts/servers.sh` (or set CI=1 to make this fail). ***"
     );
 }
+
+/// The newest PostgreSQL server bin directory (`LEASE_ELECT_PG_BINDIR`, else Debian's
+/// `/usr/lib/postgresql/<version>/bin`), or `None` when PostgreSQL is not installed.
+#[must_use]
+pub fn postgres_bindir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("LEASE_ELECT_PG_BINDIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|d| d.join("initdb").exists() && d.join("postgres").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+fn id_of(user: &str, flag: &str) -> Option<u32> {
+    let out = Command::new("id").arg(flag).arg(user).output().ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
+/// When we are root: the unprivileged user PostgreSQL runs as (`LEASE_ELECT_PG_USER`, or
+/// `leaseelect`, or `postgres`), as (uid, gid); `None` when we are not root.
+///
+/// # Errors
+/// When we are root and no such user exists.
+pub fn postgres_user() -> Result<Option<(u32, u32)>, String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = std::fs::metadata("/proc/self")
+        .map_err(|e| e.to_string())?
+        .uid();
+    if me != 0 {
+        return Ok(None);
+    }
+    let candidates = std::env::var("LEASE_ELECT_PG_USER")
+        .into_iter()
+        .chain(["leaseelect".to_owned(), "postgres".to_owned()]);
+    for user in candidates {
+        if let (Some(uid), Some(gid)) = (id_of(&user, "-u"), id_of(&user, "-g")) {
+            return Ok(Some((uid, gid)));
+        }
+    }
+    Err("running as root, but no unprivileged user to run PostgreSQL as".to_owned())
+}
+
+/// A throw-away PostgreSQL server, ready to start: a fresh data directory under the system's
+/// temporary directory (removed when the process ends), `initdb` run (as an unprivileged user
+/// when we are root), listening on a free loopback port with durability switched off and
+/// these extra `-c` settings, stopped with a fast shutdown (SIGINT). Returns the command and
+/// the port, or `Ok(None)` when PostgreSQL is not installed.
+///
+/// # Errors
+/// When `initdb` fails or the directory cannot be prepared.
+pub fn postgres_command(settings: &[&str]) -> Result<Option<(ServerCommand, u16)>, String> {
+    let Some(bin) = postgres_bindir() else {
+        return Ok(None);
+    };
+    let user = postgres_user()?;
+    let dir = std::env::temp_dir().join(super::unique_name("pg-data"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    }
+    let data = dir.join("data");
+    let mut initdb = Command::new(bin.join("initdb"));
+    initdb
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "-A", "trust", "-N", "--no-instructions"])
+        .stdout(Stdio::null());
+    if let Some((uid, gid)) = user {
+        use std::os::unix::process::CommandExt as _;
+        initdb.uid(uid).gid(gid);
+    }
+    let out = initdb.output().map_err(|e| format!("initdb: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let port = free_port();
+    let mut command = ServerCommand::new(bin.join("postgres"))
+        .args([
+            "-D".to_owned(),
+            data.display().to_string(),
+            "-p".to_owned(),
+            port.to_string(),
+            "-k".to_owned(),
+            dir.display().to_string(),
+        ])
+        .args(
+            [
+                "listen_addresses=127.0.0.1",
+                "fsync=off",
+                "synchronous_commit=off",
+                "full_page_writes=off",
+            ]
+            .iter()
+            .chain(settings)
+            .flat_map(|s| ["-c".to_owned(), (*s).to_owned()]),
+        )
+        .log(dir.join("server.log"))
+        .stop_signal(StopSignal::Int)
+        .remove_on_exit(&dir);
+    if let Some((uid, gid)) = user {
+        command = command.user(uid, gid);
+    }
+    Ok(Some((command, port)))
+}
