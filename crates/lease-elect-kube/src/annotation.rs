@@ -2,20 +2,19 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::api::PostParams;
 use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::call;
 use crate::object::Target;
-use crate::{call, watch_object};
 
 /// The annotation client-go keeps the election record in
 /// (`resourcelock.LeaderElectionRecordAnnotationKey`).
@@ -297,14 +296,7 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
     }
 
     async fn delete(&self, expected: &Version) -> Result<(), LockError> {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: Some(expected.tag().to_owned()),
-                uid: None,
-            }),
-            ..DeleteParams::default()
-        };
-        self.call(self.t.api.delete(&self.t.name, &params)).await?;
+        self.t.delete(expected, K::NAME).await?;
         self.remember(None);
         Ok(())
     }
@@ -312,15 +304,7 @@ impl<K: AnnotationObject> ResourceLock for AnnotationLock<K> {
     /// As [`LeaseLock`'s](crate::LeaseLock): one watch on the object per handle, started on
     /// the first call.
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        self.t.watcher.get_or_init(|| {
-            tokio::spawn(watch_object(
-                self.t.api.clone(),
-                self.t.name.clone(),
-                Arc::clone(&self.t.feed),
-                self.t.timeout,
-            ))
-            .abort_handle()
-        });
+        self.t.ensure_watch();
         self.t
             .feed
             .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })

@@ -84,7 +84,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, DeleteParams, PostParams, Preconditions, WatchEvent, WatchParams};
+use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Version};
 
 use object::Target;
@@ -420,14 +420,7 @@ impl ResourceLock for LeaseLock {
     }
 
     async fn delete(&self, expected: &Version) -> Result<(), LockError> {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: Some(expected.tag().to_owned()),
-                uid: None,
-            }),
-            ..DeleteParams::default()
-        };
-        self.call(self.t.api.delete(&self.t.name, &params)).await?;
+        self.t.delete(expected, "Lease").await?;
         self.remember(None);
         Ok(())
     }
@@ -439,15 +432,7 @@ impl ResourceLock for LeaseLock {
     /// Lease once. While the API server cannot be reached (or refuses the watch) it never
     /// resolves (the elector's timers take over).
     async fn wait_for_change(&self, seen: Option<&Version>) {
-        self.t.watcher.get_or_init(|| {
-            tokio::spawn(watch_object(
-                self.t.api.clone(),
-                self.t.name.clone(),
-                Arc::clone(&self.t.feed),
-                self.t.timeout,
-            ))
-            .abort_handle()
-        });
+        self.t.ensure_watch();
         self.t
             .feed
             .wait(seen, || async { Ok(self.get().await?.map(|(_, v)| v)) })

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
-use kube::api::Api;
-use lease_elect::ChangeFeed;
+use kube::api::{Api, DeleteParams, Preconditions};
+use lease_elect::{ChangeFeed, LockError, Version};
+
+use crate::{call, watch_object};
 
 /// One object (`namespace/name`) a lock keeps its record in.
 pub(crate) struct Target<K> {
@@ -50,6 +52,44 @@ where
             feed: Arc::new(ChangeFeed::new()),
             watcher: OnceLock::new(),
         }
+    }
+}
+
+impl<K> Target<K>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    /// Deletes the object if it is still at version `expected` (`what` names its kind in
+    /// errors).
+    pub(crate) async fn delete(&self, expected: &Version, what: &str) -> Result<(), LockError> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: Some(expected.tag().to_owned()),
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        call(
+            self.timeout,
+            &self.describe,
+            what,
+            self.api.delete(&self.name, &params),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Starts the one watch of this handle on the object, if not yet started.
+    pub(crate) fn ensure_watch(&self) {
+        self.watcher.get_or_init(|| {
+            tokio::spawn(watch_object(
+                self.api.clone(),
+                self.name.clone(),
+                Arc::clone(&self.feed),
+                self.timeout,
+            ))
+            .abort_handle()
+        });
     }
 }
 
