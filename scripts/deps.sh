@@ -16,7 +16,7 @@
 #   protobuf-compiler protoc (the etcd client's build script compiles etcd's .proto files)
 #   libprotobuf-dev   google/protobuf/*.proto, the well-known types those .proto files import
 #   gcc               cc (ring and other crates build C code)
-#   util-linux, passwd  runuser, useradd (PostgreSQL refuses to run as root)
+#   util-linux, passwd  runuser, useradd (PostgreSQL refuses to run as root), flock (a fault test holds FileLock's OS lock)
 #   python3           scripts/check-layers.py (the module layering check)
 
 # One line per requirement: kind (cmd | file | pgbin), what, Debian package.
@@ -36,6 +36,7 @@ pgbin pg_ctl postgresql
 pgbin pg_isready postgresql
 cmd cc gcc
 cmd runuser util-linux
+cmd flock util-linux
 cmd useradd passwd
 cmd python3 python3
 EOF
