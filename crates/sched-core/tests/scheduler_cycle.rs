@@ -360,6 +360,22 @@ proptest! {
                         Step::Unschedulable { pod, .. } | Step::Failed { pod, .. } => {
                             prop_assert!(t.pending.contains(&pod));
                         }
+                        Step::Preempt { pod, node, victims } => {
+                            prop_assert!(t.pending.contains(&pod));
+                            prop_assert!(!victims.is_empty());
+                            let prio = t.pods[&pod].spec.priority;
+                            for v in victims {
+                                // Only bound pods of lower priority on that node.
+                                prop_assert_eq!(t.bound.get(&v), Some(&node), "victim {}", v);
+                                prop_assert!(t.pods[&v].spec.priority < prio);
+                                // The caller deletes them.
+                                t.bound.remove(&v);
+                                t.confirmed.remove(&v);
+                                t.orphaned.remove(&v);
+                                t.pods.remove(&v);
+                                sch.apply(ClusterEvent::PodDelete(v), now);
+                            }
+                        }
                         Step::Idle { .. } => {}
                         other => prop_assert!(false, "{:?}", other),
                     }
@@ -591,4 +607,103 @@ fn a_permit_wait_times_out_and_a_rejection_unschedules() {
     let before = ledger.0.1.load(Ordering::SeqCst);
     sch.finish_binding(&pod, Err("conflict".into()), s(32));
     assert_eq!(ledger.0.1.load(Ordering::SeqCst), before + 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Preemption
+
+fn bound(name: &str, milli_cpu: u32, priority: i32, node: &str, started: &str) -> Pod {
+    let mut p = pod(name, milli_cpu, priority, false);
+    p.spec.node_name = node.into();
+    p.status.start_time = Some(started.into());
+    p
+}
+
+#[test]
+fn a_higher_priority_pod_preempts_the_fewest_least_important_pods() {
+    let mut sch = scheduler(vec![node("n1", 4)]);
+    sch.apply(
+        ClusterEvent::PodAdd(bound("old", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
+        s(0),
+    );
+    sch.apply(
+        ClusterEvent::PodAdd(bound("new", 2000, 0, "n1", "2026-11-21T10:00:00Z")),
+        s(0),
+    );
+    sch.apply(ClusterEvent::PodAdd(pod("urgent", 2000, 100, false)), s(0));
+    let victims = match sch.schedule_one(s(0)) {
+        Step::Preempt { pod, node, victims } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/urgent", "n1"));
+            victims
+        }
+        other => panic!("{other:?}"),
+    };
+    // One is enough; the one started earlier is more important and is reprieved.
+    assert_eq!(victims, ["default/new"]);
+    assert_eq!(sch.nominated_node("default/urgent"), Some("n1"));
+    // The snapshot is as it was: both pods still there until the caller deletes the victim.
+    assert_eq!(sch.snapshot().pod_count(), 2);
+    sch.apply(ClusterEvent::PodDelete(victims[0].clone()), s(1));
+    match sch.schedule_one(s(1)) {
+        Step::Bind { pod, node, .. } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/urgent", "n1"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sch.nominated_node("default/urgent"), None);
+}
+
+#[test]
+fn preemption_picks_the_node_with_the_least_important_victims() {
+    let mut sch = scheduler(vec![node("a", 2), node("b", 2)]);
+    sch.apply(
+        ClusterEvent::PodAdd(bound("on-a", 2000, 5, "a", "2026-11-20T10:00:00Z")),
+        s(0),
+    );
+    sch.apply(
+        ClusterEvent::PodAdd(bound("on-b", 2000, 1, "b", "2026-11-20T10:00:00Z")),
+        s(0),
+    );
+    sch.apply(ClusterEvent::PodAdd(pod("urgent", 1500, 100, false)), s(0));
+    match sch.schedule_one(s(0)) {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(node, "b");
+            assert_eq!(victims, ["default/on-b"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn no_preemption_without_lower_priority_pods_or_when_the_pod_says_never() {
+    let mut sch = scheduler(vec![node("n1", 2)]);
+    sch.apply(
+        ClusterEvent::PodAdd(bound("peer", 2000, 100, "n1", "2026-11-20T10:00:00Z")),
+        s(0),
+    );
+    sch.apply(ClusterEvent::PodAdd(pod("same", 1000, 100, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
+    let mut sch = scheduler(vec![node("n1", 2)]);
+    sch.apply(
+        ClusterEvent::PodAdd(bound("low", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
+        s(0),
+    );
+    let mut polite = pod("polite", 1000, 100, false);
+    polite.spec.preemption_policy = Some("Never".into());
+    sch.apply(ClusterEvent::PodAdd(polite), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
+    // A profile without DefaultPreemption does not preempt either.
+    let snapshot = Snapshot::from_objects(
+        vec![node("n1", 2)],
+        vec![bound("low", 2000, 0, "n1", "2026-11-20T10:00:00Z")],
+    )
+    .unwrap();
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- plugins:\n    postFilter:\n      disabled:\n      - name: DefaultPreemption\n",
+    )
+    .unwrap();
+    let mut sch = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    sch.apply(ClusterEvent::PodAdd(pod("urgent", 1000, 100, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
 }

@@ -288,6 +288,15 @@ pub struct PodStatus {
         skip_serializing_if = "String::is_empty"
     )]
     pub phase: String,
+    /// The node preemption nominated for the pending pod (kube's `nominatedNodeName`).
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub nominated_node_name: String,
+    /// When the kubelet started the pod (RFC 3339), which preemption compares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
 }
 
 /// `pod.spec`.
@@ -330,6 +339,9 @@ pub struct PodSpec {
     /// Priority value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    /// `Never` keeps the pod from preempting others (kube's default `PreemptLowerPriority`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption_policy: Option<String>,
     /// Scheduler name.
     #[serde(
         deserialize_with = "nullable",

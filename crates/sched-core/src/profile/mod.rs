@@ -38,6 +38,7 @@ mod filter;
 pub(crate) mod kernel;
 mod score;
 
+use crate::framework::Reason;
 use std::fmt;
 use std::sync::Arc;
 
@@ -265,6 +266,39 @@ impl Profile {
         active.clear();
         cache.scratch.active = active;
         result
+    }
+
+    /// Whether `pod` passes every predicate on the node at `index` of `snapshot` (kube's
+    /// PreFilter and Filter for one node, as preemption and nominated nodes use them): `Ok(())`
+    /// when it fits, else each failing predicate's name and reason (the first only, unless
+    /// `alwaysCheckAllPredicates`).
+    ///
+    /// # Errors
+    /// A plugin that fails to prepare for the pod.
+    pub fn fits_on(
+        &self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        index: usize,
+    ) -> Result<Result<(), Vec<(String, Reason)>>, ScheduleError> {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let node = snapshot.node(index);
+        let mut reasons = Vec::new();
+        for p in &self.predicates {
+            if let Prepared::Run(state) = p.prepare(&cx)?
+                && let Err(r) = p.filter(&cx, &state, node)
+            {
+                reasons.push((p.name().to_string(), r));
+                if !self.always_check_all_predicates {
+                    break;
+                }
+            }
+        }
+        Ok(if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons)
+        })
     }
 
     fn schedule_with(

@@ -45,12 +45,21 @@
 //!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
 //!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
 //!
+//! - **Preemption** (DefaultPreemption, [`preemption`]): when no node takes a pod that may
+//!   preempt, the nodes where removing lower-priority pods could help are tried, the fewest
+//!   victims found on each (reprieving all it can, most important first) and a node chosen by
+//!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
+//!   the node, where it is tried first next time.
+//!
 //! # Not yet
-//! Nominated nodes, preemption (PostFilter) and extenders are not run; queueing hints are
-//! approximated by the events each rejection reason registers ([`events_for`]).
+//! Extenders are not called; nominated pods do not yet reserve their node against other
+//! pods (kube counts higher-priority nominated pods in the filters); PodDisruptionBudgets are
+//! not modelled; queueing hints are approximated by the events each rejection reason
+//! registers ([`events_for`]).
 
 mod events;
 mod hooks;
+pub mod preemption;
 mod queue;
 
 use std::collections::{HashMap, VecDeque};
@@ -86,6 +95,17 @@ pub enum Step {
         pod: String,
         /// Every node's reasons.
         error: FitError,
+    },
+    /// No node took the pod, but deleting these lower-priority pods makes room on `node`
+    /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
+    /// waits, and is tried there first once the deletions arrive.
+    Preempt {
+        /// `namespace/name` of the preemptor.
+        pod: String,
+        /// The node it is nominated to.
+        node: String,
+        /// `namespace/name` of the pods to delete, most important first.
+        victims: Vec<String>,
     },
     /// A Reserve or Permit plugin refused the placement (or a Permit wait timed out): the
     /// pod was unreserved and forgotten; after a Reserve error it backs off, after a Permit
@@ -186,6 +206,39 @@ struct Slot {
     name: String,
     profile: Profile,
     cache: Cache,
+    /// DefaultPreemption's (minCandidateNodesPercentage, minCandidateNodesAbsolute), or
+    /// `None` when the profile does not preempt.
+    preemption: Option<(i32, i32)>,
+}
+
+/// A profile's DefaultPreemption arguments, when its postFilter point runs DefaultPreemption.
+fn preemption_args(p: &crate::config::ProfileConfig) -> Option<(i32, i32)> {
+    let plugins = &p.plugins;
+    let disabled = plugins
+        .post_filter
+        .disabled
+        .iter()
+        .any(|d| d == "*" || d == "DefaultPreemption");
+    let enabled = plugins
+        .post_filter
+        .enabled
+        .iter()
+        .chain(if disabled {
+            &[][..]
+        } else {
+            &plugins.multi_point.enabled[..]
+        })
+        .any(|r| r.name == "DefaultPreemption");
+    if !enabled {
+        return None;
+    }
+    match p.args("DefaultPreemption") {
+        Some(crate::config::PluginArgs::DefaultPreemption(a)) => Some((
+            a.min_candidate_nodes_percentage,
+            a.min_candidate_nodes_absolute,
+        )),
+        _ => Some((10, 100)),
+    }
 }
 
 /// The scheduling cycle for a set of profiles over one snapshot. See the module docs.
@@ -205,6 +258,8 @@ pub struct Scheduler {
     waiting: HashMap<String, Waiting>,
     /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
     ready: VecDeque<(String, String)>,
+    /// Pods preemption nominated to a node (kube's `nominatedNodeName`).
+    nominated: HashMap<String, String>,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -234,6 +289,7 @@ impl Scheduler {
                     cache: profile.create_cache(),
                     name,
                     profile,
+                    preemption: Some((10, 100)),
                 })
                 .collect(),
             queue: SchedulingQueue::new(settings),
@@ -244,7 +300,22 @@ impl Scheduler {
             permit: Vec::new(),
             waiting: HashMap::new(),
             ready: VecDeque::new(),
+            nominated: HashMap::new(),
         }
+    }
+
+    /// Turns preemption off (or on, with kube's default arguments) for every profile.
+    #[must_use]
+    pub fn with_preemption(mut self, on: bool) -> Scheduler {
+        for s in &mut self.profiles {
+            s.preemption = on.then_some((10, 100));
+        }
+        self
+    }
+
+    /// The node preemption nominated `pod` to, if any.
+    pub fn nominated_node(&self, pod: &str) -> Option<&str> {
+        self.nominated.get(pod).map(String::as_str)
     }
 
     /// Adds a Reserve plugin (run in the order added, for every profile).
@@ -355,7 +426,11 @@ impl Scheduler {
             Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
             Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
         );
-        Ok(Scheduler::new(profiles, snapshot, settings))
+        let mut scheduler = Scheduler::new(profiles, snapshot, settings);
+        for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
+            slot.preemption = preemption_args(p);
+        }
+        Ok(scheduler)
     }
 
     /// The cluster as the scheduler sees it (assumed pods included).
@@ -435,6 +510,7 @@ impl Scheduler {
             ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
+                self.nominated.remove(&key);
                 if let Some(w) = self.waiting.remove(&key) {
                     for r in self.reserve.iter().rev() {
                         r.unreserve(&w.binding.pod, &w.binding.node);
@@ -553,12 +629,34 @@ impl Scheduler {
                 self.queue.done(&key);
                 continue;
             }
+            // A nominated pod is tried on its node first (kube's evaluateNominatedNode).
+            if let Some(node) = self.nominated.get(&key).cloned()
+                && let Some(index) = self.snapshot.index_of(&node)
+                && matches!(
+                    self.profiles[slot]
+                        .profile
+                        .fits_on(&pod, &self.snapshot, index),
+                    Ok(Ok(()))
+                )
+                && self.snapshot.assume(pod.clone(), &node).is_ok()
+            {
+                self.nominated.remove(&key);
+                let attempts = self.queue.done(&key).unwrap_or(1);
+                let profile = self.profiles[slot].name.clone();
+                let b = Binding {
+                    node,
+                    attempts,
+                    pod,
+                };
+                return self.reserve_and_permit(key, b, profile, now);
+            }
             let s = &mut self.profiles[slot];
             match s
                 .profile
                 .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
             {
                 Ok(r) => {
+                    self.nominated.remove(&key);
                     let attempts = self.queue.done(&key).unwrap_or(1);
                     let profile = s.name.clone();
                     let b = Binding {
@@ -584,6 +682,36 @@ impl Scheduler {
                         pod: key.clone(),
                         message: error.to_string(),
                     });
+                    if let Some(args) = self.profiles[slot].preemption {
+                        // Pods still being bound or held at Permit are not victims.
+                        let busy: std::collections::HashSet<String> = self
+                            .binding
+                            .keys()
+                            .chain(self.waiting.keys())
+                            .cloned()
+                            .collect();
+                        if let Some(c) = preemption::preempt(
+                            &self.profiles[slot].profile,
+                            &mut self.snapshot,
+                            &pod,
+                            &error,
+                            args,
+                            &|k| busy.contains(k),
+                        ) {
+                            self.nominated.insert(key.clone(), c.node.clone());
+                            // The victims' deletion (an assigned pod deleted) wakes it.
+                            self.queue.unschedulable(
+                                &key,
+                                waiting_for | EventMask::ASSIGNED_POD_DELETE,
+                                now,
+                            );
+                            return Step::Preempt {
+                                pod: key,
+                                node: c.node,
+                                victims: c.victims,
+                            };
+                        }
+                    }
                     return Step::Unschedulable { pod: key, error };
                 }
                 Err(error) => {
