@@ -74,7 +74,8 @@ fn victims_on(
         .cloned()
         .collect();
     if potential.is_empty() {
-        return None;
+        // Nothing to remove: a candidate without victims if the pod fits as the node is.
+        return matches!(profile.fits_on(pod, snapshot, index), Ok(Ok(()))).then(Vec::new);
     }
     potential.sort_by(more_important);
     let mut removed = Vec::with_capacity(potential.len());
