@@ -103,9 +103,18 @@ fn preemptor(size: Size, priority: i32) -> Pod {
     p
 }
 
+/// (name, nodes, preemptor, pods, acceptable nodes).
+type Case = (
+    &'static str,
+    Vec<&'static str>,
+    Pod,
+    Vec<Pod>,
+    Vec<&'static str>,
+);
+
 #[test]
 fn kube_pick_one_node_for_preemption() {
-    let cases: Vec<(&str, Vec<&str>, Pod, Vec<Pod>, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "No node needs preemption",
             vec!["machine1"],
