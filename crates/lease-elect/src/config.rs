@@ -19,9 +19,9 @@ pub const JITTER_FACTOR: f64 = 1.2;
 /// whole seconds, with the last one it saw. A leader that renews more than once a second can
 /// then look unchanged for up to a second, and a client-go candidate counts its lease from up
 /// to a second too early. It could take the lease up to about a second before this crate's
-/// leader gives up (issue 16 reports it from a real API server at lease 2 s / renew deadline
-/// 1.5 s / retry 0.2 s: a client-go candidate took over 94 ms before the cut-off leader's term
-/// ended, in 1 of 10 rounds; this project's tests have no real API server). Safe for mixed
+/// leader gives up (reported from a real API server at lease 2 s / renew deadline 1.5 s /
+/// retry 0.2 s: a client-go candidate took over 94 ms before the cut-off leader's term ended,
+/// in 1 of 10 rounds; this project's tests have no real API server). Safe for mixed
 /// deployments: a retry period of at least one second, or a lease duration at least
 /// `renew deadline + CLIENT_GO_MARGIN` (client-go's defaults, 15 s / 10 s / 2 s, satisfy both).
 pub const CLIENT_GO_MARGIN: Duration = Duration::from_secs(1);

@@ -827,8 +827,8 @@ fn wrong_kind_or_api_version() {
     );
 }
 
-/// A KubeSchedulerConfiguration given as a Policy is named as such (issue 10 reversed the
-/// old `kind` message).
+/// A KubeSchedulerConfiguration given as a Policy is named as such (instead of the old
+/// `kind` message).
 #[test]
 fn kube_scheduler_configuration_is_named() {
     let (e, msg) = reject(
