@@ -1,6 +1,6 @@
 //! kube's preemption node choice, ported: `TestPickOneNodeForPreemption` (generic_scheduler
-//! of kube-scheduler v1.19, the last version whose table states the node-choice rules with a
-//! resources-only filter; v1.34's DefaultPreemption keeps the same rules). Nodes allocate
+//! of kube-scheduler v1.19, the version whose table was read for this port; the same rules
+//! are what the preemption module implements for both paths). Nodes allocate
 //! 500m CPU and 1000 MiB; containers are small (100m, 200 MiB), medium (x2), large (x3) and very
 //! large (x5); priorities neg -100, low 0, mid 100, high 1000, very high 10000; start times
 //! default to 2019-01-01T01:01:01Z. `expected` lists every acceptable node, as kube's does.
