@@ -45,6 +45,15 @@
 //!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
 //!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
 //!
+//! - **Volumes**: PersistentVolumes, claims, StorageClasses and CSINodes arrive as events
+//!   ([`ClusterEvent::PersistentVolumeAdd`], ...) and wake the pods that wait for them (kube's
+//!   events of VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions).
+//!   VolumeBinding's Reserve assumes the PersistentVolumes it matched to a pod's unbound
+//!   `WaitForFirstConsumer` claims and pins the claims to provision to the node, so no other
+//!   pod counts on them; [`Step::Bind`] carries these bindings for the caller to write before
+//!   binding the pod (kube's PreBind). An unreserve (a failed bind, a rejection, a deleted
+//!   pod) gives them back, except objects the informer has replaced since.
+//!
 //! - **Preemption** (DefaultPreemption, [`preemption`]): when no node takes a pod that may
 //!   preempt, the nodes where removing lower-priority pods could help are tried, the fewest
 //!   victims found on each (reprieving all it can, most important first) and a node chosen by
@@ -72,6 +81,7 @@ pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use crate::model::Pod;
+use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
 
@@ -88,6 +98,10 @@ pub enum Step {
         node: String,
         /// The profile (scheduler name) that placed it.
         profile: String,
+        /// The volume bindings to write before binding the pod (kube's VolumeBinding
+        /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
+        /// and claims to provision on the node. Empty for most pods.
+        volumes: AssumedVolumes,
     },
     /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
     Unschedulable {
@@ -198,6 +212,8 @@ struct Binding {
     attempts: u32,
     /// The pod as it was queued, to requeue it if the bind fails after its node went away.
     pod: Pod,
+    /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
+    volumes: AssumedVolumes,
 }
 
 /// One profile and its worker cache.
@@ -368,6 +384,17 @@ impl Scheduler {
         true
     }
 
+    /// Undoes VolumeBinding's Reserve: the PVs and claims it assumed are free again, which
+    /// can help pods that found no volume (kube waits for the next storage event there).
+    fn forget_volumes(&mut self, volumes: AssumedVolumes, now: Duration) {
+        if volumes.is_empty() {
+            return;
+        }
+        forget_volumes(&mut self.snapshot, volumes);
+        self.queue
+            .on_event(EventMask::PV_UPDATE | EventMask::PVC_UPDATE, now);
+    }
+
     /// Unreserves and forgets a placed pod, and requeues it: into the unschedulable pool
     /// (a Permit rejection) or with backoff (a Reserve error).
     fn undo(
@@ -382,6 +409,7 @@ impl Scheduler {
         for r in self.reserve.iter().rev() {
             r.unreserve(&b.pod, &b.node);
         }
+        self.forget_volumes(b.volumes, now);
         if self.snapshot.node_of(key).is_some()
             && let Err(e) = self.snapshot.forget(key)
         {
@@ -508,6 +536,67 @@ impl Scheduler {
                 Err(e) => self.reject_event(format!("node {name}"), e),
             },
             ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
+            ClusterEvent::PersistentVolumeAdd(pv) | ClusterEvent::PersistentVolumeUpdate(pv) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.pv(&pv.metadata.name).is_some() {
+                    EventMask::PV_UPDATE
+                } else {
+                    EventMask::PV_ADD
+                };
+                storage.upsert_pv(pv);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::PersistentVolumeClaimAdd(pvc)
+            | ClusterEvent::PersistentVolumeClaimUpdate(pvc) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage
+                    .pvc(&pvc.metadata.namespace, &pvc.metadata.name)
+                    .is_some()
+                {
+                    EventMask::PVC_UPDATE
+                } else {
+                    EventMask::PVC_ADD
+                };
+                storage.upsert_pvc(pvc);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::StorageClassAdd(class) | ClusterEvent::StorageClassUpdate(class) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.class(&class.metadata.name).is_some() {
+                    EventMask::STORAGE_CLASS_UPDATE
+                } else {
+                    EventMask::STORAGE_CLASS_ADD
+                };
+                storage.upsert_class(class);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::CsiNodeAdd(csi) | ClusterEvent::CsiNodeUpdate(csi) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.csi_node(&csi.metadata.name).is_some() {
+                    EventMask::CSI_NODE_UPDATE
+                } else {
+                    EventMask::CSI_NODE_ADD
+                };
+                storage.upsert_csi_node(csi);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::PersistentVolumeDelete(name) => {
+                self.snapshot.storage_mut().remove_pv(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::PersistentVolumeClaimDelete(key) => {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                self.snapshot.storage_mut().remove_pvc(namespace, name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::StorageClassDelete(name) => {
+                self.snapshot.storage_mut().remove_class(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::CsiNodeDelete(name) => {
+                self.snapshot.storage_mut().remove_csi_node(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
                 self.nominated.remove(&key);
@@ -515,9 +604,12 @@ impl Scheduler {
                     for r in self.reserve.iter().rev() {
                         r.unreserve(&w.binding.pod, &w.binding.node);
                     }
+                    self.forget_volumes(w.binding.volumes, now);
                 }
                 self.ready.retain(|(k, _)| *k != key);
-                self.binding.remove(&key);
+                if let Some(b) = self.binding.remove(&key) {
+                    self.forget_volumes(b.volumes, now);
+                }
                 self.unconfirmed.remove(&key);
                 if self.snapshot.node_of(&key).is_some() {
                     match self.snapshot.remove_pod(&key) {
@@ -607,6 +699,7 @@ impl Scheduler {
         {
             return Step::Bind {
                 node: b.node.clone(),
+                volumes: b.volumes.clone(),
                 pod,
                 profile,
             };
@@ -647,6 +740,7 @@ impl Scheduler {
                     node,
                     attempts,
                     pod,
+                    volumes: AssumedVolumes::default(),
                 };
                 return self.reserve_and_permit(key, b, profile, now);
             }
@@ -663,6 +757,7 @@ impl Scheduler {
                         node: r.node.clone(),
                         attempts,
                         pod,
+                        volumes: AssumedVolumes::default(),
                     };
                     return self.reserve_and_permit(key, b, profile, now);
                 }
@@ -730,10 +825,40 @@ impl Scheduler {
     fn reserve_and_permit(
         &mut self,
         key: String,
-        b: Binding,
+        mut b: Binding,
         profile: String,
         now: Duration,
     ) -> Step {
+        // VolumeBinding's Reserve: the matched PVs and claims to provision are assumed.
+        let version = self
+            .profiles
+            .iter()
+            .find(|s| s.name == profile)
+            .map(|s| s.profile.kube_version());
+        if let Some(version) = version {
+            match assume_volumes(&mut self.snapshot, &b.pod, &b.node, version) {
+                Ok(v) => b.volumes = v,
+                Err(reason) => {
+                    let plugin = "VolumeBinding".to_string();
+                    let mut messages = Vec::new();
+                    if let Some(info) = self.snapshot.get(&b.node) {
+                        reason.write_messages(
+                            version,
+                            &crate::model::Resources::default(),
+                            info.node(),
+                            &mut |m| messages.push(m.into_owned()),
+                        );
+                    }
+                    let reason = messages.join(", ");
+                    self.undo(b, &key, &plugin, &reason, false, now);
+                    return Step::Rejected {
+                        pod: key,
+                        plugin,
+                        reason,
+                    };
+                }
+            }
+        }
         let reserve = self.reserve.clone();
         for r in &reserve {
             if let Err(reason) = r.reserve(&b.pod, &b.node) {
@@ -770,11 +895,13 @@ impl Scheduler {
         match timeout {
             None => {
                 let node = b.node.clone();
+                let volumes = b.volumes.clone();
                 self.binding.insert(key.clone(), b);
                 Step::Bind {
                     pod: key,
                     node,
                     profile,
+                    volumes,
                 }
             }
             Some(t) => {
@@ -818,6 +945,7 @@ impl Scheduler {
                 for r in self.reserve.iter().rev() {
                     r.unreserve(&b.pod, &b.node);
                 }
+                self.forget_volumes(b.volumes, now);
                 // Forget the assumed pod; it is gone already when its node was deleted.
                 if self.snapshot.node_of(pod).is_some()
                     && let Err(e) = self.snapshot.forget(pod)
