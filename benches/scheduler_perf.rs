@@ -364,8 +364,16 @@ fn pv_and_claim(pvs: Pvs, namespace: &str, i: usize) -> (PersistentVolume, Persi
     let claim_model: PersistentVolumeClaim = serde_json::from_value(claim).expect("pvc");
     // The volume source must have survived deserialization.
     let back = serde_json::to_value(&pv_model).expect("pv serializes");
-    let source = if pvs == Pvs::Aws { "awsElasticBlockStore" } else { "csi" };
-    let id = if pvs == Pvs::Aws { "volumeID" } else { "driver" };
+    let source = if pvs == Pvs::Aws {
+        "awsElasticBlockStore"
+    } else {
+        "csi"
+    };
+    let id = if pvs == Pvs::Aws {
+        "volumeID"
+    } else {
+        "driver"
+    };
     assert_eq!(back["spec"][source][id], pv["spec"][source][id], "{source}");
     assert_eq!(claim_model.spec.volume_name, pv_name);
     (pv_model, claim_model)
@@ -430,7 +438,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
             variant,
             nodes: 500,
             csi: Csi::None,
-        labels: UNIQUE_HOST,
+            labels: UNIQUE_HOST,
             init: vec![op(PodAntiAffinity, SETUP, 100)],
             measured: op(PodAntiAffinity, TEST, 400),
         });
@@ -442,7 +450,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
             variant: "5000NodesKubeCounts",
             nodes: 5000,
             csi: Csi::None,
-        labels: UNIQUE_HOST,
+            labels: UNIQUE_HOST,
             init: vec![op(PodAntiAffinity, SETUP, 1000)],
             measured: op(PodAntiAffinity, TEST, 1000),
         });
