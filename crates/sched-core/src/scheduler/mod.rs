@@ -68,6 +68,8 @@
 
 mod events;
 mod hooks;
+mod nominator;
+pub mod pdb;
 pub mod preemption;
 mod queue;
 
@@ -77,10 +79,14 @@ use std::time::Duration;
 
 pub use events::{ClusterEvent, EventMask, events_for};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
+pub use nominator::Nominator;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
-use crate::model::Pod;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::model::{Pod, PodDisruptionBudget};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
@@ -274,8 +280,12 @@ pub struct Scheduler {
     waiting: HashMap<String, Waiting>,
     /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
     ready: VecDeque<(String, String)>,
-    /// Pods preemption nominated to a node (kube's `nominatedNodeName`).
-    nominated: HashMap<String, String>,
+    /// Pods nominated to a node (kube's nominator).
+    nominator: Nominator,
+    /// PodDisruptionBudgets by `namespace/name`, in key order.
+    pdbs: Vec<PodDisruptionBudget>,
+    /// Draws the offset at which preemption's dry run starts.
+    preemption_rng: ChaCha8Rng,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -316,8 +326,19 @@ impl Scheduler {
             permit: Vec::new(),
             waiting: HashMap::new(),
             ready: VecDeque::new(),
-            nominated: HashMap::new(),
+            nominator: Nominator::new(),
+            pdbs: Vec::new(),
+            preemption_rng: ChaCha8Rng::seed_from_u64(0),
         }
+    }
+
+    /// Seeds the generator of preemption's dry-run offset (kube's random
+    /// `GetOffsetAndNumCandidates`); [`Scheduler::from_config`] seeds it with its `seed`,
+    /// [`Scheduler::new`] with 0.
+    #[must_use]
+    pub fn with_preemption_seed(mut self, seed: u64) -> Scheduler {
+        self.preemption_rng = ChaCha8Rng::seed_from_u64(seed);
+        self
     }
 
     /// Turns preemption off (or on, with kube's default arguments) for every profile.
@@ -329,9 +350,20 @@ impl Scheduler {
         self
     }
 
-    /// The node preemption nominated `pod` to, if any.
+    /// The node `pod` is nominated to, if any (by preemption, or by its
+    /// `status.nominatedNodeName`).
     pub fn nominated_node(&self, pod: &str) -> Option<&str> {
-        self.nominated.get(pod).map(String::as_str)
+        self.nominator.node_of(pod)
+    }
+
+    /// The nominated pods.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    /// The PodDisruptionBudgets preemption respects, in `namespace/name` order.
+    pub fn pdbs(&self) -> &[PodDisruptionBudget] {
+        &self.pdbs
     }
 
     /// Adds a Reserve plugin (run in the order added, for every profile).
@@ -454,7 +486,7 @@ impl Scheduler {
             Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
             Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
         );
-        let mut scheduler = Scheduler::new(profiles, snapshot, settings);
+        let mut scheduler = Scheduler::new(profiles, snapshot, settings).with_preemption_seed(seed);
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.preemption = preemption_args(p);
         }
@@ -597,9 +629,19 @@ impl Scheduler {
                 self.snapshot.storage_mut().remove_csi_node(&name);
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
+            ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
+                let key = pdb.key();
+                match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
+                    Ok(i) => self.pdbs[i] = pdb,
+                    Err(i) => self.pdbs.insert(i, pdb),
+                }
+            }
+            ClusterEvent::PdbDelete(key) => {
+                self.pdbs.retain(|p| p.key() != key);
+            }
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 if let Some(w) = self.waiting.remove(&key) {
                     for r in self.reserve.iter().rev() {
                         r.unreserve(&w.binding.pod, &w.binding.node);
@@ -630,17 +672,25 @@ impl Scheduler {
             // not scheduled.
             if pod.is_terminating() || self.slot_of(&pod).is_none() {
                 self.queue.delete(&key);
+                self.nominator.delete(&key);
                 return;
             }
             if self.snapshot.node_of(&key).is_some() {
                 // Assumed by us and not yet bound in the API server: nothing to do.
                 return;
             }
+            // kube's AddNominatedPod / UpdateNominatedPod: the status's nominatedNodeName,
+            // or the nomination made here when neither version has one.
+            if !pod.status.nominated_node_name.is_empty() || self.nominator.node_of(&key).is_some()
+            {
+                self.nominator.update(pod.clone());
+            }
             self.queue.add(pod, now);
             return;
         }
         // Bound.
         self.queue.delete(&key);
+        self.nominator.delete(&key);
         let result = match self.snapshot.node_of(&key) {
             Some(node) if node == pod.spec.node_name => {
                 // Our assumed pod confirmed, or a bound pod changed.
@@ -722,18 +772,22 @@ impl Scheduler {
                 self.queue.done(&key);
                 continue;
             }
-            // A nominated pod is tried on its node first (kube's evaluateNominatedNode).
-            if let Some(node) = self.nominated.get(&key).cloned()
+            // A nominated pod is tried on its node first (kube's evaluateNominatedNode), with
+            // the pods nominated there before it held.
+            if let Some(node) = self.nominator.node_of(&key).map(str::to_string)
                 && let Some(index) = self.snapshot.index_of(&node)
                 && matches!(
-                    self.profiles[slot]
-                        .profile
-                        .fits_on(&pod, &self.snapshot, index),
+                    self.nominator.fits_indexed(
+                        &self.profiles[slot].profile,
+                        &mut self.snapshot,
+                        &pod,
+                        index
+                    ),
                     Ok(Ok(()))
                 )
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 let attempts = self.queue.done(&key).unwrap_or(1);
                 let profile = self.profiles[slot].name.clone();
                 let b = Binding {
@@ -744,13 +798,26 @@ impl Scheduler {
                 };
                 return self.reserve_and_permit(key, b, profile, now);
             }
+            // Nodes where the pod does not fit beside the pods nominated there count as
+            // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
+            let blocked = if self.nominator.holds_any(&pod) {
+                self.nominator
+                    .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
+            } else {
+                Ok(Vec::new())
+            };
             let s = &mut self.profiles[slot];
-            match s
-                .profile
-                .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
-            {
+            let result = blocked.and_then(|blocked| {
+                s.profile.schedule_and_assume_blocking(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                )
+            });
+            match result {
                 Ok(r) => {
-                    self.nominated.remove(&key);
+                    self.nominator.delete(&key);
                     let attempts = self.queue.done(&key).unwrap_or(1);
                     let profile = s.name.clone();
                     let b = Binding {
@@ -777,35 +844,11 @@ impl Scheduler {
                         pod: key.clone(),
                         message: error.to_string(),
                     });
-                    if let Some(args) = self.profiles[slot].preemption {
-                        // Pods still being bound or held at Permit are not victims.
-                        let busy: std::collections::HashSet<String> = self
-                            .binding
-                            .keys()
-                            .chain(self.waiting.keys())
-                            .cloned()
-                            .collect();
-                        if let Some(c) = preemption::preempt(
-                            &self.profiles[slot].profile,
-                            &mut self.snapshot,
-                            &pod,
-                            &error,
-                            args,
-                            &|k| busy.contains(k),
-                        ) {
-                            self.nominated.insert(key.clone(), c.node.clone());
-                            // The victims' deletion (an assigned pod deleted) wakes it.
-                            self.queue.unschedulable(
-                                &key,
-                                waiting_for | EventMask::ASSIGNED_POD_DELETE,
-                                now,
-                            );
-                            return Step::Preempt {
-                                pod: key,
-                                node: c.node,
-                                victims: c.victims,
-                            };
-                        }
+                    if let Some(args) = self.profiles[slot].preemption
+                        && let Some(step) =
+                            self.run_preemption(slot, args, pod, &error, waiting_for, now)
+                    {
+                        return step;
                     }
                     return Step::Unschedulable { pod: key, error };
                 }
@@ -818,6 +861,71 @@ impl Scheduler {
                     return Step::Failed { pod: key, error };
                 }
             }
+        }
+    }
+
+    /// DefaultPreemption for a pod no node takes; `Some(Step::Preempt)` when it nominated
+    /// the pod to a node.
+    fn run_preemption(
+        &mut self,
+        slot: usize,
+        args: (i32, i32),
+        mut pod: Pod,
+        error: &FitError,
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> Option<Step> {
+        let key = pod.key();
+        // The pod as the API server has it once this scheduler's status patches landed.
+        if let Some(node) = self.nominator.node_of(&key) {
+            pod.status.nominated_node_name = node.to_string();
+        }
+        // Pods still being bound or held at Permit are not victims.
+        let busy: std::collections::HashSet<&str> = self
+            .binding
+            .keys()
+            .chain(self.waiting.keys())
+            .map(String::as_str)
+            .collect();
+        let protect = |k: &str| busy.contains(k);
+        let env = preemption::Environment::new(&self.nominator)
+            .pdbs(&self.pdbs)
+            .protect(&protect);
+        let rng = &mut self.preemption_rng;
+        let outcome = preemption::preempt(
+            &self.profiles[slot].profile,
+            &mut self.snapshot,
+            &pod,
+            error,
+            args,
+            &mut |n| rng.random_range(0..n),
+            &env,
+        );
+        match outcome {
+            Ok(preemption::Outcome::Preempt(c)) => {
+                // Lower-priority pods nominated to that node may no longer fit there: their
+                // nominations are cleared (kube's prepareCandidate).
+                for other in self.nominator.lower_priority_on(&c.node, &pod) {
+                    self.nominator.delete(&other);
+                }
+                pod.status.nominated_node_name.clear();
+                self.nominator.add(pod, Some(&c.node));
+                // The victims' deletion (an assigned pod deleted) wakes it.
+                self.queue
+                    .unschedulable(&key, waiting_for | EventMask::ASSIGNED_POD_DELETE, now);
+                Some(Step::Preempt {
+                    pod: key,
+                    victims: c.victim_keys(),
+                    node: c.node,
+                })
+            }
+            Ok(preemption::Outcome::NoCandidate) => {
+                // kube clears the nomination when preemption cannot help.
+                self.nominator.delete(&key);
+                None
+            }
+            // Not eligible, or a plugin error: the nomination stays as it is.
+            Ok(_) | Err(_) => None,
         }
     }
 
