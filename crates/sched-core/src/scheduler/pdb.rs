@@ -147,9 +147,11 @@ mod tests {
         }
         // Unlabelled pods match nothing, even an expression that holds for missing labels.
         let doesnt = Some(r#"{"matchExpressions":[{"key":"x","operator":"DoesNotExist"}]}"#);
-        let (v, _) = split_by_violation(&[pod("q", "ns", None)], &[pdb("ns", doesnt, 0, &[])]);
+        let bare = [pod("q", "ns", None)];
+        let (v, _) = split_by_violation(&bare, &[pdb("ns", doesnt, 0, &[])]);
         assert!(v.is_empty());
-        let (v, _) = split_by_violation(&[pod("q", "ns", Some("a"))], &[pdb("ns", doesnt, 0, &[])]);
+        let labelled = [pod("q", "ns", Some("a"))];
+        let (v, _) = split_by_violation(&labelled, &[pdb("ns", doesnt, 0, &[])]);
         assert_eq!(names(&v), ["q"]);
     }
 }
