@@ -77,6 +77,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mixed_files_read_budgets_and_name_bad_fields() {
+        use crate::model::{Role, load_bytes};
+        let objects = load_bytes(
+            "all.json",
+            br#"{"kind":"List","items":[
+                {"kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"shop"},
+                 "spec":{"maxUnavailable":1,"selector":{"matchLabels":{"app":"web"}}},
+                 "status":{"disruptionsAllowed":1,"currentHealthy":3}},
+                {"kind":"Node","metadata":{"name":"n1"}}]}"#,
+            Role::Mixed,
+        )
+        .unwrap();
+        assert_eq!(objects.pdbs.len(), 1);
+        assert_eq!(objects.pdbs[0].key(), "shop/web");
+        let cluster = objects.into_cluster().unwrap();
+        assert_eq!(cluster.pdbs.len(), 1);
+        assert!(cluster.report.is_empty(), "{}", cluster.report);
+        let err = load_bytes(
+            "pdb.json",
+            br#"[{"kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"shop"},
+                  "status":{"disruptionsAllowed":"one"}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("pdb.json: items[0]: PodDisruptionBudget \"shop/web\""),
+            "{err}"
+        );
+        assert!(err.contains("status.disruptionsAllowed"), "{err}");
+        let err = load_bytes(
+            "pdb.json",
+            br#"[{"kind":"PodDisruptionBudget","metadata":{"namespace":"shop"}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("PodDisruptionBudget"), "{err}");
+    }
+
+    #[test]
     fn nulls_and_missing_fields_read_as_empty() {
         let pdb: PodDisruptionBudget = serde_json::from_str(
             r#"{"metadata":{"name":"a","namespace":"n"},"spec":null,"status":{"disruptionsAllowed":null}}"#,

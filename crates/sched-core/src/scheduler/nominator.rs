@@ -272,6 +272,59 @@ mod tests {
         p
     }
 
+    /// Nodes held by nominated pods count as infeasible while the filter looks for
+    /// `numFeasibleNodesToFind` nodes: it goes on past them, and the round-robin index moves
+    /// past the last node it needed (kube's filter with nominated pods, node by node).
+    #[test]
+    fn held_nodes_do_not_count_towards_the_nodes_to_find() {
+        use crate::plugins::node::PodFitsResources;
+        use crate::profile::ProfileBuilder;
+        let nodes: Vec<crate::model::Node> = (0..150)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({"metadata": {"name": format!("n{i:03}")},
+                    "status": {"allocatable": {"pods": "1"}}}))
+                .unwrap()
+            })
+            .collect();
+        for fast in [true, false] {
+            let mut snapshot = Snapshot::from_objects(nodes.clone(), vec![]).unwrap();
+            let profile = ProfileBuilder::new()
+                .predicate(PodFitsResources::new())
+                .percentage_of_nodes_to_score(50)
+                .fast_path(fast)
+                .build()
+                .unwrap();
+            let mut n = Nominator::new();
+            for i in 0..10 {
+                n.add(pod(&format!("held{i}"), 10, ""), Some(&format!("n{i:03}")));
+            }
+            let incoming = pod("new", 0, "");
+            let blocked = n.blocked(&profile, &mut snapshot, &incoming).unwrap();
+            assert_eq!(blocked.len(), 10);
+            let mut cache = profile.create_cache();
+            let r = profile
+                .schedule_and_assume_blocking(&mut cache, &incoming, &mut snapshot, &blocked)
+                .unwrap();
+            // 150 nodes at 50%: 100 nodes to find; the 10 held ones are evaluated too.
+            assert_eq!(
+                (r.feasible_nodes, r.evaluated_nodes),
+                (100, 110),
+                "fast {fast}"
+            );
+            assert!(r.node.as_str() >= "n010", "{}", r.node);
+            assert_eq!(cache.next_start_index(), 110);
+            // A pod of higher priority than the held ones is not held back.
+            let _ = snapshot.forget("ns/new");
+            let high = pod("high", 11, "");
+            assert!(
+                n.blocked(&profile, &mut snapshot, &high)
+                    .unwrap()
+                    .is_empty()
+            );
+            assert!(!n.holds_any(&high));
+        }
+    }
+
     #[test]
     fn kube_nominator_rules() {
         let mut n = Nominator::new();
