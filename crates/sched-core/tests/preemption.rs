@@ -581,7 +581,15 @@ fn kube_select_best_candidate() {
     let t = |name: &str, node: &str, prio: i32, req: (&str, &str), start: u32| {
         p(name).node(node).prio(prio).req(req).start(start).obj()
     };
-    let cases: Vec<(&str, Vec<&str>, Pod, Vec<Pod>, Vec<&str>)> = vec![
+    // (name, nodes, preemptor, pods, acceptable nodes)
+    type Case = (
+        &'static str,
+        Vec<&'static str>,
+        Pod,
+        Vec<Pod>,
+        Vec<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "a pod that fits on both nodes when lower priority pods are preempted",
             vec!["node1", "node2"],
@@ -731,7 +739,8 @@ fn kube_select_best_candidate() {
 #[test]
 fn kube_pod_eligible_to_preempt_others() {
     // (name, pod, pods, nodes, nominated node unresolvable, expected)
-    let cases: Vec<(&str, Pod, Vec<Pod>, Vec<&str>, bool, bool)> = vec![
+    type Case = (&'static str, Pod, Vec<Pod>, Vec<&'static str>, bool, bool);
+    let cases: Vec<Case> = vec![
         (
             "Pod with nominated node",
             p("p_with_nominated_node")
