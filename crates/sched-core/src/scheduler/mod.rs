@@ -54,17 +54,33 @@
 //!   binding the pod (kube's PreBind). An unreserve (a failed bind, a rejection, a deleted
 //!   pod) gives them back, except objects the informer has replaced since.
 //!
-//! - **Preemption** (DefaultPreemption, [`preemption`]): when no node takes a pod that may
-//!   preempt, the nodes where removing lower-priority pods could help are tried, the fewest
-//!   victims found on each (reprieving all it can, most important first) and a node chosen by
-//!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
-//!   the node, where it is tried first next time.
+//! - **Preemption** (DefaultPreemption, [`preemption`], kube v1.34): when no node takes a pod
+//!   that may preempt, a dry run goes through the nodes where removing lower-priority pods
+//!   could help, from an offset the engine draws from its seeded generator
+//!   ([`Scheduler::with_preemption_seed`]), until it has kube's number of candidates; on
+//!   each node it finds the fewest victims (PodDisruptionBudget-violating victims reprieved
+//!   first, then the others, most important first) and the node is chosen by kube's order
+//!   (fewest budget violations first). [`Step::Preempt`] names the victims to delete; the
+//!   pod is nominated to the node, where it is tried first next time, and lower-priority
+//!   pods nominated there lose their nomination. A pod whose nominated node has a victim
+//!   still terminating does not preempt again; one for which preemption finds nothing loses
+//!   its nomination.
+//! - **Nominated pods hold their node** ([`Nominator`], kube's nominator): pods nominated by
+//!   preemption or by their `status.nominatedNodeName` count, on their node, as if they ran
+//!   there when pods of lower or equal priority are filtered (kube's
+//!   `RunFilterPluginsWithNominatedPods`: with them, then without them); a nomination goes
+//!   when its pod is bound, assumed, deleted or nominated elsewhere. The engine behaves as if
+//!   its status patches landed: an update that carries no `nominatedNodeName` keeps the
+//!   nomination made here. Without nominated pods of at least the pod's priority the cycle
+//!   runs exactly as before (one check of the nominator).
+//! - **PodDisruptionBudgets** arrive as [`ClusterEvent::PdbAdd`], [`ClusterEvent::PdbUpdate`]
+//!   and [`ClusterEvent::PdbDelete`] ([`pdb`] for kube's rule).
 //!
 //! # Not yet
-//! Extenders are not called; nominated pods do not yet reserve their node against other
-//! pods (kube counts higher-priority nominated pods in the filters); PodDisruptionBudgets are
-//! not modelled; queueing hints are approximated by the events each rejection reason
-//! registers ([`events_for`]).
+//! Extenders are not called; queueing hints are approximated by the events each rejection
+//! reason registers ([`events_for`]); preemption has no asynchronous mode (the victims are
+//! handed out as a step), no custom victim eligibility or ordering hooks, and pods being
+//! bound or held at Permit are never victims (kube rejects a waiting pod it preempts).
 
 mod events;
 mod hooks;
