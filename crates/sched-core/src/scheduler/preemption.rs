@@ -118,6 +118,7 @@ pub fn resolvable(reason: &Reason) -> bool {
             | Reason::ExistingPodsAntiAffinityRulesNotMatch
             | Reason::TopologySpreadConstraintsNotMatch
             | Reason::MaxVolumeCount
+            | Reason::ReadWriteOncePodConflict
             | Reason::Custom(_)
     )
 }
