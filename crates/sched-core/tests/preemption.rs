@@ -1425,7 +1425,9 @@ fn informer_updates_keep_or_move_nominations() {
 #[test]
 fn kube_nodes_where_preemption_might_help() {
     let bind = |bits| Reason::VolumeBinding(VolumeBindingConflicts(bits));
-    let cases: Vec<(&str, Vec<(&str, Reason)>, Vec<&str>)> = vec![
+    // (name, each node's status, the nodes tried)
+    type Case = (&'static str, Vec<(&'static str, Reason)>, Vec<&'static str>);
+    let cases: Vec<Case> = vec![
         (
             "No node should be attempted",
             vec![
