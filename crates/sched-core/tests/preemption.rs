@@ -1523,3 +1523,36 @@ fn kube_nodes_where_preemption_might_help() {
         assert_eq!(got, expected, "{name}");
     }
 }
+
+/// A victim already being deleted is a victim (it still holds its room) but is not listed
+/// for deletion again.
+#[test]
+fn victims_already_terminating_are_not_deleted_again() {
+    let z = Duration::ZERO;
+    let mut s = engine(
+        fit(),
+        vec![node("node1")],
+        vec![
+            p("going")
+                .node("node1")
+                .prio(LOW)
+                .req(MEDIUM)
+                .terminating()
+                .obj(),
+            p("staying").node("node1").prio(LOW).req(MEDIUM).obj(),
+        ],
+    );
+    s.apply(
+        ClusterEvent::PodAdd(p("big").prio(HIGH).req(VERY_LARGE).obj()),
+        z,
+    );
+    match s.schedule_one(z) {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(
+                (node.as_str(), victims),
+                ("node1", vec!["/staying".to_string()])
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}

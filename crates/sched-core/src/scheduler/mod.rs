@@ -134,7 +134,8 @@ pub enum Step {
     },
     /// No node took the pod, but deleting these lower-priority pods makes room on `node`
     /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
-    /// waits, and is tried there first once the deletions arrive.
+    /// waits, and is tried there first once the deletions arrive. Victims already being
+    /// deleted are not listed again.
     Preempt {
         /// `namespace/name` of the preemptor.
         pod: String,
@@ -929,9 +930,17 @@ impl Scheduler {
                 // The victims' deletion (an assigned pod deleted) wakes it.
                 self.queue
                     .unschedulable(&key, waiting_for | EventMask::ASSIGNED_POD_DELETE, now);
+                // Victims already being deleted need no second deletion (kube skips the API
+                // call for them).
+                let victims = c
+                    .victims
+                    .iter()
+                    .filter(|v| !v.is_terminating())
+                    .map(Pod::key)
+                    .collect();
                 Some(Step::Preempt {
                     pod: key,
-                    victims: c.victim_keys(),
+                    victims,
                     node: c.node,
                 })
             }

@@ -187,33 +187,47 @@ impl Nominator {
         pod: &Pod,
         index: usize,
     ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
+        match self.fits_with_held(profile, snapshot, pod, index)? {
+            // Nothing held there: one pass, as kube's loop breaks after it.
+            None => profile.fits_on_indexed(pod, snapshot, index),
+            Some(Err(reasons)) => Ok(Err(reasons)),
+            Some(Ok(())) => profile.fits_on_indexed(pod, snapshot, index),
+        }
+    }
+
+    /// The profile's predicates for `pod` on the node at `index` with the pods nominated
+    /// there (priority at least the pod's, not the pod itself) assumed onto it, then forgotten
+    /// again. `None` when no such pod could be added (nothing is held there for `pod`).
+    fn fits_with_held(
+        &self,
+        profile: &Profile,
+        snapshot: &mut Snapshot,
+        pod: &Pod,
+        index: usize,
+    ) -> Result<Option<Result<(), Vec<(u16, Reason)>>>, ScheduleError> {
         let Some(node) = snapshot
             .node_infos()
             .get(index)
             .map(|i| i.name().to_string())
         else {
-            return Ok(Ok(()));
+            return Ok(None);
         };
-        let holding = self.holding(&node, pod);
-        if holding.is_empty() {
-            return profile.fits_on_indexed(pod, snapshot, index);
-        }
-        let mut added = Vec::with_capacity(holding.len());
-        for p in holding {
+        let mut added = Vec::new();
+        for p in self.holding(&node, pod) {
             // A nominated pod the snapshot cannot take (already there, or past int64) is
             // left out.
             if snapshot.node_of(&p.key()).is_none() && snapshot.assume(p.clone(), &node).is_ok() {
                 added.push(p.key());
             }
         }
+        if added.is_empty() {
+            return Ok(None);
+        }
         let with = profile.fits_on_indexed(pod, snapshot, index);
         for k in &added {
             let _ = snapshot.forget(k);
         }
-        match with? {
-            Ok(()) if !added.is_empty() => profile.fits_on_indexed(pod, snapshot, index),
-            other => Ok(other),
-        }
+        with.map(Some)
     }
 
     /// The nodes where `pod` does not fit beside the pods nominated there, each with its
@@ -237,20 +251,7 @@ impl Nominator {
         nodes.sort_unstable();
         let mut out = Vec::new();
         for index in nodes {
-            let node = snapshot.node_infos()[index].name().to_string();
-            let holding = self.holding(&node, pod);
-            let mut added = Vec::with_capacity(holding.len());
-            for p in holding {
-                if snapshot.node_of(&p.key()).is_none() && snapshot.assume(p.clone(), &node).is_ok()
-                {
-                    added.push(p.key());
-                }
-            }
-            let with = profile.fits_on_indexed(pod, snapshot, index);
-            for k in &added {
-                let _ = snapshot.forget(k);
-            }
-            if let Err(reasons) = with? {
+            if let Some(Err(reasons)) = self.fits_with_held(profile, snapshot, pod, index)? {
                 let (pi, r) = reasons[0];
                 out.push((index as u32, pi, r));
             }
