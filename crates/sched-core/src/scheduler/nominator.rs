@@ -9,6 +9,9 @@ use crate::model::Pod;
 use crate::profile::{Profile, ScheduleError};
 use crate::snapshot::Snapshot;
 
+/// `Ok(())` when the pod fits, else the failing predicates (indices) and their reasons.
+type Fit = Result<(), Vec<(u16, Reason)>>;
+
 fn priority(p: &Pod) -> i32 {
     p.spec.priority.unwrap_or(0)
 }
@@ -186,7 +189,7 @@ impl Nominator {
         snapshot: &mut Snapshot,
         pod: &Pod,
         index: usize,
-    ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
+    ) -> Result<Fit, ScheduleError> {
         match self.fits_with_held(profile, snapshot, pod, index)? {
             // Nothing held there: one pass, as kube's loop breaks after it.
             None => profile.fits_on_indexed(pod, snapshot, index),
@@ -204,7 +207,7 @@ impl Nominator {
         snapshot: &mut Snapshot,
         pod: &Pod,
         index: usize,
-    ) -> Result<Option<Result<(), Vec<(u16, Reason)>>>, ScheduleError> {
+    ) -> Result<Option<Fit>, ScheduleError> {
         let Some(node) = snapshot
             .node_infos()
             .get(index)
