@@ -329,6 +329,71 @@ mod tests {
         }
     }
 
+    fn snapshot_of(n: &Nominator) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = n
+            .by_pod
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        v.sort();
+        for (node, pods) in &n.by_node {
+            for p in pods {
+                assert_eq!(n.node_of(&p.key()), Some(node.as_str()));
+            }
+        }
+        v
+    }
+
+    /// kube's TestPriorityQueue_UpdateNominatedPodForNode (backend/queue), without the step
+    /// that nominates a pod the informer no longer has (the engine removes a nomination when
+    /// the pod's deletion arrives).
+    #[test]
+    fn kube_update_nominated_pod_for_node() {
+        let mut mpp = pod("mpp", 2, "node1");
+        mpp.metadata.namespace = "ns2".into();
+        let up = pod("up", 0, "node1");
+        let hpp = pod("hpp", 3, "");
+        let mut n = Nominator::new();
+        n.add(mpp.clone(), None);
+        n.add(up.clone(), Some("node5"));
+        n.add(hpp.clone(), Some("node2"));
+        let want = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            snapshot_of(&n),
+            want(&[
+                ("ns/hpp", "node2"),
+                ("ns/up", "node5"),
+                ("ns2/mpp", "node1")
+            ])
+        );
+        // Nominating again moves it.
+        n.add(hpp.clone(), Some("node4"));
+        assert_eq!(
+            snapshot_of(&n),
+            want(&[
+                ("ns/hpp", "node4"),
+                ("ns/up", "node5"),
+                ("ns2/mpp", "node1")
+            ])
+        );
+        assert!(n.pods_on("node2").is_empty());
+        // A scheduled pod is not nominated: nothing changes.
+        let mut sp = pod("sp", 0, "");
+        sp.spec.node_name = "foo".into();
+        n.add(sp, Some("node1"));
+        assert_eq!(n.len(), 3);
+        // Deleting a nominated pod without a nominatedNodeName in its object.
+        n.delete("ns/hpp");
+        assert_eq!(
+            snapshot_of(&n),
+            want(&[("ns/up", "node5"), ("ns2/mpp", "node1")])
+        );
+    }
+
     #[test]
     fn kube_nominator_rules() {
         let mut n = Nominator::new();
