@@ -16,7 +16,11 @@
 //! predicates here have no such extension), the extender cases (extenders are not called by
 //! preemption), the PodGroup / workload-aware cases (no PodGroups), TestCustomSelection and
 //! TestCustomOrdering (kube's `IsEligiblePod` / `MoreImportantPod` hooks are not offered),
-//! TestPreEnqueue (no asynchronous preemption: the engine hands the victims out as a step).
+//! framework/preemption's TestSelectCandidate (a plugin's own `OrderedScoreFuncs`: not
+//! offered either), TestPrepareCandidate (API calls, their failures and asynchronous
+//! preemption; what applies, clearing lower-priority nominations and not deleting victims
+//! twice, is tested on the engine below), TestPreEnqueue (no asynchronous preemption: the
+//! engine hands the victims out as a step).
 //! kube draws the dry run's offset from a seeded Go generator; the cases that depend on it
 //! give kube's drawn offsets (4, then 1, then 3) directly.
 
