@@ -73,6 +73,11 @@ impl Nominator {
         self.by_pod.get(pod).map(String::as_str)
     }
 
+    /// Every nomination: (`namespace/name`, node), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_pod.iter().map(|(p, n)| (p.as_str(), n.as_str()))
+    }
+
     /// The pods nominated to `node`, in the order nominated.
     pub fn pods_on(&self, node: &str) -> &[Pod] {
         self.by_node.get(node).map_or(&[], Vec::as_slice)
