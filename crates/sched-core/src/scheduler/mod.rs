@@ -887,16 +887,21 @@ impl Scheduler {
         &mut self,
         slot: usize,
         args: (i32, i32),
-        mut pod: Pod,
+        pod: Pod,
         error: &FitError,
         waiting_for: EventMask,
         now: Duration,
     ) -> Option<Step> {
         let key = pod.key();
         // The pod as the API server has it once this scheduler's status patches landed.
-        if let Some(node) = self.nominator.node_of(&key) {
-            pod.status.nominated_node_name = node.to_string();
-        }
+        let landed = match self.nominator.node_of(&key) {
+            Some(node) if node != pod.status.nominated_node_name => {
+                let mut p = pod.clone();
+                p.status.nominated_node_name = node.to_string();
+                Some(p)
+            }
+            _ => None,
+        };
         // Pods still being bound or held at Permit are not victims.
         let busy: std::collections::HashSet<&str> = self
             .binding
@@ -912,7 +917,7 @@ impl Scheduler {
         let outcome = preemption::preempt(
             &self.profiles[slot].profile,
             &mut self.snapshot,
-            &pod,
+            landed.as_ref().unwrap_or(&pod),
             error,
             args,
             &mut |n| rng.random_range(0..n),
@@ -925,7 +930,6 @@ impl Scheduler {
                 for other in self.nominator.lower_priority_on(&c.node, &pod) {
                     self.nominator.delete(&other);
                 }
-                pod.status.nominated_node_name.clear();
                 self.nominator.add(pod, Some(&c.node));
                 // The victims' deletion (an assigned pod deleted) wakes it.
                 self.queue
