@@ -6,6 +6,34 @@
 //! reprieved first, the pods nominated to the node held there), and kube's choice among the
 //! candidates ([`select_candidate`]). [`preempt`] runs them in kube's order.
 //!
+//! ```
+//! use sched_core::model::{Node, Pod};
+//! use sched_core::plugins::node::PodFitsResources;
+//! use sched_core::profile::{Profile, ScheduleError};
+//! use sched_core::scheduler::Nominator;
+//! use sched_core::scheduler::preemption::{Environment, Outcome, preempt};
+//! use sched_core::snapshot::Snapshot;
+//!
+//! // One node for one pod, taken by a pod of priority 0.
+//! let node: Node = serde_json::from_str(
+//!     r#"{"metadata":{"name":"n1"},"status":{"allocatable":{"pods":"1"}}}"#)?;
+//! let low: Pod = serde_json::from_str(
+//!     r#"{"metadata":{"name":"low","namespace":"ns"},"spec":{"nodeName":"n1","priority":0}}"#)?;
+//! let high: Pod = serde_json::from_str(
+//!     r#"{"metadata":{"name":"high","namespace":"ns"},"spec":{"priority":1000}}"#)?;
+//! let mut snapshot = Snapshot::from_objects(vec![node], vec![low])?;
+//! let profile = Profile::builder().predicate(PodFitsResources::new()).build()?;
+//! let mut cache = profile.create_cache();
+//! let Err(ScheduleError::Unschedulable(error)) = profile.schedule(&mut cache, &high, &snapshot)
+//! else { unreachable!() };
+//! let nominator = Nominator::new();
+//! let env = Environment::new(&nominator);
+//! let outcome = preempt(&profile, &mut snapshot, &high, &error, (10, 100), &mut |_| 0, &env)?;
+//! let Outcome::Preempt(c) = outcome else { unreachable!() };
+//! assert_eq!((c.node.as_str(), c.victim_keys()), ("n1", vec!["ns/low".to_string()]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # The offset
 //! kube starts the dry run at a random node among the potential ones
 //! (`GetOffsetAndNumCandidates`) and stops once it has `numCandidates` candidates, at least one
