@@ -644,12 +644,16 @@ impl Coordinator {
 
     /// Records a read or written version (first seen at `now` when it is new); returns when
     /// this coordinator first saw it.
-    fn observe(&self, record: &LeaderElectionRecord, version: crate::Version, now: Instant) -> Instant {
+    fn observe(
+        &self,
+        record: &LeaderElectionRecord,
+        version: crate::Version,
+        now: Instant,
+    ) -> Instant {
         let mut o = crate::elector::locked(&self.observed);
-        o.max_transitions = Some(
-            o.max_transitions
-                .map_or(record.leader_transitions, |t| t.max(record.leader_transitions)),
-        );
+        o.max_transitions = Some(o.max_transitions.map_or(record.leader_transitions, |t| {
+            t.max(record.leader_transitions)
+        }));
         match &o.version {
             Some((v, at)) if *v == version => *at,
             _ => {

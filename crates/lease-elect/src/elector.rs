@@ -737,8 +737,7 @@ impl LeaderElector {
         {
             return self.yield_to(preferred, &current, &version, &at).await;
         }
-        if self.inner.config.coordinated && !self.coordinator_allows(&current, term.as_ref(), &at)
-        {
+        if self.inner.config.coordinated && !self.coordinator_allows(&current, term.as_ref(), &at) {
             return Ok(false);
         }
         if self.must_wait(&current, term.as_ref(), &at) {

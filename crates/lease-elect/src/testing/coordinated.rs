@@ -186,9 +186,12 @@ pub async fn coordinated_election(
         false,
     ));
     let coordinator = Arc::new(
-        Coordinator::new(factory.open(&name, "coordinator-1").await, Arc::clone(&candidates))
-            .with_lease_duration(timing.lease)
-            .expect("whole seconds"),
+        Coordinator::new(
+            factory.open(&name, "coordinator-1").await,
+            Arc::clone(&candidates),
+        )
+        .with_lease_duration(timing.lease)
+        .expect("whole seconds"),
     );
     let period = timing.retry / 2;
     let coordinator_started = tokio::time::Instant::now();
@@ -256,7 +259,11 @@ pub async fn coordinated_election(
         );
     }
     let leaders: Vec<String> = terms.iter().map(|t| t.0.clone()).collect();
-    assert_eq!(leaders, ["e1", "e2", "e3"], "the strategy's choices, in order");
+    assert_eq!(
+        leaders,
+        ["e1", "e2", "e3"],
+        "the strategy's choices, in order"
+    );
     assert!(
         first_term <= period + timing.jittered_retry() + timing.slack,
         "the first term started {first_term:?} after the coordinator"
