@@ -731,4 +731,204 @@ mod tests {
             Some("a".into())
         );
     }
+
+    /// kube's `TestPickBestLeaderOldestEmulationVersion` (election_test.go), all 5 cases. The
+    /// creation-timestamp case is decided by the identity here (candidate1 is both the older
+    /// object and the smaller identity, so kube's expected pick stands).
+    #[test]
+    fn kube_pick_best_leader_oldest_emulation_version() {
+        let s = Strategy::OldestEmulationVersion;
+        let pick = |cs: &[Candidate]| s.pick(cs).map(|c| c.identity.clone());
+        let cases: [(&str, Vec<Candidate>, Option<&str>); 5] = [
+            ("empty", vec![], None),
+            (
+                "single candidate",
+                vec![c("candidate1", "0.1.0", "0.1.0")],
+                Some("candidate1"),
+            ),
+            (
+                "multiple candidates, different emulation versions",
+                vec![
+                    c("candidate1", "0.1.0", "0.1.0"),
+                    c("candidate2", "0.2.0", "0.2.0"),
+                ],
+                Some("candidate1"),
+            ),
+            (
+                "multiple candidates, same emulation versions, different binary versions",
+                vec![
+                    c("candidate1", "0.1.0", "0.1.0"),
+                    c("candidate2", "0.1.0", "0.2.0"),
+                ],
+                Some("candidate1"),
+            ),
+            (
+                "multiple candidates, same emulation versions, same binary versions, different creation timestamps",
+                vec![
+                    c("candidate1", "0.1.0", "0.1.0"),
+                    c("candidate2", "0.1.0", "0.1.0"),
+                ],
+                Some("candidate1"),
+            ),
+        ];
+        for (name, candidates, want) in cases {
+            assert_eq!(pick(&candidates).as_deref(), want, "{name}");
+        }
+    }
+
+    /// kube's `TestCompare`: the 5 cases whose versions a registry can hold (a missing
+    /// version is kube's zero version, 0.0.0). Not ported: "invalid lhs/rhs version" (a
+    /// registry refuses a version that does not parse) and "identical versions earlier
+    /// timestamp" (no creation time; the identity decides).
+    #[test]
+    fn kube_compare() {
+        let s = Strategy::OldestEmulationVersion;
+        // -1: lhs better, 1: rhs better.
+        let compare = |lhs: Candidate, rhs: Candidate| {
+            if s.pick(&[lhs.clone(), rhs]) == Some(&lhs) {
+                -1
+            } else {
+                1
+            }
+        };
+        let cases = [
+            (
+                "no lhs version",
+                ("0.0.0", "0.0.0"),
+                ("1.20.0", "1.21.0"),
+                -1,
+            ),
+            (
+                "no rhs version",
+                ("1.20.0", "1.21.0"),
+                ("0.0.0", "0.0.0"),
+                1,
+            ),
+            (
+                "lhs less than rhs",
+                ("1.19.0", "1.20.0"),
+                ("1.20.0", "1.20.0"),
+                -1,
+            ),
+            (
+                "rhs less than lhs",
+                ("1.20.0", "1.20.0"),
+                ("1.19.0", "1.20.0"),
+                1,
+            ),
+            (
+                "lhs less than rhs, lexographical order check",
+                ("1.2.0", "1.20.0"),
+                ("1.19.0", "1.20.0"),
+                -1,
+            ),
+        ];
+        for (name, (le, lb), (re, rb), want) in cases {
+            assert_eq!(compare(c("lhs", le, lb), c("rhs", re, rb)), want, "{name}");
+        }
+    }
+
+    /// kube's `TestPickBestStrategy`, all 7 cases (a missing binary version is 0.0.0).
+    #[test]
+    fn kube_pick_best_strategy() {
+        const OEV: &str = "OldestEmulationVersion";
+        let cand = |name: &str, binary: &str, strategy: &str| {
+            c(name, "0.0.0", binary).with_strategy(strategy).unwrap()
+        };
+        let cases: [(&str, Vec<Candidate>, Option<&str>); 7] = [
+            (
+                "single candidate, single preferred strategy",
+                vec![cand("candidate1", "0.0.0", OEV)],
+                Some(OEV),
+            ),
+            (
+                "multiple candidates, different preferred strategies should fail",
+                vec![
+                    cand("candidate1", "0.0.0", OEV),
+                    cand("candidate2", "0.0.0", "foo.com/bar"),
+                ],
+                None,
+            ),
+            (
+                "multiple candidates, different preferred strategy different binary version should resolve",
+                vec![
+                    cand("candidate1", "1.32.0", OEV),
+                    cand("candidate2", "1.31.0", "foo.com/bar"),
+                ],
+                Some(OEV),
+            ),
+            (
+                "multiple candidates, different preferred strategy different binary version should resolve, order agnostic",
+                vec![
+                    cand("candidate2", "1.31.0", "foo.com/bar"),
+                    cand("candidate1", "1.32.0", OEV),
+                ],
+                Some(OEV),
+            ),
+            (
+                "multiple candidates, different preferred strategy different binary version string comparison check",
+                vec![
+                    cand("candidate1", "1.1.10", OEV),
+                    cand("candidate2", "1.1.2", "foo.com/bar"),
+                ],
+                Some(OEV),
+            ),
+            (
+                "multiple candidates, same preferred strategy",
+                vec![
+                    cand("candidate1", "1.31.0", OEV),
+                    cand("candidate2", "1.31.0", OEV),
+                ],
+                Some(OEV),
+            ),
+            (
+                "multiple candidates, conflicting preferred strategy",
+                vec![
+                    cand("candidate1", "1.31.0", OEV),
+                    cand("candidate2", "1.31.0", "foo.com/bar"),
+                ],
+                None,
+            ),
+        ];
+        for (name, candidates, want) in cases {
+            assert_eq!(pick_strategy(&candidates).ok(), want, "{name}");
+        }
+        assert_eq!(pick_strategy(&[]), Err(StrategyError::NoCandidates));
+    }
+
+    /// kube's `TestValidLeaseCandidateForOldestEmulationVersion`, all 3 cases, as the
+    /// registration text a registry reads back: kube skips such a candidate, a registry here
+    /// refuses it.
+    #[test]
+    fn kube_valid_lease_candidate_for_oldest_emulation_version() {
+        let cases = [
+            (
+                "valid emulation and binary versions",
+                "0.1.0 0.1.0 OldestEmulationVersion",
+                true,
+            ),
+            (
+                "invalid emulation version",
+                "invalid 0.1.0 OldestEmulationVersion",
+                false,
+            ),
+            (
+                "invalid binary version",
+                "0.1.0 invalid OldestEmulationVersion",
+                false,
+            ),
+        ];
+        for (name, spec, want) in cases {
+            assert_eq!(Candidate::from_spec("c", spec).is_ok(), want, "{name}");
+        }
+        assert!(
+            Candidate::from_spec("c", "1.33 1.33").is_err(),
+            "no strategy"
+        );
+        assert!(
+            Candidate::new("c", CandidateVersion(1, 33, 0), CandidateVersion(1, 33, 0))
+                .with_strategy("two words")
+                .is_err()
+        );
+    }
 }
