@@ -1,17 +1,33 @@
-//! Coordinated leader election (Kubernetes' KEP-4355), over any lock: candidates register, a
-//! coordinator picks the leader by a strategy and writes it as the record's
-//! `preferredHolder`, and electors honour it (see
+//! Coordinated leader election (Kubernetes' KEP-4355), over any lock: candidates register
+//! with their versions and the strategy they ask for, a coordinator reads the strategy from
+//! them, picks the leader by it and writes the election's record: it creates the record for
+//! the pick, gives a released or expired lease to the pick, and asks a live holder that is not
+//! the pick to step down (`preferredHolder`). Coordinated electors
+//! ([`ElectionConfigBuilder::coordinated`](crate::ElectionConfigBuilder::coordinated)) never
+//! create the record nor take a free or expired lease themselves, so the first acquisition and
+//! a take-over after a crash are the strategy's choice too; every elector honours
+//! `preferredHolder` (see
 //! [`LeaderElector::try_acquire_or_renew`](crate::LeaderElector::try_acquire_or_renew): the
 //! holder steps down and releases, the preferred candidate takes over at once).
 //!
 //! This module holds the parts that do not depend on a backend: [`Candidate`] and
-//! [`CandidateVersion`], the strategy ([`Strategy::pick`]), the registry interface
-//! ([`CandidateStore`]) with an in-memory registry ([`MemoryCandidates`]) and one in a
-//! directory ([`FileCandidates`]), and the
-//! [`Coordinator`], which is meant to run as the leader's work of an election of its own
-//! (so exactly one coordinator writes at a time). The backend crates have registries on their
-//! servers: `PostgresCandidates`, `EtcdCandidates`, `RedisCandidates` and `LeaseCandidates`
-//! (LeaseCandidate objects).
+//! [`CandidateVersion`], the strategies ([`pick_strategy`], [`Strategy::pick`]), the registry
+//! interface ([`CandidateStore`]) with an in-memory registry ([`MemoryCandidates`]) and one in
+//! a directory ([`FileCandidates`]), and the [`Coordinator`], which is meant to run as the
+//! leader's work of an election of its own (so exactly one coordinator writes at a time). The
+//! backend crates have registries on their servers: `PostgresCandidates`, `EtcdCandidates`,
+//! `RedisCandidates` and `LeaseCandidates` (LeaseCandidate objects).
+//!
+//! Where this differs from kube's coordinator (`pkg/controlplane/controller/leaderelection`,
+//! v1.34): expiry of the election's lease is judged by the coordinator's own clock since it
+//! last saw the holder write, not by `renewTime` against its wall clock; candidates renew
+//! their registration well within the registry's time to live instead of every 5 minutes, so
+//! the coordinator does not ping them (kube sets `pingTime` and waits 5 s for the renewals) and
+//! a live registration counts as kube's acknowledged one; equal versions are ordered by
+//! identity, not by the LeaseCandidate's creation time; an expired lease whose holder is still
+//! the pick is written again for it (a fresh version the holder may take up), where kube leaves
+//! it; a candidate whose versions do not parse is a corrupt registration (an error), where kube
+//! skips it.
 
 use std::collections::BTreeMap;
 use std::fmt;
