@@ -74,7 +74,7 @@ impl Backend {
 enum Fault {
     /// SIGKILL the leader.
     Kill,
-    /// SIGSTOP the leader until another leads, then SIGCONT.
+    /// SIGSTOP the leader until another leads (at most 3 s), then SIGCONT.
     Stop,
     /// Delete the record under the leader.
     Delete,
@@ -436,7 +436,15 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
         Fault::Stop => {
             let t0 = now_us();
             c.nodes[leader].signal("STOP");
-            let r = c.wait_new_term(t0, limit).await;
+            // Resumed once another node leads, or after 3 s: a FileLock leader paused inside
+            // a write holds the OS lock, and nobody can write until it resumes.
+            let r = match c.wait_new_term(t0, Duration::from_secs(3)).await {
+                Ok(r) => Ok(r),
+                Err(_) => {
+                    c.nodes[leader].signal("CONT");
+                    c.wait_new_term(t0, limit).await
+                }
+            };
             tokio::time::sleep(Duration::from_millis(300)).await;
             c.nodes[leader].signal("CONT");
             r?
@@ -533,13 +541,17 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
         Fault::HeldLock => {
             let path = c.file.as_ref().ok_or("no lock file")?;
             let lock_path = format!("{}.lock", path.display());
+            let spawned = now_us();
             let mut holder = tokio::process::Command::new("flock")
                 .args([lock_path.as_str(), "sleep", "2.5"])
                 .kill_on_drop(true)
                 .spawn()
                 .map_err(|e| format!("flock: {e}"))?;
             holder.wait().await.map_err(|e| e.to_string())?;
-            let released = now_us();
+            // The lock is free from the end of the sleep on, which may come before `wait`
+            // returns on a loaded machine (and a term may start in between): measure from the
+            // earliest possible release.
+            let released = spawned + 2_500_000;
             c.wait_new_term(released, limit).await?
         }
     };
