@@ -19,7 +19,7 @@
 //! `RedisCandidates` and `LeaseCandidates` (LeaseCandidate objects).
 //!
 //! Where this differs from kube's coordinator (`pkg/controlplane/controller/leaderelection`,
-//! v1.34): expiry of the election's lease is judged by the coordinator's own clock since it
+//! as read in the revisions described in `docs/backends.md`): expiry of the election's lease is judged by the coordinator's own clock since it
 //! last saw the holder write, not by `renewTime` against its wall clock; candidates renew
 //! their registration well within the registry's time to live instead of every 5 minutes, so
 //! the coordinator does not ping them (kube sets `pingTime` and waits 5 s for the renewals) and
