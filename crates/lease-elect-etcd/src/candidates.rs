@@ -10,8 +10,9 @@ use lease_elect::coordinated::{Candidate, CandidateStore};
 use crate::classify;
 
 /// A [`CandidateStore`] in etcd: for election `e`, the key `/lease-elect/e/candidates/<id>`
-/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`), attached to an etcd lease of the time to live
-/// granted at each registration, so etcd deletes it when the candidate stops registering.
+/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`), attached to
+/// an etcd lease of the time to live granted at each registration, so etcd deletes it when the
+/// candidate stops registering.
 #[derive(Clone)]
 pub struct EtcdCandidates {
     client: Client,

@@ -151,8 +151,8 @@ impl CandidateStore for PostgresCandidates {
         let rows = self
             .with(async |c| {
                 c.query(
-                    "SELECT identity, emulation_version, binary_version, strategy FROM lease_elect_candidates
-                     WHERE election = $1 AND renewed_at > now() - make_interval(secs => $2)",
+                    "SELECT identity, emulation_version, binary_version, strategy
+                     FROM lease_elect_candidates WHERE election = $1 AND renewed_at > now() - make_interval(secs => $2)",
                     &[&self.election, &ttl],
                 )
                 .await

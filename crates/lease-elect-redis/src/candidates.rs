@@ -11,8 +11,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use crate::classify;
 
 /// A [`CandidateStore`] in Redis: for election `e`, the key `lease-elect:{e}:candidate:<id>`
-/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`) and expires a time to live after the last
-/// registration (`SET .. PX`), and the set `lease-elect:{e}:candidates` lists the identities
+/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`) and expires a
+/// time to live after the last registration (`SET .. PX`), and the set `lease-elect:{e}:candidates` lists the identities
 /// (members whose key expired are removed when listing). The keys share a hash slot.
 pub struct RedisCandidates {
     client: Client,
