@@ -352,8 +352,20 @@ impl NodeVolumeLimits {
 /// node fails.
 #[derive(Debug, Default)]
 pub struct CsiLimitsState {
-    volumes: Vec<Attachable>,
+    /// The pod's unique volumes `(id, driver)`, sorted by driver, on a node without a CSINode
+    /// (in-tree volumes are not migrated there) and on one with.
+    new_plain: Vec<(String, String)>,
+    new_migrated: Vec<(String, String)>,
     reject: Option<Reason>,
+}
+
+/// `unique` as a list sorted by driver.
+fn unique_sorted(list: &[Attachable], csi_node: Option<&CsiNode>) -> Vec<(String, String)> {
+    let mut map = HashMap::new();
+    unique(list, csi_node, &mut map);
+    let mut v: Vec<(String, String)> = map.into_iter().collect();
+    v.sort_unstable_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    v
 }
 
 fn counts_for_limits(v: &Volume, v1_34: bool) -> bool {
@@ -380,9 +392,14 @@ impl Predicate for NodeVolumeLimits {
             return Ok(Prepared::Skip);
         }
         let mut st = CsiLimitsState::default();
-        if let Err(r) = attachables(cx.snapshot().storage(), pod, true, v1_34, &mut st.volumes) {
+        let mut volumes = Vec::new();
+        if let Err(r) = attachables(cx.snapshot().storage(), pod, true, v1_34, &mut volumes) {
             st.reject = Some(r);
         }
+        // `unique` reads only whether the node has a CSINode: both answers, once per pod.
+        st.new_plain = unique_sorted(&volumes, None);
+        let any_csi_node = CsiNode::default();
+        st.new_migrated = unique_sorted(&volumes, Some(&any_csi_node));
         // As kube, a pod with claims runs the filter even when none of them counts (each node
         // then passes at once).
         Ok(Prepared::Run(st))
@@ -398,20 +415,13 @@ impl Predicate for NodeVolumeLimits {
             return Err(r);
         }
         let v1_34 = cx.kube_version() >= KubeVersion::V1_34;
+        if st.new_plain.is_empty() && st.new_migrated.is_empty() {
+            return Ok(());
+        }
+        // The node's limits and the volumes its pods attach: derived from the node, its pods
+        // and the storage objects only, so kept in the node's memo until one changes.
         let storage = cx.snapshot().storage();
-        let csi_node = storage.csi_node(&node.node().metadata.name);
-        let mut new = HashMap::new();
-        unique(&st.volumes, csi_node, &mut new);
-        if new.is_empty() {
-            return Ok(());
-        }
-        let limits = csi_limits(node.node(), csi_node);
-        if limits.is_empty() {
-            return Ok(());
-        }
-        // The volumes the node's pods attach: derived from its pods and the storage objects
-        // only, so kept in the node's memo until either changes.
-        let compute = || Attached::of(storage, node, csi_node, v1_34);
+        let compute = || Attached::of(storage, node, v1_34);
         let slot = MEMO_CSI + usize::from(v1_34);
         let local;
         let attached = match node.info().memo(slot, compute) {
@@ -421,15 +431,25 @@ impl Predicate for NodeVolumeLimits {
                 &local
             }
         };
-        new.retain(|id, _| !attached.ids.contains_key(id));
-        let mut new_count: HashMap<&str, i64> = HashMap::new();
-        for driver in new.values() {
-            *new_count.entry(driver.as_str()).or_default() += 1;
+        if attached.limits.is_empty() {
+            return Ok(());
         }
-        for (driver, n) in new_count {
-            if let Some(&limit) = limits.get(driver)
-                && attached.counts.get(driver).copied().unwrap_or(0) + n > limit
-            {
+        let new = if attached.has_csi_node {
+            &st.new_migrated
+        } else {
+            &st.new_plain
+        };
+        // Per driver (the list is sorted by driver): the new volumes not attached already.
+        for run in new.chunk_by(|a, b| a.1 == b.1) {
+            let driver = run[0].1.as_str();
+            let Some(&limit) = attached.limits.get(driver) else {
+                continue;
+            };
+            let n = run
+                .iter()
+                .filter(|(id, _)| !attached.ids.contains_key(id))
+                .count() as i64;
+            if n > 0 && attached.counts.get(driver).copied().unwrap_or(0) + n > limit {
                 return Err(Reason::MaxVolumeCount);
             }
         }
@@ -443,21 +463,19 @@ impl Predicate for NodeVolumeLimits {
 const MEMO_CSI: usize = 0;
 const MEMO_IN_TREE: usize = 2;
 
-/// The unique volumes a node's pods attach (volume handle to CSI driver), and how many per
-/// driver.
+/// A node's CSI attach limits per driver, whether it has a CSINode, the unique volumes its
+/// pods attach (volume handle to CSI driver), and how many per driver.
 #[derive(Debug)]
 struct Attached {
+    limits: HashMap<String, i64>,
+    has_csi_node: bool,
     ids: HashMap<String, String>,
     counts: HashMap<String, i64>,
 }
 
 impl Attached {
-    fn of(
-        storage: &StorageIndex,
-        node: NodeRef<'_>,
-        csi_node: Option<&CsiNode>,
-        v1_34: bool,
-    ) -> Attached {
+    fn of(storage: &StorageIndex, node: NodeRef<'_>, v1_34: bool) -> Attached {
+        let csi_node = storage.csi_node(&node.node().metadata.name);
         let mut ids = HashMap::new();
         let mut list = Vec::new();
         for p in node.info().pods() {
@@ -470,7 +488,12 @@ impl Attached {
         for driver in ids.values() {
             *counts.entry(driver.clone()).or_default() += 1;
         }
-        Attached { ids, counts }
+        Attached {
+            limits: csi_limits(node.node(), csi_node),
+            has_csi_node: csi_node.is_some(),
+            ids,
+            counts,
+        }
     }
 }
 
