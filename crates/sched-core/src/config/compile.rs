@@ -550,20 +550,14 @@ impl SchedulerConfiguration {
     /// # Errors
     /// A [`ConfigError`] listing every problem: plugins that do not exist, are registered twice
     /// or are enabled at a point they do not implement; a missing queue-sort or bind plugin;
-    /// plugin arguments a plugin refuses; extenders (not run by this crate yet).
+    /// plugin arguments a plugin refuses. The profiles do not include the configuration's
+    /// extenders, which the scheduling engine runs
+    /// ([`crate::scheduler::Scheduler::from_config`]).
     pub fn builders(
         &self,
         registry: &Registry,
     ) -> Result<Vec<(String, ProfileBuilder)>, ConfigError> {
         let mut problems = Vec::new();
-        if !self.extenders.is_empty() {
-            problems.push(ConfigProblem::new(
-                "extenders",
-                ProblemKind::Unsupported(
-                    "extenders are not called by this crate yet; placements would differ from kube-scheduler's".into(),
-                ),
-            ));
-        }
         let mut out = Vec::with_capacity(self.profiles.len());
         for (i, p) in self.profiles.iter().enumerate() {
             let path = format!("profiles[{i}]");

@@ -29,6 +29,9 @@ pub fn resolvable(reason: &Reason) -> bool {
             | Reason::TopologySpreadConstraintsNotMatch
             | Reason::MaxVolumeCount
             | Reason::Custom(_)
+            | Reason::Extender {
+                unresolvable: false
+            }
     )
 }
 
