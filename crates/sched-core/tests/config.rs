@@ -284,13 +284,70 @@ fn framework_errors_are_kubes() {
 }
 
 #[test]
-fn extenders_are_refused_rather_than_ignored() {
-    let got = compile_problems(
-        "extenders:\n- urlPrefix: http://127.0.0.1:8888\n  filterVerb: filter\n",
-        &Registry::v1_34(),
+fn extenders_are_read_with_every_field() {
+    let c = config(
+        r#"extenders:
+- urlPrefix: https://127.0.0.1:8888/scheduler
+  filterVerb: filter
+  preemptVerb: preempt
+  prioritizeVerb: prioritize
+  weight: 3
+  bindVerb: bind
+  enableHTTPS: true
+  tlsConfig:
+    insecure: true
+    caData: LS0tLS1CRUdJTg==
+    certFile: /etc/cert.pem
+    keyFile: /etc/key.pem
+  httpTimeout: 1m30s
+  nodeCacheCapable: true
+  managedResources:
+  - name: example.com/gpu
+    ignoredByScheduler: true
+  ignorable: true
+- urlPrefix: http://127.0.0.1:9999
+"#,
     );
-    assert_eq!(got.len(), 1);
-    assert!(got[0].starts_with("extenders: not supported by sched-core: extenders are not called"));
+    assert_eq!(c.extenders.len(), 2);
+    let e = &c.extenders[0];
+    assert_eq!(e.url_prefix, "https://127.0.0.1:8888/scheduler");
+    assert_eq!(
+        (e.filter_verb.as_str(), e.preempt_verb.as_str(), e.prioritize_verb.as_str(), e.bind_verb.as_str()),
+        ("filter", "preempt", "prioritize", "bind")
+    );
+    assert_eq!(e.weight, 3);
+    assert!(e.enable_https && e.node_cache_capable && e.ignorable);
+    assert_eq!(e.http_timeout, std::time::Duration::from_secs(90));
+    let tls = e.tls_config.as_ref().expect("tlsConfig");
+    assert!(tls.insecure);
+    assert_eq!(tls.ca_data, b"-----BEGIN");
+    assert_eq!((tls.cert_file.as_str(), tls.key_file.as_str()), ("/etc/cert.pem", "/etc/key.pem"));
+    assert_eq!(e.managed_resource_names(), ["example.com/gpu"]);
+    assert!(e.managed_resources[0].ignored_by_scheduler);
+    // Nothing set: kube leaves the fields zero; the HTTP client's timeout is 5 seconds.
+    let d = &c.extenders[1];
+    assert_eq!(d.http_timeout, std::time::Duration::ZERO);
+    assert_eq!(d.effective_timeout(), std::time::Duration::from_secs(5));
+    assert!(d.filter_verb.is_empty() && d.tls_config.is_none() && !d.ignorable);
+    // The profiles compile; the scheduling engine runs the extenders.
+    assert!(c.compile(&Registry::v1_34()).is_ok());
+}
+
+#[test]
+fn extender_durations_and_tls_data_are_checked() {
+    let got = problems(&format!(
+        "{HEADER}extenders:\n- urlPrefix: http://x\n  httpTimeout: '5'\n  tlsConfig: {{caData: '%%%', serverNam: x}}\n- urlPrefix: http://y\n  httpTimeout: '-1s'\n  managedResources: [{{name: example.com/a}}, {{name: example.com/a}}]\n"
+    ));
+    assert_eq!(
+        got,
+        [
+            r#"extenders[0].httpTimeout: Invalid value: "5": not a duration (Go's syntax, such as "5s" or "1m30s", not negative)"#,
+            r#"extenders[0].tlsConfig.serverNam: unknown field (did you mean "serverName"?)"#,
+            "extenders[0].tlsConfig.caData: Invalid value: (base64 data): not base64: Invalid symbol 37, offset 0.",
+            r#"extenders[1].httpTimeout: Invalid value: "-1s": not a duration (Go's syntax, such as "5s" or "1m30s", not negative)"#,
+            r#"extenders[1].managedResources[1].name: Invalid value: "example.com/a": duplicate extender managed resource name"#,
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------

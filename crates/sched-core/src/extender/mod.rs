@@ -248,6 +248,40 @@ pub trait Extender: Send + Sync {
     }
 }
 
+impl<T: Extender + ?Sized> Extender for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn is_interested(&self, pod: &Pod) -> bool {
+        (**self).is_interested(pod)
+    }
+    fn is_ignorable(&self) -> bool {
+        (**self).is_ignorable()
+    }
+    fn is_filter(&self) -> bool {
+        (**self).is_filter()
+    }
+    fn is_prioritizer(&self) -> bool {
+        (**self).is_prioritizer()
+    }
+    fn is_binder(&self) -> bool {
+        (**self).is_binder()
+    }
+    fn filter(&self, pod: &Pod, nodes: &[&Node]) -> Result<FilterResult, ExtenderError> {
+        (**self).filter(pod, nodes)
+    }
+    fn prioritize(
+        &self,
+        pod: &Pod,
+        nodes: &[&Node],
+    ) -> Result<(Vec<HostPriority>, i64), ExtenderError> {
+        (**self).prioritize(pod, nodes)
+    }
+    fn bind(&self, binding: &ExtenderBindingArgs) -> Result<(), ExtenderError> {
+        (**self).bind(binding)
+    }
+}
+
 impl std::fmt::Debug for dyn Extender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -12,12 +12,15 @@ use crate::snapshot::Snapshot;
 /// extenders. Given to [`super::Profile::schedule_and_assume_with`].
 pub trait CycleExtension {
     /// Whether [`CycleExtension::filter`] may remove nodes (kube's `hasExtenderFilters`).
-    fn filters(&self, pod: &Pod) -> bool;
+    /// With neither filtering nor scoring (plugins or extension), a v1.34 profile stops at
+    /// the first feasible node, as kube does.
+    fn filters(&self) -> bool;
 
-    /// Whether [`CycleExtension::score`] is run at all: then the plugins' totals start at 0
-    /// even without score plugins (kube gives every node 1 only when there are neither
-    /// score plugins nor extenders).
-    fn scores(&self) -> bool;
+    /// Whether [`CycleExtension::score`] gives scores (kube's `IsPrioritizer` of any
+    /// extender). [`CycleExtension::score`] is called either way, and with an extension the
+    /// plugins' totals start at 0 even without score plugins (kube gives every node 1 only
+    /// when there are neither score plugins nor extenders).
+    fn prioritizes(&self) -> bool;
 
     /// Called with the nodes that passed the filter plugins (snapshot indices, in evaluation
     /// order; never empty): keeps the nodes that pass and pushes each node it rejects, with

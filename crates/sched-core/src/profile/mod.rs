@@ -384,8 +384,8 @@ impl Profile {
         if let Some(e) = extension.as_deref()
             && self.version == KubeVersion::V1_34
             && self.priorities.is_empty()
-            && !e.scores()
-            && !e.filters(pod)
+            && !e.prioritizes()
+            && !e.filters()
         {
             // kube v1.34: neither scoring nor filtering extenders, so one node is enough.
             to_find = 1;
@@ -457,9 +457,7 @@ impl Profile {
             });
         }
         let mut selected = self.prioritize(cache, cx)?;
-        if let Some(e) = extension
-            && e.scores()
-        {
+        if let Some(e) = extension {
             // kube's prioritizeNodes: the extenders' scores join the plugins' totals, and
             // without score plugins the totals start at 0 rather than 1.
             let s = &mut cache.scratch;

@@ -67,6 +67,7 @@
 //! registers ([`events_for`]).
 
 mod events;
+mod extender;
 mod hooks;
 pub mod preemption;
 mod queue;
@@ -76,10 +77,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use events::{ClusterEvent, EventMask, events_for};
+pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
+use crate::extender::{Extender, ExtenderBinder};
 use crate::model::Pod;
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
@@ -102,6 +105,10 @@ pub enum Step {
         /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
         /// and claims to provision on the node. Empty for most pods.
         volumes: AssumedVolumes,
+        /// The extender that binds the pod instead of the caller's binder (kube: the first
+        /// binder extender interested in the pod): call [`ExtenderBinder::bind`] and report
+        /// its result to [`Scheduler::finish_binding`]. `None`: the caller binds.
+        extender_binder: Option<ExtenderBinder>,
     },
     /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
     Unschedulable {
@@ -185,6 +192,16 @@ pub enum SchedulerEvent {
         /// The binder's error.
         message: String,
     },
+    /// An extender failed and was passed over, as kube does (an ignorable extender's filter
+    /// error, or any prioritize error): the attempt went on without it.
+    ExtenderSkipped {
+        /// `namespace/name` of the pod being scheduled.
+        pod: String,
+        /// The extender.
+        extender: String,
+        /// Its error.
+        message: String,
+    },
     /// An event could not be applied to the snapshot (a pod bound to an unknown node, ...);
     /// nothing was changed.
     Rejected {
@@ -257,6 +274,41 @@ fn preemption_args(p: &crate::config::ProfileConfig) -> Option<(i32, i32)> {
     }
 }
 
+/// The configuration's extenders as HTTP extenders.
+#[cfg(feature = "http-extender")]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    let mut out: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, e) in config.extenders.iter().enumerate() {
+        match crate::extender::HttpExtender::new(e) {
+            Ok(h) => out.push(Arc::new(h)),
+            Err(err) => problems.push(crate::config::ConfigProblem::new(
+                format!("extenders[{i}]"),
+                crate::config::ProblemKind::Plugins(err.to_string()),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(ConfigError::new(problems))
+    }
+}
+
+/// Without the `http-extender` feature a configuration's extenders cannot be called.
+#[cfg(not(feature = "http-extender"))]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    if config.extenders.is_empty() {
+        return Ok(Vec::new());
+    }
+    Err(ConfigError::new(vec![crate::config::ConfigProblem::new(
+        "extenders",
+        crate::config::ProblemKind::Unsupported(
+            "calling HTTP extenders needs sched-core's `http-extender` feature".into(),
+        ),
+    )]))
+}
+
 /// The scheduling cycle for a set of profiles over one snapshot. See the module docs.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -276,6 +328,8 @@ pub struct Scheduler {
     ready: VecDeque<(String, String)>,
     /// Pods preemption nominated to a node (kube's `nominatedNodeName`).
     nominated: HashMap<String, String>,
+    /// Scheduler extenders, in order, for every profile.
+    extenders: Vec<Arc<dyn Extender>>,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -317,7 +371,21 @@ impl Scheduler {
             waiting: HashMap::new(),
             ready: VecDeque::new(),
             nominated: HashMap::new(),
+            extenders: Vec::new(),
         }
+    }
+
+    /// Adds a scheduler extender (called in the order added, for every profile, as kube
+    /// calls a configuration's `extenders`; see [`crate::extender`]).
+    #[must_use]
+    pub fn with_extender(mut self, extender: impl Extender + 'static) -> Scheduler {
+        self.extenders.push(Arc::new(extender));
+        self
+    }
+
+    /// The extenders, in order.
+    pub fn extenders(&self) -> impl Iterator<Item = &dyn Extender> {
+        self.extenders.iter().map(|e| &**e)
     }
 
     /// Turns preemption off (or on, with kube's default arguments) for every profile.
@@ -458,7 +526,24 @@ impl Scheduler {
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.preemption = preemption_args(p);
         }
+        scheduler.extenders = http_extenders(config)?;
         Ok(scheduler)
+    }
+
+    /// The extender that binds `pod` on `node`, if any.
+    fn binder_for(&self, pod: &Pod, node: &str) -> Option<ExtenderBinder> {
+        extender::binder_for(&self.extenders, pod, node)
+    }
+
+    /// Records the extender errors an attempt passed over.
+    fn note_skipped(&mut self, pod: &str, skipped: Vec<Skipped>) {
+        for s in skipped {
+            self.events.push(SchedulerEvent::ExtenderSkipped {
+                pod: pod.to_string(),
+                extender: s.extender,
+                message: s.message,
+            });
+        }
     }
 
     /// The cluster as the scheduler sees it (assumed pods included).
@@ -700,6 +785,7 @@ impl Scheduler {
             return Step::Bind {
                 node: b.node.clone(),
                 volumes: b.volumes.clone(),
+                extender_binder: self.binder_for(&b.pod, &b.node),
                 pod,
                 profile,
             };
@@ -731,6 +817,8 @@ impl Scheduler {
                         .fits_on(&pod, &self.snapshot, index),
                     Ok(Ok(()))
                 )
+                && (self.extenders.is_empty()
+                    || ExtenderCycle::new(&self.extenders).pass(&pod, &self.snapshot, index))
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
                 self.nominated.remove(&key);
@@ -745,10 +833,23 @@ impl Scheduler {
                 return self.reserve_and_permit(key, b, profile, now);
             }
             let s = &mut self.profiles[slot];
-            match s
-                .profile
-                .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
-            {
+            let placed = if self.extenders.is_empty() {
+                s.profile
+                    .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
+            } else {
+                let mut ext = ExtenderCycle::new(&self.extenders);
+                let r = s.profile.schedule_and_assume_with(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &mut ext,
+                );
+                let skipped = ext.take_skipped();
+                self.note_skipped(&key, skipped);
+                r
+            };
+            let s = &mut self.profiles[slot];
+            match placed {
                 Ok(r) => {
                     self.nominated.remove(&key);
                     let attempts = self.queue.done(&key).unwrap_or(1);
@@ -896,12 +997,14 @@ impl Scheduler {
             None => {
                 let node = b.node.clone();
                 let volumes = b.volumes.clone();
+                let extender_binder = self.binder_for(&b.pod, &node);
                 self.binding.insert(key.clone(), b);
                 Step::Bind {
                     pod: key,
                     node,
                     profile,
                     volumes,
+                    extender_binder,
                 }
             }
             Some(t) => {
