@@ -312,7 +312,12 @@ fn extenders_are_read_with_every_field() {
     let e = &c.extenders[0];
     assert_eq!(e.url_prefix, "https://127.0.0.1:8888/scheduler");
     assert_eq!(
-        (e.filter_verb.as_str(), e.preempt_verb.as_str(), e.prioritize_verb.as_str(), e.bind_verb.as_str()),
+        (
+            e.filter_verb.as_str(),
+            e.preempt_verb.as_str(),
+            e.prioritize_verb.as_str(),
+            e.bind_verb.as_str()
+        ),
         ("filter", "preempt", "prioritize", "bind")
     );
     assert_eq!(e.weight, 3);
@@ -321,7 +326,10 @@ fn extenders_are_read_with_every_field() {
     let tls = e.tls_config.as_ref().expect("tlsConfig");
     assert!(tls.insecure);
     assert_eq!(tls.ca_data, b"-----BEGIN");
-    assert_eq!((tls.cert_file.as_str(), tls.key_file.as_str()), ("/etc/cert.pem", "/etc/key.pem"));
+    assert_eq!(
+        (tls.cert_file.as_str(), tls.key_file.as_str()),
+        ("/etc/cert.pem", "/etc/key.pem")
+    );
     assert_eq!(e.managed_resource_names(), ["example.com/gpu"]);
     assert!(e.managed_resources[0].ignored_by_scheduler);
     // Nothing set: kube leaves the fields zero; the HTTP client's timeout is 5 seconds.

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sched_core::extender::{
-    Extender, ExtenderBindingArgs, ExtenderConfig, ExtenderError, FilterResult, HostPriority,
-    HttpExtender,
+    Extender, ExtenderBindingArgs, ExtenderError, FilterResult, HostPriority,
 };
+#[cfg(feature = "http-extender")]
+use sched_core::extender::{ExtenderConfig, HttpExtender};
 use sched_core::framework::{Reason, predicate_fn, priority_fn};
 use sched_core::model::{Node, Pod};
 use sched_core::plugins::node::PodFitsResources;
@@ -309,7 +310,12 @@ fn test_2_every_node_failed_by_an_extender_is_a_fit_error() {
     );
     assert_eq!(
         e.failures[0].codes,
-        [("FakeExtender2".to_string(), Reason::Extender { unresolvable: false })]
+        [(
+            "FakeExtender2".to_string(),
+            Reason::Extender {
+                unresolvable: false
+            }
+        )]
     );
 }
 
@@ -465,6 +471,7 @@ fn test_11_no_scoring_no_prefilters_or_extender_filters_configured_a_single_feas
 // ---------------------------------------------------------------------------------------
 // TestIsInterested (an HTTP extender managing "memory")
 
+#[cfg(feature = "http-extender")]
 fn http_managing(resources: &[&str]) -> HttpExtender {
     let mut c = ExtenderConfig::new("http://127.0.0.1:1");
     for r in resources {
@@ -473,15 +480,22 @@ fn http_managing(resources: &[&str]) -> HttpExtender {
     HttpExtender::new(&c).unwrap()
 }
 
+#[cfg(feature = "http-extender")]
 fn pod_json(spec: serde_json::Value) -> Pod {
     serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
 }
 
+#[cfg(feature = "http-extender")]
 #[test]
 fn is_interested() {
     let mem = http_managing(&["memory"]);
     let cases = [
-        ("Empty managed resources", http_managing(&[]), Pod::default(), true),
+        (
+            "Empty managed resources",
+            http_managing(&[]),
+            Pod::default(),
+            true,
+        ),
         (
             "Managed memory, empty resources",
             http_managing(&["memory"]),
@@ -573,7 +587,10 @@ fn preemption_never_picks_a_node_an_extender_calls_unresolvable() {
     let now = Duration::ZERO;
     let outcome = |predicate: FitPredicate| {
         let mut s = engine(&["node1", "node2"], vec![], vec![ext("E", vec![predicate])]);
-        s.apply(ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")), now);
+        s.apply(
+            ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
+            now,
+        );
         s.schedule_one(now)
     };
     // Both nodes fit the plugins and fail the extender (resolvable): kube's order nominates
@@ -634,8 +651,13 @@ impl Extender for Rejects {
 fn a_nominated_node_must_pass_the_extenders_too() {
     let rejects = Arc::new(Rejects(Mutex::new(vec!["node1", "node2"])));
     let mut s = engine(&["node1", "node2"], vec![], vec![]).with_extender(Arc::clone(&rejects));
-    s.apply(ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")), Duration::ZERO);
-    assert!(matches!(s.schedule_one(Duration::ZERO), Step::Preempt { ref node, .. } if node == "node1"));
+    s.apply(
+        ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
+        Duration::ZERO,
+    );
+    assert!(
+        matches!(s.schedule_one(Duration::ZERO), Step::Preempt { ref node, .. } if node == "node1")
+    );
     assert_eq!(s.nominated_node("default/high"), Some("node1"));
     // Now only node1 (and the new node3) are rejected: the nominated node1 passes the
     // plugins but not the extender, so the pod goes through the full cycle to node2.
@@ -643,7 +665,9 @@ fn a_nominated_node_must_pass_the_extenders_too() {
     let later = Duration::from_secs(60);
     s.apply(ClusterEvent::NodeAdd(resource_node("node3")), later);
     match s.schedule_one(later) {
-        Step::Bind { pod, node, .. } => assert_eq!((pod.as_str(), node.as_str()), ("default/high", "node2")),
+        Step::Bind { pod, node, .. } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/high", "node2"))
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -664,7 +688,10 @@ fn a_binder_extender_binds_instead_of_the_caller() {
             extender_binder: Some(b),
             ..
         } => {
-            assert_eq!((pod.as_str(), node.as_str(), b.name()), ("default/p", "node1", "Binder"));
+            assert_eq!(
+                (pod.as_str(), node.as_str(), b.name()),
+                ("default/p", "node1", "Binder")
+            );
             b.bind().unwrap();
             s.finish_binding(&pod, Ok(()), now);
         }
@@ -673,16 +700,31 @@ fn a_binder_extender_binds_instead_of_the_caller() {
     let bound = binder.bound.lock().unwrap().clone();
     assert_eq!(bound.len(), 1);
     assert_eq!(
-        (bound[0].pod_name.as_str(), bound[0].pod_namespace.as_str(), bound[0].pod_uid.as_str(), bound[0].node.as_str()),
+        (
+            bound[0].pod_name.as_str(),
+            bound[0].pod_namespace.as_str(),
+            bound[0].pod_uid.as_str(),
+            bound[0].node.as_str()
+        ),
         ("p", "default", "uid-p", "node1")
     );
     // An uninterested binder leaves binding to the caller.
-    let mut s = engine(&["node1"], vec![], vec![FakeExtender {
-        un_interested: true,
-        ..ext("Binder", vec![])
-    }]);
+    let mut s = engine(
+        &["node1"],
+        vec![],
+        vec![FakeExtender {
+            un_interested: true,
+            ..ext("Binder", vec![])
+        }],
+    );
     s.apply(ClusterEvent::PodAdd(resource_pod("q", "100m", 0, "")), now);
-    assert!(matches!(s.schedule_one(now), Step::Bind { extender_binder: None, .. }));
+    assert!(matches!(
+        s.schedule_one(now),
+        Step::Bind {
+            extender_binder: None,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -709,17 +751,26 @@ fn skipped_extender_errors_are_events_and_a_hard_error_backs_off() {
         .drain_events()
         .into_iter()
         .filter_map(|e| match e {
-            SchedulerEvent::ExtenderSkipped { extender, message, .. } => Some((extender, message)),
+            SchedulerEvent::ExtenderSkipped {
+                extender, message, ..
+            } => Some((extender, message)),
             _ => None,
         })
         .collect();
     // Only node1 is feasible after the second extender, so nothing is prioritized.
     assert_eq!(skipped, [("Flaky".to_string(), "some error".to_string())]);
 
-    let mut s = engine(&["node1"], vec![], vec![ext("Broken", vec![error_predicate])]);
+    let mut s = engine(
+        &["node1"],
+        vec![],
+        vec![ext("Broken", vec![error_predicate])],
+    );
     s.apply(ClusterEvent::PodAdd(resource_pod("p", "100m", 0, "")), now);
     match s.schedule_one(now) {
-        Step::Failed { error: ScheduleError::Extender { extender, .. }, .. } => {
+        Step::Failed {
+            error: ScheduleError::Extender { extender, .. },
+            ..
+        } => {
             assert_eq!(extender, "Broken")
         }
         other => panic!("{other:?}"),

@@ -134,7 +134,8 @@ fn scheduler(extenders_yaml: &str) -> Scheduler {
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n{extenders_yaml}"
     ))
     .unwrap();
-    let snapshot = Snapshot::from_objects(vec![node("a"), node("b"), node("c")], Vec::new()).unwrap();
+    let snapshot =
+        Snapshot::from_objects(vec![node("a"), node("b"), node("c")], Vec::new()).unwrap();
     Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap()
 }
 
@@ -167,8 +168,10 @@ fn filter_prioritize_and_bind_through_the_engine() {
                 .filter(|n| n["metadata"]["name"] != "a")
                 .cloned()
                 .collect();
-            Reply::json(json!({"Nodes": {"metadata": {}, "items": kept}, "NodeNames": null,
-                               "FailedNodes": {"a": "a is draining"}, "Error": ""}))
+            Reply::json(
+                json!({"Nodes": {"metadata": {}, "items": kept}, "NodeNames": null,
+                               "FailedNodes": {"a": "a is draining"}, "Error": ""}),
+            )
         }
         "/scheduler/prioritize" => Reply::json(json!([
             {"Host": "b", "Score": 0}, {"Host": "c", "Score": 10}])),
@@ -203,11 +206,20 @@ fn filter_prioritize_and_bind_through_the_engine() {
     let paths: Vec<&str> = requests.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
         paths,
-        ["/scheduler/filter", "/scheduler/prioritize", "/scheduler/bind"]
+        [
+            "/scheduler/filter",
+            "/scheduler/prioritize",
+            "/scheduler/bind"
+        ]
     );
     // kube's request: the Go field names, the pod's Kubernetes JSON, a NodeList.
     let filter = &requests[0].1;
-    let keys: Vec<&str> = filter.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = filter
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, ["NodeNames", "Nodes", "Pod"]);
     assert!(filter["NodeNames"].is_null());
     assert_eq!(filter["Pod"]["metadata"]["name"], "web-1");
@@ -218,7 +230,10 @@ fn filter_prioritize_and_bind_through_the_engine() {
     );
     assert_eq!(filter["Nodes"]["metadata"], json!({}));
     assert_eq!(item_names(&filter["Nodes"]), ["a", "b", "c"]);
-    assert_eq!(filter["Nodes"]["items"][0]["status"]["allocatable"]["cpu"], "4");
+    assert_eq!(
+        filter["Nodes"]["items"][0]["status"]["allocatable"]["cpu"],
+        "4"
+    );
     // Prioritize sees only what the filter kept; bind gets kube's binding arguments.
     assert_eq!(item_names(&requests[1].1["Nodes"]), ["b", "c"]);
     assert_eq!(
@@ -261,8 +276,10 @@ fn node_cache_capable_extenders_get_names_and_may_answer_in_any_key_case() {
 #[test]
 fn nodes_every_extender_rejects_are_explained_with_its_messages() {
     let server = Server::start(|_, _| {
-        Reply::json(json!({"NodeNames": [], "FailedNodes": {"a": "no GPU", "b": "no GPU"},
-                           "FailedAndUnresolvableNodes": {"c": "wrong zone"}}))
+        Reply::json(
+            json!({"NodeNames": [], "FailedNodes": {"a": "no GPU", "b": "no GPU"},
+                           "FailedAndUnresolvableNodes": {"c": "wrong zone"}}),
+        )
     });
     let mut s = scheduler(&format!(
         "- urlPrefix: {}\n  filterVerb: filter\n  nodeCacheCapable: true\n",
@@ -285,10 +302,7 @@ fn nodes_every_extender_rejects_are_explained_with_its_messages() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(
-        message,
-        "0/3 nodes are available: 1 wrong zone, 2 no GPU."
-    );
+    assert_eq!(message, "0/3 nodes are available: 1 wrong zone, 2 no GPU.");
 }
 
 /// An address nothing listens on.
@@ -312,7 +326,9 @@ fn an_ignorable_extender_that_is_down_is_skipped_and_a_required_one_fails_the_at
         .drain_events()
         .into_iter()
         .filter_map(|e| match e {
-            SchedulerEvent::ExtenderSkipped { extender, message, .. } => {
+            SchedulerEvent::ExtenderSkipped {
+                extender, message, ..
+            } => {
                 assert_eq!(extender, down);
                 Some(message)
             }
@@ -322,7 +338,9 @@ fn an_ignorable_extender_that_is_down_is_skipped_and_a_required_one_fails_the_at
     assert_eq!(skipped.len(), 1);
     assert!(skipped[0].starts_with(&format!("filter with extender at URL {down}/filter: ")));
 
-    let mut s = scheduler(&format!("- urlPrefix: {down}\n  filterVerb: filter\n  httpTimeout: 2s\n"));
+    let mut s = scheduler(&format!(
+        "- urlPrefix: {down}\n  filterVerb: filter\n  httpTimeout: 2s\n"
+    ));
     s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
     match s.schedule_one(now) {
         Step::Failed {
@@ -390,15 +408,22 @@ fn bad_replies_are_typed_errors() {
     let p = pod("p");
     let err = ext.filter(&p, &[&n]).unwrap_err();
     assert!(matches!(err, ExtenderError::Decode { .. }), "{err:?}");
-    assert!(err.to_string().contains("malformed reply: not JSON"), "{err}");
+    assert!(
+        err.to_string().contains("malformed reply: not JSON"),
+        "{err}"
+    );
     let err = ext.prioritize(&p, &[&n]).unwrap_err();
     assert!(
-        err.to_string().ends_with("malformed reply: [0].Score: expected a number, found a string"),
+        err.to_string()
+            .ends_with("malformed reply: [0].Score: expected a number, found a string"),
         "{err}"
     );
     let args = sched_core::extender::ExtenderBindingArgs::new(&p, "a");
     let err = ext.bind(&args).unwrap_err();
-    assert!(matches!(&err, ExtenderError::Reply(m) if m == "node a is gone"), "{err:?}");
+    assert!(
+        matches!(&err, ExtenderError::Reply(m) if m == "node a is gone"),
+        "{err:?}"
+    );
 
     let other = HttpExtender::new(
         &ExtenderConfig::new(format!("http://{}/other/", server.addr)).filter_verb("filter"),
@@ -446,7 +471,9 @@ fn unsupported_tls_settings_are_refused_when_building() {
     .unwrap();
     let err = Scheduler::from_config(&config, &Registry::v1_34(), Snapshot::new(), 1).unwrap_err();
     assert!(
-        err.to_string().contains("extenders[0]: extender \"https://127.0.0.1:1\": reading the CA \"/nonexistent/ca.pem\""),
+        err.to_string().contains(
+            "extenders[0]: extender \"https://127.0.0.1:1\": reading the CA \"/nonexistent/ca.pem\""
+        ),
         "{err}"
     );
 }

@@ -1249,7 +1249,11 @@ fn bytes(w: &mut Walk, m: Option<&Map<String, Value>>, key: &str, path: &str) ->
     match base64::engine::general_purpose::STANDARD.decode(text.as_bytes()) {
         Ok(b) => b,
         Err(e) => {
-            w.invalid(child(path, key), "(base64 data)", &format!("not base64: {e}"));
+            w.invalid(
+                child(path, key),
+                "(base64 data)",
+                &format!("not base64: {e}"),
+            );
             Vec::new()
         }
     }

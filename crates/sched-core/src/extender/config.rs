@@ -298,7 +298,10 @@ mod tests {
         assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
         assert_eq!(parse_go_duration(".5s"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_go_duration("1h2m3.5s"), Some(Duration::from_millis(3_723_500)));
+        assert_eq!(
+            parse_go_duration("1h2m3.5s"),
+            Some(Duration::from_millis(3_723_500))
+        );
         assert_eq!(parse_go_duration("10us"), Some(Duration::from_micros(10)));
         assert_eq!(parse_go_duration("5"), None);
         assert_eq!(parse_go_duration("5x"), None);

@@ -59,7 +59,11 @@ fn read_pem(data: &[u8], file: &str, what: &str, prefix: &str) -> Result<Vec<u8>
     })
 }
 
-fn certificates(pem: &[u8], what: &str, prefix: &str) -> Result<Vec<Certificate<'static>>, ExtenderError> {
+fn certificates(
+    pem: &[u8],
+    what: &str,
+    prefix: &str,
+) -> Result<Vec<Certificate<'static>>, ExtenderError> {
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(pem) {
         match item {
@@ -104,7 +108,9 @@ fn tls_config(config: &ExtenderConfig) -> Result<Option<TlsConfig>, ExtenderErro
     b = b.disable_verification(insecure);
     if has_ca {
         let pem = read_pem(&tls.ca_data, &tls.ca_file, "the CA", prefix)?;
-        b = b.root_certs(RootCerts::new_with_certs(&certificates(&pem, "CA", prefix)?));
+        b = b.root_certs(RootCerts::new_with_certs(&certificates(
+            &pem, "CA", prefix,
+        )?));
     }
     if has_cert != has_key {
         return Err(ExtenderError::Config {
@@ -113,7 +119,12 @@ fn tls_config(config: &ExtenderConfig) -> Result<Option<TlsConfig>, ExtenderErro
         });
     }
     if has_cert {
-        let cert = read_pem(&tls.cert_data, &tls.cert_file, "the client certificate", prefix)?;
+        let cert = read_pem(
+            &tls.cert_data,
+            &tls.cert_file,
+            "the client certificate",
+            prefix,
+        )?;
         let key = read_pem(&tls.key_data, &tls.key_file, "the client key", prefix)?;
         let chain = certificates(&cert, "client certificate", prefix)?;
         let key = PrivateKey::from_pem(&key).map_err(|e| ExtenderError::Config {
@@ -189,11 +200,7 @@ impl HttpExtender {
             .map_err(fail)
     }
 
-    fn decode<T>(
-        &self,
-        verb: &str,
-        r: Result<T, wire::WireError>,
-    ) -> Result<T, ExtenderError> {
+    fn decode<T>(&self, verb: &str, r: Result<T, wire::WireError>) -> Result<T, ExtenderError> {
         r.map_err(|source| ExtenderError::Decode {
             verb: verb.to_string(),
             url: format!("{}/{verb}", self.config.url_prefix.trim_end_matches('/')),

@@ -153,7 +153,9 @@ pub enum ExtenderError {
     #[error("{0}")]
     Reply(String),
     /// The extender's filter returned a node it was not given (kube's wording).
-    #[error("extender {extender:?} claims a filtered node {node:?} which is not found in the input node list")]
+    #[error(
+        "extender {extender:?} claims a filtered node {node:?} which is not found in the input node list"
+    )]
     UnknownNode {
         /// The extender's name.
         extender: String,

@@ -438,20 +438,20 @@ mod tests {
         pod.metadata.name = "p".into();
         pod.metadata.namespace = "ns".into();
         let (a, b) = (node("a"), node("b"));
-        let v: Value = serde_json::from_slice(&ExtenderArgs::to_json(&pod, &[&a, &b], false))
-            .expect("json");
+        let v: Value =
+            serde_json::from_slice(&ExtenderArgs::to_json(&pod, &[&a, &b], false)).expect("json");
         assert_eq!(v["Pod"]["metadata"]["name"], "p");
         assert_eq!(v["Pod"]["metadata"]["namespace"], "ns");
         assert_eq!(v["Nodes"]["metadata"], serde_json::json!({}));
         assert_eq!(v["Nodes"]["items"][1]["metadata"]["name"], "b");
         assert!(v["NodeNames"].is_null());
         assert!(v.as_object().expect("object").contains_key("NodeNames"));
-        let v: Value = serde_json::from_slice(&ExtenderArgs::to_json(&pod, &[&a, &b], true))
-            .expect("json");
+        let v: Value =
+            serde_json::from_slice(&ExtenderArgs::to_json(&pod, &[&a, &b], true)).expect("json");
         assert_eq!(v["NodeNames"], serde_json::json!(["a", "b"]));
         assert!(v["Nodes"].is_null());
-        let back = ExtenderArgs::from_json(&ExtenderArgs::to_json(&pod, &[&a], false))
-            .expect("read back");
+        let back =
+            ExtenderArgs::from_json(&ExtenderArgs::to_json(&pod, &[&a], false)).expect("read back");
         assert_eq!(back.pod, pod);
         assert_eq!(back.nodes, Some(vec![a]));
     }
@@ -479,11 +479,16 @@ mod tests {
     #[test]
     fn malformed_replies_are_typed_errors() {
         let e = ExtenderFilterResult::from_json(br#"{"NodeNames": ["a", 3]}"#).unwrap_err();
-        assert_eq!(e.to_string(), "NodeNames[1]: expected a string, found a number");
+        assert_eq!(
+            e.to_string(),
+            "NodeNames[1]: expected a string, found a number"
+        );
         let e = ExtenderFilterResult::from_json(b"<html>").unwrap_err();
         assert!(e.to_string().starts_with("not JSON: "), "{e}");
         assert_eq!(
-            ExtenderFilterResult::from_json(b"").unwrap_err().to_string(),
+            ExtenderFilterResult::from_json(b"")
+                .unwrap_err()
+                .to_string(),
             "empty reply"
         );
         let e = HostPriority::list_from_json(br#"[{"Host": "a", "Score": 1.5}]"#).unwrap_err();
@@ -507,7 +512,13 @@ mod tests {
             v,
             serde_json::json!({"PodName": "p", "PodNamespace": "ns", "PodUID": "u-1", "Node": "n1"})
         );
-        assert_eq!(ExtenderBindingArgs::from_json(&args.to_json()).unwrap(), args);
-        assert_eq!(binding_result_from_json(br#"{"error": "no"}"#).unwrap(), "no");
+        assert_eq!(
+            ExtenderBindingArgs::from_json(&args.to_json()).unwrap(),
+            args
+        );
+        assert_eq!(
+            binding_result_from_json(br#"{"error": "no"}"#).unwrap(),
+            "no"
+        );
     }
 }

@@ -110,7 +110,11 @@ impl<'a> ExtenderCycle<'a> {
             let result = ext.filter(pod, &nodes).and_then(|r| {
                 // Only nodes it was given may pass (kube checks names for node-cache-capable
                 // extenders; an in-process extender is held to the same rule).
-                match r.feasible.iter().find(|n| !nodes.iter().any(|x| x.metadata.name == **n)) {
+                match r
+                    .feasible
+                    .iter()
+                    .find(|n| !nodes.iter().any(|x| x.metadata.name == **n))
+                {
                     Some(n) => Err(ExtenderError::UnknownNode {
                         extender: ext.name().to_string(),
                         node: n.clone(),
@@ -161,7 +165,10 @@ impl<'a> ExtenderCycle<'a> {
                         index,
                         NodeFailure {
                             node: name.clone(),
-                            codes: vec![(ext.name().to_string(), Reason::Extender { unresolvable })],
+                            codes: vec![(
+                                ext.name().to_string(),
+                                Reason::Extender { unresolvable },
+                            )],
                             messages: vec![message.clone()],
                         },
                     ));
