@@ -60,10 +60,18 @@
 //!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
 //!   the node, where it is tried first next time.
 //!
+//! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`], a configuration's
+//!   `extenders` in [`Scheduler::from_config`]): after the filter plugins, each interested
+//!   extender in order narrows the feasible nodes (its failed nodes join the fit error with
+//!   its message; unresolvable ones are never preemption candidates); an ignorable
+//!   extender's error is skipped ([`SchedulerEvent::ExtenderSkipped`]), another's fails the
+//!   attempt; scores are added as score x weight x 10; a nominated node must pass them too;
+//!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`.
+//!
 //! # Not yet
-//! Extenders are not called; nominated pods do not yet reserve their node against other
-//! pods (kube counts higher-priority nominated pods in the filters); PodDisruptionBudgets are
-//! not modelled; queueing hints are approximated by the events each rejection reason
+//! Extenders' `preemptVerb` is not called; nominated pods do not yet reserve their node
+//! against other pods (kube counts higher-priority nominated pods in the filters);
+//! PodDisruptionBudgets are not modelled; queueing hints are approximated by the events each rejection reason
 //! registers ([`events_for`]).
 
 mod events;
