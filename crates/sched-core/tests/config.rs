@@ -342,6 +342,66 @@ fn extenders_are_read_with_every_field() {
 }
 
 #[test]
+fn resources_extenders_manage_for_the_scheduler_are_ignored_by_node_resources_fit() {
+    let c = config(
+        r#"profiles:
+- schedulerName: a
+- schedulerName: b
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {ignoredResources: [example.com/other]}
+extenders:
+- urlPrefix: http://127.0.0.1:1
+  managedResources:
+  - {name: example.com/gpu, ignoredByScheduler: true}
+  - {name: example.com/fpga}
+"#,
+    );
+    // kube's buildExtenders replaces every profile's ignoredResources.
+    for p in &c.profiles {
+        match p.args("NodeResourcesFit") {
+            Some(PluginArgs::NodeResourcesFit(a)) => {
+                assert_eq!(
+                    a.ignored_resources,
+                    ["example.com/gpu"],
+                    "{}",
+                    p.scheduler_name
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A pod asking for the ignored resource fits a node without it; the other one does not.
+    let profiles = c.compile(&Registry::v1_34()).unwrap();
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}
+    }))
+    .unwrap();
+    let snapshot = Snapshot::from_objects(vec![node], Vec::new()).unwrap();
+    let asking = |resource: &str| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"schedulerName": "a", "containers": [{"name": "c",
+                "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}}}]}
+        }))
+        .unwrap()
+    };
+    let profile = profiles.for_pod(&asking("example.com/gpu")).unwrap();
+    let mut cache = profile.create_cache();
+    assert!(
+        profile
+            .schedule(&mut cache, &asking("example.com/gpu"), &snapshot)
+            .is_ok()
+    );
+    assert!(
+        profile
+            .schedule(&mut cache, &asking("example.com/fpga"), &snapshot)
+            .is_err()
+    );
+}
+
+#[test]
 fn extender_durations_and_tls_data_are_checked() {
     let got = problems(&format!(
         "{HEADER}extenders:\n- urlPrefix: http://x\n  httpTimeout: '5'\n  tlsConfig: {{caData: '%%%', serverNam: x}}\n- urlPrefix: http://y\n  httpTimeout: '-1s'\n  managedResources: [{{name: example.com/a}}, {{name: example.com/a}}]\n"

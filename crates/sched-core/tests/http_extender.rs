@@ -477,3 +477,20 @@ fn unsupported_tls_settings_are_refused_when_building() {
         "{err}"
     );
 }
+
+#[test]
+fn a_configurations_ignorable_extenders_are_called_last() {
+    let s = scheduler(
+        "- {urlPrefix: 'http://127.0.0.1:1/a', ignorable: true}\n- {urlPrefix: 'http://127.0.0.1:1/b'}\n- {urlPrefix: 'http://127.0.0.1:1/c', ignorable: true}\n- {urlPrefix: 'http://127.0.0.1:1/d'}\n",
+    );
+    let order: Vec<&str> = s.extenders().map(|e| e.name()).collect();
+    assert_eq!(
+        order,
+        [
+            "http://127.0.0.1:1/b",
+            "http://127.0.0.1:1/d",
+            "http://127.0.0.1:1/a",
+            "http://127.0.0.1:1/c"
+        ]
+    );
+}

@@ -63,8 +63,10 @@
 //!   `resourceClaims` an explicit unsupported outcome, whatever the profile says.
 //! - `extenders` ([`crate::extender::ExtenderConfig`]): read with kube's validation (a positive
 //!   weight for a prioritizer, valid and distinct extended resource names, at most one
-//!   binder; `httpTimeout` in Go's duration syntax, `tlsConfig`'s `*Data` fields in base64) and
-//!   run by the scheduling engine ([`crate::scheduler::Scheduler::from_config`]); a bare
+//!   binder; `httpTimeout` in Go's duration syntax, `tlsConfig`'s `*Data` fields in base64);
+//!   resources managed with `ignoredByScheduler` replace every profile's NodeResourcesFit
+//!   `ignoredResources` (kube's `buildExtenders`); the extenders are run by the scheduling
+//!   engine ([`crate::scheduler::Scheduler::from_config`]); a bare
 //!   [`Profile`](crate::profile::Profile) does not call them.
 //! - Volume plugins (`VolumeBinding`, `VolumeZone`, `NodeVolumeLimits`): a pod with a
 //!   PersistentVolumeClaim, ephemeral or CSI volume gets an explicit unsupported outcome

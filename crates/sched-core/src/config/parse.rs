@@ -498,6 +498,25 @@ pub(super) fn configuration(doc: &Value) -> Result<SchedulerConfiguration, Confi
     if !w.problems.is_empty() {
         return Err(ConfigError::new(w.problems));
     }
+    // kube's buildExtenders: the resources extenders manage with `ignoredByScheduler` replace
+    // every profile's NodeResourcesFit `ignoredResources`.
+    let ignored: Vec<String> = extenders
+        .iter()
+        .flat_map(|e| &e.managed_resources)
+        .filter(|r| r.ignored_by_scheduler)
+        .map(|r| r.name.clone())
+        .collect();
+    if !ignored.is_empty() {
+        for p in &mut profiles {
+            for (name, args) in &mut p.plugin_config {
+                if let (true, super::PluginArgs::NodeResourcesFit(a)) =
+                    (name == "NodeResourcesFit", args)
+                {
+                    a.ignored_resources = ignored.clone();
+                }
+            }
+        }
+    }
     Ok(SchedulerConfiguration {
         parallelism,
         percentage_of_nodes_to_score: percentage,

@@ -53,7 +53,8 @@ pub struct ExtenderConfig {
 pub struct ManagedResource {
     /// `name`: an extended resource name (`example.com/gpu`).
     pub name: String,
-    /// `ignoredByScheduler`: read and kept; NodeResourcesFit does not skip the resource yet.
+    /// `ignoredByScheduler`: NodeResourcesFit does not check the resource (a configuration
+    /// puts it in every profile's `ignoredResources`, as kube does).
     pub ignored_by_scheduler: bool,
 }
 

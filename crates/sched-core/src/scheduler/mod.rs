@@ -60,8 +60,9 @@
 //!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
 //!   the node, where it is tried first next time.
 //!
-//! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`], a configuration's
-//!   `extenders` in [`Scheduler::from_config`]): after the filter plugins, each interested
+//! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`] in the order added, a
+//!   configuration's `extenders` in [`Scheduler::from_config`], ignorable ones last as kube
+//!   orders them): after the filter plugins, each interested
 //!   extender in order narrows the feasible nodes (its failed nodes join the fit error with
 //!   its message; unresolvable ones are never preemption candidates); an ignorable
 //!   extender's error is skipped ([`SchedulerEvent::ExtenderSkipped`]), another's fails the
@@ -282,13 +283,16 @@ fn preemption_args(p: &crate::config::ProfileConfig) -> Option<(i32, i32)> {
     }
 }
 
-/// The configuration's extenders as HTTP extenders.
+/// The configuration's extenders as HTTP extenders, the ignorable ones last (kube's
+/// `buildExtenders`).
 #[cfg(feature = "http-extender")]
 fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
     let mut out: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut ignorable: Vec<Arc<dyn Extender>> = Vec::new();
     let mut problems = Vec::new();
     for (i, e) in config.extenders.iter().enumerate() {
         match crate::extender::HttpExtender::new(e) {
+            Ok(h) if e.ignorable => ignorable.push(Arc::new(h)),
             Ok(h) => out.push(Arc::new(h)),
             Err(err) => problems.push(crate::config::ConfigProblem::new(
                 format!("extenders[{i}]"),
@@ -297,6 +301,7 @@ fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extende
         }
     }
     if problems.is_empty() {
+        out.extend(ignorable);
         Ok(out)
     } else {
         Err(ConfigError::new(problems))
