@@ -337,8 +337,31 @@ fn extenders_are_read_with_every_field() {
     assert_eq!(d.http_timeout, std::time::Duration::ZERO);
     assert_eq!(d.effective_timeout(), std::time::Duration::from_secs(5));
     assert!(d.filter_verb.is_empty() && d.tls_config.is_none() && !d.ignorable);
-    // The profiles compile; the scheduling engine runs the extenders.
-    assert!(c.compile(&Registry::v1_34()).is_ok());
+    // A bare profile would not call them: compiling refuses, the engine runs them.
+    let got = compile_problems_of(&c);
+    assert_eq!(
+        got,
+        [
+            "extenders: not supported by sched-core: a profile alone does not call extenders; run them with scheduler::Scheduler::from_config, or clear `extenders` to build the profiles alone"
+        ]
+    );
+    let snapshot = Snapshot::from_objects(Vec::new(), Vec::new()).unwrap();
+    let mut runnable = c.clone();
+    runnable.extenders[0].tls_config = None; // its CA data is not a certificate
+    let s =
+        sched_core::scheduler::Scheduler::from_config(&runnable, &Registry::v1_34(), snapshot, 1)
+            .unwrap();
+    assert_eq!(s.extenders().count(), 2);
+    let mut alone = c.clone();
+    alone.extenders.clear();
+    assert!(alone.compile(&Registry::v1_34()).is_ok());
+}
+
+fn compile_problems_of(c: &SchedulerConfiguration) -> Vec<String> {
+    match c.compile(&Registry::v1_34()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.problems().iter().map(ToString::to_string).collect(),
+    }
 }
 
 #[test]
@@ -372,6 +395,8 @@ extenders:
         }
     }
     // A pod asking for the ignored resource fits a node without it; the other one does not.
+    let mut c = c;
+    c.extenders.clear();
     let profiles = c.compile(&Registry::v1_34()).unwrap();
     let node: Node = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "n"},

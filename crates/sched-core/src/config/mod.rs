@@ -66,8 +66,11 @@
 //!   binder; `httpTimeout` in Go's duration syntax, `tlsConfig`'s `*Data` fields in base64);
 //!   resources managed with `ignoredByScheduler` replace every profile's NodeResourcesFit
 //!   `ignoredResources` (kube's `buildExtenders`); the extenders are run by the scheduling
-//!   engine ([`crate::scheduler::Scheduler::from_config`]); a bare
-//!   [`Profile`](crate::profile::Profile) does not call them.
+//!   engine ([`crate::scheduler::Scheduler::from_config`]). [`SchedulerConfiguration::compile`]
+//!   and [`SchedulerConfiguration::builders`] refuse a configuration with extenders
+//!   ([`ProblemKind::Unsupported`]), since a bare [`Profile`](crate::profile::Profile) does
+//!   not call them and would place pods otherwise than kube; clear `extenders` to compile the
+//!   profiles alone.
 //! - Volume plugins (`VolumeBinding`, `VolumeZone`, `NodeVolumeLimits`): a pod with a
 //!   PersistentVolumeClaim, ephemeral or CSI volume gets an explicit unsupported outcome
 //!   from them; other pods pass. `VolumeRestrictions` checks in-tree disk conflicts.

@@ -522,7 +522,7 @@ impl Scheduler {
         seed: u64,
     ) -> Result<Scheduler, ConfigError> {
         let mut profiles = Vec::new();
-        for (name, b) in config.builders(registry)? {
+        for (name, b) in config.profile_builders(registry)? {
             let profile = b.threads(1).seed(seed).build().map_err(|e| {
                 ConfigError::new(vec![crate::config::ConfigProblem::new(
                     "profiles",
