@@ -776,3 +776,219 @@ fn skipped_extender_errors_are_events_and_a_hard_error_backs_off() {
         other => panic!("{other:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Preemption: TestConvertToMetaVictims and TestConvertToVictims (one case each in kube),
+// and extenders narrowing the preemption the engine chose
+
+fn uid_pod(name: &str, uid: &str, node: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "default", "uid": uid},
+        "spec": {"nodeName": node}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn convert_to_meta_victims_transfers_num_pdb_violations() {
+    use sched_core::extender::wire::{MetaPod, convert_to_meta_victims};
+    use sched_core::extender::{MetaVictims, Victims};
+    let victims: BTreeMap<String, Victims> = [
+        (
+            "node1".to_string(),
+            Victims {
+                pods: vec![uid_pod("pod1", "uid1", ""), uid_pod("pod3", "uid3", "")],
+                num_pdb_violations: 1,
+            },
+        ),
+        (
+            "node2".to_string(),
+            Victims {
+                pods: vec![uid_pod("pod2", "uid2", ""), uid_pod("pod4", "uid4", "")],
+                num_pdb_violations: 2,
+            },
+        ),
+    ]
+    .into();
+    let uids = |u: &[&str]| u.iter().map(|u| MetaPod { uid: u.to_string() }).collect();
+    let want: BTreeMap<String, MetaVictims> = [
+        (
+            "node1".to_string(),
+            MetaVictims {
+                pods: uids(&["uid1", "uid3"]),
+                num_pdb_violations: 1,
+            },
+        ),
+        (
+            "node2".to_string(),
+            MetaVictims {
+                pods: uids(&["uid2", "uid4"]),
+                num_pdb_violations: 2,
+            },
+        ),
+    ]
+    .into();
+    assert_eq!(convert_to_meta_victims(&victims), want);
+}
+
+#[test]
+fn convert_to_victims_transfers_num_pdb_violations() {
+    use sched_core::extender::wire::MetaPod;
+    use sched_core::extender::{MetaVictims, convert_to_victims};
+    // node1 holds pod1 and pod3, node2 pod2 and pod4 (kube's podsInNodeList[i], [i+2]).
+    let pods = vec![
+        uid_pod("pod1", "uid1", "node1"),
+        uid_pod("pod3", "uid3", "node1"),
+        uid_pod("pod2", "uid2", "node2"),
+        uid_pod("pod4", "uid4", "node2"),
+    ];
+    let snapshot = Snapshot::from_objects(vec![node("node1"), node("node2")], pods).unwrap();
+    let meta = |u: &[&str], n| MetaVictims {
+        pods: u.iter().map(|u| MetaPod { uid: u.to_string() }).collect(),
+        num_pdb_violations: n,
+    };
+    let input: BTreeMap<String, MetaVictims> = [
+        ("node1".to_string(), meta(&["uid1", "uid3"], 1)),
+        ("node2".to_string(), meta(&["uid2", "uid4"], 2)),
+    ]
+    .into();
+    let got = convert_to_victims(&input, &snapshot, "ext").unwrap();
+    let names = |n: &str| -> (Vec<String>, i64) {
+        let v = &got[n];
+        (
+            v.pods.iter().map(|p| p.metadata.name.clone()).collect(),
+            v.num_pdb_violations,
+        )
+    };
+    assert_eq!(names("node1"), (vec!["pod1".into(), "pod3".into()], 1));
+    assert_eq!(names("node2"), (vec!["pod2".into(), "pod4".into()], 2));
+    // A UID not on its node, and a node not in the snapshot, are errors.
+    let bad: BTreeMap<String, MetaVictims> = [("node1".to_string(), meta(&["uid2"], 0))].into();
+    assert_eq!(
+        convert_to_victims(&bad, &snapshot, "ext")
+            .unwrap_err()
+            .to_string(),
+        "extender: ext claims to preempt pod (UID: uid2) on node: node1, but the pod is not found on that node"
+    );
+    let gone: BTreeMap<String, MetaVictims> = [("node9".to_string(), meta(&[], 0))].into();
+    assert_eq!(
+        convert_to_victims(&gone, &snapshot, "ext")
+            .unwrap_err()
+            .to_string(),
+        r#"nodeinfo not found for node name "node9""#
+    );
+}
+
+/// A preempting extender: adds `add` to the victims, or drops every node.
+struct Preempts {
+    add: Option<&'static str>,
+    veto: bool,
+    fail: bool,
+}
+
+impl Extender for Preempts {
+    fn name(&self) -> &str {
+        "Preempts"
+    }
+    fn supports_preemption(&self) -> bool {
+        true
+    }
+    fn process_preemption(
+        &self,
+        _: &Pod,
+        victims: &sched_core::extender::NodeVictims,
+        snapshot: &Snapshot,
+    ) -> Result<sched_core::extender::NodeVictims, ExtenderError> {
+        if self.fail {
+            return Err(ExtenderError::Other("preemption service down".into()));
+        }
+        if self.veto {
+            return Ok(Default::default());
+        }
+        let mut out = victims.clone();
+        if let Some(add) = self.add {
+            for (node, v) in out.iter_mut() {
+                let info = snapshot.get(node).unwrap();
+                let extra = info
+                    .pods()
+                    .iter()
+                    .map(|p| p.pod())
+                    .find(|p| p.metadata.name == add);
+                v.pods.push(extra.unwrap().clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn extenders_narrow_the_preemption_the_engine_chose() {
+    let now = Duration::ZERO;
+    let outcome = |ext: Preempts| {
+        let mut s = engine(
+            &["node1"],
+            vec![
+                resource_pod("low1", "600m", 0, "node1"),
+                resource_pod("low2", "300m", 0, "node1"),
+            ],
+            vec![],
+        )
+        .with_extender(ext);
+        s.apply(
+            ClusterEvent::PodAdd(resource_pod("high", "500m", 100, "")),
+            now,
+        );
+        let step = s.schedule_one(now);
+        (step, s.drain_events())
+    };
+    // Alone, DefaultPreemption deletes low1 (low2 is reprieved).
+    match outcome(Preempts {
+        add: None,
+        veto: false,
+        fail: false,
+    })
+    .0
+    {
+        Step::Preempt { victims, .. } => assert_eq!(victims, ["default/low1"]),
+        other => panic!("{other:?}"),
+    }
+    // The extender adds low2.
+    match outcome(Preempts {
+        add: Some("low2"),
+        veto: false,
+        fail: false,
+    })
+    .0
+    {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(
+                (node.as_str(), victims),
+                (
+                    "node1",
+                    vec!["default/low1".to_string(), "default/low2".to_string()]
+                )
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // The extender rules the node out: no preemption.
+    assert!(matches!(
+        outcome(Preempts {
+            add: None,
+            veto: true,
+            fail: false
+        })
+        .0,
+        Step::Unschedulable { .. }
+    ));
+    // It fails: no preemption, and the failure is an event.
+    let (step, events) = outcome(Preempts {
+        add: None,
+        veto: false,
+        fail: true,
+    });
+    assert!(matches!(step, Step::Unschedulable { .. }));
+    assert!(events.iter().any(|e| matches!(e,
+        SchedulerEvent::ExtenderSkipped { extender, message, .. }
+            if extender == "Preempts" && message == "preemption service down")));
+}

@@ -494,3 +494,51 @@ fn a_configurations_ignorable_extenders_are_called_last() {
         ]
     );
 }
+
+#[test]
+fn the_preempt_verb_gets_victims_as_uids_and_its_answer_is_resolved_on_the_snapshot() {
+    let server = Server::start(|_, body| {
+        // Agrees, answering with UIDs as kube's extenders always do.
+        Reply::json(json!({"NodeNameToMetaVictims": body["NodeNameToMetaVictims"].clone()}))
+    });
+    let config = SchedulerConfiguration::from_text(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n- urlPrefix: {}\n  preemptVerb: preempt\n  nodeCacheCapable: true\n",
+        server.url()
+    ))
+    .unwrap();
+    let low: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "low", "namespace": "default", "uid": "uid-low"},
+        "spec": {"nodeName": "a", "priority": 0, "containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "3500m"}}}]}
+    }))
+    .unwrap();
+    let high: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "high", "namespace": "default", "uid": "uid-high"},
+        "spec": {"priority": 100, "containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "1"}}}]}
+    }))
+    .unwrap();
+    let snapshot = Snapshot::from_objects(vec![node("a")], vec![low]).unwrap();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    let now = Duration::ZERO;
+    s.apply(ClusterEvent::PodAdd(high), now);
+    match s.schedule_one(now) {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(
+                (node.as_str(), victims),
+                ("a", vec!["default/low".to_string()])
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let (path, body) = &requests[0];
+    assert_eq!(path, "/scheduler/preempt");
+    assert_eq!(body["Pod"]["metadata"]["name"], "high");
+    assert!(body["NodeNameToVictims"].is_null());
+    assert_eq!(
+        body["NodeNameToMetaVictims"],
+        json!({"a": {"Pods": [{"UID": "uid-low"}], "NumPDBViolations": 0}})
+    );
+}

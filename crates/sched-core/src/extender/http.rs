@@ -5,8 +5,12 @@ use std::time::Duration;
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
 
 use super::wire::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderFilterResult, HostPriority};
-use super::{Extender, ExtenderConfig, ExtenderError, FilterResult, interested_in};
+use super::{
+    Extender, ExtenderConfig, ExtenderError, FilterResult, NodeVictims, convert_to_victims,
+    interested_in,
+};
 use crate::model::{Node, Pod};
+use crate::snapshot::Snapshot;
 
 /// The largest reply read (a NodeList of thousands of nodes fits; a runaway reply does not
 /// exhaust memory).
@@ -301,5 +305,29 @@ impl Extender for HttpExtender {
         } else {
             Err(ExtenderError::Reply(error))
         }
+    }
+
+    fn supports_preemption(&self) -> bool {
+        !self.config.preempt_verb.is_empty()
+    }
+
+    fn process_preemption(
+        &self,
+        pod: &Pod,
+        victims: &NodeVictims,
+        snapshot: &Snapshot,
+    ) -> Result<NodeVictims, ExtenderError> {
+        let verb = self.config.preempt_verb.as_str();
+        if verb.is_empty() {
+            return Err(ExtenderError::Other(format!(
+                "preempt verb is not defined for extender {} but run into ProcessPreemption",
+                self.config.url_prefix
+            )));
+        }
+        let body = wire::preemption_args_json(pod, victims, self.config.node_cache_capable);
+        let reply = self.send(verb, &body)?;
+        // The extender always answers with UIDs; kube resolves them on the snapshot.
+        let meta = self.decode(verb, wire::preemption_result_from_json(&reply))?;
+        convert_to_victims(&meta, snapshot, &self.config.url_prefix)
     }
 }

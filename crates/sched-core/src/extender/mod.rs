@@ -65,9 +65,13 @@ pub(crate) use config::parse_go_duration;
 pub use config::{ExtenderConfig, ExtenderTlsConfig, ManagedResource};
 #[cfg(feature = "http-extender")]
 pub use http::HttpExtender;
-pub use wire::{ExtenderBindingArgs, HostPriority};
+pub use wire::{ExtenderBindingArgs, HostPriority, MetaVictims, Victims};
 
 use crate::model::{Node, Pod};
+use crate::snapshot::Snapshot;
+
+/// Node name to the victims preempting a pod there would delete.
+pub type NodeVictims = BTreeMap<String, Victims>;
 
 /// The highest score an extender gives (kube's `MaxExtenderPriority`).
 pub const MAX_EXTENDER_PRIORITY: i64 = 10;
@@ -162,6 +166,18 @@ pub enum ExtenderError {
         /// The node it named.
         node: String,
     },
+    /// The extender's preempt reply names a pod that is not on the node (kube's wording).
+    #[error(
+        "extender: {extender} claims to preempt pod (UID: {uid}) on node: {node}, but the pod is not found on that node"
+    )]
+    UnknownVictim {
+        /// The extender's name.
+        extender: String,
+        /// The pod's UID.
+        uid: String,
+        /// The node.
+        node: String,
+    },
     /// `bind` was called on an extender that does not bind.
     #[error("extender {0:?} does not bind")]
     NotBinder(String),
@@ -248,6 +264,29 @@ pub trait Extender: Send + Sync {
         let _ = binding;
         Err(ExtenderError::NotBinder(self.name().to_string()))
     }
+
+    /// Whether [`Extender::process_preemption`] takes part in preemption (kube's
+    /// `SupportsPreemption`).
+    fn supports_preemption(&self) -> bool {
+        false
+    }
+
+    /// Given the nodes where preemption would place `pod` and the victims on each, returns the
+    /// nodes the extender accepts, each with its victims (it may drop nodes and add victims;
+    /// kube's `ProcessPreemption`). `snapshot` resolves pods it names. Default: all of them,
+    /// unchanged.
+    ///
+    /// # Errors
+    /// Any failure; an ignorable extender's is skipped, another's abandons the preemption.
+    fn process_preemption(
+        &self,
+        pod: &Pod,
+        victims: &NodeVictims,
+        snapshot: &Snapshot,
+    ) -> Result<NodeVictims, ExtenderError> {
+        let _ = (pod, snapshot);
+        Ok(victims.clone())
+    }
 }
 
 impl<T: Extender + ?Sized> Extender for Arc<T> {
@@ -281,6 +320,17 @@ impl<T: Extender + ?Sized> Extender for Arc<T> {
     }
     fn bind(&self, binding: &ExtenderBindingArgs) -> Result<(), ExtenderError> {
         (**self).bind(binding)
+    }
+    fn supports_preemption(&self) -> bool {
+        (**self).supports_preemption()
+    }
+    fn process_preemption(
+        &self,
+        pod: &Pod,
+        victims: &NodeVictims,
+        snapshot: &Snapshot,
+    ) -> Result<NodeVictims, ExtenderError> {
+        (**self).process_preemption(pod, victims, snapshot)
     }
 }
 
@@ -322,6 +372,44 @@ impl ExtenderBinder {
     pub fn bind(&self) -> Result<(), ExtenderError> {
         self.extender.bind(&self.args)
     }
+}
+
+/// kube's `convertToVictims`: each node's victims named by UID, resolved to the pods on that
+/// node in `snapshot`.
+///
+/// # Errors
+/// A node not in the snapshot ([`ExtenderError::Other`], kube's lister message), or a UID of
+/// no pod on its node ([`ExtenderError::UnknownVictim`]).
+pub fn convert_to_victims(
+    meta: &BTreeMap<String, MetaVictims>,
+    snapshot: &Snapshot,
+    extender: &str,
+) -> Result<NodeVictims, ExtenderError> {
+    let mut out = NodeVictims::new();
+    for (node, mv) in meta {
+        let info = snapshot.get(node).ok_or_else(|| {
+            ExtenderError::Other(format!("nodeinfo not found for node name {node:?}"))
+        })?;
+        let mut victims = Victims {
+            pods: Vec::with_capacity(mv.pods.len()),
+            num_pdb_violations: mv.num_pdb_violations,
+        };
+        for mp in &mv.pods {
+            let pod = info
+                .pods()
+                .iter()
+                .map(|p| p.pod())
+                .find(|p| p.metadata.uid == mp.uid)
+                .ok_or_else(|| ExtenderError::UnknownVictim {
+                    extender: extender.to_string(),
+                    uid: mp.uid.clone(),
+                    node: node.clone(),
+                })?;
+            victims.pods.push(pod.clone());
+        }
+        out.insert(node.clone(), victims);
+    }
+    Ok(out)
 }
 
 /// Whether a container or init container of `pod` requests or limits one of `managed` (kube's

@@ -413,6 +413,137 @@ impl ExtenderBindingArgs {
     }
 }
 
+/// A pod named by its UID (kube's `MetaPod`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MetaPod {
+    /// `UID`.
+    #[serde(rename = "UID")]
+    pub uid: String,
+}
+
+/// The victims on one node as UIDs (kube's `MetaVictims`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MetaVictims {
+    /// `Pods`.
+    #[serde(rename = "Pods")]
+    pub pods: Vec<MetaPod>,
+    /// `NumPDBViolations`.
+    #[serde(rename = "NumPDBViolations")]
+    pub num_pdb_violations: i64,
+}
+
+/// The victims on one node (kube's `Victims`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Victims {
+    /// `Pods`.
+    #[serde(rename = "Pods")]
+    pub pods: Vec<Pod>,
+    /// `NumPDBViolations`.
+    #[serde(rename = "NumPDBViolations")]
+    pub num_pdb_violations: i64,
+}
+
+/// kube's `convertToMetaVictims`: each node's victims as UIDs.
+pub fn convert_to_meta_victims(
+    victims: &std::collections::BTreeMap<String, Victims>,
+) -> std::collections::BTreeMap<String, MetaVictims> {
+    victims
+        .iter()
+        .map(|(node, v)| {
+            let meta = MetaVictims {
+                pods: v
+                    .pods
+                    .iter()
+                    .map(|p| MetaPod {
+                        uid: p.metadata.uid.clone(),
+                    })
+                    .collect(),
+                num_pdb_violations: v.num_pdb_violations,
+            };
+            (node.clone(), meta)
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct PreemptionArgsOut<'a> {
+    #[serde(rename = "Pod")]
+    pod: &'a Pod,
+    #[serde(rename = "NodeNameToVictims")]
+    victims: Option<&'a std::collections::BTreeMap<String, Victims>>,
+    #[serde(rename = "NodeNameToMetaVictims")]
+    meta: Option<std::collections::BTreeMap<String, MetaVictims>>,
+}
+
+/// kube's `ExtenderPreemptionArgs` request body: the pod and the candidate nodes' victims, as
+/// pods (`NodeNameToVictims`) or, for a `nodeCacheCapable` extender, as UIDs
+/// (`NodeNameToMetaVictims`).
+pub fn preemption_args_json(
+    pod: &Pod,
+    victims: &std::collections::BTreeMap<String, Victims>,
+    node_cache_capable: bool,
+) -> Vec<u8> {
+    let out = if node_cache_capable {
+        PreemptionArgsOut {
+            pod,
+            victims: None,
+            meta: Some(convert_to_meta_victims(victims)),
+        }
+    } else {
+        PreemptionArgsOut {
+            pod,
+            victims: Some(victims),
+            meta: None,
+        }
+    };
+    serde_json::to_vec(&out).unwrap_or_default()
+}
+
+/// Reads a preempt reply (kube's `ExtenderPreemptionResult`): `NodeNameToMetaVictims`.
+///
+/// # Errors
+/// A reply that is not an `ExtenderPreemptionResult`.
+pub fn preemption_result_from_json(
+    bytes: &[u8],
+) -> Result<std::collections::BTreeMap<String, MetaVictims>, WireError> {
+    let v = first_value(bytes)?;
+    let Some(map) = object(&v, "")?.and_then(|m| field(m, "NodeNameToMetaVictims")) else {
+        return Ok(std::collections::BTreeMap::new());
+    };
+    let Value::Object(map) = map else {
+        return Err(wrong("NodeNameToMetaVictims", "an object", map));
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (node, mv) in map {
+        let path = format!("NodeNameToMetaVictims.{node}");
+        let m = object(mv, &path)?;
+        let mut victims = MetaVictims::default();
+        if let Some(pods) = m.and_then(|m| field(m, "Pods")) {
+            let Value::Array(pods) = pods else {
+                return Err(wrong(&join(&path, "Pods"), "a list", pods));
+            };
+            for (i, p) in pods.iter().enumerate() {
+                let pp = format!("{path}.Pods[{i}]");
+                victims.pods.push(MetaPod {
+                    uid: string(object(p, &pp)?, "UID", &pp)?,
+                });
+            }
+        }
+        victims.num_pdb_violations = match m.and_then(|m| field(m, "NumPDBViolations")) {
+            None => 0,
+            Some(Value::Number(n)) => n.as_i64().ok_or_else(|| {
+                WireError::new(
+                    &join(&path, "NumPDBViolations"),
+                    format!("expected an integer (int64), found {n}"),
+                )
+            })?,
+            Some(other) => return Err(wrong(&join(&path, "NumPDBViolations"), "a number", other)),
+        };
+        out.insert(node.clone(), victims);
+    }
+    Ok(out)
+}
+
 /// The `Error` of a bind reply (kube's `ExtenderBindingResult`); empty on success.
 ///
 /// # Errors

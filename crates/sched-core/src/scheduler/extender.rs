@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::extender::{
     Extender, ExtenderBinder, ExtenderBindingArgs, ExtenderError, MAX_EXTENDER_PRIORITY,
+    NodeVictims,
 };
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::Reason;
@@ -256,4 +257,52 @@ pub(crate) fn binder_for(
     list.iter()
         .find(|e| e.is_binder() && e.is_interested(pod))
         .map(|e| ExtenderBinder::new(Arc::clone(e), ExtenderBindingArgs::new(pod, node)))
+}
+
+/// kube's `callExtenders` in preemption: each interested extender that supports preemption
+/// narrows the candidate nodes and their victims in turn. An ignorable extender's error is
+/// skipped (pushed to `skipped`), another's is returned; a node an extender leaves without
+/// victims is dropped (ignorable) or an error, as in kube.
+pub(crate) fn preemption_candidates(
+    list: &[Arc<dyn Extender>],
+    pod: &Pod,
+    mut victims: NodeVictims,
+    snapshot: &Snapshot,
+    skipped: &mut Vec<Skipped>,
+) -> Result<NodeVictims, Skipped> {
+    for ext in list {
+        if victims.is_empty() {
+            break;
+        }
+        if !ext.supports_preemption() || !ext.is_interested(pod) {
+            continue;
+        }
+        let fail = |message: String| Skipped {
+            extender: ext.name().to_string(),
+            message,
+        };
+        let mut result = match ext.process_preemption(pod, &victims, snapshot) {
+            Ok(r) => r,
+            Err(e) if ext.is_ignorable() => {
+                skipped.push(fail(e.to_string()));
+                continue;
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        let empty: Vec<String> = result
+            .iter()
+            .filter(|(_, v)| v.pods.is_empty())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for node in empty {
+            if !ext.is_ignorable() {
+                return Err(fail(format!(
+                    "expected at least one victim pod on node {node:?}"
+                )));
+            }
+            result.remove(&node);
+        }
+        victims = result;
+    }
+    Ok(victims)
 }

@@ -548,6 +548,54 @@ impl Scheduler {
         extender::binder_for(&self.extenders, pod, node)
     }
 
+    /// The extenders' say on the node preemption chose (kube's `callExtenders`, here on the
+    /// chosen candidate): `None` when one of them rules it out or fails. A candidate without
+    /// victims is not shown to them (kube never makes one).
+    fn preempt_with_extenders(
+        &mut self,
+        pod: &Pod,
+        key: &str,
+        c: preemption::Candidate,
+    ) -> Option<preemption::Candidate> {
+        if c.victims.is_empty() || !self.extenders.iter().any(|e| e.supports_preemption()) {
+            return Some(c);
+        }
+        let info = self.snapshot.get(&c.node)?;
+        let pods = c
+            .victims
+            .iter()
+            .filter_map(|v| info.pods().iter().map(|p| p.pod()).find(|p| p.key() == *v))
+            .cloned()
+            .collect();
+        let victims = std::iter::once((
+            c.node.clone(),
+            crate::extender::Victims {
+                pods,
+                num_pdb_violations: 0,
+            },
+        ))
+        .collect();
+        let mut skipped = Vec::new();
+        let result = extender::preemption_candidates(
+            &self.extenders,
+            pod,
+            victims,
+            &self.snapshot,
+            &mut skipped,
+        );
+        self.note_skipped(key, skipped);
+        match result {
+            Ok(mut map) => map.remove(&c.node).map(|v| preemption::Candidate {
+                node: c.node,
+                victims: v.pods.iter().map(Pod::key).collect(),
+            }),
+            Err(failed) => {
+                self.note_skipped(key, vec![failed]);
+                None
+            }
+        }
+    }
+
     /// Records the extender errors an attempt passed over.
     fn note_skipped(&mut self, pod: &str, skipped: Vec<Skipped>) {
         for s in skipped {
@@ -906,7 +954,8 @@ impl Scheduler {
                             &error,
                             args,
                             &|k| busy.contains(k),
-                        ) {
+                        ) && let Some(c) = self.preempt_with_extenders(&pod, &key, c)
+                        {
                             self.nominated.insert(key.clone(), c.node.clone());
                             // The victims' deletion (an assigned pod deleted) wakes it.
                             self.queue.unschedulable(
