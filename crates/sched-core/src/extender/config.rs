@@ -23,7 +23,7 @@ pub struct ExtenderConfig {
     pub url_prefix: String,
     /// `filterVerb` (empty: the extender does not filter).
     pub filter_verb: String,
-    /// `preemptVerb` (read; preemption does not call extenders yet).
+    /// `preemptVerb` (empty: the extender does not take part in preemption).
     pub preempt_verb: String,
     /// `prioritizeVerb` (empty: the extender does not score).
     pub prioritize_verb: String,

@@ -49,8 +49,9 @@
 //! pick them); an error skips an [ignorable](Extender::is_ignorable) extender and fails the
 //! attempt otherwise. Scores are added to the plugins' weighted totals as
 //! `score x weight x (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY)`, in integers; a
-//! prioritize error only drops that extender's scores. The first binder extender interested
-//! in the pod binds it instead of the caller's binder.
+//! prioritize error only drops that extender's scores. Extenders that preempt
+//! ([`Extender::process_preemption`]) may drop the node preemption chose or add victims. The
+//! first binder extender interested in the pod binds it instead of the caller's binder.
 
 mod config;
 #[cfg(feature = "http-extender")]

@@ -67,11 +67,13 @@
 //!   its message; unresolvable ones are never preemption candidates); an ignorable
 //!   extender's error is skipped ([`SchedulerEvent::ExtenderSkipped`]), another's fails the
 //!   attempt; scores are added as score x weight x 10; a nominated node must pass them too;
-//!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`.
+//!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`;
+//!   extenders that preempt may drop the node preemption chose or add victims.
 //!
 //! # Not yet
-//! Extenders' `preemptVerb` is not called; nominated pods do not yet reserve their node
-//! against other pods (kube counts higher-priority nominated pods in the filters);
+//! Preempting extenders see only the node preemption chose (kube shows them every
+//! candidate before choosing); nominated pods do not yet reserve their node against other
+//! pods (kube counts higher-priority nominated pods in the filters);
 //! PodDisruptionBudgets are not modelled; queueing hints are approximated by the events each rejection reason
 //! registers ([`events_for`]).
 
