@@ -1,9 +1,15 @@
 //! kube's extender wire format (`k8s.io/kube-scheduler/extender/v1`), exactly as kube-scheduler
 //! writes and reads it.
 //!
+//! Filter and prioritize send [`ExtenderArgs`] (the filter reply is an
+//! [`ExtenderFilterResult`], the prioritize reply a list of [`HostPriority`]); bind sends
+//! [`ExtenderBindingArgs`]; preempt sends kube's `ExtenderPreemptionArgs`
+//! ([`preemption_args_json`]: [`Victims`], or [`MetaVictims`] for a `nodeCacheCapable`
+//! extender) and reads an `ExtenderPreemptionResult` ([`preemption_result_from_json`]).
 //! kube's types carry no JSON tags, so Go's encoder writes the Go field names (`Pod`, `Nodes`,
 //! `NodeNames`, `FailedNodes`, `FailedAndUnresolvableNodes`, `Error`, `Host`, `Score`,
-//! `PodName`, `PodNamespace`, `PodUID`, `Node`), and Go's decoder matches keys
+//! `PodName`, `PodNamespace`, `PodUID`, `Node`, `NodeNameToVictims`, `NodeNameToMetaVictims`,
+//! `Pods`, `NumPDBViolations`, `UID`), and Go's decoder matches keys
 //! case-insensitively (`nodenames` and `failedNodes` are read too), ignores unknown keys,
 //! takes `null` as absent, and reads only the first JSON value of a reply. This module does
 //! the same. The pod and nodes are their Kubernetes JSON, as [`crate::model`] serializes
