@@ -274,3 +274,92 @@ fn storage_objects_come_and_go_through_events() {
     assert!(st.pvc("default", "c1").is_none());
     assert!(st.pvc("default", "c2").is_some());
 }
+
+/// A CSI volume `name` of driver `ebs.csi.aws.com`, bound to claim `name` in `default`, and
+/// the claim.
+fn csi_volume(name: &str) -> (PersistentVolume, PersistentVolumeClaim) {
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": name},
+            "claimRef": {"namespace": "default", "name": name}
+        },
+        "status": {"phase": "Bound"}
+    }))
+    .unwrap();
+    let claim = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": name
+        },
+        "status": {"phase": "Bound"}
+    }))
+    .unwrap();
+    (pv, claim)
+}
+
+fn csi_node(name: &str, limit: i32) -> sched_core::model::CsiNode {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": name, "allocatable": {"count": limit}}
+        ]}
+    }))
+    .unwrap()
+}
+
+/// NodeVolumeLimits keeps each node's attached volumes between pods; the count must follow
+/// every change: a pod placed, a pod deleted, a CSINode's limit raised.
+#[test]
+fn volume_limits_follow_pods_and_csinodes() {
+    let snapshot = Snapshot::from_objects(vec![node("node-a")], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    s.apply(ClusterEvent::CsiNodeAdd(csi_node("node-a", 2)), T0);
+    for i in 1..=4 {
+        let (pv, claim) = csi_volume(&format!("v{i}"));
+        s.apply(ClusterEvent::PersistentVolumeAdd(pv), T0);
+        s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim), T0);
+    }
+    let mut bind = |s: &mut Scheduler, name: &str, claim: &str, now: Duration| {
+        s.apply(ClusterEvent::PodAdd(pod(name, claim)), now);
+        match s.schedule_one(now) {
+            Step::Bind { pod, .. } => s.finish_binding(&pod, Ok(()), now),
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    bind(&mut s, "p1", "v1", T0);
+    bind(&mut s, "p2", "v2", T0);
+    // The node attaches two volumes, its limit: a third does not fit.
+    s.apply(ClusterEvent::PodAdd(pod("p3", "v3")), T0);
+    match s.schedule_one(T0) {
+        Step::Unschedulable { error, .. } => {
+            assert!(
+                error.to_string().contains("exceed max volume count"),
+                "{error}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // p1 goes away: p3 fits.
+    s.apply(ClusterEvent::PodDelete("default/p1".into()), T0);
+    match s.schedule_one(SECOND) {
+        Step::Bind { pod, .. } => {
+            assert_eq!(pod, "default/p3");
+            s.finish_binding(&pod, Ok(()), SECOND);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Full again; the CSINode's limit rises to 3: p4 fits.
+    s.apply(ClusterEvent::PodAdd(pod("p4", "v4")), SECOND);
+    assert!(matches!(s.schedule_one(SECOND), Step::Unschedulable { .. }));
+    s.apply(ClusterEvent::CsiNodeUpdate(csi_node("node-a", 3)), SECOND);
+    match s.schedule_one(3 * SECOND) {
+        Step::Bind { pod, .. } => assert_eq!(pod, "default/p4"),
+        other => panic!("{other:?}"),
+    }
+}

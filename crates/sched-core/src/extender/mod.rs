@@ -50,7 +50,8 @@
 //! attempt otherwise. Scores are added to the plugins' weighted totals as
 //! `score x weight x (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY)`, in integers; a
 //! prioritize error only drops that extender's scores. Extenders that preempt
-//! ([`Extender::process_preemption`]) may drop the node preemption chose or add victims. The
+//! ([`Extender::process_preemption`]) narrow preemption's candidates before the choice: they
+//! may drop nodes and add victims. The
 //! first binder extender interested in the pod binds it instead of the caller's binder.
 
 mod config;

@@ -258,7 +258,7 @@ impl Profile {
         pod: &Pod,
         snapshot: &mut Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
-        self.assume_after(cache, pod, snapshot, None)
+        self.assume_after(cache, pod, snapshot, &[], None)
     }
 
     /// [`Profile::schedule_and_assume`] with `extension` run between filtering and selection
@@ -273,18 +273,36 @@ impl Profile {
         snapshot: &mut Snapshot,
         extension: &mut dyn CycleExtension,
     ) -> Result<ScheduleResult, ScheduleError> {
-        self.assume_after(cache, pod, snapshot, Some(extension))
+        self.assume_after(cache, pod, snapshot, &[], Some(extension))
     }
 
-    fn assume_after(
+    /// [`Profile::assume_after`] without an extension.
+    pub(crate) fn schedule_and_assume_blocking(
         &self,
         cache: &mut Cache,
         pod: &Pod,
         snapshot: &mut Snapshot,
+        blocked: &[(u32, u16, Reason)],
+    ) -> Result<ScheduleResult, ScheduleError> {
+        self.assume_after(cache, pod, snapshot, blocked, None)
+    }
+
+    /// [`Profile::schedule_and_assume`] where the nodes of `blocked` fail with the given
+    /// predicate and reason before any filter runs on them (the scheduling engine's nominated
+    /// pods: nodes where the pod does not fit beside the pods nominated there). They count as
+    /// infeasible when finding `numFeasibleNodesToFind` nodes, as kube's filter does.
+    /// `extension` runs between filtering and selection, as in
+    /// [`Profile::schedule_and_assume_with`].
+    pub(crate) fn assume_after(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+        blocked: &[(u32, u16, Reason)],
         extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
-        let r = self.schedule_in(cache, &cx, extension)?;
+        let r = self.schedule_blocking(cache, &cx, blocked, extension)?;
         let (requests, non_zero) = cx.into_requests();
         snapshot
             .assume_at(pod.clone(), r.node_index, requests, non_zero)
@@ -298,9 +316,19 @@ impl Profile {
         cx: &CycleContext<'_>,
         extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_blocking(cache, cx, &[], extension)
+    }
+
+    fn schedule_blocking(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        blocked: &[(u32, u16, Reason)],
+        extension: Option<&mut dyn CycleExtension>,
+    ) -> Result<ScheduleResult, ScheduleError> {
         // The per-pod plugin states live in a vector kept from cycle to cycle.
         let mut active = std::mem::take(&mut cache.scratch.active);
-        let result = self.schedule_with(cache, cx, &mut active, extension);
+        let result = self.schedule_with(cache, cx, &mut active, blocked, extension);
         active.clear();
         cache.scratch.active = active;
         result
@@ -319,14 +347,31 @@ impl Profile {
         snapshot: &Snapshot,
         index: usize,
     ) -> Result<Result<(), Vec<(String, Reason)>>, ScheduleError> {
+        Ok(self
+            .fits_on_indexed(pod, snapshot, index)?
+            .map_err(|reasons| {
+                reasons
+                    .into_iter()
+                    .map(|(i, r)| (self.predicates[i as usize].name().to_string(), r))
+                    .collect()
+            }))
+    }
+
+    /// [`Profile::fits_on`] with the failing predicates' indices instead of their names.
+    pub(crate) fn fits_on_indexed(
+        &self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        index: usize,
+    ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
         let node = snapshot.node(index);
         let mut reasons = Vec::new();
-        for p in &self.predicates {
+        for (i, p) in self.predicates.iter().enumerate() {
             if let Prepared::Run(state) = p.prepare(&cx)?
                 && let Err(r) = p.filter(&cx, &state, node)
             {
-                reasons.push((p.name().to_string(), r));
+                reasons.push((i as u16, r));
                 if !self.always_check_all_predicates {
                     break;
                 }
@@ -344,6 +389,7 @@ impl Profile {
         cache: &mut Cache,
         cx: &CycleContext<'_>,
         active: &mut Vec<(u16, ErasedState)>,
+        blocked: &[(u32, u16, Reason)],
         mut extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
         let snapshot = cx.snapshot();
@@ -390,6 +436,9 @@ impl Profile {
             // kube v1.34: neither scoring nor filtering extenders, so one node is enough.
             to_find = 1;
         }
+        // Blocked nodes are filtered like the others, then taken out: look for as many more
+        // feasible nodes as there are blocked ones, and cut after the `to_find`-th one left.
+        let find = (to_find + blocked.len()).min(n);
         let start = cache.next_start_index % n;
         let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
             None
@@ -398,13 +447,18 @@ impl Profile {
                 Some(acc.and(self.predicates[*pi as usize].fast_filter(cx, state)?))
             })
         };
-        let processed = if let Some(filter) = fast {
-            self.filter_fast(cache, cx, filter, start, to_find)
+        let mut processed = if let Some(filter) = fast {
+            self.filter_fast(cache, cx, filter, start, find)
         } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
-            self.filter_parallel(cache, cx, active, start, to_find)
+            self.filter_parallel(cache, cx, active, start, find)
         } else {
-            self.filter_sequential(cache, cx, active, start, to_find)
+            self.filter_sequential(cache, cx, active, start, find)
         };
+        if !blocked.is_empty() {
+            processed = cache
+                .scratch
+                .apply_blocked(blocked, start, n, to_find, processed);
+        }
         cache.next_start_index = (start + processed) % n;
 
         if cache.scratch.feasible.is_empty() {

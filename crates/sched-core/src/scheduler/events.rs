@@ -2,7 +2,9 @@
 //! `EventsToRegister` of each plugin, keyed here by the reason a node rejected the pod).
 
 use crate::framework::Reason;
-use crate::model::{CsiNode, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use crate::model::{
+    CsiNode, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
+};
 
 /// A change to the cluster, as an informer reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +47,12 @@ pub enum ClusterEvent {
     CsiNodeUpdate(CsiNode),
     /// A CSINode went away (by name, the node's).
     CsiNodeDelete(String),
+    /// A PodDisruptionBudget appeared; preemption respects it.
+    PdbAdd(PodDisruptionBudget),
+    /// A PodDisruptionBudget changed (the whole new object, its status included).
+    PdbUpdate(PodDisruptionBudget),
+    /// A PodDisruptionBudget went away (by `namespace/name`).
+    PdbDelete(String),
 }
 
 /// Kinds of cluster change, as bits (kube's `ClusterEvent` resource and action types).

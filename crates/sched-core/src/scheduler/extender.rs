@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::preemption::Candidate;
 use crate::extender::{
     Extender, ExtenderBinder, ExtenderBindingArgs, ExtenderError, MAX_EXTENDER_PRIORITY,
-    NodeVictims,
+    NodeVictims, Victims,
 };
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::Reason;
@@ -305,4 +306,51 @@ pub(crate) fn preemption_candidates(
         victims = result;
     }
     Ok(victims)
+}
+
+/// kube's `callExtenders` over the dry run's candidates: their victims go to the extenders
+/// that preempt ([`preemption_candidates`]); the candidates left keep their order, nodes an
+/// extender adds come after them in name order.
+///
+/// # Errors
+/// A non-ignorable extender's failure ([`ScheduleError::Extender`]).
+pub(crate) fn narrow_candidates(
+    list: &[Arc<dyn Extender>],
+    pod: &Pod,
+    snapshot: &Snapshot,
+    candidates: Vec<Candidate>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Vec<Candidate>, ScheduleError> {
+    if candidates.is_empty() || !list.iter().any(|e| e.supports_preemption()) {
+        return Ok(candidates);
+    }
+    let victims: NodeVictims = candidates
+        .iter()
+        .map(|c| {
+            let v = Victims {
+                pods: c.victims.clone(),
+                num_pdb_violations: c.num_pdb_violations as i64,
+            };
+            (c.node.clone(), v)
+        })
+        .collect();
+    let mut left = preemption_candidates(list, pod, victims, snapshot, skipped).map_err(|s| {
+        ScheduleError::Extender {
+            extender: s.extender,
+            source: Box::new(ExtenderError::Other(s.message)),
+        }
+    })?;
+    let to_candidate = |node: String, v: Victims| Candidate {
+        node,
+        victims: v.pods,
+        num_pdb_violations: usize::try_from(v.num_pdb_violations).unwrap_or(0),
+    };
+    let mut out = Vec::with_capacity(left.len());
+    for c in candidates {
+        if let Some(v) = left.remove(&c.node) {
+            out.push(to_candidate(c.node, v));
+        }
+    }
+    out.extend(left.into_iter().map(|(n, v)| to_candidate(n, v)));
+    Ok(out)
 }

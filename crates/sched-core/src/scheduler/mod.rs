@@ -54,11 +54,27 @@
 //!   binding the pod (kube's PreBind). An unreserve (a failed bind, a rejection, a deleted
 //!   pod) gives them back, except objects the informer has replaced since.
 //!
-//! - **Preemption** (DefaultPreemption, [`preemption`]): when no node takes a pod that may
-//!   preempt, the nodes where removing lower-priority pods could help are tried, the fewest
-//!   victims found on each (reprieving all it can, most important first) and a node chosen by
-//!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
-//!   the node, where it is tried first next time.
+//! - **Preemption** (DefaultPreemption, [`preemption`], kube v1.34): when no node takes a pod
+//!   that may preempt, a dry run goes through the nodes where removing lower-priority pods
+//!   could help, from an offset the engine draws from its seeded generator
+//!   ([`Scheduler::with_preemption_seed`]), until it has kube's number of candidates; on
+//!   each node it finds the fewest victims (PodDisruptionBudget-violating victims reprieved
+//!   first, then the others, most important first) and the node is chosen by kube's order
+//!   (fewest budget violations first). [`Step::Preempt`] names the victims to delete; the
+//!   pod is nominated to the node, where it is tried first next time, and lower-priority
+//!   pods nominated there lose their nomination. A pod whose nominated node has a victim
+//!   still terminating does not preempt again; one for which preemption finds nothing loses
+//!   its nomination.
+//! - **Nominated pods hold their node** ([`Nominator`], kube's nominator): pods nominated by
+//!   preemption or by their `status.nominatedNodeName` count, on their node, as if they ran
+//!   there when pods of lower or equal priority are filtered (kube's
+//!   `RunFilterPluginsWithNominatedPods`: with them, then without them); a nomination goes
+//!   when its pod is bound, assumed, deleted or nominated elsewhere. The engine behaves as if
+//!   its status patches landed: an update that carries no `nominatedNodeName` keeps the
+//!   nomination made here. Without nominated pods of at least the pod's priority the cycle
+//!   runs exactly as before (one check of the nominator).
+//! - **PodDisruptionBudgets** arrive as [`ClusterEvent::PdbAdd`], [`ClusterEvent::PdbUpdate`]
+//!   and [`ClusterEvent::PdbDelete`] ([`pdb`] for kube's rule).
 //!
 //! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`] in the order added, a
 //!   configuration's `extenders` in [`Scheduler::from_config`], ignorable ones last as kube
@@ -68,18 +84,20 @@
 //!   extender's error is skipped ([`SchedulerEvent::ExtenderSkipped`]), another's fails the
 //!   attempt; scores are added as score x weight x 10; a nominated node must pass them too;
 //!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`;
-//!   extenders that preempt may drop the node preemption chose or add victims.
+//!   extenders that preempt narrow preemption's candidates before the choice (kube's
+//!   `callExtenders`).
 //!
 //! # Not yet
-//! Preempting extenders see only the node preemption chose (kube shows them every
-//! candidate before choosing); nominated pods do not yet reserve their node against other
-//! pods (kube counts higher-priority nominated pods in the filters);
-//! PodDisruptionBudgets are not modelled; queueing hints are approximated by the events each rejection reason
-//! registers ([`events_for`]).
+//! Queueing hints are approximated by the events each rejection
+//! reason registers ([`events_for`]); preemption has no asynchronous mode (the victims are
+//! handed out as a step), no custom victim eligibility or ordering hooks, and pods being
+//! bound or held at Permit are never victims (kube rejects a waiting pod it preempts).
 
 mod events;
 mod extender;
 mod hooks;
+mod nominator;
+pub mod pdb;
 pub mod preemption;
 mod queue;
 
@@ -90,11 +108,15 @@ use std::time::Duration;
 pub use events::{ClusterEvent, EventMask, events_for};
 pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
+pub use nominator::Nominator;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::extender::{Extender, ExtenderBinder};
-use crate::model::Pod;
+use crate::model::{Pod, PodDisruptionBudget};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
@@ -130,7 +152,8 @@ pub enum Step {
     },
     /// No node took the pod, but deleting these lower-priority pods makes room on `node`
     /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
-    /// waits, and is tried there first once the deletions arrive.
+    /// waits, and is tried there first once the deletions arrive. Victims already being
+    /// deleted are not listed again.
     Preempt {
         /// `namespace/name` of the preemptor.
         pod: String,
@@ -341,8 +364,12 @@ pub struct Scheduler {
     waiting: HashMap<String, Waiting>,
     /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
     ready: VecDeque<(String, String)>,
-    /// Pods preemption nominated to a node (kube's `nominatedNodeName`).
-    nominated: HashMap<String, String>,
+    /// Pods nominated to a node (kube's nominator).
+    nominator: Nominator,
+    /// PodDisruptionBudgets by `namespace/name`, in key order.
+    pdbs: Vec<PodDisruptionBudget>,
+    /// Draws the offset at which preemption's dry run starts.
+    preemption_rng: ChaCha8Rng,
     /// Scheduler extenders, in order, for every profile.
     extenders: Vec<Arc<dyn Extender>>,
 }
@@ -385,9 +412,20 @@ impl Scheduler {
             permit: Vec::new(),
             waiting: HashMap::new(),
             ready: VecDeque::new(),
-            nominated: HashMap::new(),
+            nominator: Nominator::new(),
+            pdbs: Vec::new(),
+            preemption_rng: ChaCha8Rng::seed_from_u64(0),
             extenders: Vec::new(),
         }
+    }
+
+    /// Seeds the generator of preemption's dry-run offset (kube's random
+    /// `GetOffsetAndNumCandidates`); [`Scheduler::from_config`] seeds it with its `seed`,
+    /// [`Scheduler::new`] with 0.
+    #[must_use]
+    pub fn with_preemption_seed(mut self, seed: u64) -> Scheduler {
+        self.preemption_rng = ChaCha8Rng::seed_from_u64(seed);
+        self
     }
 
     /// Adds a scheduler extender (called in the order added, for every profile, as kube
@@ -412,9 +450,20 @@ impl Scheduler {
         self
     }
 
-    /// The node preemption nominated `pod` to, if any.
+    /// The node `pod` is nominated to, if any (by preemption, or by its
+    /// `status.nominatedNodeName`).
     pub fn nominated_node(&self, pod: &str) -> Option<&str> {
-        self.nominated.get(pod).map(String::as_str)
+        self.nominator.node_of(pod)
+    }
+
+    /// The nominated pods.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    /// The PodDisruptionBudgets preemption respects, in `namespace/name` order.
+    pub fn pdbs(&self) -> &[PodDisruptionBudget] {
+        &self.pdbs
     }
 
     /// Adds a Reserve plugin (run in the order added, for every profile).
@@ -537,7 +586,7 @@ impl Scheduler {
             Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
             Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
         );
-        let mut scheduler = Scheduler::new(profiles, snapshot, settings);
+        let mut scheduler = Scheduler::new(profiles, snapshot, settings).with_preemption_seed(seed);
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.preemption = preemption_args(p);
         }
@@ -548,54 +597,6 @@ impl Scheduler {
     /// The extender that binds `pod` on `node`, if any.
     fn binder_for(&self, pod: &Pod, node: &str) -> Option<ExtenderBinder> {
         extender::binder_for(&self.extenders, pod, node)
-    }
-
-    /// The extenders' say on the node preemption chose (kube's `callExtenders`, here on the
-    /// chosen candidate): `None` when one of them rules it out or fails. A candidate without
-    /// victims is not shown to them (kube never makes one).
-    fn preempt_with_extenders(
-        &mut self,
-        pod: &Pod,
-        key: &str,
-        c: preemption::Candidate,
-    ) -> Option<preemption::Candidate> {
-        if c.victims.is_empty() || !self.extenders.iter().any(|e| e.supports_preemption()) {
-            return Some(c);
-        }
-        let info = self.snapshot.get(&c.node)?;
-        let pods = c
-            .victims
-            .iter()
-            .filter_map(|v| info.pods().iter().map(|p| p.pod()).find(|p| p.key() == *v))
-            .cloned()
-            .collect();
-        let victims = std::iter::once((
-            c.node.clone(),
-            crate::extender::Victims {
-                pods,
-                num_pdb_violations: 0,
-            },
-        ))
-        .collect();
-        let mut skipped = Vec::new();
-        let result = extender::preemption_candidates(
-            &self.extenders,
-            pod,
-            victims,
-            &self.snapshot,
-            &mut skipped,
-        );
-        self.note_skipped(key, skipped);
-        match result {
-            Ok(mut map) => map.remove(&c.node).map(|v| preemption::Candidate {
-                node: c.node,
-                victims: v.pods.iter().map(Pod::key).collect(),
-            }),
-            Err(failed) => {
-                self.note_skipped(key, vec![failed]);
-                None
-            }
-        }
     }
 
     /// Records the extender errors an attempt passed over.
@@ -745,9 +746,19 @@ impl Scheduler {
                 self.snapshot.storage_mut().remove_csi_node(&name);
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
+            ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
+                let key = pdb.key();
+                match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
+                    Ok(i) => self.pdbs[i] = pdb,
+                    Err(i) => self.pdbs.insert(i, pdb),
+                }
+            }
+            ClusterEvent::PdbDelete(key) => {
+                self.pdbs.retain(|p| p.key() != key);
+            }
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 if let Some(w) = self.waiting.remove(&key) {
                     for r in self.reserve.iter().rev() {
                         r.unreserve(&w.binding.pod, &w.binding.node);
@@ -778,17 +789,25 @@ impl Scheduler {
             // not scheduled.
             if pod.is_terminating() || self.slot_of(&pod).is_none() {
                 self.queue.delete(&key);
+                self.nominator.delete(&key);
                 return;
             }
             if self.snapshot.node_of(&key).is_some() {
                 // Assumed by us and not yet bound in the API server: nothing to do.
                 return;
             }
+            // kube's AddNominatedPod / UpdateNominatedPod: the status's nominatedNodeName,
+            // or the nomination made here when neither version has one.
+            if !pod.status.nominated_node_name.is_empty() || self.nominator.node_of(&key).is_some()
+            {
+                self.nominator.update(pod.clone());
+            }
             self.queue.add(pod, now);
             return;
         }
         // Bound.
         self.queue.delete(&key);
+        self.nominator.delete(&key);
         let result = match self.snapshot.node_of(&key) {
             Some(node) if node == pod.spec.node_name => {
                 // Our assumed pod confirmed, or a bound pod changed.
@@ -871,20 +890,24 @@ impl Scheduler {
                 self.queue.done(&key);
                 continue;
             }
-            // A nominated pod is tried on its node first (kube's evaluateNominatedNode).
-            if let Some(node) = self.nominated.get(&key).cloned()
+            // A nominated pod is tried on its node first (kube's evaluateNominatedNode), with
+            // the pods nominated there before it held.
+            if let Some(node) = self.nominator.node_of(&key).map(str::to_string)
                 && let Some(index) = self.snapshot.index_of(&node)
                 && matches!(
-                    self.profiles[slot]
-                        .profile
-                        .fits_on(&pod, &self.snapshot, index),
+                    self.nominator.fits_indexed(
+                        &self.profiles[slot].profile,
+                        &mut self.snapshot,
+                        &pod,
+                        index
+                    ),
                     Ok(Ok(()))
                 )
                 && (self.extenders.is_empty()
                     || ExtenderCycle::new(&self.extenders).pass(&pod, &self.snapshot, index))
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 let attempts = self.queue.done(&key).unwrap_or(1);
                 let profile = self.profiles[slot].name.clone();
                 let b = Binding {
@@ -895,26 +918,42 @@ impl Scheduler {
                 };
                 return self.reserve_and_permit(key, b, profile, now);
             }
-            let s = &mut self.profiles[slot];
-            let placed = if self.extenders.is_empty() {
-                s.profile
-                    .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
+            // Nodes where the pod does not fit beside the pods nominated there count as
+            // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
+            let blocked = if self.nominator.holds_any(&pod) {
+                self.nominator
+                    .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
             } else {
-                let mut ext = ExtenderCycle::new(&self.extenders);
-                let r = s.profile.schedule_and_assume_with(
-                    &mut s.cache,
-                    &pod,
-                    &mut self.snapshot,
-                    &mut ext,
-                );
-                let skipped = ext.take_skipped();
-                self.note_skipped(&key, skipped);
-                r
+                Ok(Vec::new())
             };
             let s = &mut self.profiles[slot];
-            match placed {
+            let mut skipped = Vec::new();
+            let result = blocked.and_then(|blocked| {
+                if self.extenders.is_empty() {
+                    s.profile.schedule_and_assume_blocking(
+                        &mut s.cache,
+                        &pod,
+                        &mut self.snapshot,
+                        &blocked,
+                    )
+                } else {
+                    let mut ext = ExtenderCycle::new(&self.extenders);
+                    let r = s.profile.assume_after(
+                        &mut s.cache,
+                        &pod,
+                        &mut self.snapshot,
+                        &blocked,
+                        Some(&mut ext),
+                    );
+                    skipped = ext.take_skipped();
+                    r
+                }
+            });
+            self.note_skipped(&key, skipped);
+            let s = &mut self.profiles[slot];
+            match result {
                 Ok(r) => {
-                    self.nominated.remove(&key);
+                    self.nominator.delete(&key);
                     let attempts = self.queue.done(&key).unwrap_or(1);
                     let profile = s.name.clone();
                     let b = Binding {
@@ -941,36 +980,11 @@ impl Scheduler {
                         pod: key.clone(),
                         message: error.to_string(),
                     });
-                    if let Some(args) = self.profiles[slot].preemption {
-                        // Pods still being bound or held at Permit are not victims.
-                        let busy: std::collections::HashSet<String> = self
-                            .binding
-                            .keys()
-                            .chain(self.waiting.keys())
-                            .cloned()
-                            .collect();
-                        if let Some(c) = preemption::preempt(
-                            &self.profiles[slot].profile,
-                            &mut self.snapshot,
-                            &pod,
-                            &error,
-                            args,
-                            &|k| busy.contains(k),
-                        ) && let Some(c) = self.preempt_with_extenders(&pod, &key, c)
-                        {
-                            self.nominated.insert(key.clone(), c.node.clone());
-                            // The victims' deletion (an assigned pod deleted) wakes it.
-                            self.queue.unschedulable(
-                                &key,
-                                waiting_for | EventMask::ASSIGNED_POD_DELETE,
-                                now,
-                            );
-                            return Step::Preempt {
-                                pod: key,
-                                node: c.node,
-                                victims: c.victims,
-                            };
-                        }
+                    if let Some(args) = self.profiles[slot].preemption
+                        && let Some(step) =
+                            self.run_preemption(slot, args, pod, &error, waiting_for, now)
+                    {
+                        return step;
                     }
                     return Step::Unschedulable { pod: key, error };
                 }
@@ -983,6 +997,104 @@ impl Scheduler {
                     return Step::Failed { pod: key, error };
                 }
             }
+        }
+    }
+
+    /// DefaultPreemption for a pod no node takes; `Some(Step::Preempt)` when it nominated
+    /// the pod to a node.
+    fn run_preemption(
+        &mut self,
+        slot: usize,
+        args: (i32, i32),
+        pod: Pod,
+        error: &FitError,
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> Option<Step> {
+        let key = pod.key();
+        // The pod as the API server has it once this scheduler's status patches landed.
+        let landed = match self.nominator.node_of(&key) {
+            Some(node) if node != pod.status.nominated_node_name => {
+                let mut p = pod.clone();
+                p.status.nominated_node_name = node.to_string();
+                Some(p)
+            }
+            _ => None,
+        };
+        // Pods still being bound or held at Permit are not victims.
+        let busy: std::collections::HashSet<&str> = self
+            .binding
+            .keys()
+            .chain(self.waiting.keys())
+            .map(String::as_str)
+            .collect();
+        let protect = |k: &str| busy.contains(k);
+        // kube's callExtenders: the extenders that preempt narrow the candidates.
+        let skipped = std::cell::RefCell::new(Vec::new());
+        let extenders = &self.extenders;
+        let narrow = |p: &Pod, snapshot: &Snapshot, candidates| {
+            extender::narrow_candidates(
+                extenders,
+                p,
+                snapshot,
+                candidates,
+                &mut skipped.borrow_mut(),
+            )
+        };
+        let env = preemption::Environment::new(&self.nominator)
+            .pdbs(&self.pdbs)
+            .protect(&protect)
+            .candidates(&narrow);
+        let rng = &mut self.preemption_rng;
+        let outcome = preemption::preempt(
+            &self.profiles[slot].profile,
+            &mut self.snapshot,
+            landed.as_ref().unwrap_or(&pod),
+            error,
+            args,
+            &mut |n| rng.random_range(0..n),
+            &env,
+        );
+        let mut skipped = skipped.into_inner();
+        if let Err(ScheduleError::Extender { extender, source }) = &outcome {
+            skipped.push(Skipped {
+                extender: extender.clone(),
+                message: source.to_string(),
+            });
+        }
+        self.note_skipped(&key, skipped);
+        match outcome {
+            Ok(preemption::Outcome::Preempt(c)) => {
+                // Lower-priority pods nominated to that node may no longer fit there: their
+                // nominations are cleared (kube's prepareCandidate).
+                for other in self.nominator.lower_priority_on(&c.node, &pod) {
+                    self.nominator.delete(&other);
+                }
+                self.nominator.add(pod, Some(&c.node));
+                // The victims' deletion (an assigned pod deleted) wakes it.
+                self.queue
+                    .unschedulable(&key, waiting_for | EventMask::ASSIGNED_POD_DELETE, now);
+                // Victims already being deleted need no second deletion (kube skips the API
+                // call for them).
+                let victims = c
+                    .victims
+                    .iter()
+                    .filter(|v| !v.is_terminating())
+                    .map(Pod::key)
+                    .collect();
+                Some(Step::Preempt {
+                    pod: key,
+                    victims,
+                    node: c.node,
+                })
+            }
+            Ok(preemption::Outcome::NoCandidate) => {
+                // kube clears the nomination when preemption cannot help.
+                self.nominator.delete(&key);
+                None
+            }
+            // Not eligible, or a plugin error: the nomination stays as it is.
+            Ok(_) | Err(_) => None,
         }
     }
 
