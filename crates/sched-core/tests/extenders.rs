@@ -578,48 +578,42 @@ fn unresolvable_on_node1(n: &Node) -> Status {
     }
 }
 
-fn unresolvable(_: &Node) -> Status {
-    Status::Unresolvable
-}
-
 #[test]
-fn preemption_never_picks_a_node_an_extender_calls_unresolvable() {
+fn preemption_never_considers_a_node_an_extender_calls_unresolvable() {
+    use sched_core::scheduler::preemption::{nodes_where_preemption_might_help, resolvable};
+    assert!(resolvable(&Reason::Extender {
+        unresolvable: false
+    }));
+    assert!(!resolvable(&Reason::Extender { unresolvable: true }));
+    // Both nodes fit the plugins; the extender rejects node1 as unresolvable, node2 as
+    // resolvable: only node2 is a node where preemption might help.
+    let mut s = engine(
+        &["node1", "node2"],
+        vec![],
+        vec![ext("E", vec![unresolvable_on_node1])],
+    );
     let now = Duration::ZERO;
-    let outcome = |predicate: FitPredicate| {
-        let mut s = engine(&["node1", "node2"], vec![], vec![ext("E", vec![predicate])]);
-        s.apply(
-            ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
-            now,
-        );
-        s.schedule_one(now)
+    s.apply(
+        ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
+        now,
+    );
+    let Step::Unschedulable { error, .. } = s.schedule_one(now) else {
+        panic!("expected a fit error")
     };
-    // Both nodes fit the plugins and fail the extender (resolvable): kube's order nominates
-    // the first candidate, node1 (nothing to delete).
-    match outcome(false_predicate) {
-        Step::Preempt { node, victims, .. } => {
-            assert_eq!((node.as_str(), victims.len()), ("node1", 0));
-        }
-        other => panic!("{other:?}"),
-    }
-    // node1 unresolvable: node2.
-    match outcome(unresolvable_on_node1) {
-        Step::Preempt { node, .. } => assert_eq!(node, "node2"),
-        other => panic!("{other:?}"),
-    }
-    // Both unresolvable: no candidate; the fit error carries the extender's statuses.
-    match outcome(unresolvable) {
-        Step::Unschedulable { error, .. } => {
-            assert_eq!(
-                error.to_string(),
-                r#"0/2 nodes are available: 1 FakeExtender: node "node1" failed and unresolvable, 1 FakeExtender: node "node2" failed and unresolvable."#
-            );
-            assert_eq!(
-                error.failures[1].codes,
-                [("E".to_string(), Reason::Extender { unresolvable: true })]
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(
+        error.to_string(),
+        r#"0/2 nodes are available: 1 FakeExtender: node "node1" failed and unresolvable, 1 FakeExtender: node "node2" failed."#
+    );
+    assert_eq!(
+        error.failures[0].codes,
+        [("E".to_string(), Reason::Extender { unresolvable: true })]
+    );
+    let potential = nodes_where_preemption_might_help(s.snapshot(), &error);
+    let names: Vec<&str> = potential
+        .iter()
+        .map(|&i| s.snapshot().node_infos()[i].name())
+        .collect();
+    assert_eq!(names, ["node2"]);
 }
 
 /// Rejects the nodes listed (resolvable), changeable between attempts.
@@ -649,22 +643,19 @@ impl Extender for Rejects {
 
 #[test]
 fn a_nominated_node_must_pass_the_extenders_too() {
-    let rejects = Arc::new(Rejects(Mutex::new(vec!["node1", "node2"])));
+    let now = Duration::ZERO;
+    let mut nominated = resource_pod("high", "100m", 100, "");
+    nominated.status.nominated_node_name = "node1".into();
+    // Without extenders the pod goes to its nominated node1.
+    let mut plain = engine(&["node1", "node2"], vec![], vec![]);
+    plain.apply(ClusterEvent::PodAdd(nominated.clone()), now);
+    assert_eq!(plain.nominated_node("default/high"), Some("node1"));
+    assert!(matches!(plain.schedule_one(now), Step::Bind { ref node, .. } if node == "node1"));
+    // node1 passes the plugins but not the extender: the full cycle places it on node2.
+    let rejects = Arc::new(Rejects(Mutex::new(vec!["node1"])));
     let mut s = engine(&["node1", "node2"], vec![], vec![]).with_extender(Arc::clone(&rejects));
-    s.apply(
-        ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
-        Duration::ZERO,
-    );
-    assert!(
-        matches!(s.schedule_one(Duration::ZERO), Step::Preempt { ref node, .. } if node == "node1")
-    );
-    assert_eq!(s.nominated_node("default/high"), Some("node1"));
-    // Now only node1 (and the new node3) are rejected: the nominated node1 passes the
-    // plugins but not the extender, so the pod goes through the full cycle to node2.
-    *rejects.0.lock().unwrap() = vec!["node1", "node3"];
-    let later = Duration::from_secs(60);
-    s.apply(ClusterEvent::NodeAdd(resource_node("node3")), later);
-    match s.schedule_one(later) {
+    s.apply(ClusterEvent::PodAdd(nominated), now);
+    match s.schedule_one(now) {
         Step::Bind { pod, node, .. } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/high", "node2"))
         }
