@@ -51,6 +51,9 @@
 //! - [`framework`]: the plugin traits; [`plugins`]: kube's built-ins; [`policy`]: kube's
 //!   legacy Policy JSON;
 //! - [`profile`]: the compiled pipeline and its per-worker cache;
+//! - [`extender`]: kube's scheduler extenders (the trait, kube's wire format, an HTTP client);
+//! - [`config`]: kube's `KubeSchedulerConfiguration`; [`scheduler`]: the scheduling cycle as
+//!   a deterministic engine (queue, profiles, preemption, extenders, binding hand-off);
 //! - [`bench_cluster`]: the synthetic clusters of the benchmarks, demos and tests.
 //!
 //! Performance: per-pod `prepare` resolves the pod's terms to interned ids once, plugins with
@@ -61,6 +64,7 @@
 
 pub mod bench_cluster;
 pub mod config;
+pub mod extender;
 mod fast_path;
 pub mod formulas;
 pub mod framework;

@@ -284,13 +284,168 @@ fn framework_errors_are_kubes() {
 }
 
 #[test]
-fn extenders_are_refused_rather_than_ignored() {
-    let got = compile_problems(
-        "extenders:\n- urlPrefix: http://127.0.0.1:8888\n  filterVerb: filter\n",
-        &Registry::v1_34(),
+fn extenders_are_read_with_every_field() {
+    let c = config(
+        r#"extenders:
+- urlPrefix: https://127.0.0.1:8888/scheduler
+  filterVerb: filter
+  preemptVerb: preempt
+  prioritizeVerb: prioritize
+  weight: 3
+  bindVerb: bind
+  enableHTTPS: true
+  tlsConfig:
+    insecure: true
+    caData: LS0tLS1CRUdJTg==
+    certFile: /etc/cert.pem
+    keyFile: /etc/key.pem
+  httpTimeout: 1m30s
+  nodeCacheCapable: true
+  managedResources:
+  - name: example.com/gpu
+    ignoredByScheduler: true
+  ignorable: true
+- urlPrefix: http://127.0.0.1:9999
+"#,
     );
-    assert_eq!(got.len(), 1);
-    assert!(got[0].starts_with("extenders: not supported by sched-core: extenders are not called"));
+    assert_eq!(c.extenders.len(), 2);
+    let e = &c.extenders[0];
+    assert_eq!(e.url_prefix, "https://127.0.0.1:8888/scheduler");
+    assert_eq!(
+        (
+            e.filter_verb.as_str(),
+            e.preempt_verb.as_str(),
+            e.prioritize_verb.as_str(),
+            e.bind_verb.as_str()
+        ),
+        ("filter", "preempt", "prioritize", "bind")
+    );
+    assert_eq!(e.weight, 3);
+    assert!(e.enable_https && e.node_cache_capable && e.ignorable);
+    assert_eq!(e.http_timeout, std::time::Duration::from_secs(90));
+    let tls = e.tls_config.as_ref().expect("tlsConfig");
+    assert!(tls.insecure);
+    assert_eq!(tls.ca_data, b"-----BEGIN");
+    assert_eq!(
+        (tls.cert_file.as_str(), tls.key_file.as_str()),
+        ("/etc/cert.pem", "/etc/key.pem")
+    );
+    assert_eq!(e.managed_resource_names(), ["example.com/gpu"]);
+    assert!(e.managed_resources[0].ignored_by_scheduler);
+    // Nothing set: kube leaves the fields zero; the HTTP client's timeout is 5 seconds.
+    let d = &c.extenders[1];
+    assert_eq!(d.http_timeout, std::time::Duration::ZERO);
+    assert_eq!(d.effective_timeout(), std::time::Duration::from_secs(5));
+    assert!(d.filter_verb.is_empty() && d.tls_config.is_none() && !d.ignorable);
+    // A bare profile would not call them: compiling refuses, the engine runs them.
+    let got = compile_problems_of(&c);
+    assert_eq!(
+        got,
+        [
+            "extenders: not supported by sched-core: a profile alone does not call extenders; run them with scheduler::Scheduler::from_config, or clear `extenders` to build the profiles alone"
+        ]
+    );
+    let snapshot = Snapshot::from_objects(Vec::new(), Vec::new()).unwrap();
+    let mut runnable = c.clone();
+    runnable.extenders[0].tls_config = None; // its CA data is not a certificate
+    let s =
+        sched_core::scheduler::Scheduler::from_config(&runnable, &Registry::v1_34(), snapshot, 1);
+    #[cfg(feature = "http-extender")]
+    assert_eq!(s.unwrap().extenders().count(), 2);
+    #[cfg(not(feature = "http-extender"))]
+    assert_eq!(
+        s.unwrap_err().to_string(),
+        "extenders: not supported by sched-core: calling HTTP extenders needs sched-core's `http-extender` feature"
+    );
+    let mut alone = c.clone();
+    alone.extenders.clear();
+    assert!(alone.compile(&Registry::v1_34()).is_ok());
+}
+
+fn compile_problems_of(c: &SchedulerConfiguration) -> Vec<String> {
+    match c.compile(&Registry::v1_34()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.problems().iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn resources_extenders_manage_for_the_scheduler_are_ignored_by_node_resources_fit() {
+    let c = config(
+        r#"profiles:
+- schedulerName: a
+- schedulerName: b
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {ignoredResources: [example.com/other]}
+extenders:
+- urlPrefix: http://127.0.0.1:1
+  managedResources:
+  - {name: example.com/gpu, ignoredByScheduler: true}
+  - {name: example.com/fpga}
+"#,
+    );
+    // kube's buildExtenders replaces every profile's ignoredResources.
+    for p in &c.profiles {
+        match p.args("NodeResourcesFit") {
+            Some(PluginArgs::NodeResourcesFit(a)) => {
+                assert_eq!(
+                    a.ignored_resources,
+                    ["example.com/gpu"],
+                    "{}",
+                    p.scheduler_name
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A pod asking for the ignored resource fits a node without it; the other one does not.
+    let mut c = c;
+    c.extenders.clear();
+    let profiles = c.compile(&Registry::v1_34()).unwrap();
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}
+    }))
+    .unwrap();
+    let snapshot = Snapshot::from_objects(vec![node], Vec::new()).unwrap();
+    let asking = |resource: &str| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"schedulerName": "a", "containers": [{"name": "c",
+                "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}}}]}
+        }))
+        .unwrap()
+    };
+    let profile = profiles.for_pod(&asking("example.com/gpu")).unwrap();
+    let mut cache = profile.create_cache();
+    assert!(
+        profile
+            .schedule(&mut cache, &asking("example.com/gpu"), &snapshot)
+            .is_ok()
+    );
+    assert!(
+        profile
+            .schedule(&mut cache, &asking("example.com/fpga"), &snapshot)
+            .is_err()
+    );
+}
+
+#[test]
+fn extender_durations_and_tls_data_are_checked() {
+    let got = problems(&format!(
+        "{HEADER}extenders:\n- urlPrefix: http://x\n  httpTimeout: '5'\n  tlsConfig: {{caData: '%%%', serverNam: x}}\n- urlPrefix: http://y\n  httpTimeout: '-1s'\n  managedResources: [{{name: example.com/a}}, {{name: example.com/a}}]\n"
+    ));
+    assert_eq!(
+        got,
+        [
+            r#"extenders[0].httpTimeout: Invalid value: "5": not a duration (Go's syntax, such as "5s" or "1m30s", not negative)"#,
+            r#"extenders[0].tlsConfig.serverNam: unknown field (did you mean "serverName"?)"#,
+            "extenders[0].tlsConfig.caData: Invalid value: (base64 data): not base64: Invalid symbol 37, offset 0.",
+            r#"extenders[1].httpTimeout: Invalid value: "-1s": not a duration (Go's syntax, such as "5s" or "1m30s", not negative)"#,
+            r#"extenders[1].managedResources[1].name: Invalid value: "example.com/a": duplicate extender managed resource name"#,
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -325,7 +325,7 @@ fn volume_limits_follow_pods_and_csinodes() {
         s.apply(ClusterEvent::PersistentVolumeAdd(pv), T0);
         s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim), T0);
     }
-    let mut bind = |s: &mut Scheduler, name: &str, claim: &str, now: Duration| {
+    let bind = |s: &mut Scheduler, name: &str, claim: &str, now: Duration| {
         s.apply(ClusterEvent::PodAdd(pod(name, claim)), now);
         match s.schedule_one(now) {
             Step::Bind { pod, .. } => s.finish_binding(&pod, Ok(()), now),

@@ -550,20 +550,36 @@ impl SchedulerConfiguration {
     /// # Errors
     /// A [`ConfigError`] listing every problem: plugins that do not exist, are registered twice
     /// or are enabled at a point they do not implement; a missing queue-sort or bind plugin;
-    /// plugin arguments a plugin refuses; extenders (not run by this crate yet).
+    /// plugin arguments a plugin refuses; `extenders`, which a bare profile does not call
+    /// (placements would differ from kube's): the scheduling engine runs them
+    /// ([`crate::scheduler::Scheduler::from_config`]), or clear `extenders` to build the
+    /// profiles alone.
     pub fn builders(
         &self,
         registry: &Registry,
     ) -> Result<Vec<(String, ProfileBuilder)>, ConfigError> {
-        let mut problems = Vec::new();
         if !self.extenders.is_empty() {
-            problems.push(ConfigProblem::new(
+            let mut problems = vec![ConfigProblem::new(
                 "extenders",
                 ProblemKind::Unsupported(
-                    "extenders are not called by this crate yet; placements would differ from kube-scheduler's".into(),
+                    "a profile alone does not call extenders; run them with scheduler::Scheduler::from_config, or clear `extenders` to build the profiles alone".into(),
                 ),
-            ));
+            )];
+            if let Err(e) = self.profile_builders(registry) {
+                problems.extend(e.problems().iter().cloned());
+            }
+            return Err(ConfigError::new(problems));
         }
+        self.profile_builders(registry)
+    }
+
+    /// [`SchedulerConfiguration::builders`] without the extenders (the scheduling engine runs
+    /// them itself).
+    pub(crate) fn profile_builders(
+        &self,
+        registry: &Registry,
+    ) -> Result<Vec<(String, ProfileBuilder)>, ConfigError> {
+        let mut problems = Vec::new();
         let mut out = Vec::with_capacity(self.profiles.len());
         for (i, p) in self.profiles.iter().enumerate() {
             let path = format!("profiles[{i}]");

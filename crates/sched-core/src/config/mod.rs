@@ -61,8 +61,16 @@
 //! - `SchedulingGates` and `DynamicResources` are always in force: a gated pod is
 //!   [`SchedulingGated`](crate::profile::ScheduleError::SchedulingGated) and a pod with
 //!   `resourceClaims` an explicit unsupported outcome, whatever the profile says.
-//! - Refused with [`ProblemKind::Unsupported`], because ignoring them would change placements:
-//!   `extenders` (not called by this crate yet).
+//! - `extenders` ([`crate::extender::ExtenderConfig`]): read with kube's validation (a positive
+//!   weight for a prioritizer, valid and distinct extended resource names, at most one
+//!   binder; `httpTimeout` in Go's duration syntax, `tlsConfig`'s `*Data` fields in base64);
+//!   resources managed with `ignoredByScheduler` replace every profile's NodeResourcesFit
+//!   `ignoredResources` (kube's `buildExtenders`); the extenders are run by the scheduling
+//!   engine ([`crate::scheduler::Scheduler::from_config`]). [`SchedulerConfiguration::compile`]
+//!   and [`SchedulerConfiguration::builders`] refuse a configuration with extenders
+//!   ([`ProblemKind::Unsupported`]), since a bare [`Profile`](crate::profile::Profile) does
+//!   not call them and would place pods otherwise than kube; clear `extenders` to compile the
+//!   profiles alone.
 //! - Volume plugins (`VolumeBinding`, `VolumeZone`, `NodeVolumeLimits`): a pod with a
 //!   PersistentVolumeClaim, ephemeral or CSI volume gets an explicit unsupported outcome
 //!   from them; other pods pass. `VolumeRestrictions` checks in-tree disk conflicts.
@@ -97,8 +105,8 @@ pub struct SchedulerConfiguration {
     pub pod_max_backoff_seconds: i64,
     /// The profiles, in document order.
     pub profiles: Vec<ProfileConfig>,
-    /// The extenders as written (validated; compiling refuses them for now).
-    pub extenders: Vec<serde_json::Value>,
+    /// `extenders`, in order (run by [`crate::scheduler::Scheduler::from_config`]).
+    pub extenders: Vec<crate::extender::ExtenderConfig>,
 }
 
 /// One profile: a scheduler name and its plugins, merged with v1.34's defaults.

@@ -11,6 +11,7 @@ use super::args::{
 use super::compile::{DEFAULT_SCHEDULER_NAME, default_plugins};
 use super::error::{ConfigError, ConfigProblem, ProblemKind};
 use super::{API_VERSION, PluginRef, PluginSet, Plugins, ProfileConfig, SchedulerConfiguration};
+use crate::extender::{ExtenderConfig, ExtenderTlsConfig, parse_go_duration};
 use crate::model::{NodeAffinity, NodeSelectorTerm, TopologySpreadConstraint};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
 
@@ -496,6 +497,25 @@ pub(super) fn configuration(doc: &Value) -> Result<SchedulerConfiguration, Confi
 
     if !w.problems.is_empty() {
         return Err(ConfigError::new(w.problems));
+    }
+    // kube's buildExtenders: the resources extenders manage with `ignoredByScheduler` replace
+    // every profile's NodeResourcesFit `ignoredResources`.
+    let ignored: Vec<String> = extenders
+        .iter()
+        .flat_map(|e| &e.managed_resources)
+        .filter(|r| r.ignored_by_scheduler)
+        .map(|r| r.name.clone())
+        .collect();
+    if !ignored.is_empty() {
+        for p in &mut profiles {
+            for (name, args) in &mut p.plugin_config {
+                if let (true, super::PluginArgs::NodeResourcesFit(a)) =
+                    (name == "NodeResourcesFit", args)
+                {
+                    a.ignored_resources = ignored.clone();
+                }
+            }
+        }
     }
     Ok(SchedulerConfiguration {
         parallelism,
@@ -1228,46 +1248,102 @@ const EXTENDER_FIELDS: &[&str] = &[
     "ignorable",
 ];
 
-/// kube's `validateExtenders`.
-fn extenders(w: &mut Walk, top: Option<&Map<String, Value>>) -> Vec<Value> {
+const TLS_FIELDS: &[&str] = &[
+    "insecure",
+    "serverName",
+    "certFile",
+    "keyFile",
+    "caFile",
+    "certData",
+    "keyData",
+    "caData",
+];
+
+/// A `[]byte` field: base64 text, as Go's JSON decoding of `[]byte` reads it.
+fn bytes(w: &mut Walk, m: Option<&Map<String, Value>>, key: &str, path: &str) -> Vec<u8> {
+    use base64::Engine;
+    let Some(text) = w.string(m, key, path) else {
+        return Vec::new();
+    };
+    match base64::engine::general_purpose::STANDARD.decode(text.as_bytes()) {
+        Ok(b) => b,
+        Err(e) => {
+            w.invalid(
+                child(path, key),
+                "(base64 data)",
+                &format!("not base64: {e}"),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// `tlsConfig` of an extender.
+fn tls_config(
+    w: &mut Walk,
+    m: Option<&Map<String, Value>>,
+    path: &str,
+) -> Option<ExtenderTlsConfig> {
+    let tp = child(path, "tlsConfig");
+    let t = w.object(m.and_then(|m| m.get("tlsConfig")), &tp, TLS_FIELDS)?;
+    let t = Some(t);
+    let mut c = ExtenderTlsConfig::new();
+    c.insecure = w.boolean(t, "insecure", &tp).unwrap_or(false);
+    c.server_name = w.string(t, "serverName", &tp).unwrap_or_default();
+    c.cert_file = w.string(t, "certFile", &tp).unwrap_or_default();
+    c.key_file = w.string(t, "keyFile", &tp).unwrap_or_default();
+    c.ca_file = w.string(t, "caFile", &tp).unwrap_or_default();
+    c.cert_data = bytes(w, t, "certData", &tp);
+    c.key_data = bytes(w, t, "keyData", &tp);
+    c.ca_data = bytes(w, t, "caData", &tp);
+    Some(c)
+}
+
+/// The extenders, read and checked with kube's `validateExtenders` (kube's v1 defaulting
+/// leaves extenders as written; the HTTP client applies the 5-second timeout).
+fn extenders(w: &mut Walk, top: Option<&Map<String, Value>>) -> Vec<ExtenderConfig> {
     let items = w.list(top, "extenders", "");
     let mut binders = 0;
     let mut managed: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let ip = index("extenders", i);
         let m = w.object(Some(item), &ip, EXTENDER_FIELDS);
-        for k in [
-            "urlPrefix",
-            "filterVerb",
-            "preemptVerb",
-            "prioritizeVerb",
-            "bindVerb",
-            "httpTimeout",
-        ] {
-            w.string(m, k, &ip);
+        let mut e = ExtenderConfig::new(w.string(m, "urlPrefix", &ip).unwrap_or_default());
+        e.filter_verb = w.string(m, "filterVerb", &ip).unwrap_or_default();
+        e.preempt_verb = w.string(m, "preemptVerb", &ip).unwrap_or_default();
+        e.prioritize_verb = w.string(m, "prioritizeVerb", &ip).unwrap_or_default();
+        e.bind_verb = w.string(m, "bindVerb", &ip).unwrap_or_default();
+        if let Some(t) = w.string(m, "httpTimeout", &ip) {
+            match parse_go_duration(&t) {
+                Some(d) => e.http_timeout = d,
+                None => w.invalid(
+                    child(&ip, "httpTimeout"),
+                    quoted(&t),
+                    "not a duration (Go's syntax, such as \"5s\" or \"1m30s\", not negative)",
+                ),
+            }
         }
-        for k in ["enableHTTPS", "nodeCacheCapable", "ignorable"] {
-            w.boolean(m, k, &ip);
-        }
-        let weight = w.int(m, "weight", &ip, 64).unwrap_or(0);
-        if w.string(m, "prioritizeVerb", &ip)
-            .is_some_and(|v| !v.is_empty())
-            && weight <= 0
-        {
+        e.enable_https = w.boolean(m, "enableHTTPS", &ip).unwrap_or(false);
+        e.node_cache_capable = w.boolean(m, "nodeCacheCapable", &ip).unwrap_or(false);
+        e.ignorable = w.boolean(m, "ignorable", &ip).unwrap_or(false);
+        e.tls_config = tls_config(w, m, &ip);
+        e.weight = w.int(m, "weight", &ip, 64).unwrap_or(0);
+        if !e.prioritize_verb.is_empty() && e.weight <= 0 {
             w.invalid(
                 child(&ip, "weight"),
-                weight.to_string(),
+                e.weight.to_string(),
                 "must have a positive weight applied to it",
             );
         }
-        if w.string(m, "bindVerb", &ip).is_some_and(|v| !v.is_empty()) {
+        if !e.bind_verb.is_empty() {
             binders += 1;
         }
         let mp = child(&ip, "managedResources");
         for (j, r) in w.list(m, "managedResources", &ip).iter().enumerate() {
             let rp = index(&mp, j);
             let rm = w.object(Some(r), &rp, &["name", "ignoredByScheduler"]);
-            w.boolean(rm, "ignoredByScheduler", &rp);
+            let ignored = w.boolean(rm, "ignoredByScheduler", &rp).unwrap_or(false);
             let name = w.string(rm, "name", &rp).unwrap_or_default();
             let np = child(&rp, "name");
             if let Some(msg) = qualified_name_problem(&name) {
@@ -1289,8 +1365,10 @@ fn extenders(w: &mut Walk, top: Option<&Map<String, Value>>) -> Vec<Value> {
                     "duplicate extender managed resource name",
                 );
             }
-            managed.push(name);
+            managed.push(name.clone());
+            e = e.managed_resource(name, ignored);
         }
+        out.push(e);
     }
     if binders > 1 {
         w.invalid(
@@ -1299,7 +1377,7 @@ fn extenders(w: &mut Walk, top: Option<&Map<String, Value>>) -> Vec<Value> {
             "only one extender can implement bind",
         );
     }
-    items.to_vec()
+    out
 }
 
 #[cfg(test)]

@@ -129,6 +129,13 @@ pub enum Reason {
     Volume(VolumeProblem),
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),
+    /// A scheduler extender rejected the node (its message is in the fit error's
+    /// [`NodeFailure`](crate::profile::NodeFailure)): `failedNodes`, or with `unresolvable`
+    /// `failedAndUnresolvableNodes`, which preemption does not consider.
+    Extender {
+        /// kube's `UnschedulableAndUnresolvable`.
+        unresolvable: bool,
+    },
 }
 
 /// The conflicts VolumeBinding finds on a node (bits, reported in kube's order).
@@ -312,6 +319,7 @@ impl Reason {
             ),
             Reason::Volume(problem) => out(problem.text().into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
+            Reason::Extender { .. } => out("node(s) were rejected by an extender".into()),
         }
     }
 }

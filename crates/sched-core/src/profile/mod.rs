@@ -34,6 +34,7 @@
 mod builder;
 mod cache;
 mod explain;
+mod extension;
 mod filter;
 pub(crate) mod kernel;
 mod score;
@@ -45,6 +46,7 @@ use std::sync::Arc;
 pub use builder::{BuildError, ProfileBuilder};
 pub use cache::Cache;
 pub use explain::{FitError, NodeFailure, ScoreTable};
+pub use extension::CycleExtension;
 
 use crate::fast_path::FastFilter;
 use crate::formulas::MAX_NODE_SCORE;
@@ -114,6 +116,15 @@ pub enum ScheduleError {
     /// already in the snapshot, say); the snapshot is unchanged.
     #[error("assuming the pod onto the chosen node: {0}")]
     Assume(#[source] SnapshotError),
+    /// A scheduler extender failed (and is not ignorable); the attempt fails as in kube.
+    #[error("extender {extender}: {source}")]
+    Extender {
+        /// The extender's name.
+        extender: String,
+        /// Its error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The pod has scheduling gates (`spec.schedulingGates`): kube keeps it out of scheduling
     /// (its status says `SchedulingGated`) until every gate is removed.
     #[error("pod {pod} is waiting for its scheduling gates: {}", gates.join(", "))]
@@ -236,6 +247,7 @@ impl Profile {
         self.schedule_in(
             cache,
             &CycleContext::for_version(pod, snapshot, self.version),
+            None,
         )
     }
 
@@ -246,13 +258,25 @@ impl Profile {
         pod: &Pod,
         snapshot: &mut Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
-        self.schedule_and_assume_blocking(cache, pod, snapshot, &[])
+        self.assume_after(cache, pod, snapshot, &[], None)
     }
 
-    /// [`Profile::schedule_and_assume`] where the nodes of `blocked` fail with the given
-    /// predicate and reason before any filter runs on them (the scheduling engine's nominated
-    /// pods: nodes where the pod does not fit beside the pods nominated there). They count as
-    /// infeasible when finding `numFeasibleNodesToFind` nodes, as kube's filter does.
+    /// [`Profile::schedule_and_assume`] with `extension` run between filtering and selection
+    /// (kube's extenders: the scheduling engine passes its extenders here).
+    ///
+    /// # Errors
+    /// As [`Profile::schedule_and_assume`], and the extension's filter errors.
+    pub fn schedule_and_assume_with(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+        extension: &mut dyn CycleExtension,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        self.assume_after(cache, pod, snapshot, &[], Some(extension))
+    }
+
+    /// [`Profile::assume_after`] without an extension.
     pub(crate) fn schedule_and_assume_blocking(
         &self,
         cache: &mut Cache,
@@ -260,8 +284,25 @@ impl Profile {
         snapshot: &mut Snapshot,
         blocked: &[(u32, u16, Reason)],
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.assume_after(cache, pod, snapshot, blocked, None)
+    }
+
+    /// [`Profile::schedule_and_assume`] where the nodes of `blocked` fail with the given
+    /// predicate and reason before any filter runs on them (the scheduling engine's nominated
+    /// pods: nodes where the pod does not fit beside the pods nominated there). They count as
+    /// infeasible when finding `numFeasibleNodesToFind` nodes, as kube's filter does.
+    /// `extension` runs between filtering and selection, as in
+    /// [`Profile::schedule_and_assume_with`].
+    pub(crate) fn assume_after(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+        blocked: &[(u32, u16, Reason)],
+        extension: Option<&mut dyn CycleExtension>,
+    ) -> Result<ScheduleResult, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
-        let r = self.schedule_blocking(cache, &cx, blocked)?;
+        let r = self.schedule_blocking(cache, &cx, blocked, extension)?;
         let (requests, non_zero) = cx.into_requests();
         snapshot
             .assume_at(pod.clone(), r.node_index, requests, non_zero)
@@ -273,8 +314,9 @@ impl Profile {
         &self,
         cache: &mut Cache,
         cx: &CycleContext<'_>,
+        extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
-        self.schedule_blocking(cache, cx, &[])
+        self.schedule_blocking(cache, cx, &[], extension)
     }
 
     fn schedule_blocking(
@@ -282,10 +324,11 @@ impl Profile {
         cache: &mut Cache,
         cx: &CycleContext<'_>,
         blocked: &[(u32, u16, Reason)],
+        extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
         // The per-pod plugin states live in a vector kept from cycle to cycle.
         let mut active = std::mem::take(&mut cache.scratch.active);
-        let result = self.schedule_with(cache, cx, &mut active, blocked);
+        let result = self.schedule_with(cache, cx, &mut active, blocked, extension);
         active.clear();
         cache.scratch.active = active;
         result
@@ -347,6 +390,7 @@ impl Profile {
         cx: &CycleContext<'_>,
         active: &mut Vec<(u16, ErasedState)>,
         blocked: &[(u32, u16, Reason)],
+        mut extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
         let snapshot = cx.snapshot();
         let pod = cx.pod();
@@ -382,7 +426,16 @@ impl Profile {
                 Prepared::Run(state) => active.push((i as u16, state)),
             }
         }
-        let to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
+        let mut to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
+        if let Some(e) = extension.as_deref()
+            && self.version == KubeVersion::V1_34
+            && self.priorities.is_empty()
+            && !e.prioritizes()
+            && !e.filters()
+        {
+            // kube v1.34: neither scoring nor filtering extenders, so one node is enough.
+            to_find = 1;
+        }
         // Blocked nodes are filtered like the others, then taken out: look for as many more
         // feasible nodes as there are blocked ones, and cut after the `to_find`-th one left.
         let find = (to_find + blocked.len()).min(n);
@@ -411,11 +464,36 @@ impl Profile {
         if cache.scratch.feasible.is_empty() {
             self.resolve_pending(cache, cx, active);
         }
+        // kube's findNodesThatPassExtenders.
+        let mut extension_failures = Vec::new();
+        if let Some(e) = extension.as_deref_mut()
+            && !cache.scratch.feasible.is_empty()
+        {
+            e.filter(
+                pod,
+                snapshot,
+                &mut cache.scratch.feasible,
+                &mut extension_failures,
+            )?;
+            if cache.scratch.feasible.is_empty() {
+                self.resolve_pending(cache, cx, active);
+            }
+        }
         let s = &mut cache.scratch;
         let feasible = s.feasible.len();
-        let evaluated = feasible + s.failures.len();
+        let evaluated = feasible + s.failures.len() + extension_failures.len();
         if feasible == 0 {
-            return Err(ScheduleError::Unschedulable(self.fit_error(cache, cx)));
+            let mut error = self.fit_error(cache, cx);
+            if !extension_failures.is_empty() {
+                let mut all: Vec<(usize, NodeFailure)> = std::mem::take(&mut error.failures)
+                    .into_iter()
+                    .map(|f| (snapshot.index_of(&f.node).unwrap_or(usize::MAX), f))
+                    .chain(extension_failures.into_iter().map(|(i, f)| (i as usize, f)))
+                    .collect();
+                all.sort_by_key(|(i, _)| *i);
+                error.failures = all.into_iter().map(|(_, f)| f).collect();
+            }
+            return Err(ScheduleError::Unschedulable(error));
         }
         if feasible == 1 {
             let idx = s.feasible[0] as usize;
@@ -432,7 +510,17 @@ impl Profile {
                 score: 0,
             });
         }
-        let selected = self.prioritize(cache, cx)?;
+        let mut selected = self.prioritize(cache, cx)?;
+        if let Some(e) = extension {
+            // kube's prioritizeNodes: the extenders' scores join the plugins' totals, and
+            // without score plugins the totals start at 0 rather than 1.
+            let s = &mut cache.scratch;
+            if self.priorities.is_empty() {
+                s.totals.fill(0);
+            }
+            e.score(pod, snapshot, &s.feasible, &mut s.totals);
+            selected = None;
+        }
         let pick = match selected {
             Some(pick) => pick,
             None => cache.select_host().map_err(|_| ScheduleError::NoNodes)?,

@@ -76,13 +76,25 @@
 //! - **PodDisruptionBudgets** arrive as [`ClusterEvent::PdbAdd`], [`ClusterEvent::PdbUpdate`]
 //!   and [`ClusterEvent::PdbDelete`] ([`pdb`] for kube's rule).
 //!
+//! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`] in the order added, a
+//!   configuration's `extenders` in [`Scheduler::from_config`], ignorable ones last as kube
+//!   orders them): after the filter plugins, each interested
+//!   extender in order narrows the feasible nodes (its failed nodes join the fit error with
+//!   its message; unresolvable ones are never preemption candidates); an ignorable
+//!   extender's error is skipped ([`SchedulerEvent::ExtenderSkipped`]), another's fails the
+//!   attempt; scores are added as score x weight x 10; a nominated node must pass them too;
+//!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`;
+//!   extenders that preempt narrow preemption's candidates before the choice (kube's
+//!   `callExtenders`).
+//!
 //! # Not yet
-//! Extenders are not called; queueing hints are approximated by the events each rejection
+//! Queueing hints are approximated by the events each rejection
 //! reason registers ([`events_for`]); preemption has no asynchronous mode (the victims are
 //! handed out as a step), no custom victim eligibility or ordering hooks, and pods being
 //! bound or held at Permit are never victims (kube rejects a waiting pod it preempts).
 
 mod events;
+mod extender;
 mod hooks;
 mod nominator;
 pub mod pdb;
@@ -94,6 +106,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use events::{ClusterEvent, EventMask, events_for};
+pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
 pub use nominator::Nominator;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
@@ -102,6 +115,7 @@ use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConf
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::extender::{Extender, ExtenderBinder};
 use crate::model::{Pod, PodDisruptionBudget};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
@@ -124,6 +138,10 @@ pub enum Step {
         /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
         /// and claims to provision on the node. Empty for most pods.
         volumes: AssumedVolumes,
+        /// The extender that binds the pod instead of the caller's binder (kube: the first
+        /// binder extender interested in the pod): call [`ExtenderBinder::bind`] and report
+        /// its result to [`Scheduler::finish_binding`]. `None`: the caller binds.
+        extender_binder: Option<ExtenderBinder>,
     },
     /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
     Unschedulable {
@@ -208,6 +226,16 @@ pub enum SchedulerEvent {
         /// The binder's error.
         message: String,
     },
+    /// An extender failed and was passed over, as kube does (an ignorable extender's filter
+    /// error, or any prioritize error): the attempt went on without it.
+    ExtenderSkipped {
+        /// `namespace/name` of the pod being scheduled.
+        pod: String,
+        /// The extender.
+        extender: String,
+        /// Its error.
+        message: String,
+    },
     /// An event could not be applied to the snapshot (a pod bound to an unknown node, ...);
     /// nothing was changed.
     Rejected {
@@ -280,6 +308,45 @@ fn preemption_args(p: &crate::config::ProfileConfig) -> Option<(i32, i32)> {
     }
 }
 
+/// The configuration's extenders as HTTP extenders, the ignorable ones last (kube's
+/// `buildExtenders`).
+#[cfg(feature = "http-extender")]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    let mut out: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut ignorable: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, e) in config.extenders.iter().enumerate() {
+        match crate::extender::HttpExtender::new(e) {
+            Ok(h) if e.ignorable => ignorable.push(Arc::new(h)),
+            Ok(h) => out.push(Arc::new(h)),
+            Err(err) => problems.push(crate::config::ConfigProblem::new(
+                format!("extenders[{i}]"),
+                crate::config::ProblemKind::Plugins(err.to_string()),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        out.extend(ignorable);
+        Ok(out)
+    } else {
+        Err(ConfigError::new(problems))
+    }
+}
+
+/// Without the `http-extender` feature a configuration's extenders cannot be called.
+#[cfg(not(feature = "http-extender"))]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    if config.extenders.is_empty() {
+        return Ok(Vec::new());
+    }
+    Err(ConfigError::new(vec![crate::config::ConfigProblem::new(
+        "extenders",
+        crate::config::ProblemKind::Unsupported(
+            "calling HTTP extenders needs sched-core's `http-extender` feature".into(),
+        ),
+    )]))
+}
+
 /// The scheduling cycle for a set of profiles over one snapshot. See the module docs.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -303,6 +370,8 @@ pub struct Scheduler {
     pdbs: Vec<PodDisruptionBudget>,
     /// Draws the offset at which preemption's dry run starts.
     preemption_rng: ChaCha8Rng,
+    /// Scheduler extenders, in order, for every profile.
+    extenders: Vec<Arc<dyn Extender>>,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -346,6 +415,7 @@ impl Scheduler {
             nominator: Nominator::new(),
             pdbs: Vec::new(),
             preemption_rng: ChaCha8Rng::seed_from_u64(0),
+            extenders: Vec::new(),
         }
     }
 
@@ -356,6 +426,19 @@ impl Scheduler {
     pub fn with_preemption_seed(mut self, seed: u64) -> Scheduler {
         self.preemption_rng = ChaCha8Rng::seed_from_u64(seed);
         self
+    }
+
+    /// Adds a scheduler extender (called in the order added, for every profile, as kube
+    /// calls a configuration's `extenders`; see [`crate::extender`]).
+    #[must_use]
+    pub fn with_extender(mut self, extender: impl Extender + 'static) -> Scheduler {
+        self.extenders.push(Arc::new(extender));
+        self
+    }
+
+    /// The extenders, in order.
+    pub fn extenders(&self) -> impl Iterator<Item = &dyn Extender> {
+        self.extenders.iter().map(|e| &**e)
     }
 
     /// Turns preemption off (or on, with kube's default arguments) for every profile.
@@ -490,7 +573,7 @@ impl Scheduler {
         seed: u64,
     ) -> Result<Scheduler, ConfigError> {
         let mut profiles = Vec::new();
-        for (name, b) in config.builders(registry)? {
+        for (name, b) in config.profile_builders(registry)? {
             let profile = b.threads(1).seed(seed).build().map_err(|e| {
                 ConfigError::new(vec![crate::config::ConfigProblem::new(
                     "profiles",
@@ -507,7 +590,24 @@ impl Scheduler {
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.preemption = preemption_args(p);
         }
+        scheduler.extenders = http_extenders(config)?;
         Ok(scheduler)
+    }
+
+    /// The extender that binds `pod` on `node`, if any.
+    fn binder_for(&self, pod: &Pod, node: &str) -> Option<ExtenderBinder> {
+        extender::binder_for(&self.extenders, pod, node)
+    }
+
+    /// Records the extender errors an attempt passed over.
+    fn note_skipped(&mut self, pod: &str, skipped: Vec<Skipped>) {
+        for s in skipped {
+            self.events.push(SchedulerEvent::ExtenderSkipped {
+                pod: pod.to_string(),
+                extender: s.extender,
+                message: s.message,
+            });
+        }
     }
 
     /// The cluster as the scheduler sees it (assumed pods included).
@@ -767,6 +867,7 @@ impl Scheduler {
             return Step::Bind {
                 node: b.node.clone(),
                 volumes: b.volumes.clone(),
+                extender_binder: self.binder_for(&b.pod, &b.node),
                 pod,
                 profile,
             };
@@ -802,6 +903,8 @@ impl Scheduler {
                     ),
                     Ok(Ok(()))
                 )
+                && (self.extenders.is_empty()
+                    || ExtenderCycle::new(&self.extenders).pass(&pod, &self.snapshot, index))
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
                 self.nominator.delete(&key);
@@ -824,14 +927,30 @@ impl Scheduler {
                 Ok(Vec::new())
             };
             let s = &mut self.profiles[slot];
+            let mut skipped = Vec::new();
             let result = blocked.and_then(|blocked| {
-                s.profile.schedule_and_assume_blocking(
-                    &mut s.cache,
-                    &pod,
-                    &mut self.snapshot,
-                    &blocked,
-                )
+                if self.extenders.is_empty() {
+                    s.profile.schedule_and_assume_blocking(
+                        &mut s.cache,
+                        &pod,
+                        &mut self.snapshot,
+                        &blocked,
+                    )
+                } else {
+                    let mut ext = ExtenderCycle::new(&self.extenders);
+                    let r = s.profile.assume_after(
+                        &mut s.cache,
+                        &pod,
+                        &mut self.snapshot,
+                        &blocked,
+                        Some(&mut ext),
+                    );
+                    skipped = ext.take_skipped();
+                    r
+                }
             });
+            self.note_skipped(&key, skipped);
+            let s = &mut self.profiles[slot];
             match result {
                 Ok(r) => {
                     self.nominator.delete(&key);
@@ -910,9 +1029,22 @@ impl Scheduler {
             .map(String::as_str)
             .collect();
         let protect = |k: &str| busy.contains(k);
+        // kube's callExtenders: the extenders that preempt narrow the candidates.
+        let skipped = std::cell::RefCell::new(Vec::new());
+        let extenders = &self.extenders;
+        let narrow = |p: &Pod, snapshot: &Snapshot, candidates| {
+            extender::narrow_candidates(
+                extenders,
+                p,
+                snapshot,
+                candidates,
+                &mut skipped.borrow_mut(),
+            )
+        };
         let env = preemption::Environment::new(&self.nominator)
             .pdbs(&self.pdbs)
-            .protect(&protect);
+            .protect(&protect)
+            .candidates(&narrow);
         let rng = &mut self.preemption_rng;
         let outcome = preemption::preempt(
             &self.profiles[slot].profile,
@@ -923,6 +1055,14 @@ impl Scheduler {
             &mut |n| rng.random_range(0..n),
             &env,
         );
+        let mut skipped = skipped.into_inner();
+        if let Err(ScheduleError::Extender { extender, source }) = &outcome {
+            skipped.push(Skipped {
+                extender: extender.clone(),
+                message: source.to_string(),
+            });
+        }
+        self.note_skipped(&key, skipped);
         match outcome {
             Ok(preemption::Outcome::Preempt(c)) => {
                 // Lower-priority pods nominated to that node may no longer fit there: their
@@ -1033,12 +1173,14 @@ impl Scheduler {
             None => {
                 let node = b.node.clone();
                 let volumes = b.volumes.clone();
+                let extender_binder = self.binder_for(&b.pod, &node);
                 self.binding.insert(key.clone(), b);
                 Step::Bind {
                     pod: key,
                     node,
                     profile,
                     volumes,
+                    extender_binder,
                 }
             }
             Some(t) => {

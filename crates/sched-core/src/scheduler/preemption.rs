@@ -88,6 +88,21 @@ pub struct Environment<'a> {
     pdbs: &'a [PodDisruptionBudget],
     nominator: &'a Nominator,
     protected: &'a dyn Fn(&str) -> bool,
+    candidates: &'a CandidateFilter<'a>,
+}
+
+/// What narrows the candidates before the choice (kube's `callExtenders`: the extenders that
+/// preempt may drop nodes and add victims): the preemptor, the snapshot and the dry run's
+/// candidates in, the remaining candidates out.
+pub type CandidateFilter<'a> =
+    dyn Fn(&Pod, &Snapshot, Vec<Candidate>) -> Result<Vec<Candidate>, ScheduleError> + 'a;
+
+fn keep_candidates(
+    _: &Pod,
+    _: &Snapshot,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<Candidate>, ScheduleError> {
+    Ok(candidates)
 }
 
 impl std::fmt::Debug for Environment<'_> {
@@ -110,7 +125,16 @@ impl<'a> Environment<'a> {
             pdbs: &[],
             nominator,
             protected: &nothing_protected,
+            candidates: &keep_candidates,
         }
+    }
+
+    /// What narrows the dry run's candidates before the choice (the engine's extenders);
+    /// by default they are kept.
+    #[must_use]
+    pub fn candidates(mut self, filter: &'a CandidateFilter<'a>) -> Environment<'a> {
+        self.candidates = filter;
+        self
     }
 
     /// The PodDisruptionBudgets to respect.
@@ -148,6 +172,9 @@ pub fn resolvable(reason: &Reason) -> bool {
             | Reason::MaxVolumeCount
             | Reason::ReadWriteOncePodConflict
             | Reason::Custom(_)
+            | Reason::Extender {
+                unresolvable: false
+            }
     )
 }
 
@@ -489,6 +516,7 @@ pub fn preempt(
     let start = offset(n) % n;
     let wanted = num_candidates(n, percentage, absolute);
     let candidates = dry_run_preemption(profile, snapshot, pod, &potential, start, wanted, env)?;
+    let candidates = (env.candidates)(pod, snapshot, candidates)?;
     Ok(match select_candidate(&candidates) {
         Some(c) => Outcome::Preempt(c.clone()),
         None => Outcome::NoCandidate,
