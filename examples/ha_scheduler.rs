@@ -2,7 +2,7 @@
 //! leader runs sched-core's scheduling engine through sched-driver.
 //!
 //! ```sh
-//! cargo run --release --example ha_scheduler            # 120 nodes, 2,000 pods, < 30 s
+//! cargo run --release --example ha_scheduler            # 150 nodes, 2,000 pods, < 30 s
 //! cargo run --release --example ha_scheduler -- --nodes 500 --pods 8000 --rate 1000
 //! ```
 //!
@@ -88,7 +88,7 @@ enum Record {
         replica: String,
         token: u64,
         /// Milliseconds since the Unix epoch.
-        at_ms: u128,
+        at_ms: u64,
     },
     /// A preemption: `victims` deleted so that `preemptor` fits on `node`.
     Evict {
@@ -97,14 +97,14 @@ enum Record {
         victims: Vec<String>,
         replica: String,
         token: u64,
-        at_ms: u128,
+        at_ms: u64,
     },
     /// The leader settled: these pods are pending, with kube's last explanation.
     Finished {
         pending: Vec<(String, String)>,
         replica: String,
         token: u64,
-        at_ms: u128,
+        at_ms: u64,
     },
 }
 
@@ -123,7 +123,7 @@ impl Record {
             | Record::Finished { replica, .. } => replica,
         }
     }
-    fn at_ms(&self) -> u128 {
+    fn at_ms(&self) -> u64 {
         match self {
             Record::Bind { at_ms, .. }
             | Record::Evict { at_ms, .. }
@@ -132,10 +132,10 @@ impl Record {
     }
 }
 
-fn now_ms() -> u128 {
+fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn quantity(s: &str) -> Quantity {
@@ -432,7 +432,10 @@ impl Replica {
         let scheduler = Scheduler::new(
             vec![(DEFAULT_SCHEDULER_NAME.to_string(), compile_profile())],
             snapshot,
-            QueueSettings::default(),
+            // kube's backoff is 1 s doubling to 10 s; the demo's is shorter, so that the last
+            // preemptions (a preemptor may find its room taken by a pod woken with it, as the
+            // engine's nominated pods do not yet reserve their node) fit in its time.
+            QueueSettings::with_backoff(Duration::from_millis(250), Duration::from_secs(2)),
         );
         let term = Arc::new(Term {
             dir: self.dir.clone(),
@@ -963,7 +966,7 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let settings = Settings {
-        nodes: arg(&args, "--nodes").unwrap_or(120),
+        nodes: arg(&args, "--nodes").unwrap_or(150),
         pods: arg(&args, "--pods").unwrap_or(2_000),
         rate: arg(&args, "--rate").unwrap_or(250),
     };

@@ -1,7 +1,7 @@
 //! The driver: the engine's loop off tokio's workers, bindings and deletions on tasks, the
 //! handle that feeds it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -163,6 +163,8 @@ impl DriverBuilder {
                 tasks: JoinSet::new(),
                 task_of: HashMap::new(),
                 binds_in_flight: 0,
+                in_bind: HashSet::new(),
+                deferred: HashMap::new(),
                 slots: Arc::new(Semaphore::new(self.max_concurrent_binds)),
                 binder,
                 deleter: self.deleter,
@@ -459,6 +461,10 @@ struct Engine {
     /// What each running task is about, to recover from a panicking hook.
     task_of: HashMap<Id, Task>,
     binds_in_flight: usize,
+    /// Pods being bound.
+    in_bind: HashSet<String>,
+    /// Reports of pods bound, held until their binding's result is in.
+    deferred: HashMap<String, Vec<Command>>,
     slots: Arc<Semaphore>,
     binder: Arc<dyn Binder>,
     deleter: Option<Arc<dyn VictimDeleter>>,
@@ -527,6 +533,17 @@ impl Engine {
     }
 
     fn command(&mut self, c: Command) {
+        // The informer's report of a pod still being bound waits for the binding's result
+        // (kube's reports arrive after the bind call returned), so that the engine closes the
+        // binding first.
+        if let Command::Apply(event) = &c
+            && let ClusterEvent::PodAdd(p) | ClusterEvent::PodUpdate(p) = event.as_ref()
+            && !p.spec.node_name.is_empty()
+            && self.in_bind.contains(&p.key())
+        {
+            self.deferred.entry(p.key()).or_default().push(c);
+            return;
+        }
         let now = self.now();
         match c {
             Command::Apply(event) => {
@@ -622,9 +639,7 @@ impl Engine {
                 // The hook panicked: its binding failed, its deletion did not happen.
                 let message = format!("hook panicked: {}", panic_text_ref(&e));
                 match self.task_of.remove(&e.id()) {
-                    Some(Task::Bind(b)) => {
-                        Done::Bind(b, Err(BindError::Failed(message.into())))
-                    }
+                    Some(Task::Bind(b)) => Done::Bind(b, Err(BindError::Failed(message.into()))),
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
                     }
@@ -651,6 +666,10 @@ impl Engine {
                     self.pods.remove(&b.pod);
                 }
                 self.scheduler.finish_binding(&b.pod, engine_result, now);
+                self.in_bind.remove(&b.pod);
+                for c in self.deferred.remove(&b.pod).unwrap_or_default() {
+                    self.command(c);
+                }
                 if let Err(BindError::Fenced(m)) = result {
                     self.fence(&b.pod, m);
                 }
@@ -768,7 +787,8 @@ impl Engine {
                 }
                 Step::Failed { pod, .. } => {
                     let profile = self.attempt(&pod, start, None);
-                    self.hooks.attempt(Outcome::Error, &profile, start.elapsed());
+                    self.hooks
+                        .attempt(Outcome::Error, &profile, start.elapsed());
                 }
                 _ => {}
             }
@@ -796,6 +816,7 @@ impl Engine {
             },
             rt,
         );
+        self.in_bind.insert(task.pod.clone());
         self.task_of.insert(h.id(), Task::Bind(task));
         self.binds_in_flight += 1;
     }

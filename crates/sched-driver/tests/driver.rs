@@ -12,8 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::model::{Node, Pod};
 use sched_core::scheduler::{
-    ClusterEvent, PermitDecision, PermitPlugin, QueueName, ReservePlugin, Scheduler,
-    SchedulerEvent,
+    ClusterEvent, PermitDecision, PermitPlugin, QueueName, ReservePlugin, Scheduler, SchedulerEvent,
 };
 use sched_core::snapshot::Snapshot;
 use sched_driver::metrics::SchedulerMetrics;
@@ -61,6 +60,8 @@ struct Api {
     max_delay_ms: u64,
     failure_rate: f64,
     confirm: bool,
+    /// How long a bind call lingers after the informer reported the pod bound.
+    linger: Duration,
     binds_ok: AtomicUsize,
     binds_failed: AtomicUsize,
     in_flight: AtomicUsize,
@@ -78,6 +79,7 @@ impl Api {
             max_delay_ms,
             failure_rate,
             confirm,
+            linger: Duration::ZERO,
             binds_ok: AtomicUsize::new(0),
             binds_failed: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
@@ -132,6 +134,7 @@ impl Binder for ApiBinder {
             p.spec.node_name = b.node.clone();
             api.handle().apply(ClusterEvent::PodUpdate(p)).unwrap();
         }
+        tokio::time::sleep(api.linger).await;
         Ok(())
     }
 }
@@ -194,7 +197,11 @@ async fn a_concurrent_binder_with_delays_and_failures_binds_every_pod_exactly_on
     let sched = run.await.unwrap().unwrap();
     let bound = api.bound.lock().unwrap().clone();
     assert_eq!(bound.len(), 300, "every pod bound");
-    assert_eq!(api.binds_ok.load(Ordering::SeqCst), 300, "each exactly once");
+    assert_eq!(
+        api.binds_ok.load(Ordering::SeqCst),
+        300,
+        "each exactly once"
+    );
     let failed = api.binds_failed.load(Ordering::SeqCst);
     assert!(failed > 20, "failures were injected and retried: {failed}");
     let max = api.max_in_flight.load(Ordering::SeqCst);
@@ -219,6 +226,38 @@ async fn a_concurrent_binder_with_delays_and_failures_binds_every_pod_exactly_on
         }
     }
     assert_eq!((scheduled, binding_failed), (300, failed));
+}
+
+#[tokio::test(start_paused = true)]
+async fn informer_reports_before_the_bind_result_still_close_every_binding() {
+    // The informer reports each pod bound 1 s before its bind call returns: the engine must
+    // see the bind's result first, or it never closes the binding (no `Scheduled`).
+    let nodes: Vec<Node> = (0..10).map(|i| node(&format!("n{i}"), 8)).collect();
+    let mut api = Api::new(7, 2, 0.0, true);
+    Arc::get_mut(&mut api).unwrap().linger = Duration::from_secs(1);
+    let driver = Driver::builder(scheduler(nodes))
+        .binder(ApiBinder(api.clone()))
+        .max_concurrent_binds(16)
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let mut events = handle.subscribe();
+    let run = start(driver, &api);
+    for i in 0..200u32 {
+        api.create(pod(&format!("p{i}"), 100, 0));
+    }
+    handle.settled().await.unwrap();
+    handle.shutdown();
+    let sched = run.await.unwrap().unwrap();
+    assert_eq!(api.binds_ok.load(Ordering::SeqCst), 200);
+    assert_eq!(sched.binding().count(), 0);
+    let mut scheduled = 0;
+    while let Ok(e) = events.try_recv() {
+        if let DriverEvent::Scheduler(SchedulerEvent::Scheduled { .. }) = e {
+            scheduled += 1;
+        }
+    }
+    assert_eq!(scheduled, 200);
 }
 
 /// A binder that waits for a permit per binding.
@@ -318,8 +357,11 @@ async fn a_permit_wait_times_out_in_simulated_time() {
     assert_eq!(until, Duration::from_secs(10));
     wait_until(&handle, |s| s.waiting == 1).await;
     let rejected = loop {
-        if let DriverEvent::Step(StepTaken::Rejected { pod, plugin, reason }) =
-            events.recv().await.unwrap()
+        if let DriverEvent::Step(StepTaken::Rejected {
+            pod,
+            plugin,
+            reason,
+        }) = events.recv().await.unwrap()
         {
             break (pod, plugin, reason, t0.elapsed());
         }
@@ -366,7 +408,11 @@ async fn an_external_allow_ends_a_permit_wait_and_the_pod_is_bound() {
     assert_eq!(t0.elapsed(), allowed_at);
     assert!(allowed_at < Duration::from_secs(4));
     assert_eq!(
-        api.bound.lock().unwrap().get("default/g").map(String::as_str),
+        api.bound
+            .lock()
+            .unwrap()
+            .get("default/g")
+            .map(String::as_str),
         Some("n1")
     );
     // Nothing waits any more: a late allow or reject finds nothing.
@@ -466,7 +512,10 @@ async fn shutdown_drains_the_binds_in_flight() {
         .apply(ClusterEvent::PodAdd(pod("late", 100, 0)))
         .unwrap();
     let sched = run.await.unwrap().unwrap();
-    assert!(t0.elapsed() >= Duration::from_secs(4), "waited for the binds");
+    assert!(
+        t0.elapsed() >= Duration::from_secs(4),
+        "waited for the binds"
+    );
     assert_eq!(done.load(Ordering::SeqCst), 5);
     assert_eq!(sched.binding().count(), 0, "every result applied");
     assert_eq!(sched.snapshot().pod_count(), 5);
@@ -610,7 +659,12 @@ async fn the_metrics_count_kubes_attempts_after_a_run() {
     let handle = driver.handle();
     let run = tokio::spawn(driver.run(std::future::pending()));
     // a, b, c fit (priority 10, tried first); big fits nowhere and may preempt nobody.
-    for (name, cpu, prio) in [("a", 500, 10), ("b", 500, 10), ("c", 500, 10), ("big", 8000, 0)] {
+    for (name, cpu, prio) in [
+        ("a", 500, 10),
+        ("b", 500, 10),
+        ("c", 500, 10),
+        ("big", 8000, 0),
+    ] {
         handle
             .apply(ClusterEvent::PodAdd(pod(name, cpu, prio)))
             .unwrap();
@@ -662,7 +716,10 @@ async fn the_metrics_count_kubes_attempts_after_a_run() {
     );
     assert_eq!(value("scheduler_preemption_attempts_total"), 2.0);
     assert_eq!(value("scheduler_preemption_victims_count"), 0.0);
-    assert_eq!(value("scheduler_pending_pods{queue=\"unschedulable\"}"), 1.0);
+    assert_eq!(
+        value("scheduler_pending_pods{queue=\"unschedulable\"}"),
+        1.0
+    );
     assert_eq!(value("scheduler_pending_pods{queue=\"active\"}"), 0.0);
     assert_eq!(value("scheduler_pending_pods{queue=\"backoff\"}"), 0.0);
     assert_eq!(value("scheduler_pending_pods{queue=\"gated\"}"), 0.0);
