@@ -78,7 +78,7 @@
 //! [`Step::Waiting`]: sched_core::scheduler::Step::Waiting
 //!
 //! # Metrics
-//! With the `metrics` feature, [`metrics::SchedulerMetrics`] reports kube-scheduler's
+//! With the `metrics` feature, `metrics::SchedulerMetrics` reports kube-scheduler's
 //! `scheduler_schedule_attempts_total`, `scheduler_scheduling_attempt_duration_seconds`,
 //! `scheduler_pending_pods`, `scheduler_preemption_attempts_total`,
 //! `scheduler_preemption_victims` and `scheduler_pod_scheduling_sli_duration_seconds`.

@@ -28,7 +28,7 @@
 //! metrics.register(&mut registry);
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry)?;
-//! assert!(text.contains("# TYPE scheduler_schedule_attempts counter"));
+//! assert!(text.contains("scheduler_preemption_attempts_total 0"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
