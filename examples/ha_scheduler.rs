@@ -462,8 +462,7 @@ impl Replica {
         let why_writer = why.clone();
         tokio::spawn(async move {
             while let Ok(e) = events.recv().await {
-                if let DriverEvent::Scheduler(SchedulerEvent::FailedScheduling { pod, message }) =
-                    e
+                if let DriverEvent::Scheduler(SchedulerEvent::FailedScheduling { pod, message }) = e
                 {
                     why_writer.lock().expect("lock").insert(pod, message);
                 }
@@ -913,7 +912,9 @@ fn summarize(
         if let Record::Evict { victims, .. } = r {
             never_running += victims
                 .iter()
-                .filter(|v| demo_index(v).is_some() && bound_at.get(v.as_str()).is_none_or(|b| *b > at))
+                .filter(|v| {
+                    demo_index(v).is_some() && bound_at.get(v.as_str()).is_none_or(|b| *b > at)
+                })
                 .count();
         }
     }
@@ -937,7 +938,10 @@ fn summarize(
     for (what, bad) in [
         ("pods bound twice (across the fail-over)", twice),
         ("pods never handled", missing),
-        ("victims not of lower priority than their preemptor", not_lower),
+        (
+            "victims not of lower priority than their preemptor",
+            not_lower,
+        ),
         ("victims evicted before they were bound", never_running),
         ("records with a stale fencing token", stale),
         ("fencing tokens used by two replicas", shared_tokens),

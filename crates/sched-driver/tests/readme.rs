@@ -6,7 +6,10 @@ fn rust_block_after(text: &str, heading: &str) -> Vec<String> {
     let rest = &text[start..];
     let open = rest.find("```rust\n").expect("a rust block") + "```rust\n".len();
     let close = rest[open..].find("\n```").expect("block closed");
-    rest[open..open + close].lines().map(str::to_owned).collect()
+    rest[open..open + close]
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
