@@ -726,7 +726,10 @@ impl Engine {
             };
             let start = Instant::now();
             let step = self.scheduler.schedule_one(self.now());
-            if let Some(summary) = StepTaken::of(&step) {
+            // A summary costs kube's message for an unschedulable pod: only for listeners.
+            if self.events.receiver_count() > 0
+                && let Some(summary) = StepTaken::of(&step)
+            {
                 self.emit(DriverEvent::Step(summary));
             }
             match step {
