@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release --example ha_scheduler            # 150 nodes, 2,000 pods, < 30 s
-//! cargo run --release --example ha_scheduler -- --nodes 500 --pods 8000 --rate 1000
+//! cargo run --release --example ha_scheduler -- --nodes 600 --pods 8000 --rate 1000  # ~22 s
 //! ```
 //!
 //! The parent process starts three replicas of this binary (`--replica N`). They contend for
