@@ -637,8 +637,9 @@ impl Engine {
             }
             Err(e) => {
                 // The hook panicked: its binding failed, its deletion did not happen.
-                let message = format!("hook panicked: {}", panic_text_ref(&e));
-                match self.task_of.remove(&e.id()) {
+                let id = e.id();
+                let message = format!("hook panicked: {}", panic_text(e));
+                match self.task_of.remove(&id) {
                     Some(Task::Bind(b)) => Done::Bind(b, Err(BindError::Failed(message.into()))),
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
@@ -845,14 +846,6 @@ fn profile_name(scheduler_name: &str) -> String {
         DEFAULT_SCHEDULER_NAME.to_owned()
     } else {
         scheduler_name.to_owned()
-    }
-}
-
-fn panic_text_ref(e: &JoinError) -> String {
-    if e.is_panic() {
-        "a panic".to_owned()
-    } else {
-        e.to_string()
     }
 }
 

@@ -774,3 +774,110 @@ async fn preemption_metrics_count_the_victims() {
         "{text}"
     );
 }
+
+/// Panics on the first bind, then binds.
+struct PanicsOnce(AtomicBool);
+
+#[sched_driver::async_trait]
+impl Binder for PanicsOnce {
+    async fn bind(&self, _b: &Binding) -> Result<(), BindError> {
+        if !self.0.swap(true, Ordering::SeqCst) {
+            panic!("binder bug");
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_binder_fails_that_binding_and_the_pod_is_retried() {
+    let driver = Driver::builder(scheduler(vec![node("n1", 4)]))
+        .binder(PanicsOnce(AtomicBool::new(false)))
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let mut events = handle.subscribe();
+    let run = tokio::spawn(driver.run(std::future::pending()));
+    handle
+        .apply(ClusterEvent::PodAdd(pod("p", 100, 0)))
+        .unwrap();
+    handle.settled().await.unwrap();
+    handle.shutdown();
+    let sched = run.await.unwrap().unwrap();
+    assert_eq!(sched.snapshot().node_of("default/p"), Some("n1"));
+    let mut seen = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let DriverEvent::Scheduler(e) = e {
+            seen.push(e);
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            SchedulerEvent::BindingFailed {
+                pod: "default/p".into(),
+                node: "n1".into(),
+                message: "binding failed: hook panicked: binder bug".into()
+            },
+            SchedulerEvent::Scheduled {
+                pod: "default/p".into(),
+                node: "n1".into()
+            }
+        ]
+    );
+}
+
+/// Fails every deletion, as fenced when told so.
+struct FailingDeleter {
+    fenced: bool,
+}
+
+#[sched_driver::async_trait]
+impl VictimDeleter for FailingDeleter {
+    async fn delete_victims(&self, _p: &Preemption) -> Result<(), DeleteError> {
+        if self.fenced {
+            Err(DeleteError::Fenced("token 1 is stale".into()))
+        } else {
+            Err(DeleteError::Failed("connection reset".into()))
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_deletions_are_reported_and_a_fenced_one_stops_the_driver() {
+    for fenced in [false, true] {
+        let api = Api::new(1, 0, 0.0, true);
+        let driver = Driver::builder(scheduler(vec![node("n1", 1)]))
+            .binder(ApiBinder(api.clone()))
+            .victim_deleter(FailingDeleter { fenced })
+            .build()
+            .unwrap();
+        let handle = driver.handle();
+        let mut events = handle.subscribe();
+        let run = start(driver, &api);
+        api.create(pod("low", 600, 1));
+        handle.settled().await.unwrap();
+        api.create(pod("high", 800, 100));
+        let message = loop {
+            if let DriverEvent::PreemptionFailed { pod, message } = events.recv().await.unwrap() {
+                assert_eq!(pod, "default/high");
+                break message;
+            }
+        };
+        if fenced {
+            assert_eq!(message, "fenced off: token 1 is stale");
+            match run.await.unwrap() {
+                Err(DriverError::Fenced { pod, .. }) => assert_eq!(pod, "default/high"),
+                other => panic!("{other:?}"),
+            }
+        } else {
+            assert_eq!(message, "deleting victims failed: connection reset");
+            // The victim stays; the preemptor waits, nominated.
+            let status = handle.settled().await.unwrap();
+            assert_eq!(status.queue.unschedulable, 1);
+            handle.shutdown();
+            let sched = run.await.unwrap().unwrap();
+            assert_eq!(sched.snapshot().node_of("default/low"), Some("n1"));
+            assert_eq!(sched.nominated_node("default/high"), Some("n1"));
+        }
+    }
+}
