@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sched_core::config::{Registry, SchedulerConfiguration};
-use sched_core::model::{Node, Pod};
+use sched_core::model::{
+    CsiNode, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageObjects,
+};
 use sched_core::policy::Policy;
 use sched_core::profile::{Profile, ScheduleError};
 use sched_core::snapshot::Snapshot;
@@ -51,8 +53,9 @@ enum NodeLabels {
     Cycle(&'static str, &'static [&'static str]),
 }
 
-/// The default node (`node-default.yaml`): pods 110, cpu 4, memory 32Gi, Ready.
-fn node(i: usize, labels: NodeLabels) -> Node {
+/// The default node (`node-default.yaml`): pods 110, cpu 4, memory 32Gi, Ready; with `csi`,
+/// `nodeAllocatableStrategy`'s `attachable-volumes-csi-ebs.csi.aws.com: 39` too.
+fn node(i: usize, labels: NodeLabels, csi: Csi) -> Node {
     let name = format!("scheduler-perf-{i}");
     let mut label_map = serde_json::Map::new();
     match labels {
@@ -64,7 +67,10 @@ fn node(i: usize, labels: NodeLabels) -> Node {
             label_map.insert(key.into(), Value::String(values[i % values.len()].into()));
         }
     }
-    let resources = json!({"pods": "110", "cpu": "4", "memory": "32Gi"});
+    let mut resources = json!({"pods": "110", "cpu": "4", "memory": "32Gi"});
+    if !matches!(csi, Csi::None) {
+        resources[EBS_ATTACHABLE] = json!("39");
+    }
     let v = json!({
         "metadata": {"name": name, "labels": label_map},
         "status": {
@@ -75,9 +81,49 @@ fn node(i: usize, labels: NodeLabels) -> Node {
     });
     let node: Node = serde_json::from_value(v).expect("node deserializes");
     assert_eq!(node.metadata.labels.len(), label_map_len(labels));
-    assert_eq!(node.status.allocatable.len(), 3);
+    assert_eq!(
+        node.status.allocatable.len(),
+        if matches!(csi, Csi::None) { 3 } else { 4 }
+    );
     node
 }
+
+/// `nodeAllocatableStrategy`'s CSINode of node `i`: driver `ebs.csi.aws.com` with an attach
+/// limit of 39, and with `Csi::Migrated` the in-tree AWS EBS plugin named migrated.
+fn csi_node(i: usize, csi: Csi) -> Option<CsiNode> {
+    let name = format!("scheduler-perf-{i}");
+    let mut v = json!({
+        "metadata": {"name": name},
+        "spec": {"drivers": [
+            {"name": EBS_CSI, "nodeID": name, "allocatable": {"count": 39}},
+        ]},
+    });
+    match csi {
+        Csi::None => return None,
+        Csi::Driver => {}
+        Csi::Migrated => {
+            v["metadata"]["annotations"] =
+                json!({"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"});
+        }
+    }
+    let c: CsiNode = serde_json::from_value(v).expect("csinode deserializes");
+    assert_eq!(c.limit_of(EBS_CSI), Some(39));
+    Some(c)
+}
+
+/// The CSI part of a workload's nodes.
+#[derive(Clone, Copy)]
+enum Csi {
+    /// No CSINode, no attachable allocatable.
+    None,
+    /// `nodeAllocatableStrategy` with the EBS CSI driver (SchedulingCSIPVs).
+    Driver,
+    /// The same, with `migratedPlugins: [kubernetes.io/aws-ebs]` (SchedulingMigratedInTreePVs).
+    Migrated,
+}
+
+const EBS_CSI: &str = "ebs.csi.aws.com";
+const EBS_ATTACHABLE: &str = "attachable-volumes-csi-ebs.csi.aws.com";
 
 fn label_map_len(labels: NodeLabels) -> usize {
     usize::from(!matches!(labels, NodeLabels::None))
@@ -237,6 +283,9 @@ struct PodOp {
     template: Template,
     namespace: &'static str,
     count: usize,
+    /// `persistentVolumeTemplatePath` + `persistentVolumeClaimTemplatePath`: each pod gets its
+    /// own PV and a claim bound to it.
+    pvs: Pvs,
 }
 
 fn op(template: Template, namespace: &'static str, count: usize) -> PodOp {
@@ -244,7 +293,104 @@ fn op(template: Template, namespace: &'static str, count: usize) -> PodOp {
         template,
         namespace,
         count,
+        pvs: Pvs::None,
     }
+}
+
+fn pv_op(namespace: &'static str, count: usize, pvs: Pvs) -> PodOp {
+    PodOp {
+        template: Template::Default,
+        namespace,
+        count,
+        pvs,
+    }
+}
+
+/// The PersistentVolume template of a `createPods` step.
+#[derive(Clone, Copy, PartialEq)]
+enum Pvs {
+    None,
+    /// `pv-aws.yaml`: an in-tree `awsElasticBlockStore` volume.
+    Aws,
+    /// `pv-csi.yaml`: a CSI volume of driver `ebs.csi.aws.com`.
+    Csi,
+}
+
+/// kube's `CreatePodWithPersistentVolume` for pod `i` of a step in `namespace`: PV
+/// `<namespace>-vol-<i>` (ReadOnlyMany, 1Gi, Retain; the AWS volume ID `vol-<i>`, the CSI
+/// volume handle the PV's name), bound to claim `pvc-<i>` (`pvc.yaml`: ReadOnlyMany, 1Gi,
+/// `pv.kubernetes.io/bind-completed`) and the claim bound to it.
+fn pv_and_claim(pvs: Pvs, namespace: &str, i: usize) -> (PersistentVolume, PersistentVolumeClaim) {
+    let pv_name = format!("{namespace}-vol-{i}");
+    let claim_name = format!("pvc-{i}");
+    let mut pv = json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "capacity": {"storage": "1Gi"},
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": namespace,
+                "name": claim_name,
+                "apiVersion": "v1",
+            },
+        },
+        "status": {"phase": "Bound"},
+    });
+    match pvs {
+        Pvs::Aws => {
+            pv["spec"]["awsElasticBlockStore"] = json!({"volumeID": format!("vol-{i}")});
+        }
+        Pvs::Csi => {
+            pv["spec"]["csi"] = json!({"driver": EBS_CSI, "volumeHandle": pv_name});
+        }
+        Pvs::None => unreachable!("no PV template"),
+    }
+    let claim = json!({
+        "metadata": {
+            "name": claim_name,
+            "namespace": namespace,
+            "annotations": {"pv.kubernetes.io/bind-completed": "true"},
+        },
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": pv_name,
+        },
+        "status": {"phase": "Bound"},
+    });
+    let pv_model: PersistentVolume = serde_json::from_value(pv.clone()).expect("pv");
+    let claim_model: PersistentVolumeClaim = serde_json::from_value(claim).expect("pvc");
+    // The volume source must have survived deserialization.
+    let back = serde_json::to_value(&pv_model).expect("pv serializes");
+    let source = if pvs == Pvs::Aws {
+        "awsElasticBlockStore"
+    } else {
+        "csi"
+    };
+    let id = if pvs == Pvs::Aws {
+        "volumeID"
+    } else {
+        "driver"
+    };
+    assert_eq!(back["spec"][source][id], pv["spec"][source][id], "{source}");
+    assert_eq!(claim_model.spec.volume_name, pv_name);
+    (pv_model, claim_model)
+}
+
+/// `pod` with the volume `vol` of claim `claim` (as `CreatePodWithPersistentVolume` sets it).
+fn with_claim(pod: Pod, claim: &str) -> Pod {
+    let mut v = serde_json::to_value(&pod).expect("pod serializes");
+    let volumes = json!([{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]);
+    v["spec"]["volumes"] = volumes.clone();
+    let pod: Pod = serde_json::from_value(v).expect("pod deserializes");
+    let back = serde_json::to_value(&pod).expect("pod serializes");
+    assert_eq!(
+        back["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        claim
+    );
+    pod
 }
 
 /// One workload variant: nodes, init pods (in order) and measured pods.
@@ -253,6 +399,7 @@ struct Workload {
     variant: &'static str,
     nodes: usize,
     labels: NodeLabels,
+    csi: Csi,
     init: Vec<PodOp>,
     measured: PodOp,
 }
@@ -279,6 +426,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingBasic",
         variant,
         nodes,
+        csi: Csi::None,
         labels: NodeLabels::None,
         init: vec![op(Default, DEFAULT_NS, basic.0)],
         measured: op(Default, DEFAULT_NS, basic.1),
@@ -289,6 +437,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
             name: "SchedulingPodAntiAffinity",
             variant,
             nodes: 500,
+            csi: Csi::None,
             labels: UNIQUE_HOST,
             init: vec![op(PodAntiAffinity, SETUP, 100)],
             measured: op(PodAntiAffinity, TEST, 400),
@@ -300,6 +449,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
             name: "SchedulingPodAntiAffinity",
             variant: "5000NodesKubeCounts",
             nodes: 5000,
+            csi: Csi::None,
             labels: UNIQUE_HOST,
             init: vec![op(PodAntiAffinity, SETUP, 1000)],
             measured: op(PodAntiAffinity, TEST, 1000),
@@ -310,6 +460,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingSecrets",
         variant,
         nodes,
+        csi: Csi::None,
         labels: NodeLabels::None,
         init: vec![op(SecretVolume, DEFAULT_NS, secrets.0)],
         measured: op(SecretVolume, DEFAULT_NS, secrets.1),
@@ -319,6 +470,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingPodAffinity",
         variant,
         nodes,
+        csi: Csi::None,
         labels: ZONE1,
         init: vec![op(PodAffinity, SETUP, aff.0)],
         measured: op(PodAffinity, TEST, aff.1),
@@ -327,6 +479,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingPreferredPodAffinity",
         variant,
         nodes,
+        csi: Csi::None,
         labels: UNIQUE_HOST,
         init: vec![op(PreferredPodAffinity, SETUP, aff.0)],
         measured: op(PreferredPodAffinity, TEST, aff.1),
@@ -335,6 +488,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingPreferredPodAntiAffinity",
         variant,
         nodes,
+        csi: Csi::None,
         labels: UNIQUE_HOST,
         init: vec![op(PreferredPodAntiAffinity, SETUP, aff.0)],
         measured: op(PreferredPodAntiAffinity, TEST, aff.1),
@@ -343,6 +497,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "SchedulingNodeAffinity",
         variant,
         nodes,
+        csi: Csi::None,
         labels: ZONE1,
         init: vec![op(NodeAffinity, DEFAULT_NS, aff.0)],
         measured: op(NodeAffinity, DEFAULT_NS, aff.1),
@@ -352,6 +507,7 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "TopologySpreading",
         variant,
         nodes,
+        csi: Csi::None,
         labels: MOON,
         init: vec![op(Default, DEFAULT_NS, spreading.0)],
         measured: op(TopologySpreading, DEFAULT_NS, spreading.1),
@@ -360,15 +516,36 @@ fn workloads(five_thousand: bool) -> Vec<Workload> {
         name: "PreferredTopologySpreading",
         variant,
         nodes,
+        csi: Csi::None,
         labels: MOON,
         init: vec![op(Default, DEFAULT_NS, spreading.0)],
         measured: op(PreferredTopologySpreading, DEFAULT_NS, spreading.1),
     });
+    // The volume workloads: each pod with its own PV and bound claim; pods of the init step
+    // in `namespace-1`, measured ones in `namespace-2` (scheduler_perf names a step's
+    // namespace after its index).
+    let pvs = c((5000, 1000), (500, 1000));
+    for (name, csi, kind) in [
+        ("SchedulingInTreePVs", Csi::None, Pvs::Aws),
+        ("SchedulingMigratedInTreePVs", Csi::Migrated, Pvs::Aws),
+        ("SchedulingCSIPVs", Csi::Driver, Pvs::Csi),
+    ] {
+        w.push(Workload {
+            name,
+            variant,
+            nodes,
+            labels: NodeLabels::None,
+            csi,
+            init: vec![pv_op("namespace-1", pvs.0, kind)],
+            measured: pv_op("namespace-2", pvs.1, kind),
+        });
+    }
     let mixed = if five_thousand { 2000 } else { 200 };
     w.push(Workload {
         name: "MixedSchedulingBasePod",
         variant,
         nodes,
+        csi: Csi::None,
         labels: ZONE1,
         init: [
             Default,
@@ -432,14 +609,38 @@ struct Prepared {
     init_time: Duration,
 }
 
+/// Pod `i` of a step (with its claim when the step creates volumes).
+fn step_pod(o: &PodOp, name: &str, i: usize) -> Pod {
+    let p = pod(o.template, o.namespace, name);
+    match o.pvs {
+        Pvs::None => p,
+        _ => with_claim(p, &format!("pvc-{i}")),
+    }
+}
+
 fn prepare(w: &Workload, profile: &Profile, cache: &mut sched_core::profile::Cache) -> Prepared {
-    let nodes: Vec<Node> = (0..w.nodes).map(|i| node(i, w.labels)).collect();
+    let nodes: Vec<Node> = (0..w.nodes).map(|i| node(i, w.labels, w.csi)).collect();
     let mut snapshot = Snapshot::from_objects(nodes, Vec::new()).expect("snapshot");
+    // The storage objects of every step exist before its pods are scheduled.
+    let mut storage = StorageObjects::new();
+    storage.csi_nodes = (0..w.nodes).filter_map(|i| csi_node(i, w.csi)).collect();
+    for o in w.init.iter().chain([&w.measured]) {
+        if o.pvs != Pvs::None {
+            for i in 0..o.count {
+                let (pv, claim) = pv_and_claim(o.pvs, o.namespace, i);
+                storage.persistent_volumes.push(pv);
+                storage.persistent_volume_claims.push(claim);
+            }
+        }
+    }
+    if !(storage.csi_nodes.is_empty() && storage.persistent_volumes.is_empty()) {
+        snapshot.set_storage(storage);
+    }
     let start = Instant::now();
     let mut init_unschedulable = 0;
     for (k, o) in w.init.iter().enumerate() {
         for i in 0..o.count {
-            let p = pod(o.template, o.namespace, &format!("init-{k}-{i}"));
+            let p = step_pod(o, &format!("init-{k}-{i}"), i);
             match profile.schedule_and_assume(cache, &p, &mut snapshot) {
                 Ok(_) => {}
                 Err(ScheduleError::Unschedulable(_)) => init_unschedulable += 1,
@@ -449,13 +650,7 @@ fn prepare(w: &Workload, profile: &Profile, cache: &mut sched_core::profile::Cac
     }
     let init_time = start.elapsed();
     let measured = (0..w.measured.count)
-        .map(|i| {
-            pod(
-                w.measured.template,
-                w.measured.namespace,
-                &format!("measured-{i}"),
-            )
-        })
+        .map(|i| step_pod(&w.measured, &format!("measured-{i}"), i))
         .collect();
     Prepared {
         after_init: snapshot,

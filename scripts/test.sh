@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# This script starts every server the tests use, so a backend test that cannot find its
+# server is a failure here, never a skip (see lease_elect::testing::process::server_missing).
+export CI="${CI:-1}"
 
 step() { printf '\n==> %s\n' "$*"; }
 

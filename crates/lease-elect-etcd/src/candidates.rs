@@ -10,8 +10,9 @@ use lease_elect::coordinated::{Candidate, CandidateStore};
 use crate::classify;
 
 /// A [`CandidateStore`] in etcd: for election `e`, the key `/lease-elect/e/candidates/<id>`
-/// holds `<emulation version> <binary version>`, attached to an etcd lease of the time to live
-/// granted at each registration, so etcd deletes it when the candidate stops registering.
+/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`), attached to
+/// an etcd lease of the time to live granted at each registration, so etcd deletes it when the
+/// candidate stops registering.
 #[derive(Clone)]
 pub struct EtcdCandidates {
     client: Client,
@@ -47,10 +48,7 @@ impl CandidateStore for EtcdCandidates {
         let mut client = self.client.clone();
         let ttl = i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX).max(1);
         let lease = client.lease_grant(ttl, None).await.map_err(classify)?;
-        let value = format!(
-            "{} {}",
-            candidate.emulation_version, candidate.binary_version
-        );
+        let value = candidate.to_spec();
         client
             .put(
                 format!("{}{}", self.prefix, candidate.identity),
@@ -83,15 +81,10 @@ impl CandidateStore for EtcdCandidates {
             .map(|kv| {
                 let key = String::from_utf8_lossy(kv.key()).into_owned();
                 let value = String::from_utf8_lossy(kv.value()).into_owned();
-                let corrupt = |source: Option<lease_elect::BoxError>| LockError::Corrupt {
+                let identity = key.strip_prefix(&self.prefix).unwrap_or(&key);
+                Candidate::from_spec(identity, &value).map_err(|e| LockError::Corrupt {
                     detail: format!("candidate key {key:?}: {value:?}"),
-                    source,
-                };
-                let (e, b) = value.split_once(' ').ok_or_else(|| corrupt(None))?;
-                Ok(Candidate {
-                    identity: key.strip_prefix(&self.prefix).unwrap_or(&key).to_owned(),
-                    emulation_version: e.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
-                    binary_version: b.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
+                    source: Some(Box::new(e)),
                 })
             })
             .collect()

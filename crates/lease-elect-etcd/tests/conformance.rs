@@ -215,19 +215,21 @@ async fn fault_server_outage() {
 /// Coordinated election on etcd: candidates in `EtcdCandidates`, electors and the coordinator
 /// on `EtcdLock`s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coordinated_upgrade_handover() {
-    let Some(factory) = factory().await else {
-        return;
-    };
+async fn coordinated_election() {
+    // Fails, never skips, without a server.
+    let factory = factory()
+        .await
+        .expect("a etcd server for the coordinated-election check");
     let client = etcd_client::Client::connect([factory.endpoint.as_str()], None)
         .await
         .expect("connect");
+    const TTL: Duration = Duration::from_secs(2);
     let election = lease_elect::testing::unique_name("cle");
-    let candidates =
-        lease_elect_etcd::EtcdCandidates::new(client, &election, Duration::from_secs(60));
-    let report = lease_elect::testing::coordinated::upgrade_handover(
+    let candidates = lease_elect_etcd::EtcdCandidates::new(client, &election, TTL);
+    let report = lease_elect::testing::coordinated::coordinated_election(
         &factory,
         Arc::new(candidates),
+        TTL,
         Timing::default(),
     )
     .await;

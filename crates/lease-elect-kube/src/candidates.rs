@@ -13,7 +13,7 @@ use crate::call;
 /// A [`CandidateStore`] of `coordination.k8s.io/v1beta1` `LeaseCandidate` objects (Kubernetes
 /// 1.33's coordinated leader election): one object per candidate, named
 /// `<lease>-<identity>`, with `spec.leaseName`, `spec.binaryVersion`,
-/// `spec.emulationVersion`, `spec.strategy` (`OldestEmulationVersion`) and `spec.renewTime`.
+/// `spec.emulationVersion`, `spec.strategy` (the candidate's) and `spec.renewTime`.
 /// A candidate is live while its `renewTime` is less than the time to live old on this
 /// process's wall clock (as the API server's own coordinator judges it). The identity must
 /// make a valid object name.
@@ -91,7 +91,7 @@ impl CandidateStore for LeaseCandidates {
             "leaseName": self.lease,
             "binaryVersion": candidate.binary_version.to_string(),
             "emulationVersion": candidate.emulation_version.to_string(),
-            "strategy": "OldestEmulationVersion",
+            "strategy": candidate.strategy,
             "renewTime": micro_time_now(),
         });
         let describe = self.describe();
@@ -184,11 +184,18 @@ impl CandidateStore for LeaseCandidates {
                 .strip_prefix(&format!("{}-", self.lease))
                 .unwrap_or(&name)
                 .to_owned();
-            out.push(Candidate {
-                identity,
-                emulation_version: version("emulationVersion")?,
-                binary_version: version("binaryVersion")?,
-            });
+            let strategy = spec["strategy"]
+                .as_str()
+                .ok_or_else(|| corrupt("strategy"))?;
+            out.push(
+                Candidate::new(
+                    identity,
+                    version("emulationVersion")?,
+                    version("binaryVersion")?,
+                )
+                .with_strategy(strategy)
+                .map_err(|_| corrupt("strategy"))?,
+            );
         }
         Ok(out)
     }

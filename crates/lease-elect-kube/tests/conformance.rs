@@ -280,18 +280,16 @@ async fn an_elector_works_on_a_server_that_drops_newer_fields() {
 /// Coordinated election on the API server: candidates as LeaseCandidate objects, electors and
 /// the coordinator on `LeaseLock`s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coordinated_upgrade_handover() {
+async fn coordinated_election() {
+    const TTL: Duration = Duration::from_secs(2);
     let factory = new_factory().await;
     let election = lease_elect::testing::unique_name("cle");
-    let candidates = lease_elect_kube::LeaseCandidates::new(
-        client(&factory.url),
-        NAMESPACE,
-        election,
-        Duration::from_secs(60),
-    );
-    let report = lease_elect::testing::coordinated::upgrade_handover(
+    let candidates =
+        lease_elect_kube::LeaseCandidates::new(client(&factory.url), NAMESPACE, election, TTL);
+    let report = lease_elect::testing::coordinated::coordinated_election(
         &factory,
         Arc::new(candidates),
+        TTL,
         Timing::default(),
     )
     .await;
@@ -311,11 +309,9 @@ async fn lease_candidates_stored_and_unconditional_lease_put_refused() {
         "sched",
         Duration::from_secs(60),
     );
-    let c = Candidate {
-        identity: "node-a".to_owned(),
-        emulation_version: "1.33".parse().unwrap(),
-        binary_version: "1.34.1".parse().unwrap(),
-    };
+    let c = Candidate::new("node-a", "1.33".parse().unwrap(), "1.34.1".parse().unwrap())
+        .with_strategy("example.com/custom")
+        .unwrap();
     candidates.register(&c).await.expect("register");
     candidates.register(&c).await.expect("renew");
     let stored = factory
@@ -327,6 +323,7 @@ async fn lease_candidates_stored_and_unconditional_lease_put_refused() {
     assert_eq!(stored["spec"]["leaseName"], "sched");
     assert_eq!(stored["spec"]["binaryVersion"], "1.34.1");
     assert_eq!(stored["spec"]["emulationVersion"], "1.33.0");
+    assert_eq!(stored["spec"]["strategy"], "example.com/custom");
     let renew = stored["spec"]["renewTime"].as_str().expect("renewTime");
     assert!(
         renew.len() == 27 && renew.ends_with('Z'),

@@ -23,7 +23,12 @@ use crate::classify;
 ///     renewed_at        timestamptz NOT NULL,
 ///     PRIMARY KEY (election, identity)
 /// );
+/// ALTER TABLE lease_elect_candidates
+///     ADD COLUMN IF NOT EXISTS strategy text NOT NULL DEFAULT 'OldestEmulationVersion';
 /// ```
+///
+/// (`strategy` is the candidate's strategy; a table of an earlier version gets the column,
+/// its rows `OldestEmulationVersion`.)
 ///
 /// A candidate registers again well within the time to live (the registration is an upsert).
 pub struct PostgresCandidates {
@@ -81,6 +86,8 @@ impl PostgresCandidates {
                          renewed_at timestamptz NOT NULL,
                          PRIMARY KEY (election, identity)
                      );
+                     ALTER TABLE lease_elect_candidates ADD COLUMN IF NOT EXISTS
+                         strategy text NOT NULL DEFAULT 'OldestEmulationVersion';
                      COMMIT;",
                 )
                 .await
@@ -107,10 +114,19 @@ impl CandidateStore for PostgresCandidates {
         );
         self.with(async |c| {
             c.execute(
-                "INSERT INTO lease_elect_candidates VALUES ($1, $2, $3, $4, now())
+                "INSERT INTO lease_elect_candidates
+                     (election, identity, emulation_version, binary_version, renewed_at, strategy)
+                 VALUES ($1, $2, $3, $4, now(), $5)
                  ON CONFLICT (election, identity) DO UPDATE SET
-                     emulation_version = $3, binary_version = $4, renewed_at = now()",
-                &[&self.election, &candidate.identity, &e, &b],
+                     emulation_version = $3, binary_version = $4, renewed_at = now(),
+                     strategy = $5",
+                &[
+                    &self.election,
+                    &candidate.identity,
+                    &e,
+                    &b,
+                    &candidate.strategy,
+                ],
             )
             .await
         })
@@ -135,8 +151,8 @@ impl CandidateStore for PostgresCandidates {
         let rows = self
             .with(async |c| {
                 c.query(
-                    "SELECT identity, emulation_version, binary_version FROM lease_elect_candidates
-                     WHERE election = $1 AND renewed_at > now() - make_interval(secs => $2)",
+                    "SELECT identity, emulation_version, binary_version, strategy
+                     FROM lease_elect_candidates WHERE election = $1 AND renewed_at > now() - make_interval(secs => $2)",
                     &[&self.election, &ttl],
                 )
                 .await
@@ -144,6 +160,11 @@ impl CandidateStore for PostgresCandidates {
             .await?;
         rows.iter()
             .map(|row| {
+                let (identity, strategy): (String, String) = (row.get(0), row.get(3));
+                let corrupt = |e: lease_elect::coordinated::BadCandidate| LockError::Corrupt {
+                    detail: format!("candidate row of {:?}", self.election),
+                    source: Some(Box::new(e)),
+                };
                 let version = |i: usize| -> Result<_, LockError> {
                     let text: String = row.get(i);
                     text.parse().map_err(|e| LockError::Corrupt {
@@ -151,11 +172,9 @@ impl CandidateStore for PostgresCandidates {
                         source: Some(Box::new(e)),
                     })
                 };
-                Ok(Candidate {
-                    identity: row.get(0),
-                    emulation_version: version(1)?,
-                    binary_version: version(2)?,
-                })
+                Candidate::new(identity, version(1)?, version(2)?)
+                    .with_strategy(strategy)
+                    .map_err(corrupt)
             })
             .collect()
     }

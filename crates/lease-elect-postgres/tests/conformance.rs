@@ -114,20 +114,19 @@ async fn fault_server_outage() {
 /// Coordinated election on PostgreSQL: candidates in `PostgresCandidates`, electors and the
 /// coordinator on `PostgresLock`s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coordinated_upgrade_handover() {
-    let Some(factory) = factory().await else {
-        return;
-    };
+async fn coordinated_election() {
+    // Fails, never skips, without a server.
+    let factory = factory()
+        .await
+        .expect("a PostgreSQL server for the coordinated-election check");
+    const TTL: Duration = Duration::from_secs(2);
     let election = lease_elect::testing::unique_name("cle");
-    let candidates = lease_elect_postgres::PostgresCandidates::new(
-        &factory.url,
-        election,
-        Duration::from_secs(60),
-    )
-    .expect("candidates");
-    let report = lease_elect::testing::coordinated::upgrade_handover(
+    let candidates = lease_elect_postgres::PostgresCandidates::new(&factory.url, election, TTL)
+        .expect("candidates");
+    let report = lease_elect::testing::coordinated::coordinated_election(
         &factory,
         Arc::new(candidates),
+        TTL,
         Timing::default(),
     )
     .await;

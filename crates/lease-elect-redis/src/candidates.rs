@@ -11,8 +11,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use crate::classify;
 
 /// A [`CandidateStore`] in Redis: for election `e`, the key `lease-elect:{e}:candidate:<id>`
-/// holds `<emulation version> <binary version>` and expires a time to live after the last
-/// registration (`SET .. PX`), and the set `lease-elect:{e}:candidates` lists the identities
+/// holds `<emulation version> <binary version> <strategy>` (`Candidate::to_spec`) and expires a
+/// time to live after the last registration (`SET .. PX`), and the set `lease-elect:{e}:candidates` lists the identities
 /// (members whose key expired are removed when listing). The keys share a hash slot.
 pub struct RedisCandidates {
     client: Client,
@@ -68,10 +68,7 @@ impl RedisCandidates {
 impl CandidateStore for RedisCandidates {
     async fn register(&self, candidate: &Candidate) -> Result<(), LockError> {
         let mut conn = self.conn().await?;
-        let value = format!(
-            "{} {}",
-            candidate.emulation_version, candidate.binary_version
-        );
+        let value = candidate.to_spec();
         let ttl = u64::try_from(self.ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -138,16 +135,12 @@ impl CandidateStore for RedisCandidates {
                     .await;
                 continue;
             };
-            let corrupt = |source: Option<lease_elect::BoxError>| LockError::Corrupt {
-                detail: format!("candidate key of {id:?}: {value:?}"),
-                source,
-            };
-            let (e, b) = value.split_once(' ').ok_or_else(|| corrupt(None))?;
-            out.push(Candidate {
-                emulation_version: e.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
-                binary_version: b.parse().map_err(|e| corrupt(Some(Box::new(e))))?,
-                identity: id,
-            });
+            out.push(
+                Candidate::from_spec(&id, &value).map_err(|e| LockError::Corrupt {
+                    detail: format!("candidate key of {id:?}: {value:?}"),
+                    source: Some(Box::new(e)),
+                })?,
+            );
         }
         Ok(out)
     }

@@ -100,6 +100,7 @@ pub struct ElectionConfig {
     pub(crate) retry_period: Duration,
     pub(crate) attempt_timeout: Duration,
     pub(crate) release_on_cancel: bool,
+    pub(crate) coordinated: bool,
     pub(crate) name: String,
     pub(crate) seed: Option<u64>,
     pub(crate) hooks: crate::metrics::Hooks,
@@ -175,6 +176,13 @@ impl ElectionConfig {
         self.release_on_cancel
     }
 
+    /// Whether the elector takes part in a coordinated election (see
+    /// [`ElectionConfigBuilder::coordinated`]).
+    #[must_use]
+    pub fn coordinated(&self) -> bool {
+        self.coordinated
+    }
+
     /// The election's name, for logs (defaults to the lock's description).
     #[must_use]
     pub fn name(&self) -> &str {
@@ -193,6 +201,7 @@ pub struct ElectionConfigBuilder {
     retry_period: Duration,
     attempt_timeout: Option<Duration>,
     release_on_cancel: bool,
+    coordinated: bool,
     name: Option<String>,
     seed: Option<u64>,
     client_go_compatible: bool,
@@ -210,6 +219,7 @@ impl Default for ElectionConfigBuilder {
             retry_period: Duration::from_secs(2),
             attempt_timeout: None,
             release_on_cancel: false,
+            coordinated: false,
             name: None,
             seed: None,
             client_go_compatible: false,
@@ -292,6 +302,17 @@ impl ElectionConfigBuilder {
         self
     }
 
+    /// Coordinated leader election (default off; client-go's `Coordinated`, KEP-4355): the
+    /// elector never creates the record and never takes over a free or expired lease by
+    /// itself. It leads only when the record names it as holder (written by a
+    /// [`Coordinator`](crate::coordinated::Coordinator) for it, or its own lease it renews), or
+    /// when a released record names it as `preferredHolder`; it steps down when
+    /// `preferredHolder` names another. Without a running coordinator nobody leads.
+    pub fn coordinated(mut self, yes: bool) -> Self {
+        self.coordinated = yes;
+        self
+    }
+
     /// A name for logs (default: the lock's description).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -334,6 +355,7 @@ impl ElectionConfigBuilder {
             retry_period,
             attempt_timeout,
             release_on_cancel,
+            coordinated,
             name,
             seed,
             client_go_compatible,
@@ -395,6 +417,7 @@ impl ElectionConfigBuilder {
             retry_period,
             attempt_timeout,
             release_on_cancel,
+            coordinated,
             name,
             seed,
             hooks,

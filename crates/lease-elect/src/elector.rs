@@ -450,6 +450,10 @@ impl LeaderElector {
     ///   its lease duration (1 s after such a release) and take it over when the preferred one
     ///   did not. Acquisition and renewal keep `preferredHolder` when it names this elector
     ///   and clear it otherwise (client-go's electors always clear it).
+    /// - [Coordinated](crate::ElectionConfigBuilder::coordinated): no record, or a record
+    ///   held by another, free or expired, is `Ok(false)`: the coordinator assigns the lease.
+    ///   The elector writes only a record that names it (as holder and not expired on its
+    ///   clock since the record last changed, or as `preferredHolder` of a released record).
     ///
     /// `Ok(true)` means this elector leads after the call.
     ///
@@ -733,6 +737,9 @@ impl LeaderElector {
         {
             return self.yield_to(preferred, &current, &version, &at).await;
         }
+        if self.inner.config.coordinated && !self.coordinator_allows(&current, term.as_ref(), &at) {
+            return Ok(false);
+        }
         if self.must_wait(&current, term.as_ref(), &at) {
             return Ok(false);
         }
@@ -767,6 +774,32 @@ impl LeaderElector {
             .lock
             .record_event(&ElectionEvent::Released);
         Ok(false)
+    }
+
+    /// Coordinated mode (client-go's `tryCoordinatedRenew`): whether this elector may write
+    /// the record it read. Only a record that names it may be written: as holder (its own
+    /// term, or a record the coordinator assigned to it that has not expired on this
+    /// elector's clock since it changed), or as `preferredHolder` of a released record. A
+    /// free, released or expired record of another is left to the coordinator; a term ends
+    /// when the record names another holder.
+    fn coordinator_allows(
+        &self,
+        current: &LeaderElectionRecord,
+        term: Option<&Arc<Term>>,
+        at: &Attempt,
+    ) -> bool {
+        let id = &*self.inner.identity;
+        if current.holder_identity == id {
+            if term.is_some() {
+                return true;
+            }
+            let observed_time = locked(&self.inner.state).observed_time;
+            return at.start < observed_time + current.lease_duration();
+        }
+        if term.is_some() {
+            self.end_term("another holder took the lease");
+        }
+        !current.is_held() && current.preferred_holder.as_deref() == Some(id)
     }
 
     /// Step 0: the current term, ended first when its deadline has passed.
@@ -817,7 +850,8 @@ impl LeaderElector {
     /// Step 2b: there is no record. A leader's term ends; a candidate creates the record,
     /// but not before the lease of the holder it saw last has run out on its own clock.
     async fn create_record(&self, at: &Attempt) -> Result<bool, LockError> {
-        if matches!(at.mode, Mode::Renew) {
+        if matches!(at.mode, Mode::Renew) || self.inner.config.coordinated {
+            // In a coordinated election only the coordinator creates the record.
             self.end_term("the record was deleted");
             return Ok(false);
         }

@@ -1,14 +1,16 @@
-//! Coordinated leader election in simulated time: a rolling upgrade of three electors from
-//! 1.33 to 1.34 under `OldestEmulationVersion`, with the coordinator elected on a lock of its
-//! own. An upgraded (1.34) elector never leads while a 1.33 candidate is registered, the
-//! leader hands over at once when the strategy moves, and terms never overlap.
+//! Coordinated leader election in simulated time: a rolling upgrade of three coordinated
+//! electors from 1.33 to 1.34 under `OldestEmulationVersion`, with the coordinator elected on
+//! a lock of its own. Nobody leads before the coordinator runs, the first leader is the
+//! strategy's pick, an upgraded (1.34) elector never leads while a 1.33 candidate is
+//! registered, the leader hands over at once when the strategy moves, a leader that crashes
+//! without deregistering is replaced by the strategy's pick, and terms never overlap.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lease_elect::coordinated::{
-    Candidate, CandidateStore, CandidateVersion, Coordinator, MemoryCandidates, Strategy,
+    Candidate, CandidateStore, CandidateVersion, Coordinator, MemoryCandidates, keep_registered,
 };
 use lease_elect::{
     Clock, ElectionConfig, Instant, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock,
@@ -61,9 +63,10 @@ fn v(s: &str) -> CandidateVersion {
     s.parse().unwrap()
 }
 
-fn config(lock: MemoryLock, clock: &SimClock) -> ElectionConfig {
+fn config(lock: MemoryLock, clock: &SimClock, coordinated: bool) -> ElectionConfig {
     ElectionConfig::builder()
         .lock(lock)
+        .coordinated(coordinated)
         .shared_clock(Arc::new(clock.clone()))
         .lease_duration(Duration::from_secs(10))
         .renew_deadline(Duration::from_secs(6))
@@ -74,8 +77,9 @@ fn config(lock: MemoryLock, clock: &SimClock) -> ElectionConfig {
         .unwrap()
 }
 
-/// One replica: registers as a candidate, runs the election until stopped, then releases and
-/// deregisters.
+/// One replica: registers as a candidate (again every second), runs a coordinated election
+/// until stopped, then releases and deregisters. Aborting its task is a crash: no release, no
+/// deregistration.
 struct Replica {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
@@ -89,12 +93,8 @@ fn start_replica(
     candidates: &MemoryCandidates,
     terms: &Terms,
 ) -> Replica {
-    let candidate = Candidate {
-        identity: id.to_owned(),
-        emulation_version: v("1.33"),
-        binary_version: v(version),
-    };
-    let elector = LeaderElector::new(config(MemoryLock::new(store, id), clock));
+    let candidate = Candidate::new(id, v("1.33"), v(version));
+    let elector = LeaderElector::new(config(MemoryLock::new(store, id), clock, true));
     let watch = Watch {
         id: id.to_owned(),
         version: v(version),
@@ -104,17 +104,25 @@ fn start_replica(
     };
     let candidates = candidates.clone();
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let clock = clock.clone();
     let task = tokio::spawn(async move {
         candidates.register(&candidate).await.unwrap();
-        loop {
-            let outcome = elector
-                .run(&watch, async {
-                    let _ = (&mut stopped).await;
-                })
-                .await;
-            if outcome == lease_elect::RunOutcome::Cancelled {
-                break;
+        let keep = keep_registered(&candidates, &candidate, &clock, Duration::from_secs(1));
+        let run = async {
+            loop {
+                let outcome = elector
+                    .run(&watch, async {
+                        let _ = (&mut stopped).await;
+                    })
+                    .await;
+                if outcome == lease_elect::RunOutcome::Cancelled {
+                    break;
+                }
             }
+        };
+        tokio::select! {
+            () = keep => {}
+            () = run => {}
         }
         candidates.deregister(&candidate.identity).await.unwrap();
     });
@@ -130,19 +138,48 @@ async fn stop_replica(replica: Replica) {
 async fn rolling_upgrade_under_oldest_emulation_version() {
     let clock = SimClock::new();
     let store = MemoryStore::new("kube-scheduler");
-    let candidates = MemoryCandidates::new(Arc::new(clock.clone()), Duration::from_secs(3600));
+    // Registrations live 3 s; replicas renew them every second.
+    let candidates = MemoryCandidates::new(Arc::new(clock.clone()), Duration::from_secs(3));
     let terms = Terms::default();
 
+    // Three 1.33 replicas start; e3 first, e1 last. No coordinator yet: nobody leads and no
+    // record is written, however long they wait (they never create it themselves).
+    let mut replicas: Vec<Option<Replica>> = Vec::new();
+    for id in ["e3", "e2", "e1"] {
+        replicas.push(Some(start_replica(
+            &store,
+            id,
+            "1.33",
+            &clock,
+            &candidates,
+            &terms,
+        )));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    replicas.reverse(); // replicas[i] is e(i+1)
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(leaders(&terms).is_empty());
+    assert!(store.peek().is_none(), "an elector created the record");
+
     // The coordinators' own election: two coordinators, one leads and reconciles every 200 ms.
+    let coordinators_start = clock.now();
     let coordinator_store = MemoryStore::new("coordinator");
     let mut coordinators = Vec::new();
     for id in ["coord-1", "coord-2"] {
-        let elector = LeaderElector::new(config(MemoryLock::new(&coordinator_store, id), &clock));
-        let coordinator = Arc::new(Coordinator::new(
-            Arc::new(MemoryLock::new(&store, id)),
-            Arc::new(candidates.clone()),
-            Strategy::OldestEmulationVersion,
+        let elector = LeaderElector::new(config(
+            MemoryLock::new(&coordinator_store, id),
+            &clock,
+            false,
         ));
+        let coordinator = Arc::new(
+            Coordinator::new(
+                Arc::new(MemoryLock::new(&store, id)),
+                Arc::new(candidates.clone()),
+            )
+            .with_clock(Arc::new(clock.clone()))
+            .with_lease_duration(Duration::from_secs(10))
+            .unwrap(),
+        );
         let clock = clock.clone();
         coordinators.push(tokio::spawn(async move {
             let work = on_leading(move |guard| {
@@ -159,23 +196,19 @@ async fn rolling_upgrade_under_oldest_emulation_version() {
             }
         }));
     }
-
-    let mut replicas: Vec<Option<Replica>> = Vec::new();
-    for id in ["e1", "e2", "e3"] {
-        replicas.push(Some(start_replica(
-            &store,
-            id,
-            "1.33",
-            &clock,
-            &candidates,
-            &terms,
-        )));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     tokio::time::sleep(Duration::from_secs(20)).await;
+    // The strategy's pick (equal versions: the smallest identity) leads first, though it
+    // registered last, within a coordinator pass and a retry period.
     assert_eq!(leaders(&terms), ["e1"]);
+    let first = terms.0.lock().unwrap()[0].2;
+    assert!(
+        first.saturating_duration_since(coordinators_start) < Duration::from_millis(1_500),
+        "the first term started {:?} after the coordinators",
+        first.saturating_duration_since(coordinators_start)
+    );
     let record = store.peek().unwrap().0;
-    assert_eq!(record.preferred_holder.as_deref(), Some("e1"));
+    assert_eq!(record.holder_identity, "e1");
+    assert_eq!(record.preferred_holder, None);
     assert_eq!(record.strategy.as_deref(), Some("OldestEmulationVersion"));
 
     // Upgrade the followers one by one, then the leader: each replica stops (releasing what
@@ -193,18 +226,24 @@ async fn rolling_upgrade_under_oldest_emulation_version() {
         tokio::time::sleep(Duration::from_secs(20)).await;
     }
     // e1 (1.33) led until it was upgraded. With all three on 1.34 the strategy's last
-    // tie-break, the smallest identity, picks e1 again: it took the lease straight back (the
-    // record still preferred it). No 1.34 replica led while a 1.33 one was registered (checked
-    // at every start of a term).
+    // tie-break, the smallest identity, picks e1 again. While e1 was away (deregistered, not
+    // yet registered again) the coordinator may have given the released lease to e2, the
+    // pick then; e1 took it back as soon as it was registered again. No 1.34 replica led while
+    // a 1.33 one was registered (checked at every start of a term).
     let t = terms.0.lock().unwrap().clone();
     let led: Vec<(&str, CandidateVersion)> = t.iter().map(|t| (t.0.as_str(), t.1)).collect();
-    assert_eq!(led, [("e1", v("1.33")), ("e1", v("1.34"))]);
+    assert!(
+        led == [("e1", v("1.33")), ("e1", v("1.34"))]
+            || led == [("e1", v("1.33")), ("e2", v("1.34")), ("e1", v("1.34"))],
+        "{led:?}"
+    );
     let (old_end, new_start) = (t[0].3.expect("e1 stopped"), t[1].2);
     assert!(
         new_start.saturating_duration_since(old_end) < Duration::from_millis(1_500),
         "hand-over took {:?}",
         new_start.saturating_duration_since(old_end)
     );
+    let n = t.len();
 
     // A 1.33 replica joins (a rollback): the coordinator prefers it, the 1.34 leader steps
     // down at its next renewal and the 1.33 replica takes over at once.
@@ -219,28 +258,101 @@ async fn rolling_upgrade_under_oldest_emulation_version() {
     )));
     tokio::time::sleep(Duration::from_secs(20)).await;
     let t = terms.0.lock().unwrap().clone();
-    let led: Vec<&str> = t.iter().map(|t| t.0.as_str()).collect();
-    assert_eq!(led, ["e1", "e1", "e4"]);
-    let (e1_end, e4_start) = (t[1].3.expect("e1 stepped down"), t[2].2);
+    let led: Vec<&str> = t[n - 1..].iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(led, ["e1", "e4"]);
+    let (e1_end, e4_start) = (t[n - 1].3.expect("e1 stepped down"), t[n].2);
     assert!(
         e4_start.saturating_duration_since(joined) < Duration::from_millis(1_500),
         "e4 led {:?} after joining",
         e4_start.saturating_duration_since(joined)
     );
     assert!(e1_end <= e4_start);
+
+    // e4 crashes: no release, no deregistration. Its registration expires after 3 s, its
+    // lease after 10 s without a change (on the coordinator's clock); then the coordinator
+    // gives the lease to the strategy's pick among the live candidates, e1, and to no one
+    // before.
+    let crashed = clock.now();
+    let e4 = replicas.pop().flatten().unwrap();
+    e4.task.abort();
+    let _ = e4.task.await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let t = terms.0.lock().unwrap().clone();
+    let led: Vec<&str> = t[n..].iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(led, ["e4", "e1"]);
+    let takeover = t[n + 1].2.saturating_duration_since(crashed);
+    assert!(
+        takeover >= Duration::from_secs(6) && takeover < Duration::from_secs(12),
+        "e1 led {takeover:?} after the crash (e4's term ends 6 s after its last renewal; the coordinator waits 10 s without a change)"
+    );
     for pair in t.windows(2) {
-        assert!(
-            pair[0].3.is_some_and(|end| end <= pair[1].2),
-            "overlap: {pair:?}"
-        );
+        let end = pair[0].3.unwrap_or(crashed + Duration::from_secs(6));
+        assert!(end <= pair[1].2, "overlap: {pair:?}");
     }
-    let _ = clock.now();
     for r in replicas.into_iter().flatten() {
         stop_replica(r).await;
     }
     for c in coordinators {
         c.abort();
     }
+}
+
+/// Candidates that disagree on the strategy (two at the newest binary version asking for
+/// different ones): the coordinator writes nothing and nobody leads, as in kube.
+#[tokio::test(start_paused = true)]
+async fn candidates_that_disagree_on_the_strategy_elect_nobody() {
+    let clock = SimClock::new();
+    let store = MemoryStore::new("kube-scheduler");
+    let candidates = MemoryCandidates::new(Arc::new(clock.clone()), Duration::from_secs(60));
+    candidates
+        .register(&Candidate::new("a", v("1.33"), v("1.34")))
+        .await
+        .unwrap();
+    candidates
+        .register(
+            &Candidate::new("b", v("1.33"), v("1.34"))
+                .with_strategy("example.com/other")
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    candidates
+        .register(&Candidate::new("c", v("1.32"), v("1.33")))
+        .await
+        .unwrap();
+    let coordinator = Coordinator::new(
+        Arc::new(MemoryLock::new(&store, "coordinator")),
+        Arc::new(candidates.clone()),
+    );
+    let err = coordinator.reconcile().await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "candidates \"a\", \"b\" at same binary version but received differing strategies OldestEmulationVersion, example.com/other"
+    );
+    assert!(store.peek().is_none());
+
+    // b moves to the common strategy: the oldest emulation version, c, is picked.
+    candidates
+        .register(&Candidate::new("b", v("1.33"), v("1.34")))
+        .await
+        .unwrap();
+    assert_eq!(coordinator.reconcile().await.unwrap().as_deref(), Some("c"));
+    assert_eq!(store.peek().unwrap().0.holder_identity, "c");
+
+    // A strategy this crate does not implement, asked by the newest binary: the record's
+    // strategy follows, no holder is assigned, the current one stays.
+    candidates
+        .register(
+            &Candidate::new("d", v("1.33"), v("1.35"))
+                .with_strategy("example.com/other")
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(coordinator.reconcile().await.unwrap(), None);
+    let record = store.peek().unwrap().0;
+    assert_eq!(record.strategy.as_deref(), Some("example.com/other"));
+    assert_eq!(record.holder_identity, "c");
 }
 
 fn leaders(terms: &Terms) -> Vec<String> {
@@ -256,7 +368,7 @@ fn leaders(terms: &Terms) -> Vec<String> {
 /// The backend check of `lease_elect::testing::coordinated` on `MemoryLock` with
 /// `MemoryCandidates`, in real time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upgrade_handover_on_memory() {
+async fn coordinated_election_on_memory() {
     use lease_elect::ResourceLock;
     use lease_elect::testing::LockFactory;
 
@@ -276,13 +388,12 @@ async fn upgrade_handover_on_memory() {
         }
     }
 
-    let candidates = MemoryCandidates::new(
-        Arc::new(lease_elect::TokioClock::new()),
-        Duration::from_secs(3600),
-    );
-    let report = lease_elect::testing::coordinated::upgrade_handover(
+    let ttl = Duration::from_secs(2);
+    let candidates = MemoryCandidates::new(Arc::new(lease_elect::TokioClock::new()), ttl);
+    let report = lease_elect::testing::coordinated::coordinated_election(
         &Factory::default(),
         Arc::new(candidates),
+        ttl,
         lease_elect::testing::election::Timing::default(),
     )
     .await;
@@ -291,7 +402,7 @@ async fn upgrade_handover_on_memory() {
 
 /// The backend check on `FileLock` with `FileCandidates`, in real time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upgrade_handover_on_files() {
+async fn coordinated_election_on_files() {
     use lease_elect::testing::LockFactory;
     use lease_elect::{FileLock, ResourceLock};
 
@@ -308,13 +419,12 @@ async fn upgrade_handover_on_files() {
 
     let dir = std::env::temp_dir().join(lease_elect::testing::unique_name("cle-files"));
     std::fs::create_dir_all(&dir).unwrap();
-    let candidates = lease_elect::coordinated::FileCandidates::new(
-        dir.join("candidates"),
-        Duration::from_secs(60),
-    );
-    let report = lease_elect::testing::coordinated::upgrade_handover(
+    let ttl = Duration::from_secs(2);
+    let candidates = lease_elect::coordinated::FileCandidates::new(dir.join("candidates"), ttl);
+    let report = lease_elect::testing::coordinated::coordinated_election(
         &Factory(dir.clone()),
         Arc::new(candidates),
+        ttl,
         lease_elect::testing::election::Timing::default(),
     )
     .await;

@@ -433,6 +433,11 @@ proptest! {
             for k in &t.pending {
                 prop_assert!(sch.queue().position(k).is_some(), "{} lost", k);
             }
+            // Only pending pods are nominated (a nomination goes when its pod is placed or
+            // deleted).
+            for (k, _) in sch.nominator().iter() {
+                prop_assert!(t.pending.contains(k), "{} nominated but not pending", k);
+            }
             // No node holds more than it allocates.
             for info in sch.snapshot().node_infos() {
                 let used: i64 = info.pods().iter().map(|p| {

@@ -1,8 +1,14 @@
 //! An election node for the fault tests:
 //!
 //! ```text
-//! fault_node <file|etcd|redis|postgres> <target> <name> <identity> <store-addr> <lease-s> <renew-ms> <retry-ms>
+//! fault_node <backend> <target> <name> <identity> <store-addr> <lease-s> <renew-ms> <retry-ms>
 //! ```
+//!
+//! Backends: `file`, `etcd`, `redis`, `postgres` (target: the path, endpoint or URL),
+//! `redis-postgres` (client-go's `MultiLock`, Redis primary and PostgreSQL secondary; target
+//! `<redis-url>|<pg-url>`), and over a Kubernetes API server (target: its URL) `configmap`,
+//! `endpoints` (client-go's annotation locks), `configmapsleases` and `endpointsleases` (the
+//! annotation lock as primary, a Lease as secondary).
 //!
 //! It competes for the lock; while it leads it writes `W <identity> <token> <checked-µs>` to
 //! the fenced store every 20 ms, each right after `guard.lost()` (polled first in a `biased`
@@ -74,12 +80,37 @@ impl LeaderCallbacks for Node {
     }
 }
 
+/// A lock over the Kubernetes API server at `url`, in the namespace `kube-system`.
+fn kube_lock(
+    kind: &str,
+    url: &str,
+    name: &str,
+    identity: &str,
+    timeout: Duration,
+) -> Result<Arc<dyn ResourceLock>, Box<dyn std::error::Error>> {
+    use lease_elect_kube::{ConfigMapLock, EndpointsLock, LeaseLock};
+    let mut config = lease_elect_kube::kube::Config::new(url.parse()?);
+    config.connect_timeout = Some(timeout);
+    config.read_timeout = Some(timeout);
+    let client = lease_elect_kube::kube::Client::try_from(config)?;
+    let ns = "kube-system";
+    let configmap = || ConfigMapLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
+    let endpoints = || EndpointsLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
+    let lease = || LeaseLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
+    Ok(match kind {
+        "configmap" => Arc::new(configmap()),
+        "endpoints" => Arc::new(endpoints()),
+        "configmapsleases" => Arc::new(lease_elect::MultiLock::new(configmap(), lease())),
+        _ => Arc::new(lease_elect::MultiLock::new(endpoints(), lease())),
+    })
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 9 {
         eprintln!(
-            "usage: fault_node <file|etcd|redis|postgres> <target> <name> <identity> <store> <lease-s> <renew-ms> <retry-ms>"
+            "usage: fault_node <file|etcd|redis|postgres|redis-postgres|configmap|endpoints|configmapsleases|endpointsleases> <target> <name> <identity> <store> <lease-s> <renew-ms> <retry-ms>"
         );
         std::process::exit(2);
     }
@@ -105,6 +136,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .timeout(timeout)
                 .build()?,
         ),
+        "redis-postgres" => {
+            let (redis, pg) = target
+                .split_once('|')
+                .ok_or("target: <redis-url>|<pg-url>")?;
+            Arc::new(lease_elect::MultiLock::new(
+                lease_elect_redis::RedisLock::builder(redis, name, identity)
+                    .timeout(timeout)
+                    .build()?,
+                lease_elect_postgres::PostgresLock::builder(pg, name, identity)
+                    .timeout(timeout)
+                    .build()?,
+            ))
+        }
+        "configmap" | "endpoints" | "configmapsleases" | "endpointsleases" => {
+            kube_lock(backend, target, name, identity, timeout)?
+        }
         other => return Err(format!("unknown backend {other}").into()),
     };
     let config = ElectionConfig::builder()

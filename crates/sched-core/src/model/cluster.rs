@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::load_error::{LoadError, LoadErrorKind, Position};
-use super::{Namespace, Node, Pod, Role, StorageObjects, Workload};
+use super::{Namespace, Node, Pod, PodDisruptionBudget, Role, StorageObjects, Workload};
 
 /// Where a loaded object came from: its file and index.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +31,8 @@ pub struct ClusterObjects {
     pub namespaces: Vec<Namespace>,
     /// PersistentVolumes, claims, StorageClasses and CSINodes, for the volume plugins.
     pub storage: StorageObjects,
+    /// PodDisruptionBudgets, for preemption.
+    pub pdbs: Vec<PodDisruptionBudget>,
     /// How many objects of each other kind (ConfigMap, Deployment, ...) were read and left out.
     pub other_kinds: BTreeMap<String, usize>,
     node_origins: Vec<Origin>,
@@ -102,6 +104,7 @@ impl ClusterObjects {
         self.workloads.extend(other.workloads);
         self.namespaces.extend(other.namespaces);
         self.storage.extend(other.storage);
+        self.pdbs.extend(other.pdbs);
         for (kind, n) in other.other_kinds {
             *self.other_kinds.entry(kind).or_default() += n;
         }
@@ -141,6 +144,7 @@ impl ClusterObjects {
             workloads,
             namespaces,
             storage,
+            pdbs,
             other_kinds,
             node_origins,
             pod_origins,
@@ -226,6 +230,7 @@ impl ClusterObjects {
             workloads,
             namespaces,
             storage,
+            pdbs,
             report,
         })
     }
@@ -249,6 +254,9 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     /// Storage objects (for [`Snapshot::set_storage`](crate::snapshot::Snapshot::set_storage)).
     pub storage: StorageObjects,
+    /// PodDisruptionBudgets (for the scheduling engine's preemption,
+    /// [`ClusterEvent::PdbAdd`](crate::scheduler::ClusterEvent::PdbAdd)).
+    pub pdbs: Vec<PodDisruptionBudget>,
     /// What was left out, and why.
     pub report: LoadReport,
 }

@@ -17,8 +17,8 @@ use super::load_error::{LoadError, LoadErrorKind, Position, short};
 use super::objects::nullable;
 use super::{
     ClusterObjects, CsiNode, LabelSelector, Namespace, Node, NodeSpec, NodeStatus, ObjectMeta,
-    PersistentVolume, PersistentVolumeClaim, Pod, PodSpec, PodStatus, ResourceList, StorageClass,
-    Workload, WorkloadKind,
+    PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodSpec, PodStatus,
+    ResourceList, StorageClass, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -369,6 +369,10 @@ impl Ctx<'_> {
                         let cn: CsiNode = self.named(kind, at, raw)?;
                         out.storage.csi_nodes.push(cn);
                     }
+                    "PodDisruptionBudget" => {
+                        let pdb: PodDisruptionBudget = self.named(kind, at, raw)?;
+                        out.pdbs.push(pdb);
+                    }
                     other => match workload_kind(other) {
                         Some(kind) => out.workloads.push(self.workload(kind, at, raw)?),
                         None => *out.other_kinds.entry(other.to_string()).or_default() += 1,
@@ -393,6 +397,7 @@ impl Ctx<'_> {
                 "PersistentVolume" => "PersistentVolume",
                 "PersistentVolumeClaim" => "PersistentVolumeClaim",
                 "StorageClass" => "StorageClass",
+                "PodDisruptionBudget" => "PodDisruptionBudget",
                 _ => "CSINode",
             };
             return Err(self.err(LoadErrorKind::EmptyName { kind, at }));
@@ -618,6 +623,7 @@ macro_rules! has_meta {
     )*};
 }
 has_meta!(
+    PodDisruptionBudget,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,

@@ -144,7 +144,7 @@ pub enum LoadErrorKind {
     /// An object without `metadata.name` (the API server requires one).
     #[error("{at}: {kind} has an empty metadata.name")]
     EmptyName {
-        /// `Node`, `Pod`, `Namespace` or a storage kind.
+        /// `Node`, `Pod`, `Namespace`, `PodDisruptionBudget` or a storage kind.
         kind: &'static str,
         /// Where the object is.
         at: Position,

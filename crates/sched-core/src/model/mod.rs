@@ -4,7 +4,8 @@
 //! and `null` reads as an absent field, so `kubectl get nodes -o json` and `kubectl get pods -A
 //! -o json` output deserializes directly. [`load_file`] and [`load_bytes`] read such files by
 //! kind ([`Role`]) into [`ClusterObjects`]; [`ClusterObjects::into_cluster`] checks them and
-//! splits the pods, reporting what it leaves out ([`LoadReport`]).
+//! splits the pods, reporting what it leaves out ([`LoadReport`]). PodDisruptionBudgets
+//! ([`PodDisruptionBudget`]) are read from mixed files for preemption.
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
 mod cluster;
@@ -12,6 +13,7 @@ mod load;
 mod load_error;
 mod namespace;
 mod objects;
+mod pdb;
 mod quantity;
 mod resources;
 mod storage;
@@ -22,6 +24,7 @@ pub(crate) use load_error::short as short_name;
 pub use load_error::{LoadError, LoadErrorKind, Position};
 pub use namespace::Namespace;
 pub use objects::*;
+pub use pdb::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
 pub use quantity::{Quantity, QuantityError};
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources, pod_limits,

@@ -297,6 +297,27 @@ pub struct PodStatus {
     /// When the kubelet started the pod (RFC 3339), which preemption compares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// Conditions; preemption reads `DisruptionTarget` (a victim the scheduler is deleting).
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<PodCondition>,
+}
+
+/// A pod condition (`status.conditions[]`): its type, status and reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodCondition {
+    /// `PodScheduled`, `Ready`, `DisruptionTarget`, ...
+    #[serde(rename = "type", deserialize_with = "nullable")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    #[serde(deserialize_with = "nullable")]
+    pub status: String,
+    /// Machine-readable reason (`PreemptionByScheduler`, ...).
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub reason: String,
 }
 
 /// `pod.spec`.

@@ -123,6 +123,46 @@ pub(super) struct Scratch {
     pub(super) prepared: Vec<PreparedScoring>,
 }
 
+impl Scratch {
+    /// Takes the `blocked` nodes (snapshot index, predicate index, reason) out of a filter
+    /// pass that started at `start` over `n` nodes and processed `processed` positions: a
+    /// blocked node that passed becomes a failure with its blocked reason, one that failed
+    /// takes its blocked reason (kube's filter with nominated pods fails first); then only
+    /// the first `to_find` feasible nodes in evaluation order are kept, with the failures
+    /// before the last of them. Returns the positions processed up to that node.
+    pub(super) fn apply_blocked(
+        &mut self,
+        blocked: &[(u32, u16, Reason)],
+        start: usize,
+        n: usize,
+        to_find: usize,
+        processed: usize,
+    ) -> usize {
+        let find = |idx: u32| blocked.iter().find(|b| b.0 == idx).copied();
+        for f in &mut self.failures {
+            if let Some(b) = find(f.0) {
+                *f = b;
+            }
+        }
+        let failures = &mut self.failures;
+        self.feasible.retain(|&i| match find(i) {
+            Some(b) => {
+                failures.push(b);
+                false
+            }
+            None => true,
+        });
+        if self.feasible.len() <= to_find || to_find == 0 {
+            return processed;
+        }
+        let pos = |idx: u32| (idx as usize + n - start) % n;
+        let cut = pos(self.feasible[to_find - 1]);
+        self.feasible.truncate(to_find);
+        self.failures.retain(|f| pos(f.0) <= cut);
+        cut + 1
+    }
+}
+
 /// Reusable buffers for filtering one chunk of nodes predicate by predicate.
 #[derive(Default)]
 pub(super) struct ChunkBuf {

@@ -188,6 +188,10 @@ impl Profile {
                             codes.push((i, r));
                         }
                     }
+                    if codes.is_empty() {
+                        // Blocked by the pods nominated there: the recorded reason stands.
+                        codes.push((pi as usize, reason));
+                    }
                 }
                 let mut messages = Vec::new();
                 for (i, r) in &codes {

@@ -246,8 +246,22 @@ impl Profile {
         pod: &Pod,
         snapshot: &mut Snapshot,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_and_assume_blocking(cache, pod, snapshot, &[])
+    }
+
+    /// [`Profile::schedule_and_assume`] where the nodes of `blocked` fail with the given
+    /// predicate and reason before any filter runs on them (the scheduling engine's nominated
+    /// pods: nodes where the pod does not fit beside the pods nominated there). They count as
+    /// infeasible when finding `numFeasibleNodesToFind` nodes, as kube's filter does.
+    pub(crate) fn schedule_and_assume_blocking(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+        blocked: &[(u32, u16, Reason)],
+    ) -> Result<ScheduleResult, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
-        let r = self.schedule_in(cache, &cx)?;
+        let r = self.schedule_blocking(cache, &cx, blocked)?;
         let (requests, non_zero) = cx.into_requests();
         snapshot
             .assume_at(pod.clone(), r.node_index, requests, non_zero)
@@ -260,9 +274,18 @@ impl Profile {
         cache: &mut Cache,
         cx: &CycleContext<'_>,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule_blocking(cache, cx, &[])
+    }
+
+    fn schedule_blocking(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        blocked: &[(u32, u16, Reason)],
+    ) -> Result<ScheduleResult, ScheduleError> {
         // The per-pod plugin states live in a vector kept from cycle to cycle.
         let mut active = std::mem::take(&mut cache.scratch.active);
-        let result = self.schedule_with(cache, cx, &mut active);
+        let result = self.schedule_with(cache, cx, &mut active, blocked);
         active.clear();
         cache.scratch.active = active;
         result
@@ -281,14 +304,31 @@ impl Profile {
         snapshot: &Snapshot,
         index: usize,
     ) -> Result<Result<(), Vec<(String, Reason)>>, ScheduleError> {
+        Ok(self
+            .fits_on_indexed(pod, snapshot, index)?
+            .map_err(|reasons| {
+                reasons
+                    .into_iter()
+                    .map(|(i, r)| (self.predicates[i as usize].name().to_string(), r))
+                    .collect()
+            }))
+    }
+
+    /// [`Profile::fits_on`] with the failing predicates' indices instead of their names.
+    pub(crate) fn fits_on_indexed(
+        &self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        index: usize,
+    ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
         let node = snapshot.node(index);
         let mut reasons = Vec::new();
-        for p in &self.predicates {
+        for (i, p) in self.predicates.iter().enumerate() {
             if let Prepared::Run(state) = p.prepare(&cx)?
                 && let Err(r) = p.filter(&cx, &state, node)
             {
-                reasons.push((p.name().to_string(), r));
+                reasons.push((i as u16, r));
                 if !self.always_check_all_predicates {
                     break;
                 }
@@ -306,6 +346,7 @@ impl Profile {
         cache: &mut Cache,
         cx: &CycleContext<'_>,
         active: &mut Vec<(u16, ErasedState)>,
+        blocked: &[(u32, u16, Reason)],
     ) -> Result<ScheduleResult, ScheduleError> {
         let snapshot = cx.snapshot();
         let pod = cx.pod();
@@ -342,6 +383,9 @@ impl Profile {
             }
         }
         let to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
+        // Blocked nodes are filtered like the others, then taken out: look for as many more
+        // feasible nodes as there are blocked ones, and cut after the `to_find`-th one left.
+        let find = (to_find + blocked.len()).min(n);
         let start = cache.next_start_index % n;
         let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
             None
@@ -350,13 +394,18 @@ impl Profile {
                 Some(acc.and(self.predicates[*pi as usize].fast_filter(cx, state)?))
             })
         };
-        let processed = if let Some(filter) = fast {
-            self.filter_fast(cache, cx, filter, start, to_find)
+        let mut processed = if let Some(filter) = fast {
+            self.filter_fast(cache, cx, filter, start, find)
         } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
-            self.filter_parallel(cache, cx, active, start, to_find)
+            self.filter_parallel(cache, cx, active, start, find)
         } else {
-            self.filter_sequential(cache, cx, active, start, to_find)
+            self.filter_sequential(cache, cx, active, start, find)
         };
+        if !blocked.is_empty() {
+            processed = cache
+                .scratch
+                .apply_blocked(blocked, start, n, to_find, processed);
+        }
         cache.next_start_index = (start + processed) % n;
 
         if cache.scratch.feasible.is_empty() {

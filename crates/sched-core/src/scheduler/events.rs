@@ -2,7 +2,9 @@
 //! `EventsToRegister` of each plugin, keyed here by the reason a node rejected the pod).
 
 use crate::framework::Reason;
-use crate::model::{Node, Pod};
+use crate::model::{
+    CsiNode, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
+};
 
 /// A change to the cluster, as an informer reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +23,36 @@ pub enum ClusterEvent {
     PodUpdate(Pod),
     /// A pod went away (by `namespace/name`).
     PodDelete(String),
+    /// A PersistentVolume appeared.
+    PersistentVolumeAdd(PersistentVolume),
+    /// A PersistentVolume changed (the whole new object).
+    PersistentVolumeUpdate(PersistentVolume),
+    /// A PersistentVolume went away (by name).
+    PersistentVolumeDelete(String),
+    /// A PersistentVolumeClaim appeared.
+    PersistentVolumeClaimAdd(PersistentVolumeClaim),
+    /// A PersistentVolumeClaim changed (the whole new object).
+    PersistentVolumeClaimUpdate(PersistentVolumeClaim),
+    /// A PersistentVolumeClaim went away (by `namespace/name`).
+    PersistentVolumeClaimDelete(String),
+    /// A StorageClass appeared.
+    StorageClassAdd(StorageClass),
+    /// A StorageClass changed (the whole new object).
+    StorageClassUpdate(StorageClass),
+    /// A StorageClass went away (by name).
+    StorageClassDelete(String),
+    /// A CSINode appeared.
+    CsiNodeAdd(CsiNode),
+    /// A CSINode changed (the whole new object).
+    CsiNodeUpdate(CsiNode),
+    /// A CSINode went away (by name, the node's).
+    CsiNodeDelete(String),
+    /// A PodDisruptionBudget appeared; preemption respects it.
+    PdbAdd(PodDisruptionBudget),
+    /// A PodDisruptionBudget changed (the whole new object, its status included).
+    PdbUpdate(PodDisruptionBudget),
+    /// A PodDisruptionBudget went away (by `namespace/name`).
+    PdbDelete(String),
 }
 
 /// Kinds of cluster change, as bits (kube's `ClusterEvent` resource and action types).
@@ -50,6 +82,24 @@ impl EventMask {
     pub const ASSIGNED_POD_DELETE: EventMask = EventMask(1 << 9);
     /// A pod waited in the unschedulable pool for the longest time allowed (5 minutes).
     pub const UNSCHEDULABLE_TIMEOUT: EventMask = EventMask(1 << 10);
+    /// A PersistentVolume was added.
+    pub const PV_ADD: EventMask = EventMask(1 << 11);
+    /// A PersistentVolume changed.
+    pub const PV_UPDATE: EventMask = EventMask(1 << 12);
+    /// A PersistentVolumeClaim was added.
+    pub const PVC_ADD: EventMask = EventMask(1 << 13);
+    /// A PersistentVolumeClaim changed.
+    pub const PVC_UPDATE: EventMask = EventMask(1 << 14);
+    /// A StorageClass was added.
+    pub const STORAGE_CLASS_ADD: EventMask = EventMask(1 << 15);
+    /// A StorageClass changed.
+    pub const STORAGE_CLASS_UPDATE: EventMask = EventMask(1 << 16);
+    /// A CSINode was added.
+    pub const CSI_NODE_ADD: EventMask = EventMask(1 << 17);
+    /// A CSINode changed.
+    pub const CSI_NODE_UPDATE: EventMask = EventMask(1 << 18);
+    /// A storage object was deleted (no plugin waits for it; kept for completeness).
+    pub const STORAGE_DELETE: EventMask = EventMask(1 << 19);
     /// Every kind.
     pub const ALL: EventMask = EventMask(u32::MAX);
 
@@ -112,6 +162,45 @@ pub fn events_for(reason: &Reason) -> EventMask {
                 | E::ASSIGNED_POD_ADD
                 | E::ASSIGNED_POD_UPDATE
                 | E::ASSIGNED_POD_DELETE
+        }
+        // VolumeZone: a new StorageClass, claim or PV (or a PV's labels), a node's labels.
+        Reason::VolumeZoneConflict => {
+            node_add
+                | E::NODE_LABEL
+                | E::NODE_TAINT
+                | E::STORAGE_CLASS_ADD
+                | E::PVC_ADD
+                | E::PVC_UPDATE
+                | E::PV_ADD
+                | E::PV_UPDATE
+        }
+        // VolumeBinding (and the claim problems its PreFilter finds): any storage object
+        // added or changed, a node's labels, a CSINode.
+        Reason::VolumeBinding(_) | Reason::UnboundImmediateClaims | Reason::Volume(_) => {
+            node_add
+                | E::NODE_LABEL
+                | E::NODE_TAINT
+                | E::STORAGE_CLASS_ADD
+                | E::STORAGE_CLASS_UPDATE
+                | E::PVC_ADD
+                | E::PVC_UPDATE
+                | E::PV_ADD
+                | E::PV_UPDATE
+                | E::CSI_NODE_ADD
+                | E::CSI_NODE_UPDATE
+        }
+        // NodeVolumeLimits: a CSINode's limits, a pod's volumes going away, a new claim.
+        Reason::MaxVolumeCount => {
+            node_add
+                | E::NODE_ALLOCATABLE
+                | E::CSI_NODE_ADD
+                | E::CSI_NODE_UPDATE
+                | E::ASSIGNED_POD_DELETE
+                | E::PVC_ADD
+        }
+        // VolumeRestrictions (ReadWriteOncePod): the pod using the claim going away, claims.
+        Reason::ReadWriteOncePodConflict => {
+            node_add | E::ASSIGNED_POD_DELETE | E::PVC_ADD | E::PVC_UPDATE
         }
         _ => E::ALL,
     }

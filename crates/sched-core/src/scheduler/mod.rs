@@ -45,20 +45,47 @@
 //!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
 //!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
 //!
-//! - **Preemption** (DefaultPreemption, [`preemption`]): when no node takes a pod that may
-//!   preempt, the nodes where removing lower-priority pods could help are tried, the fewest
-//!   victims found on each (reprieving all it can, most important first) and a node chosen by
-//!   kube's order; [`Step::Preempt`] names the victims to delete and the pod is nominated to
-//!   the node, where it is tried first next time.
+//! - **Volumes**: PersistentVolumes, claims, StorageClasses and CSINodes arrive as events
+//!   ([`ClusterEvent::PersistentVolumeAdd`], ...) and wake the pods that wait for them (kube's
+//!   events of VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions).
+//!   VolumeBinding's Reserve assumes the PersistentVolumes it matched to a pod's unbound
+//!   `WaitForFirstConsumer` claims and pins the claims to provision to the node, so no other
+//!   pod counts on them; [`Step::Bind`] carries these bindings for the caller to write before
+//!   binding the pod (kube's PreBind). An unreserve (a failed bind, a rejection, a deleted
+//!   pod) gives them back, except objects the informer has replaced since.
+//!
+//! - **Preemption** (DefaultPreemption, [`preemption`], kube v1.34): when no node takes a pod
+//!   that may preempt, a dry run goes through the nodes where removing lower-priority pods
+//!   could help, from an offset the engine draws from its seeded generator
+//!   ([`Scheduler::with_preemption_seed`]), until it has kube's number of candidates; on
+//!   each node it finds the fewest victims (PodDisruptionBudget-violating victims reprieved
+//!   first, then the others, most important first) and the node is chosen by kube's order
+//!   (fewest budget violations first). [`Step::Preempt`] names the victims to delete; the
+//!   pod is nominated to the node, where it is tried first next time, and lower-priority
+//!   pods nominated there lose their nomination. A pod whose nominated node has a victim
+//!   still terminating does not preempt again; one for which preemption finds nothing loses
+//!   its nomination.
+//! - **Nominated pods hold their node** ([`Nominator`], kube's nominator): pods nominated by
+//!   preemption or by their `status.nominatedNodeName` count, on their node, as if they ran
+//!   there when pods of lower or equal priority are filtered (kube's
+//!   `RunFilterPluginsWithNominatedPods`: with them, then without them); a nomination goes
+//!   when its pod is bound, assumed, deleted or nominated elsewhere. The engine behaves as if
+//!   its status patches landed: an update that carries no `nominatedNodeName` keeps the
+//!   nomination made here. Without nominated pods of at least the pod's priority the cycle
+//!   runs exactly as before (one check of the nominator).
+//! - **PodDisruptionBudgets** arrive as [`ClusterEvent::PdbAdd`], [`ClusterEvent::PdbUpdate`]
+//!   and [`ClusterEvent::PdbDelete`] ([`pdb`] for kube's rule).
 //!
 //! # Not yet
-//! Extenders are not called; nominated pods do not yet reserve their node against other
-//! pods (kube counts higher-priority nominated pods in the filters); PodDisruptionBudgets are
-//! not modelled; queueing hints are approximated by the events each rejection reason
-//! registers ([`events_for`]).
+//! Extenders are not called; queueing hints are approximated by the events each rejection
+//! reason registers ([`events_for`]); preemption has no asynchronous mode (the victims are
+//! handed out as a step), no custom victim eligibility or ordering hooks, and pods being
+//! bound or held at Permit are never victims (kube rejects a waiting pod it preempts).
 
 mod events;
 mod hooks;
+mod nominator;
+pub mod pdb;
 pub mod preemption;
 mod queue;
 
@@ -68,10 +95,15 @@ use std::time::Duration;
 
 pub use events::{ClusterEvent, EventMask, events_for};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
+pub use nominator::Nominator;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
-use crate::model::Pod;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::model::{Pod, PodDisruptionBudget};
+use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
 
@@ -88,6 +120,10 @@ pub enum Step {
         node: String,
         /// The profile (scheduler name) that placed it.
         profile: String,
+        /// The volume bindings to write before binding the pod (kube's VolumeBinding
+        /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
+        /// and claims to provision on the node. Empty for most pods.
+        volumes: AssumedVolumes,
     },
     /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
     Unschedulable {
@@ -98,7 +134,8 @@ pub enum Step {
     },
     /// No node took the pod, but deleting these lower-priority pods makes room on `node`
     /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
-    /// waits, and is tried there first once the deletions arrive.
+    /// waits, and is tried there first once the deletions arrive. Victims already being
+    /// deleted are not listed again.
     Preempt {
         /// `namespace/name` of the preemptor.
         pod: String,
@@ -198,6 +235,8 @@ struct Binding {
     attempts: u32,
     /// The pod as it was queued, to requeue it if the bind fails after its node went away.
     pod: Pod,
+    /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
+    volumes: AssumedVolumes,
 }
 
 /// One profile and its worker cache.
@@ -258,8 +297,12 @@ pub struct Scheduler {
     waiting: HashMap<String, Waiting>,
     /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
     ready: VecDeque<(String, String)>,
-    /// Pods preemption nominated to a node (kube's `nominatedNodeName`).
-    nominated: HashMap<String, String>,
+    /// Pods nominated to a node (kube's nominator).
+    nominator: Nominator,
+    /// PodDisruptionBudgets by `namespace/name`, in key order.
+    pdbs: Vec<PodDisruptionBudget>,
+    /// Draws the offset at which preemption's dry run starts.
+    preemption_rng: ChaCha8Rng,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -300,8 +343,19 @@ impl Scheduler {
             permit: Vec::new(),
             waiting: HashMap::new(),
             ready: VecDeque::new(),
-            nominated: HashMap::new(),
+            nominator: Nominator::new(),
+            pdbs: Vec::new(),
+            preemption_rng: ChaCha8Rng::seed_from_u64(0),
         }
+    }
+
+    /// Seeds the generator of preemption's dry-run offset (kube's random
+    /// `GetOffsetAndNumCandidates`); [`Scheduler::from_config`] seeds it with its `seed`,
+    /// [`Scheduler::new`] with 0.
+    #[must_use]
+    pub fn with_preemption_seed(mut self, seed: u64) -> Scheduler {
+        self.preemption_rng = ChaCha8Rng::seed_from_u64(seed);
+        self
     }
 
     /// Turns preemption off (or on, with kube's default arguments) for every profile.
@@ -313,9 +367,20 @@ impl Scheduler {
         self
     }
 
-    /// The node preemption nominated `pod` to, if any.
+    /// The node `pod` is nominated to, if any (by preemption, or by its
+    /// `status.nominatedNodeName`).
     pub fn nominated_node(&self, pod: &str) -> Option<&str> {
-        self.nominated.get(pod).map(String::as_str)
+        self.nominator.node_of(pod)
+    }
+
+    /// The nominated pods.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    /// The PodDisruptionBudgets preemption respects, in `namespace/name` order.
+    pub fn pdbs(&self) -> &[PodDisruptionBudget] {
+        &self.pdbs
     }
 
     /// Adds a Reserve plugin (run in the order added, for every profile).
@@ -368,6 +433,17 @@ impl Scheduler {
         true
     }
 
+    /// Undoes VolumeBinding's Reserve: the PVs and claims it assumed are free again, which
+    /// can help pods that found no volume (kube waits for the next storage event there).
+    fn forget_volumes(&mut self, volumes: AssumedVolumes, now: Duration) {
+        if volumes.is_empty() {
+            return;
+        }
+        forget_volumes(&mut self.snapshot, volumes);
+        self.queue
+            .on_event(EventMask::PV_UPDATE | EventMask::PVC_UPDATE, now);
+    }
+
     /// Unreserves and forgets a placed pod, and requeues it: into the unschedulable pool
     /// (a Permit rejection) or with backoff (a Reserve error).
     fn undo(
@@ -382,6 +458,7 @@ impl Scheduler {
         for r in self.reserve.iter().rev() {
             r.unreserve(&b.pod, &b.node);
         }
+        self.forget_volumes(b.volumes, now);
         if self.snapshot.node_of(key).is_some()
             && let Err(e) = self.snapshot.forget(key)
         {
@@ -426,7 +503,7 @@ impl Scheduler {
             Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
             Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
         );
-        let mut scheduler = Scheduler::new(profiles, snapshot, settings);
+        let mut scheduler = Scheduler::new(profiles, snapshot, settings).with_preemption_seed(seed);
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.preemption = preemption_args(p);
         }
@@ -508,16 +585,90 @@ impl Scheduler {
                 Err(e) => self.reject_event(format!("node {name}"), e),
             },
             ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
+            ClusterEvent::PersistentVolumeAdd(pv) | ClusterEvent::PersistentVolumeUpdate(pv) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.pv(&pv.metadata.name).is_some() {
+                    EventMask::PV_UPDATE
+                } else {
+                    EventMask::PV_ADD
+                };
+                storage.upsert_pv(pv);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::PersistentVolumeClaimAdd(pvc)
+            | ClusterEvent::PersistentVolumeClaimUpdate(pvc) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage
+                    .pvc(&pvc.metadata.namespace, &pvc.metadata.name)
+                    .is_some()
+                {
+                    EventMask::PVC_UPDATE
+                } else {
+                    EventMask::PVC_ADD
+                };
+                storage.upsert_pvc(pvc);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::StorageClassAdd(class) | ClusterEvent::StorageClassUpdate(class) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.class(&class.metadata.name).is_some() {
+                    EventMask::STORAGE_CLASS_UPDATE
+                } else {
+                    EventMask::STORAGE_CLASS_ADD
+                };
+                storage.upsert_class(class);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::CsiNodeAdd(csi) | ClusterEvent::CsiNodeUpdate(csi) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.csi_node(&csi.metadata.name).is_some() {
+                    EventMask::CSI_NODE_UPDATE
+                } else {
+                    EventMask::CSI_NODE_ADD
+                };
+                storage.upsert_csi_node(csi);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::PersistentVolumeDelete(name) => {
+                self.snapshot.storage_mut().remove_pv(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::PersistentVolumeClaimDelete(key) => {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                self.snapshot.storage_mut().remove_pvc(namespace, name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::StorageClassDelete(name) => {
+                self.snapshot.storage_mut().remove_class(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::CsiNodeDelete(name) => {
+                self.snapshot.storage_mut().remove_csi_node(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
+                let key = pdb.key();
+                match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
+                    Ok(i) => self.pdbs[i] = pdb,
+                    Err(i) => self.pdbs.insert(i, pdb),
+                }
+            }
+            ClusterEvent::PdbDelete(key) => {
+                self.pdbs.retain(|p| p.key() != key);
+            }
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 if let Some(w) = self.waiting.remove(&key) {
                     for r in self.reserve.iter().rev() {
                         r.unreserve(&w.binding.pod, &w.binding.node);
                     }
+                    self.forget_volumes(w.binding.volumes, now);
                 }
                 self.ready.retain(|(k, _)| *k != key);
-                self.binding.remove(&key);
+                if let Some(b) = self.binding.remove(&key) {
+                    self.forget_volumes(b.volumes, now);
+                }
                 self.unconfirmed.remove(&key);
                 if self.snapshot.node_of(&key).is_some() {
                     match self.snapshot.remove_pod(&key) {
@@ -538,17 +689,25 @@ impl Scheduler {
             // not scheduled.
             if pod.is_terminating() || self.slot_of(&pod).is_none() {
                 self.queue.delete(&key);
+                self.nominator.delete(&key);
                 return;
             }
             if self.snapshot.node_of(&key).is_some() {
                 // Assumed by us and not yet bound in the API server: nothing to do.
                 return;
             }
+            // kube's AddNominatedPod / UpdateNominatedPod: the status's nominatedNodeName,
+            // or the nomination made here when neither version has one.
+            if !pod.status.nominated_node_name.is_empty() || self.nominator.node_of(&key).is_some()
+            {
+                self.nominator.update(pod.clone());
+            }
             self.queue.add(pod, now);
             return;
         }
         // Bound.
         self.queue.delete(&key);
+        self.nominator.delete(&key);
         let result = match self.snapshot.node_of(&key) {
             Some(node) if node == pod.spec.node_name => {
                 // Our assumed pod confirmed, or a bound pod changed.
@@ -607,6 +766,7 @@ impl Scheduler {
         {
             return Step::Bind {
                 node: b.node.clone(),
+                volumes: b.volumes.clone(),
                 pod,
                 profile,
             };
@@ -629,40 +789,59 @@ impl Scheduler {
                 self.queue.done(&key);
                 continue;
             }
-            // A nominated pod is tried on its node first (kube's evaluateNominatedNode).
-            if let Some(node) = self.nominated.get(&key).cloned()
+            // A nominated pod is tried on its node first (kube's evaluateNominatedNode), with
+            // the pods nominated there before it held.
+            if let Some(node) = self.nominator.node_of(&key).map(str::to_string)
                 && let Some(index) = self.snapshot.index_of(&node)
                 && matches!(
-                    self.profiles[slot]
-                        .profile
-                        .fits_on(&pod, &self.snapshot, index),
+                    self.nominator.fits_indexed(
+                        &self.profiles[slot].profile,
+                        &mut self.snapshot,
+                        &pod,
+                        index
+                    ),
                     Ok(Ok(()))
                 )
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
-                self.nominated.remove(&key);
+                self.nominator.delete(&key);
                 let attempts = self.queue.done(&key).unwrap_or(1);
                 let profile = self.profiles[slot].name.clone();
                 let b = Binding {
                     node,
                     attempts,
                     pod,
+                    volumes: AssumedVolumes::default(),
                 };
                 return self.reserve_and_permit(key, b, profile, now);
             }
+            // Nodes where the pod does not fit beside the pods nominated there count as
+            // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
+            let blocked = if self.nominator.holds_any(&pod) {
+                self.nominator
+                    .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
+            } else {
+                Ok(Vec::new())
+            };
             let s = &mut self.profiles[slot];
-            match s
-                .profile
-                .schedule_and_assume(&mut s.cache, &pod, &mut self.snapshot)
-            {
+            let result = blocked.and_then(|blocked| {
+                s.profile.schedule_and_assume_blocking(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                )
+            });
+            match result {
                 Ok(r) => {
-                    self.nominated.remove(&key);
+                    self.nominator.delete(&key);
                     let attempts = self.queue.done(&key).unwrap_or(1);
                     let profile = s.name.clone();
                     let b = Binding {
                         node: r.node.clone(),
                         attempts,
                         pod,
+                        volumes: AssumedVolumes::default(),
                     };
                     return self.reserve_and_permit(key, b, profile, now);
                 }
@@ -682,35 +861,11 @@ impl Scheduler {
                         pod: key.clone(),
                         message: error.to_string(),
                     });
-                    if let Some(args) = self.profiles[slot].preemption {
-                        // Pods still being bound or held at Permit are not victims.
-                        let busy: std::collections::HashSet<String> = self
-                            .binding
-                            .keys()
-                            .chain(self.waiting.keys())
-                            .cloned()
-                            .collect();
-                        if let Some(c) = preemption::preempt(
-                            &self.profiles[slot].profile,
-                            &mut self.snapshot,
-                            &pod,
-                            &error,
-                            args,
-                            &|k| busy.contains(k),
-                        ) {
-                            self.nominated.insert(key.clone(), c.node.clone());
-                            // The victims' deletion (an assigned pod deleted) wakes it.
-                            self.queue.unschedulable(
-                                &key,
-                                waiting_for | EventMask::ASSIGNED_POD_DELETE,
-                                now,
-                            );
-                            return Step::Preempt {
-                                pod: key,
-                                node: c.node,
-                                victims: c.victims,
-                            };
-                        }
+                    if let Some(args) = self.profiles[slot].preemption
+                        && let Some(step) =
+                            self.run_preemption(slot, args, pod, &error, waiting_for, now)
+                    {
+                        return step;
                     }
                     return Step::Unschedulable { pod: key, error };
                 }
@@ -726,14 +881,121 @@ impl Scheduler {
         }
     }
 
+    /// DefaultPreemption for a pod no node takes; `Some(Step::Preempt)` when it nominated
+    /// the pod to a node.
+    fn run_preemption(
+        &mut self,
+        slot: usize,
+        args: (i32, i32),
+        pod: Pod,
+        error: &FitError,
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> Option<Step> {
+        let key = pod.key();
+        // The pod as the API server has it once this scheduler's status patches landed.
+        let landed = match self.nominator.node_of(&key) {
+            Some(node) if node != pod.status.nominated_node_name => {
+                let mut p = pod.clone();
+                p.status.nominated_node_name = node.to_string();
+                Some(p)
+            }
+            _ => None,
+        };
+        // Pods still being bound or held at Permit are not victims.
+        let busy: std::collections::HashSet<&str> = self
+            .binding
+            .keys()
+            .chain(self.waiting.keys())
+            .map(String::as_str)
+            .collect();
+        let protect = |k: &str| busy.contains(k);
+        let env = preemption::Environment::new(&self.nominator)
+            .pdbs(&self.pdbs)
+            .protect(&protect);
+        let rng = &mut self.preemption_rng;
+        let outcome = preemption::preempt(
+            &self.profiles[slot].profile,
+            &mut self.snapshot,
+            landed.as_ref().unwrap_or(&pod),
+            error,
+            args,
+            &mut |n| rng.random_range(0..n),
+            &env,
+        );
+        match outcome {
+            Ok(preemption::Outcome::Preempt(c)) => {
+                // Lower-priority pods nominated to that node may no longer fit there: their
+                // nominations are cleared (kube's prepareCandidate).
+                for other in self.nominator.lower_priority_on(&c.node, &pod) {
+                    self.nominator.delete(&other);
+                }
+                self.nominator.add(pod, Some(&c.node));
+                // The victims' deletion (an assigned pod deleted) wakes it.
+                self.queue
+                    .unschedulable(&key, waiting_for | EventMask::ASSIGNED_POD_DELETE, now);
+                // Victims already being deleted need no second deletion (kube skips the API
+                // call for them).
+                let victims = c
+                    .victims
+                    .iter()
+                    .filter(|v| !v.is_terminating())
+                    .map(Pod::key)
+                    .collect();
+                Some(Step::Preempt {
+                    pod: key,
+                    victims,
+                    node: c.node,
+                })
+            }
+            Ok(preemption::Outcome::NoCandidate) => {
+                // kube clears the nomination when preemption cannot help.
+                self.nominator.delete(&key);
+                None
+            }
+            // Not eligible, or a plugin error: the nomination stays as it is.
+            Ok(_) | Err(_) => None,
+        }
+    }
+
     /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.
     fn reserve_and_permit(
         &mut self,
         key: String,
-        b: Binding,
+        mut b: Binding,
         profile: String,
         now: Duration,
     ) -> Step {
+        // VolumeBinding's Reserve: the matched PVs and claims to provision are assumed.
+        let version = self
+            .profiles
+            .iter()
+            .find(|s| s.name == profile)
+            .map(|s| s.profile.kube_version());
+        if let Some(version) = version {
+            match assume_volumes(&mut self.snapshot, &b.pod, &b.node, version) {
+                Ok(v) => b.volumes = v,
+                Err(reason) => {
+                    let plugin = "VolumeBinding".to_string();
+                    let mut messages = Vec::new();
+                    if let Some(info) = self.snapshot.get(&b.node) {
+                        reason.write_messages(
+                            version,
+                            &crate::model::Resources::default(),
+                            info.node(),
+                            &mut |m| messages.push(m.into_owned()),
+                        );
+                    }
+                    let reason = messages.join(", ");
+                    self.undo(b, &key, &plugin, &reason, false, now);
+                    return Step::Rejected {
+                        pod: key,
+                        plugin,
+                        reason,
+                    };
+                }
+            }
+        }
         let reserve = self.reserve.clone();
         for r in &reserve {
             if let Err(reason) = r.reserve(&b.pod, &b.node) {
@@ -770,11 +1032,13 @@ impl Scheduler {
         match timeout {
             None => {
                 let node = b.node.clone();
+                let volumes = b.volumes.clone();
                 self.binding.insert(key.clone(), b);
                 Step::Bind {
                     pod: key,
                     node,
                     profile,
+                    volumes,
                 }
             }
             Some(t) => {
@@ -818,6 +1082,7 @@ impl Scheduler {
                 for r in self.reserve.iter().rev() {
                     r.unreserve(&b.pod, &b.node);
                 }
+                self.forget_volumes(b.volumes, now);
                 // Forget the assumed pod; it is gone already when its node was deleted.
                 if self.snapshot.node_of(pod).is_some()
                     && let Err(e) = self.snapshot.forget(pod)

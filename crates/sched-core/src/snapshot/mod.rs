@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
-pub use node_info::{HostPort, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
+pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 pub use storage::StorageIndex;
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
@@ -271,6 +271,14 @@ impl Snapshot {
     pub fn set_storage(&mut self, objects: crate::model::StorageObjects) {
         self.storage = Arc::new(StorageIndex::new(objects));
         self.generation += 1;
+        self.clear_memos();
+    }
+
+    /// Drops every node's memo (values derived from the storage objects).
+    fn clear_memos(&mut self) {
+        for info in &mut self.infos {
+            info.clear_memo();
+        }
     }
 
     /// The storage objects, indexed by name.
@@ -282,6 +290,7 @@ impl Snapshot {
     /// first if a clone of this snapshot shares them).
     pub fn storage_mut(&mut self) -> &mut StorageIndex {
         self.generation += 1;
+        self.clear_memos();
         Arc::make_mut(&mut self.storage)
     }
 

@@ -1,6 +1,7 @@
 //! A node with its pods and the sums scheduling reads.
 
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
 
 use crate::model::{Node, Pod, Resources, TaintEffect, pod_non_zero_requests, pod_requests};
 
@@ -215,6 +216,32 @@ pub struct NodeInfo {
     /// PreferNoSchedule taints: computed when the node is set, not on every pod change.
     node_flags: u32,
     soft_taints: u32,
+    memo: NodeMemo,
+}
+
+/// How many values [`NodeInfo::memo`] keeps per node.
+pub const MEMO_SLOTS: usize = 8;
+
+/// Values that plugins derive from a node's pods and the snapshot's storage objects (the
+/// volumes its pods attach, say), computed on first use and dropped whenever the node's pods or
+/// the storage objects change. Derived data: two memos always compare equal.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeMemo {
+    slots: [OnceLock<Arc<dyn Any + Send + Sync>>; MEMO_SLOTS],
+}
+
+impl NodeMemo {
+    pub(crate) fn clear(&mut self) {
+        for s in &mut self.slots {
+            s.take();
+        }
+    }
+}
+
+impl PartialEq for NodeMemo {
+    fn eq(&self, _: &NodeMemo) -> bool {
+        true
+    }
 }
 
 /// kube's zone key (`utilnode.GetZoneKey`): region and zone, the beta `failure-domain` labels
@@ -264,6 +291,7 @@ impl NodeInfo {
             disk_volume_pods: 0,
             node_flags: 0,
             soft_taints: 0,
+            memo: NodeMemo::default(),
         };
         info.set_node(node, interner);
         info
@@ -287,6 +315,7 @@ impl NodeInfo {
         self.images = images;
         (self.node_flags, self.soft_taints) = NodeSummary::node_flags(&node);
         self.node = node;
+        self.memo.clear();
     }
 
     /// Adds a pod and updates the sums.
@@ -302,6 +331,7 @@ impl NodeInfo {
         self.required_anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
         self.disk_volume_pods += usize::from(has_disk_volumes(&pod.pod));
         self.pods.push(pod);
+        self.memo.clear();
     }
 
     /// Removes the pod with `key` and updates the sums; `None` if it is not here.
@@ -319,7 +349,28 @@ impl NodeInfo {
         self.affinity_pods -= usize::from(pod.has_affinity);
         self.required_anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
         self.disk_volume_pods -= usize::from(has_disk_volumes(&pod.pod));
+        self.memo.clear();
         Some(pod)
+    }
+
+    /// The value in memo slot `slot` (below [`MEMO_SLOTS`]), computed by `compute` on first use
+    /// since the node's pods or the snapshot's storage objects last changed. Each slot holds
+    /// one type; `None` when `slot` is out of range or holds another type (the caller then
+    /// computes the value itself).
+    pub fn memo<T: Any + Send + Sync>(
+        &self,
+        slot: usize,
+        compute: impl FnOnce() -> T,
+    ) -> Option<&T> {
+        self.memo
+            .slots
+            .get(slot)?
+            .get_or_init(|| Arc::new(compute()))
+            .downcast_ref::<T>()
+    }
+
+    pub(crate) fn clear_memo(&mut self) {
+        self.memo.clear();
     }
 
     /// The node.

@@ -351,19 +351,38 @@ fn decide(
     conflicts
 }
 
-/// What [`assume_volumes`] changed in the snapshot's storage objects, for [`forget_volumes`].
+/// What [`assume_volumes`] changed in the snapshot's storage objects, for [`forget_volumes`],
+/// and what the caller must write to the API server before binding the pod (kube's
+/// VolumeBinding PreBind: each matched PersistentVolume's `claimRef`, each claim to provision
+/// annotated with the selected node).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AssumedVolumes {
     /// The PersistentVolumes as they were before.
     pvs: Vec<PersistentVolume>,
     /// The claims as they were before.
     pvcs: Vec<PersistentVolumeClaim>,
+    /// The PersistentVolumes as the assume wrote them.
+    assumed_pvs: Vec<PersistentVolume>,
+    /// The claims as the assume wrote them.
+    assumed_pvcs: Vec<PersistentVolumeClaim>,
 }
 
 impl AssumedVolumes {
     /// Whether nothing was changed.
     pub fn is_empty(&self) -> bool {
         self.pvs.is_empty() && self.pvcs.is_empty()
+    }
+
+    /// The static bindings: each PersistentVolume (as assumed, its `claimRef` naming the
+    /// claim) to bind to its claim.
+    pub fn bindings(&self) -> &[PersistentVolume] {
+        &self.assumed_pvs
+    }
+
+    /// The claims to provision: each (as assumed) carries the node in its
+    /// `volume.kubernetes.io/selected-node` annotation.
+    pub fn provisions(&self) -> &[PersistentVolumeClaim] {
+        &self.assumed_pvcs
     }
 }
 
@@ -411,6 +430,7 @@ pub fn assume_volumes(
                 name: claim.metadata.name.clone(),
                 uid: claim.metadata.uid.clone(),
             });
+            assumed.assumed_pvs.push(pv.clone());
             pv
         })
         .collect();
@@ -424,6 +444,7 @@ pub fn assume_volumes(
                 .metadata
                 .annotations
                 .insert(ANN_SELECTED_NODE.to_string(), node.to_string());
+            assumed.assumed_pvcs.push(claim.clone());
             claim
         })
         .collect();
@@ -437,17 +458,25 @@ pub fn assume_volumes(
     Ok(assumed)
 }
 
-/// Undoes [`assume_volumes`] (for a pod that is forgotten or failed to bind).
+/// Undoes [`assume_volumes`] (for a pod that is forgotten or failed to bind), as kube's assume
+/// cache restores: an object still as the assume wrote it goes back to its earlier version; one
+/// that changed since (an informer's newer version replaced it, or it was deleted) is left as it
+/// is, so a newer truth is never overwritten with an older one.
 pub fn forget_volumes(snapshot: &mut crate::snapshot::Snapshot, assumed: AssumedVolumes) {
     if assumed.is_empty() {
         return;
     }
     let storage = snapshot.storage_mut();
-    for pv in assumed.pvs {
-        storage.upsert_pv(pv);
+    for (before, written) in assumed.pvs.into_iter().zip(&assumed.assumed_pvs) {
+        if storage.pv(&written.metadata.name) == Some(written) {
+            storage.upsert_pv(before);
+        }
     }
-    for claim in assumed.pvcs {
-        storage.upsert_pvc(claim);
+    for (before, written) in assumed.pvcs.into_iter().zip(&assumed.assumed_pvcs) {
+        let current = storage.pvc(&written.metadata.namespace, &written.metadata.name);
+        if current == Some(written) {
+            storage.upsert_pvc(before);
+        }
     }
 }
 

@@ -409,31 +409,68 @@ impl Predicate for NodeVolumeLimits {
         if limits.is_empty() {
             return Ok(());
         }
-        let mut attached = HashMap::new();
-        let mut list = Vec::new();
-        for p in node.info().pods() {
-            list.clear();
-            // Existing pods' unresolvable claims are not counted (never an error).
-            let _ = attachables(storage, p.pod(), false, v1_34, &mut list);
-            unique(&list, csi_node, &mut attached);
-        }
-        let mut attached_count: HashMap<&str, i64> = HashMap::new();
-        for (id, driver) in &attached {
-            new.remove(id);
-            *attached_count.entry(driver.as_str()).or_default() += 1;
-        }
+        // The volumes the node's pods attach: derived from its pods and the storage objects
+        // only, so kept in the node's memo until either changes.
+        let compute = || Attached::of(storage, node, csi_node, v1_34);
+        let slot = MEMO_CSI + usize::from(v1_34);
+        let local;
+        let attached = match node.info().memo(slot, compute) {
+            Some(a) => a,
+            None => {
+                local = compute();
+                &local
+            }
+        };
+        new.retain(|id, _| !attached.ids.contains_key(id));
         let mut new_count: HashMap<&str, i64> = HashMap::new();
         for driver in new.values() {
             *new_count.entry(driver.as_str()).or_default() += 1;
         }
         for (driver, n) in new_count {
             if let Some(&limit) = limits.get(driver)
-                && attached_count.get(driver).copied().unwrap_or(0) + n > limit
+                && attached.counts.get(driver).copied().unwrap_or(0) + n > limit
             {
                 return Err(Reason::MaxVolumeCount);
             }
         }
         Ok(())
+    }
+}
+
+/// The node memo slots of the volume limits (`NodeInfo::memo`): NodeVolumeLimits at
+/// `MEMO_CSI` (v1.20) and `MEMO_CSI + 1` (v1.34), the in-tree counts from `MEMO_IN_TREE`, one
+/// per kind.
+const MEMO_CSI: usize = 0;
+const MEMO_IN_TREE: usize = 2;
+
+/// The unique volumes a node's pods attach (volume handle to CSI driver), and how many per
+/// driver.
+#[derive(Debug)]
+struct Attached {
+    ids: HashMap<String, String>,
+    counts: HashMap<String, i64>,
+}
+
+impl Attached {
+    fn of(
+        storage: &StorageIndex,
+        node: NodeRef<'_>,
+        csi_node: Option<&CsiNode>,
+        v1_34: bool,
+    ) -> Attached {
+        let mut ids = HashMap::new();
+        let mut list = Vec::new();
+        for p in node.info().pods() {
+            list.clear();
+            // Existing pods' unresolvable claims are not counted (never an error).
+            let _ = attachables(storage, p.pod(), false, v1_34, &mut list);
+            unique(&list, csi_node, &mut ids);
+        }
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for driver in ids.values() {
+            *counts.entry(driver.clone()).or_default() += 1;
+        }
+        Attached { ids, counts }
     }
 }
 
@@ -611,10 +648,24 @@ impl Predicate for InTreeVolumeLimits {
             return Err(r);
         }
         let storage = cx.snapshot().storage();
-        let mut existing = HashSet::new();
-        for p in node.info().pods() {
-            self.ids(storage, p.pod(), &mut existing)?;
-        }
+        // The node's pods' volume ids of the kind, kept in the node's memo.
+        let compute = || -> Result<HashSet<String>, Reason> {
+            let mut existing = HashSet::new();
+            for p in node.info().pods() {
+                self.ids(storage, p.pod(), &mut existing)?;
+            }
+            Ok(existing)
+        };
+        let slot = MEMO_IN_TREE + self.kind as usize;
+        let local;
+        let existing = match node.info().memo(slot, compute) {
+            Some(e) => e,
+            None => {
+                local = compute();
+                &local
+            }
+        };
+        let existing = existing.as_ref().map_err(|r| *r)?;
         let new = st.ids.iter().filter(|id| !existing.contains(*id)).count() as i64;
         let max = node
             .node()

@@ -1,0 +1,365 @@
+//! The scheduling engine with volumes: storage objects arrive as events, VolumeBinding's
+//! Reserve assumes the PersistentVolumes it matched (so two pending pods never count on the
+//! same one), a failed bind or a rejection gives them back exactly, and storage events wake
+//! the pods that waited for a volume.
+
+use std::time::Duration;
+
+use sched_core::config::{Registry, SchedulerConfiguration};
+use sched_core::model::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, parse_node, parse_pod,
+};
+use sched_core::scheduler::{
+    ClusterEvent, PermitDecision, PermitPlugin, QueueName, Scheduler, Step,
+};
+use sched_core::snapshot::Snapshot;
+use serde_json::json;
+
+const T0: Duration = Duration::ZERO;
+const SECOND: Duration = Duration::from_secs(1);
+
+fn node(name: &str) -> Node {
+    parse_node(
+        &json!({
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}]
+            }
+        })
+        .to_string(),
+    )
+    .unwrap()
+}
+
+/// A pod with one claim.
+fn pod(name: &str, claim: &str) -> Pod {
+    parse_pod(
+        &json!({
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+            }
+        })
+        .to_string(),
+    )
+    .unwrap()
+}
+
+/// A local PersistentVolume of class `local` on `node`.
+fn local_pv(name: &str, node: &str) -> PersistentVolume {
+    serde_json::from_value(json!({
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "local": {"path": "/mnt/disk"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+            ]}]}}
+        },
+        "status": {"phase": "Available"}
+    }))
+    .unwrap()
+}
+
+/// An unbound claim of class `local`.
+fn claim(name: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "resources": {"requests": {"storage": "5Gi"}}
+        },
+        "status": {"phase": "Pending"}
+    }))
+    .unwrap()
+}
+
+fn wait_for_first_consumer() -> StorageClass {
+    serde_json::from_value(json!({
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"
+    }))
+    .unwrap()
+}
+
+/// Two nodes, the class, one PV on node-a and claims `c1`, `c2`, all through events.
+fn scheduler() -> Scheduler {
+    let snapshot = Snapshot::from_objects(vec![node("node-a"), node("node-b")], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    s.apply(ClusterEvent::StorageClassAdd(wait_for_first_consumer()), T0);
+    s.apply(
+        ClusterEvent::PersistentVolumeAdd(local_pv("pv-1", "node-a")),
+        T0,
+    );
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c2")), T0);
+    s
+}
+
+fn claim_ref(s: &Scheduler, pv: &str) -> Option<String> {
+    let pv = s.snapshot().storage().pv(pv).expect("pv held");
+    pv.spec
+        .claim_ref
+        .as_ref()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+}
+
+/// Places p1 (claim c1) and returns the step.
+fn place_p1(s: &mut Scheduler) {
+    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    match s.schedule_one(T0) {
+        Step::Bind {
+            pod, node, volumes, ..
+        } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/p1", "node-a"));
+            let bound: Vec<(&str, Option<&str>)> = volumes
+                .bindings()
+                .iter()
+                .map(|pv| {
+                    (
+                        pv.metadata.name.as_str(),
+                        pv.spec.claim_ref.as_ref().map(|r| r.name.as_str()),
+                    )
+                })
+                .collect();
+            assert_eq!(bound, vec![("pv-1", Some("c1"))]);
+            assert!(volumes.provisions().is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(claim_ref(s, "pv-1").as_deref(), Some("default/c1"));
+}
+
+#[test]
+fn a_reserved_volume_is_not_counted_twice_and_comes_back_when_the_bind_fails() {
+    let mut s = scheduler();
+    place_p1(&mut s);
+    // p2 needs a PV too: the only one is reserved for c1.
+    s.apply(ClusterEvent::PodAdd(pod("p2", "c2")), T0);
+    match s.schedule_one(T0) {
+        Step::Unschedulable { pod, error } => {
+            assert_eq!(pod, "default/p2");
+            let message = error.to_string();
+            assert!(
+                message.contains("didn't find available persistent volumes to bind"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // p1's bind fails: the PV is free again, and p2 (waiting for a volume) is woken: it moves
+    // to the backoff queue (its one-second backoff from the first attempt), as kube moves it.
+    s.finish_binding("default/p1", Err("conflict".into()), T0);
+    assert_eq!(claim_ref(&s, "pv-1"), None);
+    assert_eq!(s.queue().position("default/p2"), Some(QueueName::Backoff));
+    // p1 is deleted meanwhile; p2 takes the PV once its backoff ends.
+    s.apply(ClusterEvent::PodDelete("default/p1".into()), T0);
+    match s.schedule_one(SECOND) {
+        Step::Bind {
+            pod, node, volumes, ..
+        } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/p2", "node-a"));
+            assert_eq!(volumes.bindings()[0].metadata.name, "pv-1");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("default/c2"));
+}
+
+#[test]
+fn a_new_volume_wakes_the_pod_that_waited_for_one() {
+    let mut s = scheduler();
+    place_p1(&mut s);
+    s.finish_binding("default/p1", Ok(()), T0);
+    s.apply(ClusterEvent::PodAdd(pod("p2", "c2")), T0);
+    assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
+    assert!(matches!(s.schedule_one(T0), Step::Idle { .. }));
+    // It waits in the unschedulable pool until a new PV (on node-b) arrives.
+    assert_eq!(
+        s.queue().position("default/p2"),
+        Some(QueueName::Unschedulable)
+    );
+    s.apply(
+        ClusterEvent::PersistentVolumeAdd(local_pv("pv-2", "node-b")),
+        T0,
+    );
+    assert_eq!(s.queue().position("default/p2"), Some(QueueName::Backoff));
+    match s.schedule_one(SECOND) {
+        Step::Bind {
+            pod, node, volumes, ..
+        } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/p2", "node-b"));
+            assert_eq!(volumes.bindings()[0].metadata.name, "pv-2");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A permit plugin that holds every pod.
+struct Hold;
+
+impl PermitPlugin for Hold {
+    fn name(&self) -> &str {
+        "Hold"
+    }
+    fn permit(&self, _pod: &Pod, _node: &str) -> PermitDecision {
+        PermitDecision::Wait(Duration::from_secs(30))
+    }
+}
+
+#[test]
+fn a_rejected_or_deleted_waiting_pod_gives_its_volume_back() {
+    let snapshot = Snapshot::from_objects(vec![node("node-a")], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)
+        .unwrap()
+        .with_permit(Hold);
+    s.apply(ClusterEvent::StorageClassAdd(wait_for_first_consumer()), T0);
+    s.apply(
+        ClusterEvent::PersistentVolumeAdd(local_pv("pv-1", "node-a")),
+        T0,
+    );
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
+    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    assert!(matches!(s.schedule_one(T0), Step::Waiting { .. }));
+    assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("default/c1"));
+    assert!(s.reject("default/p1", "Hold", "no", T0));
+    assert_eq!(claim_ref(&s, "pv-1"), None);
+
+    // Waiting again (after the 5-minute stay), then deleted: the volume comes back too.
+    let later = Duration::from_secs(301);
+    assert!(matches!(s.schedule_one(later), Step::Waiting { .. }));
+    assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("default/c1"));
+    s.apply(ClusterEvent::PodDelete("default/p1".into()), later);
+    assert_eq!(claim_ref(&s, "pv-1"), None);
+}
+
+#[test]
+fn a_newer_volume_from_the_informer_is_not_overwritten_by_the_undo() {
+    let mut s = scheduler();
+    place_p1(&mut s);
+    // The informer reports the PV bound to another claim (someone else's binding won).
+    let mut newer = local_pv("pv-1", "node-a");
+    newer.spec.claim_ref = serde_json::from_value(json!({"namespace": "other", "name": "x"})).ok();
+    s.apply(ClusterEvent::PersistentVolumeUpdate(newer), T0);
+    s.finish_binding("default/p1", Err("conflict".into()), T0);
+    assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("other/x"));
+}
+
+#[test]
+fn storage_objects_come_and_go_through_events() {
+    let mut s = scheduler();
+    assert!(s.snapshot().storage().class("local").is_some());
+    s.apply(ClusterEvent::StorageClassDelete("local".into()), T0);
+    s.apply(ClusterEvent::PersistentVolumeDelete("pv-1".into()), T0);
+    s.apply(
+        ClusterEvent::PersistentVolumeClaimDelete("default/c1".into()),
+        T0,
+    );
+    let st = s.snapshot().storage();
+    assert!(st.class("local").is_none());
+    assert!(st.pv("pv-1").is_none());
+    assert!(st.pvc("default", "c1").is_none());
+    assert!(st.pvc("default", "c2").is_some());
+}
+
+/// A CSI volume `name` of driver `ebs.csi.aws.com`, bound to claim `name` in `default`, and
+/// the claim.
+fn csi_volume(name: &str) -> (PersistentVolume, PersistentVolumeClaim) {
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": name},
+            "claimRef": {"namespace": "default", "name": name}
+        },
+        "status": {"phase": "Bound"}
+    }))
+    .unwrap();
+    let claim = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": name
+        },
+        "status": {"phase": "Bound"}
+    }))
+    .unwrap();
+    (pv, claim)
+}
+
+fn csi_node(name: &str, limit: i32) -> sched_core::model::CsiNode {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": name, "allocatable": {"count": limit}}
+        ]}
+    }))
+    .unwrap()
+}
+
+/// NodeVolumeLimits keeps each node's attached volumes between pods; the count must follow
+/// every change: a pod placed, a pod deleted, a CSINode's limit raised.
+#[test]
+fn volume_limits_follow_pods_and_csinodes() {
+    let snapshot = Snapshot::from_objects(vec![node("node-a")], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    s.apply(ClusterEvent::CsiNodeAdd(csi_node("node-a", 2)), T0);
+    for i in 1..=4 {
+        let (pv, claim) = csi_volume(&format!("v{i}"));
+        s.apply(ClusterEvent::PersistentVolumeAdd(pv), T0);
+        s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim), T0);
+    }
+    let mut bind = |s: &mut Scheduler, name: &str, claim: &str, now: Duration| {
+        s.apply(ClusterEvent::PodAdd(pod(name, claim)), now);
+        match s.schedule_one(now) {
+            Step::Bind { pod, .. } => s.finish_binding(&pod, Ok(()), now),
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    bind(&mut s, "p1", "v1", T0);
+    bind(&mut s, "p2", "v2", T0);
+    // The node attaches two volumes, its limit: a third does not fit.
+    s.apply(ClusterEvent::PodAdd(pod("p3", "v3")), T0);
+    match s.schedule_one(T0) {
+        Step::Unschedulable { error, .. } => {
+            assert!(
+                error.to_string().contains("exceed max volume count"),
+                "{error}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // p1 goes away: p3 fits.
+    s.apply(ClusterEvent::PodDelete("default/p1".into()), T0);
+    match s.schedule_one(SECOND) {
+        Step::Bind { pod, .. } => {
+            assert_eq!(pod, "default/p3");
+            s.finish_binding(&pod, Ok(()), SECOND);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Full again; the CSINode's limit rises to 3: p4 fits.
+    s.apply(ClusterEvent::PodAdd(pod("p4", "v4")), SECOND);
+    assert!(matches!(s.schedule_one(SECOND), Step::Unschedulable { .. }));
+    s.apply(ClusterEvent::CsiNodeUpdate(csi_node("node-a", 3)), SECOND);
+    match s.schedule_one(3 * SECOND) {
+        Step::Bind { pod, .. } => assert_eq!(pod, "default/p4"),
+        other => panic!("{other:?}"),
+    }
+}
