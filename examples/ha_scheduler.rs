@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release --example ha_scheduler            # 150 nodes, 2,000 pods, < 30 s
-//! cargo run --release --example ha_scheduler -- --nodes 600 --pods 8000 --rate 1000  # ~22 s
+//! cargo run --release --example ha_scheduler -- --nodes 500 --pods 8000 --rate 1000  # ~18 s
 //! ```
 //!
 //! The parent process starts three replicas of this binary (`--replica N`). They contend for
@@ -432,10 +432,7 @@ impl Replica {
         let scheduler = Scheduler::new(
             vec![(DEFAULT_SCHEDULER_NAME.to_string(), compile_profile())],
             snapshot,
-            // kube's backoff is 1 s doubling to 10 s; the demo's is shorter, so that the last
-            // preemptions (a preemptor may find its room taken by a pod woken with it, as the
-            // engine's nominated pods do not yet reserve their node) fit in its time.
-            QueueSettings::with_backoff(Duration::from_millis(250), Duration::from_secs(2)),
+            QueueSettings::default(),
         );
         let term = Arc::new(Term {
             dir: self.dir.clone(),
