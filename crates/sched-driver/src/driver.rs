@@ -1,0 +1,862 @@
+//! The driver: the engine's loop off tokio's workers, bindings and deletions on tasks, the
+//! handle that feeds it.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use sched_core::config::DEFAULT_SCHEDULER_NAME;
+use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, Step};
+use tokio::runtime::Handle;
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
+use tokio::task::{Id, JoinError, JoinSet};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{DriverEvent, DriverStatus, StepTaken};
+use crate::hooks::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
+use crate::metrics::{Hooks, Outcome};
+
+/// A builder setting was invalid.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No [`Binder`] was given.
+    #[error("a binder is required (DriverBuilder::binder)")]
+    MissingBinder,
+    /// A setting that must be at least 1 was 0.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+}
+
+/// Why [`Driver::run`] stopped other than by a shutdown.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The binder or the victim deleter said this scheduler may no longer write
+    /// ([`BindError::Fenced`], [`DeleteError::Fenced`]). Scheduling stopped and the
+    /// bindings in flight were drained first.
+    #[error("fenced off while handling {pod}: {message}")]
+    Fenced {
+        /// The pod whose binding or preemption was refused.
+        pod: String,
+        /// The hook's message.
+        message: String,
+    },
+    /// The engine panicked (a plugin's bug); the scheduler is lost.
+    #[error("the scheduling engine panicked: {0}")]
+    EnginePanicked(String),
+}
+
+/// The driver stopped: the handle's request was not delivered.
+#[derive(Clone, Copy, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the scheduling driver has stopped")]
+pub struct Stopped;
+
+/// What a handle asks of the engine.
+enum Command {
+    Apply(Box<ClusterEvent>),
+    Allow {
+        pod: String,
+        plugin: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Reject {
+        pod: String,
+        plugin: String,
+        reason: String,
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// Configures a [`Driver`]; see [`Driver::builder`].
+#[must_use]
+pub struct DriverBuilder {
+    scheduler: Scheduler,
+    binder: Option<Arc<dyn Binder>>,
+    deleter: Option<Arc<dyn VictimDeleter>>,
+    max_concurrent_binds: usize,
+    event_capacity: usize,
+    steps_per_call: usize,
+    hooks: Hooks,
+}
+
+impl DriverBuilder {
+    /// The binder (required).
+    pub fn binder(mut self, binder: impl Binder) -> Self {
+        self.binder = Some(Arc::new(binder));
+        self
+    }
+
+    /// Deletes the victims of preemptions. Without one, the victims are only named in the
+    /// [`StepTaken::Preempt`] event, and deleting them is the subscriber's business.
+    pub fn victim_deleter(mut self, deleter: impl VictimDeleter) -> Self {
+        self.deleter = Some(Arc::new(deleter));
+        self
+    }
+
+    /// At most this many bindings run at once (default 64). When all run, the engine waits
+    /// for one to finish before the next scheduling cycle (kube starts a goroutine per
+    /// binding without a bound).
+    pub fn max_concurrent_binds(mut self, n: usize) -> Self {
+        self.max_concurrent_binds = n;
+        self
+    }
+
+    /// How many events a subscriber may fall behind before it misses some (default 4096;
+    /// a lagging receiver gets `RecvError::Lagged`).
+    pub fn event_capacity(mut self, n: usize) -> Self {
+        self.event_capacity = n;
+        self
+    }
+
+    /// At most this many engine steps per call to the blocking pool (default 128): a larger
+    /// batch costs fewer thread hand-offs, a smaller one applies bind results and events
+    /// sooner.
+    pub fn steps_per_call(mut self, n: usize) -> Self {
+        self.steps_per_call = n;
+        self
+    }
+
+    /// Reports to these metrics (feature `metrics`); see [`crate::metrics`].
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: &crate::metrics::SchedulerMetrics) -> Self {
+        self.hooks.inner = Some(metrics.clone());
+        self
+    }
+
+    /// Validates the settings.
+    ///
+    /// # Errors
+    /// [`BuildError`]: no binder, or a setting of 0.
+    pub fn build(self) -> Result<Driver, BuildError> {
+        let binder = self.binder.ok_or(BuildError::MissingBinder)?;
+        for (name, v) in [
+            ("max_concurrent_binds", self.max_concurrent_binds),
+            ("event_capacity", self.event_capacity),
+            ("steps_per_call", self.steps_per_call),
+        ] {
+            if v == 0 {
+                return Err(BuildError::Zero(name));
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(self.event_capacity);
+        let (status_tx, status_rx) = watch::channel(DriverStatus::default());
+        let handle = DriverHandle {
+            tx,
+            events: events.clone(),
+            status: status_rx,
+            sent: Arc::new(AtomicU64::new(0)),
+            stop: CancellationToken::new(),
+        };
+        Ok(Driver {
+            handle,
+            engine: Engine {
+                scheduler: self.scheduler,
+                commands: rx,
+                commands_open: true,
+                pending: VecDeque::new(),
+                joined: Vec::new(),
+                tasks: JoinSet::new(),
+                task_of: HashMap::new(),
+                binds_in_flight: 0,
+                in_bind: HashSet::new(),
+                deferred: HashMap::new(),
+                slots: Arc::new(Semaphore::new(self.max_concurrent_binds)),
+                binder,
+                deleter: self.deleter,
+                events,
+                status: status_tx,
+                hooks: self.hooks,
+                pods: HashMap::new(),
+                applied: 0,
+                origin: None,
+                stopping: false,
+                fenced: None,
+                steps_per_call: self.steps_per_call,
+            },
+        })
+    }
+}
+
+/// kube-scheduler's `scheduleOne` loop around a [`Scheduler`] engine, on tokio: cluster events
+/// come in through [`DriverHandle`]s, placed pods go to the [`Binder`] on tasks that run
+/// concurrently with the next scheduling cycles, results go back to the engine, victims of
+/// preemptions go to the [`VictimDeleter`], Permit waits and backoffs are timed.
+///
+/// The engine runs on tokio's blocking pool (`spawn_blocking`), a batch of steps at a time,
+/// never on the async workers, so plugins may block (synchronous HTTP extenders, a slow
+/// Reserve). The driver's clock is tokio's: the engine's time is the time since
+/// [`Driver::run`] started, so a paused test runtime (`tokio::time::pause`) runs hours of
+/// backoffs and Permit timeouts at once, and a blocking batch holds simulated time still
+/// while it runs.
+pub struct Driver {
+    handle: DriverHandle,
+    engine: Engine,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver").finish_non_exhaustive()
+    }
+}
+
+impl Driver {
+    /// A builder over the engine (events applied to it before [`Driver::run`] should use
+    /// `Duration::ZERO` as their time, the driver's clock starts there).
+    pub fn builder(scheduler: Scheduler) -> DriverBuilder {
+        DriverBuilder {
+            scheduler,
+            binder: None,
+            deleter: None,
+            max_concurrent_binds: 64,
+            event_capacity: 4096,
+            steps_per_call: 128,
+            hooks: Hooks::default(),
+        }
+    }
+
+    /// A handle to feed events, allow or reject waiting pods, subscribe and stop.
+    pub fn handle(&self) -> DriverHandle {
+        self.handle.clone()
+    }
+
+    /// Schedules until `shutdown` completes or [`DriverHandle::shutdown`] is called, then
+    /// stops scheduling, waits for the bindings and deletions in flight, applies their results
+    /// and the events already sent, and returns the engine. Call it inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`DriverError::Fenced`] when a hook said this scheduler may no longer write (after
+    /// draining), [`DriverError::EnginePanicked`] when the engine panicked.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Scheduler, DriverError> {
+        let Driver { handle, mut engine } = self;
+        let stop = handle.stop.clone();
+        drop(handle);
+        engine.origin = Some(Instant::now());
+        let rt = Handle::current();
+        tokio::pin!(shutdown);
+        loop {
+            let (e, outcome) = call(engine, rt.clone(), |e, rt| e.batch(rt)).await?;
+            engine = e;
+            if engine.stopping {
+                break;
+            }
+            let deadline = match outcome {
+                Batch::More => continue,
+                Batch::Idle(until) => until.map(|u| engine.instant(u)),
+                Batch::SlotsFull => None,
+            };
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => engine.stopping = true,
+                () = &mut shutdown => engine.stopping = true,
+                r = engine.tasks.join_next_with_id(), if !engine.tasks.is_empty() => {
+                    if let Some(r) = r {
+                        engine.joined.push(r);
+                    }
+                }
+                c = engine.commands.recv(), if engine.commands_open => match c {
+                    Some(c) => engine.pending.push_back(c),
+                    None => engine.commands_open = false,
+                },
+                () = sleep_until(deadline) => {}
+            }
+            if engine.stopping {
+                break;
+            }
+        }
+        // Drain: no more scheduling; wait for every binding and deletion, apply their results
+        // and the commands already sent.
+        engine.stopping = true;
+        loop {
+            let (e, ()) = call(engine, rt.clone(), |e, _| {
+                e.absorb();
+                e.publish();
+            })
+            .await?;
+            engine = e;
+            match engine.tasks.join_next_with_id().await {
+                Some(r) => engine.joined.push(r),
+                None => break,
+            }
+        }
+        let (engine, ()) = call(engine, rt, |e, _| {
+            e.absorb();
+            e.publish();
+        })
+        .await?;
+        match engine.fenced {
+            Some((pod, message)) => Err(DriverError::Fenced { pod, message }),
+            None => Ok(engine.scheduler),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `f` on the engine in tokio's blocking pool and gives the engine back.
+async fn call<T: Send + 'static>(
+    mut engine: Engine,
+    rt: Handle,
+    f: impl FnOnce(&mut Engine, &Handle) -> T + Send + 'static,
+) -> Result<(Engine, T), DriverError> {
+    tokio::task::spawn_blocking(move || {
+        let t = f(&mut engine, &rt);
+        (engine, t)
+    })
+    .await
+    .map_err(|e| DriverError::EnginePanicked(panic_text(e)))
+}
+
+fn panic_text(e: JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A cloneable handle to a [`Driver`]: the informer's feed, Permit decisions, events and
+/// status, shutdown.
+#[derive(Clone, Debug)]
+pub struct DriverHandle {
+    tx: mpsc::UnboundedSender<Command>,
+    events: broadcast::Sender<DriverEvent>,
+    status: watch::Receiver<DriverStatus>,
+    sent: Arc<AtomicU64>,
+    stop: CancellationToken,
+}
+
+impl DriverHandle {
+    fn send(&self, c: Command) -> Result<(), Stopped> {
+        // Counted before sending, so that `settled` never sees the command applied first.
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        self.tx.send(c).map_err(|_| {
+            self.sent.fetch_sub(1, Ordering::SeqCst);
+            Stopped
+        })
+    }
+
+    /// Feeds a cluster change (an informer's add, update or delete) to the engine. Events
+    /// are applied in the order sent, before the next scheduling cycle.
+    ///
+    /// # Errors
+    /// [`Stopped`] once the driver has returned.
+    pub fn apply(&self, event: ClusterEvent) -> Result<(), Stopped> {
+        self.send(Command::Apply(Box::new(event)))
+    }
+
+    /// The Permit plugin `plugin` allows the waiting pod `pod`
+    /// ([`Scheduler::allow`]); resolves to whether the pod was waiting on that plugin.
+    ///
+    /// # Errors
+    /// [`Stopped`] once the driver has returned.
+    pub async fn allow(&self, pod: &str, plugin: &str) -> Result<bool, Stopped> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Allow {
+            pod: pod.to_owned(),
+            plugin: plugin.to_owned(),
+            reply,
+        })?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// The Permit plugin `plugin` rejects the waiting pod `pod` ([`Scheduler::reject`]);
+    /// resolves to whether the pod was waiting.
+    ///
+    /// # Errors
+    /// [`Stopped`] once the driver has returned.
+    pub async fn reject(&self, pod: &str, plugin: &str, reason: &str) -> Result<bool, Stopped> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Reject {
+            pod: pod.to_owned(),
+            plugin: plugin.to_owned(),
+            reason: reason.to_owned(),
+            reply,
+        })?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// The driver's events from now on: every step the engine takes, the engine's events,
+    /// failed deletions.
+    pub fn subscribe(&self) -> broadcast::Receiver<DriverEvent> {
+        self.events.subscribe()
+    }
+
+    /// The status as of the driver's last engine call.
+    pub fn status(&self) -> DriverStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Resolves once every command sent so far is applied and the driver is
+    /// [settled](DriverStatus::is_settled), or it stops.
+    ///
+    /// # Errors
+    /// [`Stopped`] when the driver returned before settling.
+    pub async fn settled(&self) -> Result<DriverStatus, Stopped> {
+        let mut rx = self.status.clone();
+        let sent = self.sent.load(Ordering::SeqCst);
+        let s = rx
+            .wait_for(|s| s.stopping || (s.commands_applied >= sent && s.is_settled()))
+            .await
+            .map_err(|_| Stopped)?
+            .clone();
+        if s.stopping && !(s.commands_applied >= sent && s.is_settled()) {
+            return Err(Stopped);
+        }
+        Ok(s)
+    }
+
+    /// Asks the driver to stop (as the shutdown future given to [`Driver::run`] does).
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// How a batch ended.
+enum Batch {
+    /// The engine is idle until then (or an event).
+    Idle(Option<Duration>),
+    /// Every binding slot is taken.
+    SlotsFull,
+    /// The batch's steps ran out; call again.
+    More,
+}
+
+/// What a task reports.
+enum Done {
+    Bind(Binding, Result<(), BindError>),
+    Delete(Preemption, Result<(), DeleteError>),
+}
+
+/// What the driver knows of a pending pod (for the metrics).
+struct Tracked {
+    profile: String,
+    first_seen: Instant,
+    attempts: u32,
+    attempt_start: Instant,
+    waiting: bool,
+}
+
+struct Engine {
+    scheduler: Scheduler,
+    commands: mpsc::UnboundedReceiver<Command>,
+    commands_open: bool,
+    /// Commands received while waiting, applied first.
+    pending: VecDeque<Command>,
+    /// Tasks that finished while waiting.
+    joined: Vec<Result<(Id, Done), JoinError>>,
+    tasks: JoinSet<Done>,
+    /// What each running task is about, to recover from a panicking hook.
+    task_of: HashMap<Id, Task>,
+    binds_in_flight: usize,
+    /// Pods being bound.
+    in_bind: HashSet<String>,
+    /// Reports of pods bound, held until their binding's result is in.
+    deferred: HashMap<String, Vec<Command>>,
+    slots: Arc<Semaphore>,
+    binder: Arc<dyn Binder>,
+    deleter: Option<Arc<dyn VictimDeleter>>,
+    events: broadcast::Sender<DriverEvent>,
+    status: watch::Sender<DriverStatus>,
+    hooks: Hooks,
+    pods: HashMap<String, Tracked>,
+    applied: u64,
+    origin: Option<Instant>,
+    stopping: bool,
+    fenced: Option<(String, String)>,
+    steps_per_call: usize,
+}
+
+enum Task {
+    Bind(Binding),
+    Delete(Preemption),
+}
+
+impl Engine {
+    fn origin(&self) -> Instant {
+        self.origin.unwrap_or_else(Instant::now)
+    }
+
+    /// The engine's time now.
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.origin())
+    }
+
+    /// The instant of an engine time.
+    fn instant(&self, t: Duration) -> Instant {
+        self.origin() + t
+    }
+
+    fn emit(&self, e: DriverEvent) {
+        // No receiver is not an error.
+        let _ = self.events.send(e);
+    }
+
+    fn emit_engine_events(&mut self) {
+        for e in self.scheduler.drain_events() {
+            self.emit(DriverEvent::Scheduler(e));
+        }
+    }
+
+    /// Applies the commands and task results that arrived.
+    fn absorb(&mut self) {
+        let joined = std::mem::take(&mut self.joined);
+        for r in joined {
+            self.joined_one(r);
+        }
+        while let Some(r) = self.tasks.try_join_next_with_id() {
+            self.joined_one(r);
+        }
+        while let Some(c) = self.pending.pop_front() {
+            self.command(c);
+        }
+        while self.commands_open {
+            match self.commands.try_recv() {
+                Ok(c) => self.command(c),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => self.commands_open = false,
+            }
+        }
+        self.emit_engine_events();
+    }
+
+    fn command(&mut self, c: Command) {
+        // The informer's report of a pod still being bound waits for the binding's result
+        // (kube's reports arrive after the bind call returned), so that the engine closes the
+        // binding first.
+        if let Command::Apply(event) = &c
+            && let ClusterEvent::PodAdd(p) | ClusterEvent::PodUpdate(p) = event.as_ref()
+            && !p.spec.node_name.is_empty()
+            && self.in_bind.contains(&p.key())
+        {
+            self.deferred.entry(p.key()).or_default().push(c);
+            return;
+        }
+        let now = self.now();
+        match c {
+            Command::Apply(event) => {
+                self.track(&event);
+                self.scheduler.apply(*event, now);
+            }
+            Command::Allow { pod, plugin, reply } => {
+                let _ = reply.send(self.scheduler.allow(&pod, &plugin));
+            }
+            Command::Reject {
+                pod,
+                plugin,
+                reason,
+                reply,
+            } => {
+                let was = self.scheduler.reject(&pod, &plugin, &reason, now);
+                if was {
+                    self.emit(DriverEvent::Step(StepTaken::Rejected {
+                        pod: pod.clone(),
+                        plugin,
+                        reason,
+                    }));
+                    self.wait_ended(&pod);
+                }
+                let _ = reply.send(was);
+            }
+        }
+        self.applied += 1;
+    }
+
+    /// Keeps what the metrics need of pending pods.
+    fn track(&mut self, event: &ClusterEvent) {
+        match event {
+            ClusterEvent::PodAdd(p) | ClusterEvent::PodUpdate(p) => {
+                let key = p.key();
+                if p.spec.node_name.is_empty() && !p.is_terminating() {
+                    let now = Instant::now();
+                    self.pods.entry(key).or_insert_with(|| Tracked {
+                        profile: profile_name(&p.spec.scheduler_name),
+                        first_seen: now,
+                        attempts: 0,
+                        attempt_start: now,
+                        waiting: false,
+                    });
+                } else {
+                    self.pods.remove(&key);
+                }
+            }
+            ClusterEvent::PodDelete(key) => {
+                self.pods.remove(key);
+            }
+            _ => {}
+        }
+    }
+
+    fn tracked(&mut self, pod: &str, profile: Option<&str>) -> &mut Tracked {
+        let now = Instant::now();
+        self.pods.entry(pod.to_owned()).or_insert_with(|| Tracked {
+            profile: profile.unwrap_or(DEFAULT_SCHEDULER_NAME).to_owned(),
+            first_seen: now,
+            attempts: 0,
+            attempt_start: now,
+            waiting: false,
+        })
+    }
+
+    /// A Permit wait ended without a bind (timed out or rejected): an unschedulable attempt.
+    fn wait_ended(&mut self, pod: &str) {
+        let t = self.tracked(pod, None);
+        t.waiting = false;
+        let (profile, took) = (t.profile.clone(), t.attempt_start.elapsed());
+        self.hooks.attempt(Outcome::Unschedulable, &profile, took);
+    }
+
+    /// Starts an attempt of `pod` (counted) at `start`; returns its profile.
+    fn attempt(&mut self, pod: &str, start: Instant, profile: Option<&str>) -> String {
+        let t = self.tracked(pod, profile);
+        t.attempts += 1;
+        t.attempt_start = start;
+        if let Some(p) = profile {
+            p.clone_into(&mut t.profile);
+        }
+        t.profile.clone()
+    }
+
+    fn joined_one(&mut self, r: Result<(Id, Done), JoinError>) {
+        let done = match r {
+            Ok((id, done)) => {
+                self.task_of.remove(&id);
+                done
+            }
+            Err(e) => {
+                // The hook panicked: its binding failed, its deletion did not happen.
+                let id = e.id();
+                let message = format!("hook panicked: {}", panic_text(e));
+                match self.task_of.remove(&id) {
+                    Some(Task::Bind(b)) => Done::Bind(b, Err(BindError::Failed(message.into()))),
+                    Some(Task::Delete(p)) => {
+                        Done::Delete(p, Err(DeleteError::Failed(message.into())))
+                    }
+                    None => return,
+                }
+            }
+        };
+        let now = self.now();
+        match done {
+            Done::Bind(b, result) => {
+                self.binds_in_flight -= 1;
+                let (outcome, engine_result) = match &result {
+                    Ok(()) => (Outcome::Scheduled, Ok(())),
+                    Err(e) => (Outcome::Error, Err(e.message())),
+                };
+                if let Some(t) = self.pods.get(&b.pod) {
+                    self.hooks
+                        .attempt(outcome, &b.profile, t.attempt_start.elapsed());
+                    if outcome == Outcome::Scheduled {
+                        self.hooks.scheduled(t.attempts, t.first_seen.elapsed());
+                    }
+                }
+                if outcome == Outcome::Scheduled {
+                    self.pods.remove(&b.pod);
+                }
+                self.scheduler.finish_binding(&b.pod, engine_result, now);
+                self.in_bind.remove(&b.pod);
+                for c in self.deferred.remove(&b.pod).unwrap_or_default() {
+                    self.command(c);
+                }
+                if let Err(BindError::Fenced(m)) = result {
+                    self.fence(&b.pod, m);
+                }
+            }
+            Done::Delete(p, result) => match result {
+                Ok(()) => {}
+                Err(e) => {
+                    self.emit(DriverEvent::PreemptionFailed {
+                        pod: p.pod.clone(),
+                        message: error_text(&e),
+                    });
+                    if let DeleteError::Fenced(m) = e {
+                        self.fence(&p.pod, m);
+                    }
+                }
+            },
+        }
+    }
+
+    fn fence(&mut self, pod: &str, message: String) {
+        self.stopping = true;
+        if self.fenced.is_none() {
+            self.fenced = Some((pod.to_owned(), message));
+        }
+    }
+
+    fn publish(&mut self) {
+        let counts = self.scheduler.queue().counts();
+        self.hooks.pending(&counts);
+        let deletions = self.task_of.len() - self.binds_in_flight;
+        let s = DriverStatus {
+            queue: counts,
+            waiting: self.scheduler.waiting().count(),
+            binds_in_flight: self.binds_in_flight,
+            deletions_in_flight: deletions,
+            commands_applied: self.applied,
+            stopping: self.stopping,
+        };
+        self.status.send_replace(s);
+    }
+
+    /// Runs up to `steps_per_call` engine steps.
+    fn batch(&mut self, rt: &Handle) -> Batch {
+        self.absorb();
+        let mut outcome = Batch::More;
+        for _ in 0..self.steps_per_call {
+            if self.stopping {
+                outcome = Batch::Idle(None);
+                break;
+            }
+            let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+                outcome = Batch::SlotsFull;
+                break;
+            };
+            let start = Instant::now();
+            let step = self.scheduler.schedule_one(self.now());
+            // A summary costs kube's message for an unschedulable pod: only for listeners.
+            if self.events.receiver_count() > 0
+                && let Some(summary) = StepTaken::of(&step)
+            {
+                self.emit(DriverEvent::Step(summary));
+            }
+            match step {
+                Step::Idle { until, .. } => {
+                    outcome = Batch::Idle(until);
+                    break;
+                }
+                Step::Bind {
+                    pod, node, profile, ..
+                } => {
+                    let waited = self.pods.get(&pod).is_some_and(|t| t.waiting);
+                    if waited {
+                        if let Some(t) = self.pods.get_mut(&pod) {
+                            t.waiting = false;
+                        }
+                    } else {
+                        self.attempt(&pod, start, Some(&profile));
+                    }
+                    let b = Binding { pod, node, profile };
+                    self.spawn_bind(b, permit, rt);
+                }
+                Step::Waiting { pod, .. } => {
+                    self.attempt(&pod, start, None);
+                    if let Some(t) = self.pods.get_mut(&pod) {
+                        t.waiting = true;
+                    }
+                }
+                Step::Unschedulable { pod, .. } => {
+                    let profile = self.attempt(&pod, start, None);
+                    self.hooks
+                        .attempt(Outcome::Unschedulable, &profile, start.elapsed());
+                    self.hooks.preemption(None);
+                }
+                Step::Preempt {
+                    pod, node, victims, ..
+                } => {
+                    let profile = self.attempt(&pod, start, None);
+                    self.hooks
+                        .attempt(Outcome::Unschedulable, &profile, start.elapsed());
+                    self.hooks.preemption(Some(victims.len()));
+                    let p = Preemption { pod, node, victims };
+                    self.spawn_delete(p, rt);
+                }
+                Step::Rejected { pod, .. } => {
+                    if self.pods.get(&pod).is_some_and(|t| t.waiting) {
+                        // A Permit wait timed out.
+                        self.wait_ended(&pod);
+                    } else {
+                        let profile = self.attempt(&pod, start, None);
+                        // A Reserve error backs off (kube: an error); a Permit rejection
+                        // waits in the unschedulable pool (kube: unschedulable).
+                        let outcome = match self.scheduler.queue().position(&pod) {
+                            Some(QueueName::Backoff) => Outcome::Error,
+                            _ => Outcome::Unschedulable,
+                        };
+                        self.hooks.attempt(outcome, &profile, start.elapsed());
+                    }
+                }
+                Step::Failed { pod, .. } => {
+                    let profile = self.attempt(&pod, start, None);
+                    self.hooks
+                        .attempt(Outcome::Error, &profile, start.elapsed());
+                }
+                _ => {}
+            }
+            self.absorb();
+        }
+        self.emit_engine_events();
+        self.publish();
+        outcome
+    }
+
+    fn spawn_bind(&mut self, b: Binding, permit: tokio::sync::OwnedSemaphorePermit, rt: &Handle) {
+        let binder = self.binder.clone();
+        let task = b.clone();
+        let h = self.tasks.spawn_on(
+            async move {
+                let result = match binder.pre_bind(&b).await {
+                    Ok(()) => binder.bind(&b).await,
+                    Err(e) => Err(e),
+                };
+                if result.is_ok() {
+                    binder.post_bind(&b).await;
+                }
+                drop(permit);
+                Done::Bind(b, result)
+            },
+            rt,
+        );
+        self.in_bind.insert(task.pod.clone());
+        self.task_of.insert(h.id(), Task::Bind(task));
+        self.binds_in_flight += 1;
+    }
+
+    fn spawn_delete(&mut self, p: Preemption, rt: &Handle) {
+        let Some(deleter) = self.deleter.clone() else {
+            return;
+        };
+        let task = p.clone();
+        let h = self.tasks.spawn_on(
+            async move {
+                let result = deleter.delete_victims(&p).await;
+                Done::Delete(p, result)
+            },
+            rt,
+        );
+        self.task_of.insert(h.id(), Task::Delete(task));
+    }
+}
+
+fn profile_name(scheduler_name: &str) -> String {
+    if scheduler_name.is_empty() {
+        DEFAULT_SCHEDULER_NAME.to_owned()
+    } else {
+        scheduler_name.to_owned()
+    }
+}
+
+/// An error and its sources, `: `-separated.
+fn error_text(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(c) = source {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        source = c.source();
+    }
+    s
+}

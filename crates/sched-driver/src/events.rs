@@ -1,0 +1,167 @@
+//! What the driver reports: the steps the engine took, the engine's own events, and the
+//! driver's status.
+
+use std::time::Duration;
+
+use sched_core::scheduler::{QueueCounts, SchedulerEvent, Step};
+
+/// A step the engine took (a cloneable summary of [`Step`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StepTaken {
+    /// The pod was placed and handed to the binder.
+    Bind {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+        /// The profile that placed it.
+        profile: String,
+    },
+    /// No node fits the pod (kube's message).
+    Unschedulable {
+        /// `namespace/name`.
+        pod: String,
+        /// kube's "0/3 nodes are available: ..." message.
+        message: String,
+    },
+    /// The pod preempts: `victims` are to be deleted, the pod is nominated to `node`.
+    Preempt {
+        /// `namespace/name` of the preemptor.
+        pod: String,
+        /// The node.
+        node: String,
+        /// `namespace/name` of the victims.
+        victims: Vec<String>,
+    },
+    /// A Reserve or Permit plugin refused the placement, or a Permit wait ended without
+    /// an allow (timed out or rejected).
+    Rejected {
+        /// `namespace/name`.
+        pod: String,
+        /// The plugin.
+        plugin: String,
+        /// Its reason (kube's "rejected due to timeout after waiting at permit" on a
+        /// timeout).
+        reason: String,
+    },
+    /// A Permit plugin holds the pod on `node` until it is allowed or `until` passes
+    /// (the driver's clock: time since [`Driver::run`](crate::Driver::run) started).
+    Waiting {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+        /// When the wait times out.
+        until: Duration,
+    },
+    /// The attempt failed with an error; the pod backs off.
+    Failed {
+        /// `namespace/name`.
+        pod: String,
+        /// The error's text.
+        message: String,
+    },
+    /// A step this version of the driver does not know, in its `Debug` form.
+    Other(String),
+}
+
+impl StepTaken {
+    /// The summary of an engine step; `None` for [`Step::Idle`].
+    pub fn of(step: &Step) -> Option<StepTaken> {
+        Some(match step {
+            Step::Bind {
+                pod, node, profile, ..
+            } => StepTaken::Bind {
+                pod: pod.clone(),
+                node: node.clone(),
+                profile: profile.clone(),
+            },
+            Step::Unschedulable { pod, error, .. } => StepTaken::Unschedulable {
+                pod: pod.clone(),
+                message: error.to_string(),
+            },
+            Step::Preempt {
+                pod, node, victims, ..
+            } => StepTaken::Preempt {
+                pod: pod.clone(),
+                node: node.clone(),
+                victims: victims.clone(),
+            },
+            Step::Rejected {
+                pod,
+                plugin,
+                reason,
+                ..
+            } => StepTaken::Rejected {
+                pod: pod.clone(),
+                plugin: plugin.clone(),
+                reason: reason.clone(),
+            },
+            Step::Waiting {
+                pod, node, until, ..
+            } => StepTaken::Waiting {
+                pod: pod.clone(),
+                node: node.clone(),
+                until: *until,
+            },
+            Step::Failed { pod, error, .. } => StepTaken::Failed {
+                pod: pod.clone(),
+                message: error.to_string(),
+            },
+            Step::Idle { .. } => return None,
+            other => StepTaken::Other(format!("{other:?}")),
+        })
+    }
+}
+
+/// Something the driver did or saw, as sent to the receivers of
+/// [`DriverHandle::subscribe`](crate::DriverHandle::subscribe).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DriverEvent {
+    /// The engine took a step.
+    Step(StepTaken),
+    /// The engine reported an event (kube's `Scheduled`, `FailedScheduling`, a failed
+    /// binding, an event it could not apply).
+    Scheduler(SchedulerEvent),
+    /// The victim deleter failed for the preemption by `pod`.
+    PreemptionFailed {
+        /// `namespace/name` of the preemptor.
+        pod: String,
+        /// The deleter's error.
+        message: String,
+    },
+}
+
+/// Where the driver stands, as of its last engine call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DriverStatus {
+    /// Pods per queue.
+    pub queue: QueueCounts,
+    /// Pods held at Permit.
+    pub waiting: usize,
+    /// Bindings running (PreBind, Bind, PostBind).
+    pub binds_in_flight: usize,
+    /// Victim deletions running.
+    pub deletions_in_flight: usize,
+    /// Commands (events, allows, rejects) sent through handles and applied to the engine.
+    pub commands_applied: u64,
+    /// Whether the driver stopped scheduling (shutting down, fenced off or stopped).
+    pub stopping: bool,
+}
+
+impl DriverStatus {
+    /// Nothing will happen without a new event: no pod is active, backing off, being
+    /// attempted, held at Permit, being bound, and no deletion runs. Unschedulable and gated
+    /// pods may remain (an unschedulable pod is retried by itself after 5 minutes).
+    pub fn is_settled(&self) -> bool {
+        self.queue.active == 0
+            && self.queue.backoff == 0
+            && self.queue.in_flight == 0
+            && self.waiting == 0
+            && self.binds_in_flight == 0
+            && self.deletions_in_flight == 0
+    }
+}

@@ -1,0 +1,145 @@
+//! What the driver calls out to: the [`Binder`] (kube's PreBind, Bind and PostBind) and the
+//! [`VictimDeleter`] (the API calls that delete a preemption's victims).
+
+use std::error::Error;
+
+/// A boxed error from the caller's API client.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// A pod the engine placed and assumed on a node, to be bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Binding {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node.
+    pub node: String,
+    /// The profile (scheduler name) that placed it.
+    pub profile: String,
+}
+
+/// Why a binding did not happen.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// The API server refused the binding (a conflict, a node that went away). Retryable: the
+    /// engine forgets the assumed pod and tries it again after its backoff.
+    #[error("binding refused: {0}")]
+    Refused(String),
+    /// The request failed (a timeout, a lost connection). Retryable, as
+    /// [`BindError::Refused`].
+    #[error("binding failed")]
+    Failed(#[source] BoxError),
+    /// This scheduler may no longer write: its lease is lost or its fencing token is stale.
+    /// Not retryable: the driver stops scheduling, drains the binds in flight and
+    /// [`Driver::run`](crate::Driver::run) returns
+    /// [`DriverError::Fenced`](crate::DriverError::Fenced).
+    #[error("fenced off: {0}")]
+    Fenced(String),
+}
+
+impl BindError {
+    /// Whether the pod is tried again (everything but [`BindError::Fenced`]).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, BindError::Fenced(_))
+    }
+
+    /// The message handed to the engine (`finish_binding`), with the source's text.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            BindError::Failed(source) => format!("binding failed: {source}"),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// kube's binding cycle, the caller's side: the pod is assumed on the node already; make it so
+/// in the API server (a `pods/binding` subresource, a row in a database, a line in a log).
+///
+/// The driver runs each binding on its own task, concurrently with the next scheduling
+/// cycles and with other bindings (at most
+/// [`DriverBuilder::max_concurrent_binds`](crate::DriverBuilder::max_concurrent_binds) at
+/// once). To ensure correctness:
+/// - `bind` is called at most once per handed-out placement; a retried pod is a new
+///   placement, possibly on another node.
+/// - Return `Ok` only once the binding is durable. The engine keeps the pod assumed on the
+///   node until the informer reports it bound ([`DriverHandle::apply`](crate::DriverHandle::apply)
+///   with the bound pod), so feed that report back.
+/// - An error undoes the placement (the engine's Unreserve, forget, backoff), so a failed
+///   bind must have left nothing behind.
+///
+/// ```
+/// use sched_driver::{Binder, BindError, Binding};
+///
+/// struct LogBinder;
+///
+/// #[sched_driver::async_trait]
+/// impl Binder for LogBinder {
+///     async fn bind(&self, b: &Binding) -> Result<(), BindError> {
+///         println!("bind {} to {}", b.pod, b.node);
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait Binder: Send + Sync + 'static {
+    /// kube's PreBind: work before the binding (provision a volume, set up the network). An
+    /// error fails the binding as `bind`'s would, and `bind` is not called.
+    ///
+    /// # Errors
+    /// As for [`Binder::bind`].
+    async fn pre_bind(&self, binding: &Binding) -> Result<(), BindError> {
+        let _ = binding;
+        Ok(())
+    }
+
+    /// Binds the pod to the node.
+    ///
+    /// # Errors
+    /// [`BindError`]: retryable ones requeue the pod, [`BindError::Fenced`] stops the driver.
+    async fn bind(&self, binding: &Binding) -> Result<(), BindError>;
+
+    /// kube's PostBind: told after a successful binding (informational: cleanup, logs).
+    async fn post_bind(&self, binding: &Binding) {
+        let _ = binding;
+    }
+}
+
+/// A preemption the engine decided: delete `victims` so that `pod` fits on `node`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Preemption {
+    /// `namespace/name` of the preemptor, nominated to `node`.
+    pub pod: String,
+    /// The node.
+    pub node: String,
+    /// `namespace/name` of the pods to delete, most important first.
+    pub victims: Vec<String>,
+}
+
+/// Why the victims of a preemption were not (all) deleted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeleteError {
+    /// A deletion failed. The preemptor stays nominated and is tried again when pods are
+    /// deleted or after its longest stay in the unschedulable pool; it may preempt again.
+    #[error("deleting victims failed")]
+    Failed(#[source] BoxError),
+    /// This scheduler may no longer write (as [`BindError::Fenced`]): the driver stops.
+    #[error("fenced off: {0}")]
+    Fenced(String),
+}
+
+/// Deletes the victims of a [`Preemption`] (kube's `PreemptPod`: an API delete per victim),
+/// on its own task, as kube's asynchronous preemption does. The engine frees the victims'
+/// resources only when the informer reports them deleted
+/// ([`ClusterEvent::PodDelete`](sched_core::scheduler::ClusterEvent::PodDelete) through
+/// [`DriverHandle::apply`](crate::DriverHandle::apply)); that report also wakes the preemptor.
+#[async_trait::async_trait]
+pub trait VictimDeleter: Send + Sync + 'static {
+    /// Deletes `preemption.victims`.
+    ///
+    /// # Errors
+    /// [`DeleteError`]; [`DeleteError::Fenced`] stops the driver.
+    async fn delete_victims(&self, preemption: &Preemption) -> Result<(), DeleteError>;
+}
