@@ -712,3 +712,30 @@ fn no_preemption_without_lower_priority_pods_or_when_the_pod_says_never() {
     sch.apply(ClusterEvent::PodAdd(pod("urgent", 1000, 100, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
 }
+
+/// The informer's report that one of our pods is bound is an add for the queue (kube's
+/// AssignedPodAdd): a pod waiting for resources is not woken by it (another pod arriving can
+/// only take resources), but it is by a bound pod's deletion.
+#[test]
+fn a_confirmed_binding_does_not_wake_pods_short_of_resources() {
+    let mut sch = scheduler(vec![node("n1", 1)]);
+    sch.apply(ClusterEvent::PodAdd(pod("big", 2000, 0, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
+    sch.apply(ClusterEvent::PodAdd(pod("small", 100, 0, false)), s(0));
+    let Step::Bind { pod: key, node, .. } = sch.schedule_one(s(0)) else {
+        panic!("small fits")
+    };
+    sch.finish_binding(&key, Ok(()), s(0));
+    let mut bound = pod("small", 100, 0, false);
+    bound.spec.node_name = node;
+    sch.apply(ClusterEvent::PodUpdate(bound), s(0));
+    assert_eq!(
+        sch.queue().position("default/big"),
+        Some(QueueName::Unschedulable)
+    );
+    sch.apply(ClusterEvent::PodDelete("default/small".into()), s(0));
+    assert_eq!(
+        sch.queue().position("default/big"),
+        Some(QueueName::Backoff)
+    );
+}

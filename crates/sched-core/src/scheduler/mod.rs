@@ -810,12 +810,19 @@ impl Scheduler {
         self.nominator.delete(&key);
         let result = match self.snapshot.node_of(&key) {
             Some(node) if node == pod.spec.node_name => {
-                // Our assumed pod confirmed, or a bound pod changed.
-                self.unconfirmed.remove(&key);
-                self.binding.remove(&key);
-                self.snapshot
-                    .update_pod(pod)
-                    .map(|()| EventMask::ASSIGNED_POD_UPDATE)
+                // Our assumed pod confirmed, or a bound pod changed. The informer's first report
+                // of a pod bound is an add for the queue (kube's AssignedPodAdd), even though
+                // the snapshot had it assumed: it does not wake pods waiting for a pod's
+                // update (a scale-down), such as pods short of resources.
+                let ours =
+                    self.unconfirmed.remove(&key).is_some() | self.binding.remove(&key).is_some();
+                self.snapshot.update_pod(pod).map(|()| {
+                    if ours {
+                        EventMask::ASSIGNED_POD_ADD
+                    } else {
+                        EventMask::ASSIGNED_POD_UPDATE
+                    }
+                })
             }
             Some(_) => {
                 // Bound elsewhere than assumed (another scheduler won): the truth replaces it.
