@@ -26,6 +26,7 @@ use sched_core::model::{
 };
 use sched_core::policy::Policy;
 use sched_core::profile::{Profile, ScheduleError};
+use sched_core::scheduler::{ClusterEvent, QueueName, QueueSettings, Scheduler, Step};
 use sched_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
@@ -144,6 +145,12 @@ enum Template {
     TopologySpreading,
     PreferredTopologySpreading,
     SecretVolume,
+    /// `pod-low-priority.yaml`: cpu 900m (requests = limits), terminationGracePeriodSeconds 0.
+    LowPriority,
+    /// `pod-high-priority.yaml`: cpu 3000m (requests = limits), priority 10.
+    HighPriority,
+    /// `pod-large-cpu.yaml`: requests cpu 9, memory 500Mi, no limits (fits no default node).
+    LargeCpu,
 }
 
 fn affinity_term(color: &str, topology_key: &str) -> Value {
@@ -241,7 +248,27 @@ fn pod(template: Template, namespace: &str, name: &str) -> Pod {
                     json!([{"name": "secret", "secret": {"secretName": "secret"}}]),
                 )),
             ),
+            Template::LowPriority | Template::HighPriority | Template::LargeCpu => {
+                (None, None, None)
+            }
         };
+    let container = &mut v["spec"]["containers"][0]["resources"];
+    match template {
+        Template::LowPriority => {
+            let r = json!({"cpu": "900m", "memory": "500Mi"});
+            *container = json!({"requests": r, "limits": r});
+            v["spec"]["terminationGracePeriodSeconds"] = json!(0);
+        }
+        Template::HighPriority => {
+            let r = json!({"cpu": "3000m", "memory": "500Mi"});
+            *container = json!({"requests": r, "limits": r});
+            v["spec"]["priority"] = json!(10);
+        }
+        Template::LargeCpu => {
+            *container = json!({"requests": {"cpu": "9", "memory": "500Mi"}});
+        }
+        _ => {}
+    }
     if let Some(l) = &labels {
         v["metadata"]["labels"] = l.clone();
     }
@@ -271,7 +298,15 @@ fn pod(template: Template, namespace: &str, name: &str) -> Pod {
         (_, None) => {}
     }
     assert_eq!(pod.spec.containers[0].resources.requests.len(), 2);
-    assert_eq!(pod.spec.containers[0].resources.limits.len(), 2);
+    let limits = if matches!(template, Template::LargeCpu) {
+        0
+    } else {
+        2
+    };
+    assert_eq!(pod.spec.containers[0].resources.limits.len(), limits);
+    if matches!(template, Template::HighPriority) {
+        assert_eq!(pod.spec.priority, Some(10));
+    }
     pod
 }
 
@@ -837,5 +872,342 @@ fn report(_: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, five_thousand_nodes, five_hundred_nodes, report);
+// ---------------------------------------------------------------------------------------------
+// The scheduling cycle end to end
+
+/// A workload run through the scheduling engine (`Scheduler`): every pod enters as an informer
+/// event, each step is taken as a caller takes it (a binder that only records: the bind
+/// succeeds at once and the informer's report of the bound pod follows; preemption victims are
+/// deleted at once), and the simulated clock jumps to the next backoff end when the engine is
+/// idle. One criterion iteration is one measured pod, from its arrival until it is bound (or
+/// found unschedulable); `clock_step` of simulated time passes between measured pods, so that
+/// the queue's timers (backoff, the 5-minute stay of unschedulable pods) run as they would.
+struct CycleWorkload {
+    name: &'static str,
+    variant: &'static str,
+    nodes: usize,
+    init: PodOp,
+    measured: PodOp,
+}
+
+fn cycle_workloads() -> Vec<CycleWorkload> {
+    use Template::*;
+    vec![
+        CycleWorkload {
+            name: "SchedulingBasic",
+            variant: "5000Nodes",
+            nodes: 5000,
+            init: op(Default, DEFAULT_NS, 1000),
+            measured: op(Default, DEFAULT_NS, 1000),
+        },
+        CycleWorkload {
+            name: "Preemption",
+            variant: "500Nodes",
+            nodes: 500,
+            init: op(LowPriority, DEFAULT_NS, 2000),
+            measured: op(HighPriority, DEFAULT_NS, 500),
+        },
+        CycleWorkload {
+            name: "Preemption",
+            variant: "5000Nodes",
+            nodes: 5000,
+            init: op(LowPriority, DEFAULT_NS, 20000),
+            measured: op(HighPriority, DEFAULT_NS, 5000),
+        },
+        CycleWorkload {
+            name: "Unschedulable",
+            variant: "5000Nodes",
+            nodes: 5000,
+            init: op(LargeCpu, DEFAULT_NS, 200),
+            measured: op(Default, DEFAULT_NS, 5000),
+        },
+        CycleWorkload {
+            name: "Unschedulable",
+            variant: "5000Nodes_2000Init",
+            nodes: 5000,
+            init: op(LargeCpu, DEFAULT_NS, 2000),
+            measured: op(Default, DEFAULT_NS, 5000),
+        },
+    ]
+}
+
+/// Simulated time between two measured pods.
+const CLOCK_STEP: Duration = Duration::from_millis(100);
+
+/// Builds a scheduling engine over the workload's nodes with one profile: the legacy default
+/// Policy or v1.34's default configuration, adaptive percentage, one thread.
+fn cycle_scheduler(w: &CycleWorkload, profile: &str) -> Scheduler {
+    let nodes: Vec<Node> = (0..w.nodes)
+        .map(|i| node(i, NodeLabels::None, Csi::None))
+        .collect();
+    let snapshot = Snapshot::from_objects(nodes, Vec::new()).expect("snapshot");
+    match profile {
+        "legacy" => Scheduler::new(
+            vec![("default-scheduler".to_string(), legacy_profile(0))],
+            snapshot,
+            QueueSettings::default(),
+        ),
+        _ => {
+            let config = SchedulerConfiguration::from_text(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 percentageOfNodesToScore: 0\n",
+            )
+            .expect("valid configuration");
+            Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 42).expect("compiles")
+        }
+    }
+}
+
+/// The engine and the pods it has been given, driven as a caller drives it.
+struct Cycle {
+    sched: Scheduler,
+    now: Duration,
+    /// Pending pods by key, to report them bound.
+    pending: std::collections::HashMap<String, Pod>,
+    victims: usize,
+    preemptions: usize,
+    /// Scheduling attempts of pods other than the one being measured.
+    other_attempts: usize,
+}
+
+impl Cycle {
+    fn new(sched: Scheduler) -> Cycle {
+        Cycle {
+            sched,
+            now: Duration::ZERO,
+            pending: std::collections::HashMap::new(),
+            victims: 0,
+            preemptions: 0,
+            other_attempts: 0,
+        }
+    }
+
+    /// Adds `pod` and takes steps until it is bound (`true`), found unschedulable with nothing
+    /// left to try (`false`), or the engine has nothing to do.
+    fn run_pod(&mut self, pod: Pod) -> bool {
+        let key = pod.key();
+        self.pending.insert(key.clone(), pod.clone());
+        self.sched.apply(ClusterEvent::PodAdd(pod), self.now);
+        loop {
+            match self.sched.schedule_one(self.now) {
+                Step::Bind { pod, node, .. } => {
+                    self.sched.finish_binding(&pod, Ok(()), self.now);
+                    if let Some(mut p) = self.pending.remove(&pod) {
+                        p.spec.node_name = node;
+                        self.sched.apply(ClusterEvent::PodUpdate(p), self.now);
+                    }
+                    if pod == key {
+                        return true;
+                    }
+                    self.other_attempts += 1;
+                }
+                Step::Preempt { pod, victims, .. } => {
+                    if pod != key {
+                        self.other_attempts += 1;
+                    }
+                    self.preemptions += 1;
+                    self.victims += victims.len();
+                    for v in victims {
+                        self.sched.apply(ClusterEvent::PodDelete(v), self.now);
+                    }
+                }
+                Step::Unschedulable { pod, .. } => {
+                    if pod == key {
+                        return false;
+                    }
+                    self.other_attempts += 1;
+                }
+                Step::Idle { until: Some(t) }
+                    if self.sched.queue().position(&key) == Some(QueueName::Backoff) =>
+                {
+                    // The pod waits for a backoff: jump the simulated clock to it.
+                    self.now = self.now.max(t);
+                }
+                Step::Idle { .. } => return false,
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+    }
+}
+
+/// The state after the init pods, the measured pods, and every timing.
+struct CycleRun {
+    cycle: Cycle,
+    measured: Vec<Pod>,
+    next: usize,
+    durations: Vec<Duration>,
+    passes: usize,
+    unschedulable_first_pass: usize,
+    victims_first_pass: usize,
+    other_attempts_first_pass: usize,
+    init_time: Duration,
+}
+
+fn cycle_prepare(w: &CycleWorkload, profile: &str) -> (Cycle, Duration) {
+    let mut cycle = Cycle::new(cycle_scheduler(w, profile));
+    let start = Instant::now();
+    for i in 0..w.init.count {
+        let p = pod(w.init.template, w.init.namespace, &format!("init-{i}"));
+        cycle.run_pod(p);
+    }
+    cycle.victims = 0;
+    cycle.preemptions = 0;
+    cycle.other_attempts = 0;
+    (cycle, start.elapsed())
+}
+
+impl CycleRun {
+    fn step(&mut self, w: &CycleWorkload, profile: &str) -> Duration {
+        if self.next == self.measured.len() {
+            if self.passes == 0 {
+                self.victims_first_pass = self.cycle.victims;
+                self.other_attempts_first_pass = self.cycle.other_attempts;
+            }
+            self.cycle = cycle_prepare(w, profile).0;
+            self.next = 0;
+            self.passes += 1;
+        }
+        let pod = self.measured[self.next].clone();
+        self.cycle.now += CLOCK_STEP;
+        let t = Instant::now();
+        let bound = self.cycle.run_pod(pod);
+        let d = t.elapsed();
+        if !bound && self.passes == 0 {
+            self.unschedulable_first_pass += 1;
+        }
+        self.next += 1;
+        self.durations.push(d);
+        d
+    }
+}
+
+/// One line of the cycle table.
+struct CycleRow {
+    workload: String,
+    profile: &'static str,
+    pods_timed: usize,
+    passes: usize,
+    median: Duration,
+    p99: Duration,
+    pods_per_sec: f64,
+    victims_per_pod: f64,
+    other_attempts: usize,
+    init_pods: usize,
+    init_time: Duration,
+    unschedulable: usize,
+}
+
+static CYCLE_ROWS: Mutex<Vec<CycleRow>> = Mutex::new(Vec::new());
+
+fn bench_cycle(c: &mut Criterion, w: &CycleWorkload) {
+    let mut group = c.benchmark_group(format!("cycle/{}/{}", w.name, w.variant));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(300));
+    group.measurement_time(Duration::from_secs(1));
+    for profile in ["legacy", "v1_34"] {
+        let mut run: Option<CycleRun> = None;
+        group.bench_function(profile, |b| {
+            let run = run.get_or_insert_with(|| {
+                let (cycle, init_time) = cycle_prepare(w, profile);
+                let measured = (0..w.measured.count)
+                    .map(|i| {
+                        pod(
+                            w.measured.template,
+                            w.measured.namespace,
+                            &format!("measured-{i}"),
+                        )
+                    })
+                    .collect();
+                CycleRun {
+                    cycle,
+                    measured,
+                    next: 0,
+                    durations: Vec::new(),
+                    passes: 0,
+                    unschedulable_first_pass: 0,
+                    victims_first_pass: 0,
+                    other_attempts_first_pass: 0,
+                    init_time,
+                }
+            });
+            b.iter_custom(|iters| (0..iters).map(|_| run.step(w, profile)).sum());
+        });
+        let Some(mut run) = run else { continue };
+        while run.next < run.measured.len() {
+            run.step(w, profile);
+        }
+        if run.passes == 0 {
+            run.victims_first_pass = run.cycle.victims;
+            run.other_attempts_first_pass = run.cycle.other_attempts;
+        }
+        let mut sorted = run.durations.clone();
+        sorted.sort_unstable();
+        let total: Duration = sorted.iter().sum();
+        CYCLE_ROWS.lock().expect("rows").push(CycleRow {
+            workload: format!("{}/{}", w.name, w.variant),
+            profile,
+            pods_timed: sorted.len(),
+            passes: run.passes + 1,
+            median: percentile(&sorted, 50.0),
+            p99: percentile(&sorted, 99.0),
+            pods_per_sec: sorted.len() as f64 / total.as_secs_f64(),
+            victims_per_pod: run.victims_first_pass as f64 / w.measured.count as f64,
+            other_attempts: run.other_attempts_first_pass,
+            init_pods: w.init.count,
+            init_time: run.init_time,
+            unschedulable: run.unschedulable_first_pass,
+        });
+    }
+    group.finish();
+}
+
+fn scheduling_cycle(c: &mut Criterion) {
+    for w in cycle_workloads() {
+        bench_cycle(c, &w);
+    }
+}
+
+/// Prints the end-to-end figures of every cycle workload that ran.
+fn cycle_report(_: &mut Criterion) {
+    let rows = CYCLE_ROWS.lock().expect("rows");
+    if rows.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "scheduling cycle end to end per measured pod (Scheduler::apply + schedule_one + \
+         finish_binding, one thread), whole passes:"
+    );
+    println!(
+        "| workload | profile | median | p99 | pods/s | victims per pod | other pods' attempts | \
+         timed pods (passes) | init pods (time) | measured unschedulable |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows.iter() {
+        println!(
+            "| {} | {} | {} | {} | {:.0} | {:.2} | {} | {} ({}) | {} ({:.1} s) | {} |",
+            r.workload,
+            r.profile,
+            fmt(r.median),
+            fmt(r.p99),
+            r.pods_per_sec,
+            r.victims_per_pod,
+            r.other_attempts,
+            r.pods_timed,
+            r.passes,
+            r.init_pods,
+            r.init_time.as_secs_f64(),
+            r.unschedulable,
+        );
+    }
+}
+
+criterion_group!(
+    benches,
+    five_thousand_nodes,
+    five_hundred_nodes,
+    scheduling_cycle,
+    report,
+    cycle_report
+);
 criterion_main!(benches);
