@@ -47,12 +47,30 @@ pub fn split_by_violation<'p>(
     pods: &'p [Pod],
     pdbs: &[PodDisruptionBudget],
 ) -> (Vec<&'p Pod>, Vec<&'p Pod>) {
+    let flags = violation_flags(pods.iter(), pdbs);
+    let (mut violating, mut other) = (Vec::new(), Vec::new());
+    for (pod, violated) in pods.iter().zip(flags) {
+        if violated {
+            violating.push(pod);
+        } else {
+            other.push(pod);
+        }
+    }
+    (violating, other)
+}
+
+/// For each pod in order, whether deleting it (after the ones before it) violates a budget:
+/// kube's `filterPodsWithPDBViolation`, each budget's `disruptionsAllowed` counted down per
+/// matching pod (pods in its `disruptedPods` not counted).
+pub(crate) fn violation_flags<'p>(
+    pods: impl Iterator<Item = &'p Pod>,
+    pdbs: &[PodDisruptionBudget],
+) -> Vec<bool> {
     let mut allowed: Vec<i64> = pdbs
         .iter()
         .map(|p| i64::from(p.status.disruptions_allowed))
         .collect();
-    let (mut violating, mut other) = (Vec::new(), Vec::new());
-    for pod in pods {
+    pods.map(|pod| {
         let mut violated = false;
         if !pod.metadata.labels.is_empty() {
             for (i, pdb) in pdbs.iter().enumerate() {
@@ -68,13 +86,9 @@ pub fn split_by_violation<'p>(
                 }
             }
         }
-        if violated {
-            violating.push(pod);
-        } else {
-            other.push(pod);
-        }
-    }
-    (violating, other)
+        violated
+    })
+    .collect()
 }
 
 #[cfg(test)]

@@ -46,11 +46,11 @@
 //! [`Scheduler::new`]: super::Scheduler::new
 
 use super::nominator::Nominator;
-use super::pdb::split_by_violation;
+use super::pdb::violation_flags;
 use crate::framework::Reason;
 use crate::model::{Pod, PodDisruptionBudget};
 use crate::profile::{FitError, Profile, ScheduleError};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PodInfo, Snapshot};
 
 /// A node and the pods to delete there so that the preemptor fits (kube's `Candidate` with
 /// its `Victims`).
@@ -280,85 +280,90 @@ fn victims_on(
     env: &Environment<'_>,
 ) -> Result<Option<(Vec<Pod>, usize)>, ScheduleError> {
     let info = &snapshot.node_infos()[index];
-    let mut potential: Vec<Pod> = info
+    let keys: Vec<String> = info
         .pods()
         .iter()
-        .map(|p| p.pod())
-        .filter(|p| priority(p) < priority(pod) && !env.is_protected(&p.key()))
-        .cloned()
+        .filter(|p| priority(p.pod()) < priority(pod) && !env.is_protected(p.key()))
+        .map(|p| p.key().to_string())
         .collect();
-    if potential.is_empty() {
+    if keys.is_empty() {
         // kube: "No preemption victims found for incoming pod".
         return Ok(None);
     }
-    let mut removed = Vec::with_capacity(potential.len());
-    for p in &potential {
-        if snapshot.remove_pod(&p.key()).is_ok() {
-            removed.push(p.clone());
-        }
-    }
-    if removed.len() != potential.len() {
-        for p in removed {
-            let _ = snapshot.add_pod(p);
-        }
-        return Ok(None);
-    }
-    let restore_all = |snapshot: &mut Snapshot, pods: &[Pod]| {
-        for p in pods {
-            let _ = snapshot.add_pod(p.clone());
+    // The pods move out of the snapshot and back as they are (no copies).
+    let restore = |snapshot: &mut Snapshot, infos: Vec<PodInfo>| {
+        for i in infos {
+            // Back where they were: this does not fail.
+            let _ = snapshot.put_pod_info(i);
         }
     };
+    let mut removed = Vec::with_capacity(keys.len());
+    for k in &keys {
+        match snapshot.take_pod_info(k) {
+            Ok(i) => removed.push(i),
+            Err(_) => {
+                restore(snapshot, removed);
+                return Ok(None);
+            }
+        }
+    }
     match env.nominator.fits_indexed(profile, snapshot, pod, index) {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {
-            restore_all(snapshot, &potential);
+            restore(snapshot, removed);
             return Ok(None);
         }
         Err(e) => {
-            restore_all(snapshot, &potential);
+            restore(snapshot, removed);
             return Err(e);
         }
     }
-    potential.sort_by(more_important);
-    let (violating, other) = split_by_violation(&potential, env.pdbs);
-    let mut victims: Vec<Pod> = Vec::new();
-    let mut violations = 0;
+    removed.sort_by(|a, b| more_important(a.pod(), b.pod()));
+    let violates = violation_flags(removed.iter().map(PodInfo::pod), env.pdbs);
+    // Budget-violating pods are reprieved first, then the others, each most important first.
+    let order: Vec<usize> = (0..removed.len())
+        .filter(|&i| violates[i])
+        .chain((0..removed.len()).filter(|&i| !violates[i]))
+        .collect();
+    let mut slots: Vec<Option<PodInfo>> = removed.into_iter().map(Some).collect();
+    let mut victims: Vec<(usize, PodInfo)> = Vec::new();
     let mut failed: Option<ScheduleError> = None;
-    for (group, counts) in [(&violating, true), (&other, false)] {
-        for p in group.iter() {
-            if failed.is_some() {
-                victims.push((*p).clone());
-                continue;
+    for i in order {
+        let Some(info) = slots[i].take() else {
+            continue;
+        };
+        if failed.is_some() {
+            victims.push((i, info));
+            continue;
+        }
+        // Reprieve: keep it if the preemptor still fits with it back.
+        let key = info.key().to_string();
+        if let Err(info) = snapshot.put_pod_info(info) {
+            // It was there before, so this does not happen; it stays a victim.
+            victims.push((i, info));
+            continue;
+        }
+        let fits = match env.nominator.fits_indexed(profile, snapshot, pod, index) {
+            Ok(r) => r.is_ok(),
+            Err(e) => {
+                failed = Some(e);
+                false
             }
-            // Reprieve: keep it if the preemptor still fits with it back.
-            if snapshot.add_pod((*p).clone()).is_err() {
-                victims.push((*p).clone());
-                violations += usize::from(counts);
-                continue;
-            }
-            let fits = match env.nominator.fits_indexed(profile, snapshot, pod, index) {
-                Ok(r) => r.is_ok(),
-                Err(e) => {
-                    failed = Some(e);
-                    false
-                }
-            };
-            if !fits {
-                let _ = snapshot.remove_pod(&p.key());
-                victims.push((*p).clone());
-                violations += usize::from(counts);
-            }
+        };
+        if !fits && let Ok(info) = snapshot.take_pod_info(&key) {
+            victims.push((i, info));
         }
     }
+    let violations = victims.iter().filter(|(i, _)| violates[*i]).count();
+    // Most important first (the sort order of `removed`), as kube lists them.
+    victims.sort_by_key(|(i, _)| *i);
+    let pods: Vec<Pod> = victims.iter().map(|(_, v)| v.pod().clone()).collect();
     // Restore the victims (the reprieved ones are back already).
-    restore_all(snapshot, &victims);
+    restore(snapshot, victims.into_iter().map(|(_, v)| v).collect());
     if let Some(e) = failed {
         return Err(e);
     }
-    if !violating.is_empty() && !other.is_empty() {
-        victims.sort_by(more_important);
-    }
-    Ok(Some((victims, violations)))
+    Ok(Some((pods, violations)))
 }
 
 /// kube's `calculateNumCandidates`: `nodes x percentage / 100`, at least `absolute`, at most

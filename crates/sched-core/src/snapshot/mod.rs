@@ -497,6 +497,22 @@ impl Snapshot {
 
     /// Adds a pod's info to the node at index `i`.
     fn add_info_at(&mut self, info: PodInfo, i: usize) -> Result<(), SnapshotError> {
+        self.check_add(&info, i)?;
+        self.commit_add(info, i);
+        Ok(())
+    }
+
+    /// Adds a pod's info that [`Snapshot::check_add`] accepted.
+    fn commit_add(&mut self, info: PodInfo, i: usize) {
+        self.pod_node.insert(info.key().to_string(), i);
+        self.affinity_pods += usize::from(info.has_affinity());
+        self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
+        self.infos[i].add_pod(info);
+        self.refresh(i);
+    }
+
+    /// Why a pod's info cannot join the node at index `i`, if it cannot.
+    fn check_add(&self, info: &PodInfo, i: usize) -> Result<(), SnapshotError> {
         let node = &self.infos[i];
         let (cpu, memory) = node.non_zero_requested();
         let (pod_cpu, pod_memory) = info.non_zero_requests();
@@ -509,23 +525,22 @@ impl Snapshot {
                 node: node.name().to_string(),
             });
         }
-        match self.pod_node.entry(info.key().to_string()) {
-            std::collections::hash_map::Entry::Occupied(e) => {
-                return Err(SnapshotError::DuplicatePod(e.key().clone()));
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(i);
-            }
+        if self.pod_node.contains_key(info.key()) {
+            return Err(SnapshotError::DuplicatePod(info.key().to_string()));
         }
-        self.affinity_pods += usize::from(info.has_affinity());
-        self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
-        self.infos[i].add_pod(info);
-        self.refresh(i);
         Ok(())
     }
 
     /// Removes a pod by `namespace/name` and returns it.
     pub fn remove_pod(&mut self, key: &str) -> Result<Pod, SnapshotError> {
+        let info = self.take_pod_info(key)?;
+        Ok(Arc::unwrap_or_clone(info.into_pod_arc()))
+    }
+
+    /// Removes a pod and hands back its [`PodInfo`] as it was (no copy of the pod, no
+    /// interning), for [`Snapshot::put_pod_info`]: the dry runs of preemption take pods off
+    /// a node and put them back many times.
+    pub(crate) fn take_pod_info(&mut self, key: &str) -> Result<PodInfo, SnapshotError> {
         let i = *self
             .pod_node
             .get(key)
@@ -537,7 +552,20 @@ impl Snapshot {
         self.affinity_pods -= usize::from(info.has_affinity());
         self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());
         self.refresh(i);
-        Ok(Arc::unwrap_or_clone(info.pod_arc().clone()))
+        Ok(info)
+    }
+
+    /// Puts back a pod [`Snapshot::take_pod_info`] took, on its node (`spec.nodeName`); hands
+    /// the info back if it cannot go there.
+    pub(crate) fn put_pod_info(&mut self, info: PodInfo) -> Result<(), PodInfo> {
+        let Some(i) = self.index_of(&info.pod().spec.node_name) else {
+            return Err(info);
+        };
+        if self.check_add(&info, i).is_err() {
+            return Err(info);
+        }
+        self.commit_add(info, i);
+        Ok(())
     }
 
     /// Replaces a pod (same key), possibly moving it to another node.

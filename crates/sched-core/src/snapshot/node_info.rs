@@ -154,6 +154,11 @@ impl PodInfo {
         &self.pod
     }
 
+    /// The pod, shared, taking the info apart.
+    pub(crate) fn into_pod_arc(self) -> Arc<Pod> {
+        self.pod
+    }
+
     /// `namespace/name`.
     pub fn key(&self) -> &str {
         &self.key
