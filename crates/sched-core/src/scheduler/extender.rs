@@ -328,7 +328,7 @@ pub(crate) fn narrow_candidates(
         .iter()
         .map(|c| {
             let v = Victims {
-                pods: c.victims.clone(),
+                pods: c.victims.iter().map(|p| Pod::clone(p)).collect(),
                 num_pdb_violations: c.num_pdb_violations as i64,
             };
             (c.node.clone(), v)
@@ -342,7 +342,7 @@ pub(crate) fn narrow_candidates(
     })?;
     let to_candidate = |node: String, v: Victims| Candidate {
         node,
-        victims: v.pods,
+        victims: v.pods.into_iter().map(std::sync::Arc::new).collect(),
         num_pdb_violations: usize::try_from(v.num_pdb_violations).unwrap_or(0),
     };
     let mut out = Vec::with_capacity(left.len());

@@ -1087,7 +1087,7 @@ impl Scheduler {
                     .victims
                     .iter()
                     .filter(|v| !v.is_terminating())
-                    .map(Pod::key)
+                    .map(|v| v.key())
                     .collect();
                 Some(Step::Preempt {
                     pod: key,

@@ -51,6 +51,7 @@ use crate::framework::Reason;
 use crate::model::{Pod, PodDisruptionBudget};
 use crate::profile::{FitError, Profile, ScheduleError};
 use crate::snapshot::{PodInfo, Snapshot};
+use std::sync::Arc;
 
 /// A node and the pods to delete there so that the preemptor fits (kube's `Candidate` with
 /// its `Victims`).
@@ -59,8 +60,8 @@ use crate::snapshot::{PodInfo, Snapshot};
 pub struct Candidate {
     /// The node.
     pub node: String,
-    /// The victims, most important first.
-    pub victims: Vec<Pod>,
+    /// The victims, most important first (shared with the snapshot's copies).
+    pub victims: Vec<Arc<Pod>>,
     /// How many victims violate a PodDisruptionBudget (kube's `NumPDBViolations`).
     pub num_pdb_violations: usize,
 }
@@ -68,7 +69,7 @@ pub struct Candidate {
 impl Candidate {
     /// `namespace/name` of the victims, most important first.
     pub fn victim_keys(&self) -> Vec<String> {
-        self.victims.iter().map(Pod::key).collect()
+        self.victims.iter().map(|p| p.key()).collect()
     }
 }
 
@@ -278,7 +279,7 @@ fn victims_on(
     pod: &Pod,
     index: usize,
     env: &Environment<'_>,
-) -> Result<Option<(Vec<Pod>, usize)>, ScheduleError> {
+) -> Result<Option<(Vec<Arc<Pod>>, usize)>, ScheduleError> {
     let info = &snapshot.node_infos()[index];
     let keys: Vec<String> = info
         .pods()
@@ -357,7 +358,7 @@ fn victims_on(
     let violations = victims.iter().filter(|(i, _)| violates[*i]).count();
     // Most important first (the sort order of `removed`), as kube lists them.
     victims.sort_by_key(|(i, _)| *i);
-    let pods: Vec<Pod> = victims.iter().map(|(_, v)| v.pod().clone()).collect();
+    let pods: Vec<Arc<Pod>> = victims.iter().map(|(_, v)| v.pod_arc().clone()).collect();
     // Restore the victims (the reprieved ones are back already).
     restore(snapshot, victims.into_iter().map(|(_, v)| v).collect());
     if let Some(e) = failed {
@@ -445,7 +446,7 @@ pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
     type Key = i64;
     let scores: [&dyn Fn(&Candidate) -> Key; 4] = [
         &|c| -(c.num_pdb_violations as i64),
-        &|c| -i64::from(c.victims.first().map_or(i32::MIN, priority)),
+        &|c| -i64::from(c.victims.first().map_or(i32::MIN, |p| priority(p))),
         &|c| {
             -c.victims
                 .iter()
@@ -464,11 +465,11 @@ pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
     }
     // The latest earliest start time among the highest-priority victims.
     fn earliest(c: &Candidate) -> Option<(bool, Option<&str>)> {
-        let top = c.victims.first().map_or(i32::MIN, priority);
+        let top = c.victims.first().map_or(i32::MIN, |p| priority(p));
         c.victims
             .iter()
             .filter(|p| priority(p) == top)
-            .map(start_key)
+            .map(|p| start_key(p))
             .min()
     }
     let latest = tied.iter().map(|c| earliest(c)).max()?;
