@@ -52,16 +52,7 @@ fn index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+use crate::model::json_type_name as type_name;
 
 /// A valid key close to `key`: the same letters in another case, or one edit away.
 fn suggest(key: &str, valid: &[&'static str]) -> Option<&'static str> {

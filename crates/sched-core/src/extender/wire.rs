@@ -66,16 +66,7 @@ fn first_value(bytes: &[u8]) -> Result<Value, WireError> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+use crate::model::json_type_name as type_name;
 
 fn wrong(path: &str, expected: &str, v: &Value) -> WireError {
     WireError::new(path, format!("expected {expected}, found {}", type_name(v)))

@@ -31,3 +31,16 @@ pub use resources::{
     pod_non_zero_requests, pod_requests,
 };
 pub use storage::*;
+
+/// How a JSON value's type is named in error messages ("a string", "a list", ...).
+pub(crate) fn json_type_name(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
