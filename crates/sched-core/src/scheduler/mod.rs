@@ -9,21 +9,39 @@
 //! use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
 //! use sched_core::snapshot::Snapshot;
 //!
+//! // kube-scheduler's --config file, and the cluster as the informers list it.
+//! let config = SchedulerConfiguration::from_text(
+//!     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+//!      profiles:\n- schedulerName: default-scheduler\n",
+//! )?;
 //! let (nodes, running) = benchmark_cluster(10);
 //! let snapshot = Snapshot::from_objects(nodes, running)?;
-//! let config = SchedulerConfiguration::v1_34_default();
 //! let mut scheduler = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)?;
-//! let now = Duration::ZERO;
-//! scheduler.apply(ClusterEvent::PodAdd(benchmark_pod(0)), now);
-//! match scheduler.schedule_one(now) {
-//!     Step::Bind { pod, node, .. } => {
-//!         // Bind through the API server (the caller's binder), then report the result.
-//!         scheduler.finish_binding(&pod, Ok(()), now);
-//!         assert!(node.starts_with("node-"));
-//!     }
-//!     other => panic!("{other:?}"),
+//! let mut now = Duration::ZERO;
+//! for i in 0..3 {
+//!     scheduler.apply(ClusterEvent::PodAdd(benchmark_pod(i)), now);
 //! }
-//! assert!(matches!(scheduler.schedule_one(now), Step::Idle { until: None }));
+//! let mut bound = Vec::new();
+//! loop {
+//!     match scheduler.schedule_one(now) {
+//!         Step::Bind { pod, node, .. } => {
+//!             // Bind through the API server (your binder), then report the result; the
+//!             // informer's report of the bound pod confirms it later.
+//!             scheduler.finish_binding(&pod, Ok(()), now);
+//!             bound.push((pod, node));
+//!         }
+//!         Step::Preempt { victims, .. } => {
+//!             // Delete the victims; their deletion events wake the preemptor.
+//!             for v in victims {
+//!                 scheduler.apply(ClusterEvent::PodDelete(v), now);
+//!             }
+//!         }
+//!         Step::Idle { until: Some(t) } => now = t, // a backoff ends then
+//!         Step::Idle { until: None } => break,      // only an event can change anything
+//!         _ => {} // unschedulable (it waits), rejected, waiting at Permit, failed
+//!     }
+//! }
+//! assert_eq!(bound.len(), 3);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
