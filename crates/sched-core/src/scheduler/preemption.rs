@@ -267,6 +267,9 @@ pub fn nodes_where_preemption_might_help(snapshot: &Snapshot, error: &FitError) 
     nodes
 }
 
+/// A node's victims (most important first) and how many of them violate a budget.
+type NodeVictims = (Vec<Arc<Pod>>, usize);
+
 /// kube's `SelectVictimsOnNode` on the node at `index`: remove every pod of lower priority
 /// (except protected ones), check the preemptor fits (beside the pods nominated there), then
 /// put back as many as possible, most important first: first those whose deletion would
@@ -279,7 +282,7 @@ fn victims_on(
     pod: &Pod,
     index: usize,
     env: &Environment<'_>,
-) -> Result<Option<(Vec<Arc<Pod>>, usize)>, ScheduleError> {
+) -> Result<Option<NodeVictims>, ScheduleError> {
     let info = &snapshot.node_infos()[index];
     let keys: Vec<String> = info
         .pods()
@@ -341,7 +344,7 @@ fn victims_on(
         let key = info.key().to_string();
         if let Err(info) = snapshot.put_pod_info(info) {
             // It was there before, so this does not happen; it stays a victim.
-            victims.push((i, info));
+            victims.push((i, *info));
             continue;
         }
         let fits = match env.nominator.fits_indexed(profile, snapshot, pod, index) {

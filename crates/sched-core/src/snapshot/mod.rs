@@ -557,12 +557,12 @@ impl Snapshot {
 
     /// Puts back a pod [`Snapshot::take_pod_info`] took, on its node (`spec.nodeName`); hands
     /// the info back if it cannot go there.
-    pub(crate) fn put_pod_info(&mut self, info: PodInfo) -> Result<(), PodInfo> {
+    pub(crate) fn put_pod_info(&mut self, info: PodInfo) -> Result<(), Box<PodInfo>> {
         let Some(i) = self.index_of(&info.pod().spec.node_name) else {
-            return Err(info);
+            return Err(Box::new(info));
         };
         if self.check_add(&info, i).is_err() {
-            return Err(info);
+            return Err(Box::new(info));
         }
         self.commit_add(info, i);
         Ok(())
