@@ -363,3 +363,34 @@ fn volume_limits_follow_pods_and_csinodes() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A claim's label selector limits the PersistentVolumes it may be matched to (kube's
+/// `FindMatchingVolume`): the claim asks for `tier: slow`, so only node-b's PV fits, though
+/// node-a's is as good otherwise.
+#[test]
+fn a_claim_selector_picks_the_volume() {
+    let mut s = scheduler();
+    let mut slow = local_pv("pv-slow", "node-b");
+    slow.metadata.labels.insert("tier".into(), "slow".into());
+    s.apply(ClusterEvent::PersistentVolumeAdd(slow), T0);
+    let mut c = claim("c3");
+    c.spec.selector = serde_json::from_value(json!({"matchLabels": {"tier": "slow"}})).ok();
+    assert!(c.spec.selector.is_some());
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(c), T0);
+    s.apply(ClusterEvent::PodAdd(pod("p3", "c3")), T0);
+    match s.schedule_one(T0) {
+        Step::Bind {
+            pod, node, volumes, ..
+        } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/p3", "node-b"));
+            assert_eq!(volumes.bindings()[0].metadata.name, "pv-slow");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without a matching PV the claim finds none: pv-1 (node-a) has no `tier` label.
+    let mut c = claim("c4");
+    c.spec.selector = serde_json::from_value(json!({"matchLabels": {"tier": "slow"}})).ok();
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(c), T0);
+    s.apply(ClusterEvent::PodAdd(pod("p4", "c4")), T0);
+    assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
+}

@@ -204,6 +204,9 @@ pub struct PersistentVolumeClaimSpec {
         skip_serializing_if = "String::is_empty"
     )]
     pub volume_name: String,
+    /// Labels a PersistentVolume must have to be bound to the claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<crate::model::LabelSelector>,
     /// `Filesystem` (the default) or `Block`.
     #[serde(
         deserialize_with = "nullable",

@@ -169,7 +169,7 @@ fn volume_mode(m: &str) -> &str {
 
 /// kube's `FindMatchingVolume` on the scheduler path (a node given, delay binding): the PV
 /// pre-bound to the claim if it fits the node (else none), or the smallest available PV of
-/// the claim's class that fits.
+/// the claim's class whose labels match the claim's selector and that fits.
 fn find_matching(
     pvs: &[PersistentVolume],
     candidates: &[usize],
@@ -200,6 +200,11 @@ fn find_matching(
             return fits.then_some(i);
         }
         if pv.status.phase != "Available" || pv.spec.claim_ref.is_some() {
+            continue;
+        }
+        if let Some(sel) = &claim.spec.selector
+            && !crate::plugins::interpod::selector::matches(sel, &pv.metadata.labels)
+        {
             continue;
         }
         if pv_class(pv) != class || !fits {
