@@ -193,6 +193,8 @@ enum Action {
         milli_cpu: u32,
         priority: i32,
         gated: bool,
+        /// The pod mounts claim `c<id>` (WaitForFirstConsumer, one local PV per node).
+        claim: bool,
     },
     Ungate {
         id: u8,
@@ -220,14 +222,20 @@ enum Action {
 
 fn actions() -> impl Strategy<Value = Vec<Action>> {
     let a = prop_oneof![
-        (0u8..12, 100u32..3000, 0i32..3, prop::bool::weighted(0.15)).prop_map(
-            |(id, milli_cpu, priority, gated)| Action::AddPod {
+        (
+            0u8..12,
+            100u32..3000,
+            0i32..3,
+            prop::bool::weighted(0.15),
+            prop::bool::weighted(0.3)
+        )
+            .prop_map(|(id, milli_cpu, priority, gated, claim)| Action::AddPod {
                 id,
                 milli_cpu,
                 priority,
-                gated
-            }
-        ),
+                gated,
+                claim,
+            }),
         (0u8..12).prop_map(|id| Action::Ungate { id }),
         (0u8..12).prop_map(|id| Action::DeletePod { id }),
         (0u8..4, 1u32..5).prop_map(|(id, cpu)| Action::AddNode { id, cpu }),
@@ -256,6 +264,50 @@ struct Truth {
     /// even if a node of the same name comes back.
     orphaned: BTreeSet<String>,
     nodes: BTreeMap<String, u32>,
+    /// Pods that mount their claim, and the claims whose pod was ever bound (their PV stays
+    /// bound to them, as in kube, after the pod goes).
+    with_claim: BTreeSet<String>,
+    claim_kept: BTreeSet<String>,
+}
+
+/// The storage of the property test: a WaitForFirstConsumer class, one local PV per node id
+/// (`pv-node-<k>`, only on `node-<k>`), and claims `c0` to `c11`.
+fn storage_events() -> Vec<ClusterEvent> {
+    use sched_core::model::{PersistentVolume, PersistentVolumeClaim, StorageClass};
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"
+    }))
+    .unwrap();
+    let mut events = vec![ClusterEvent::StorageClassAdd(class)];
+    for k in 0..4 {
+        let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("pv-node-{k}")},
+            "spec": {
+                "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local", "local": {"path": "/mnt"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In",
+                     "values": [format!("node-{k}")]}
+                ]}]}}
+            },
+            "status": {"phase": "Available"}
+        }))
+        .unwrap();
+        events.push(ClusterEvent::PersistentVolumeAdd(pv));
+    }
+    for id in 0..12 {
+        let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("c{id}"), "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+        events.push(ClusterEvent::PersistentVolumeClaimAdd(claim));
+    }
+    events
 }
 
 proptest! {
@@ -268,15 +320,31 @@ proptest! {
         let mut t = Truth::default();
         t.nodes.insert("node-0".into(), 2);
         let mut now = Duration::ZERO;
+        for e in storage_events() {
+            sch.apply(e, now);
+        }
         for a in &actions {
             match a {
-                Action::AddPod { id, milli_cpu, priority, gated } => {
+                Action::AddPod { id, milli_cpu, priority, gated, claim } => {
                     let name = format!("p{id}");
                     let key = format!("default/{name}");
                     if t.pods.contains_key(&key) {
                         continue;
                     }
-                    let p = pod(&name, *milli_cpu, *priority, *gated);
+                    let mut p = pod(&name, *milli_cpu, *priority, *gated);
+                    if *claim {
+                        p = serde_json::from_value({
+                            let mut v = serde_json::to_value(&p).unwrap();
+                            v["spec"]["volumes"] = serde_json::json!([
+                                {"name": "data", "persistentVolumeClaim": {"claimName": format!("c{id}")}}
+                            ]);
+                            v
+                        })
+                        .unwrap();
+                        t.with_claim.insert(key.clone());
+                    } else {
+                        t.with_claim.remove(&key);
+                    }
                     t.pods.insert(key.clone(), p.clone());
                     t.pending.insert(key);
                     sch.apply(ClusterEvent::PodAdd(p), now);
@@ -386,6 +454,9 @@ proptest! {
                     };
                     t.binding.remove(&key);
                     if *ok {
+                        if t.with_claim.contains(&key) {
+                            t.claim_kept.insert(key.clone());
+                        }
                         t.bound.insert(key.clone(), node);
                         sch.finish_binding(&key, Ok(()), now);
                     } else {
@@ -437,6 +508,29 @@ proptest! {
             // deleted).
             for (k, _) in sch.nominator().iter() {
                 prop_assert!(t.pending.contains(k), "{} nominated but not pending", k);
+            }
+            // Volumes: a placed pod with a claim holds its node's PV (VolumeBinding's Reserve
+            // assumed it), no PV serves two placed pods, and a pending pod whose claim was
+            // never bound holds no PV (every unreserve gave it back).
+            let storage = sch.snapshot().storage();
+            let claim_of = |pv: &str| {
+                storage.pv(pv).and_then(|pv| pv.spec.claim_ref.as_ref()).map(|r| r.name.clone())
+            };
+            for (k, n) in &placed {
+                if t.with_claim.contains(*k) {
+                    let id = k.trim_start_matches("default/p");
+                    let pv = format!("pv-{n}");
+                    prop_assert_eq!(claim_of(&pv), Some(format!("c{id}")), "{} on {}", k, n);
+                }
+            }
+            for k in &t.pending {
+                if t.with_claim.contains(k) && !t.claim_kept.contains(k) {
+                    let claim = format!("c{}", k.trim_start_matches("default/p"));
+                    for node in 0..4 {
+                        let pv = format!("pv-node-{node}");
+                        prop_assert_ne!(claim_of(&pv), Some(claim.clone()), "{} pending", k);
+                    }
+                }
             }
             // No node holds more than it allocates.
             for info in sch.snapshot().node_infos() {
