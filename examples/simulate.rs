@@ -388,26 +388,37 @@ enum Fate {
     Preempted,
 }
 
-/// `namespace/name` column width for the step lines.
-const POD_COLUMN: usize = 18;
-
 /// Seconds, as the step lines print them.
 fn secs(t: Duration) -> String {
     format!("{:.3}s", t.as_secs_f64())
 }
 
-/// One step of `--cycle`, printed and recorded.
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("{n} {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// The steps of `--cycle`, printed and recorded.
 struct Log {
     text: String,
     steps: Vec<Value>,
+    /// Column widths: pod keys, profile names.
+    pod_width: usize,
+    profile_width: usize,
 }
 
 impl Log {
     fn step(&mut self, now: Duration, pod: &str, profile: &str, line: &str, record: Value) {
         let _ = writeln!(
             self.text,
-            "{:>9}  {pod:<POD_COLUMN$}  {profile:<18}  {line}",
-            secs(now)
+            "{:>9}  {pod:<pw$}  {profile:<fw$}  {line}",
+            secs(now),
+            pw = self.pod_width,
+            fw = self.profile_width
         );
         let mut record = record;
         if let Value::Object(m) = &mut record {
@@ -472,21 +483,41 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
         cluster.pdbs.len(),
         cluster.pending.len(),
     );
+    let pod_width = cluster
+        .bound
+        .iter()
+        .chain(&cluster.pending)
+        .map(|p| p.metadata.namespace.len() + 1 + p.metadata.name.len())
+        .max()
+        .unwrap_or(0)
+        .clamp(3, 40);
+    let profile_width = profiles
+        .iter()
+        .map(String::len)
+        .chain(cluster.pending.iter().map(|p| wanted_profile(p).len()))
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 40);
     let mut log = Log {
         text: String::new(),
         steps: Vec::new(),
+        pod_width,
+        profile_width,
     };
     let _ = writeln!(
         log.text,
-        "{nodes} nodes, {bound} bound pods, {pdbs} PodDisruptionBudgets, {pending} pending pods; \
-         profiles: {}; seed {}; time limit {}\n",
+        "{}, {}, {}, {}; profiles: {}; seed {}; time limit {}\n",
+        plural(nodes, "node"),
+        plural(bound, "bound pod"),
+        plural(pdbs, "PodDisruptionBudget"),
+        plural(pending, "pending pod"),
         profiles.join(", "),
         args.seed,
         secs(limit)
     );
     let _ = writeln!(
         log.text,
-        "{:>9}  {:<POD_COLUMN$}  {:<18}  result",
+        "{:>9}  {:<pod_width$}  {:<profile_width$}  result",
         "time", "pod", "profile"
     );
     for node in cluster.nodes {
@@ -580,7 +611,9 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
             .map_or(DEFAULT_SCHEDULER_NAME, wanted_profile)
             .to_string()
     };
-    let (mut preemptions, mut victims_total) = (0usize, 0usize);
+    let mut preemptions = 0usize;
+    // (victim, preemptor, node), in order.
+    let mut victims_all: Vec<(String, String, String)> = Vec::new();
     let mut now = now;
     let mut stop = String::new();
     let mut steps = 0usize;
@@ -652,9 +685,9 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
                 for v in &victims {
                     scheduler.apply(ClusterEvent::PodDelete(v.clone()), now);
                     set(&mut fates, v, Fate::Preempted);
+                    victims_all.push((v.clone(), pod.clone(), node.clone()));
                 }
                 preemptions += 1;
-                victims_total += victims.len();
                 log.step(
                     now,
                     &pod,
@@ -702,7 +735,7 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
                     Some(t) if t <= limit => now = now.max(t),
                     Some(t) => {
                         stop = format!(
-                            "time limit {} reached (next step at {})",
+                            "time limit {} reached (next step due at {})",
                             secs(limit),
                             secs(t)
                         )
@@ -725,12 +758,14 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
     let failed_n = count(|f| *f == Fate::Failed);
     let queued_n = count(|f| *f == Fate::Queued);
     let preempted_n = count(|f| *f == Fate::Preempted);
-    let _ = writeln!(log.text, "\n{} at {}", stop, secs(now));
+    let _ = writeln!(log.text, "\nstopped at {}: {stop}", secs(now));
+    let victims_n = victims_all.len();
     let _ = writeln!(
         log.text,
         "summary: {bound_n} bound, {unschedulable_n} unschedulable, {gated_n} gated, \
-         {no_profile_n} without a profile, {failed_n} failed, {queued_n} still queued; \
-         {preemptions} preemptions, {victims_total} victims"
+         {no_profile_n} without a profile, {failed_n} failed, {queued_n} still queued; {}, {}",
+        plural(preemptions, "preemption"),
+        plural(victims_n, "victim")
     );
     for (key, fate) in &fates {
         let what = match fate {
@@ -742,7 +777,13 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
             Fate::Failed => "failed".to_string(),
             Fate::Preempted => "bound, then preempted".to_string(),
         };
-        let _ = writeln!(log.text, "    {key:<POD_COLUMN$}  {what}");
+        let _ = writeln!(log.text, "    {key:<pod_width$}  {what}");
+    }
+    for (victim, by, node) in &victims_all {
+        let _ = writeln!(
+            log.text,
+            "    {victim:<pod_width$}  deleted: preempted by {by} on {node}"
+        );
     }
     if args.json {
         let pods: Vec<Value> = fates
@@ -752,7 +793,11 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
                 Fate::Unschedulable(m) => {
                     json!({"pod": key, "fate": "unschedulable", "message": m})
                 }
-                other => json!({"pod": key, "fate": format!("{other:?}").to_lowercase()}),
+                Fate::Queued => json!({"pod": key, "fate": "queued"}),
+                Fate::Gated => json!({"pod": key, "fate": "gated"}),
+                Fate::NoProfile => json!({"pod": key, "fate": "noProfile"}),
+                Fate::Failed => json!({"pod": key, "fate": "failed"}),
+                Fate::Preempted => json!({"pod": key, "fate": "preempted"}),
             })
             .collect();
         let doc = json!({
@@ -763,9 +808,10 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
             "summary": {
                 "bound": bound_n, "unschedulable": unschedulable_n, "gated": gated_n,
                 "noProfile": no_profile_n, "failed": failed_n, "queued": queued_n,
-                "preemptions": preemptions, "victims": victims_total,
+                "preemptions": preemptions, "victims": victims_n,
                 "preemptedHere": preempted_n,
             },
+            "victims": victims_all.iter().map(|(v, by, node)| json!({"pod": v, "preemptor": by, "node": node})).collect::<Vec<_>>(),
             "pods": pods,
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
