@@ -729,9 +729,7 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
                     || scheduler.binding().next().is_some()
                     || scheduler.waiting().next().is_some();
                 match until {
-                    _ if !busy => {
-                        stop = "settled: nothing left but unschedulable and gated pods".into()
-                    }
+                    _ if !busy => stop = "nothing left but unschedulable and gated pods".into(),
                     Some(t) if t <= limit => now = now.max(t),
                     Some(t) => {
                         stop = format!(
@@ -740,7 +738,7 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
                             secs(t)
                         )
                     }
-                    None => stop = "idle: only a cluster event could change anything".into(),
+                    None => stop = "only a cluster event could change anything".into(),
                 }
             }
             other => {
