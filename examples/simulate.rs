@@ -550,7 +550,7 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
     for pod in cluster.pending {
         let key = pod.key();
         let wanted = wanted_profile(&pod).to_string();
-        let fate = if !profiles.iter().any(|p| *p == wanted) {
+        let fate = if !profiles.contains(&wanted) {
             let e = format!(
                 "asks for scheduler {wanted:?}, which no profile has (profiles: {})",
                 profiles.join(", ")
@@ -761,7 +761,12 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
     let _ = writeln!(
         log.text,
         "summary: {bound_n} bound, {unschedulable_n} unschedulable, {gated_n} gated, \
-         {no_profile_n} without a profile, {failed_n} failed, {queued_n} still queued; {}, {}",
+         {no_profile_n} without a profile, {failed_n} failed, {queued_n} still queued{}; {}, {}",
+        if preempted_n > 0 {
+            format!(", {preempted_n} bound then preempted")
+        } else {
+            String::new()
+        },
         plural(preemptions, "preemption"),
         plural(victims_n, "victim")
     );
