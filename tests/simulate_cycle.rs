@@ -166,3 +166,51 @@ fn usage_errors_exit_2() {
             .contains("--until needs --cycle")
     );
 }
+
+#[test]
+fn without_the_budget_preemption_takes_a_cache_pod() {
+    // The same sample without its PodDisruptionBudget: every node needs two victims, and
+    // kube's later tie-breakers pick a node with a cache pod.
+    let sample: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/cycle.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut items = sample["items"].as_array().unwrap().clone();
+    items.retain(|i| i["kind"] != "PodDisruptionBudget");
+    let path = std::env::temp_dir().join(format!("simulate-cycle-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    let out = simulate(&[
+        "--objects",
+        path.to_str().unwrap(),
+        "--config",
+        "examples/data/scheduler-config.yaml",
+        "--cycle",
+        "--format",
+        "json",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["summary"]["preemptions"], 1);
+    let victims: Vec<&str> = doc["victims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(victims.len(), 2, "{victims:?}");
+    assert!(
+        victims.iter().any(|v| v.starts_with("batch/cache-")),
+        "{victims:?}"
+    );
+    assert!(
+        !victims.iter().any(|v| v.starts_with("batch/crawler-c")),
+        "{victims:?}"
+    );
+}
