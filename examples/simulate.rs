@@ -5,7 +5,7 @@
 //!     --cluster examples/data/cluster.json --pods examples/data/pods.json \
 //!     [--objects MIXED.json]... \
 //!     [--policy examples/data/policy-default.json | --config examples/data/scheduler-config.yaml] \
-//!     [--format table|json] [--seed 1] [--top 3]
+//!     [--format table|json] [--seed 1] [--top 3 | --cycle [--until 10m]]
 //! ```
 //!
 //! `--cluster` holds nodes only (`kubectl get nodes -o json`) and `--pods` pods only
@@ -29,7 +29,25 @@
 //! scores per priority, or why it fits nowhere: every node's reasons and kube's summary line.
 //! A pod that cannot be scheduled for another reason is reported in its place and the run goes
 //! on. Runs are deterministic for a given `--seed`. Exit status: 0, 1 when a pod failed with an
-//! error, 2 for bad arguments or files.
+//! error or named no profile, 2 for bad arguments or files.
+//!
+//! `--cycle` runs the same objects through the scheduling engine
+//! (`sched_core::scheduler::Scheduler`, from the `--config` file, or the Policy as the one
+//! profile `default-scheduler`) instead, as an informer would report them at time 0: nodes,
+//! bound pods, storage objects, PodDisruptionBudgets, then the pending pods in file order
+//! (the queue takes them by priority, then arrival). Under a simulated clock it takes the
+//! engine's steps as a caller does: a bind succeeds (`finish_binding`), then the informer
+//! reports the PersistentVolumes and claims bound for it and the pod with `spec.nodeName`
+//! set; a preemption's victims are deleted at once (`PodDelete`); when idle, the clock jumps
+//! to the engine's next wake-up (a backoff's end). The run stops when nothing is left but
+//! unschedulable and gated pods, or when the next wake-up is past `--until` (default 10m;
+//! `500ms`, `90s`, `1.5h`). A pod whose attempt fails with an error (not "no node fits") is
+//! reported and withdrawn rather than retried. Each step is printed in order (time, pod,
+//! profile, result: bound to a node, unschedulable with kube's message, preemption with its
+//! node and victims, a rejection by a plugin), gated pods and pods naming no profile as they
+//! arrive, then a summary (counts, every pending pod's fate, every victim).
+//! `examples/data/cycle.json` with `--config examples/data/scheduler-config.yaml` shows queue
+//! order, a gated pod, a preemption steered by a PodDisruptionBudget and two profiles.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
