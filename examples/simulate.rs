@@ -5,7 +5,7 @@
 //!     --cluster examples/data/cluster.json --pods examples/data/pods.json \
 //!     [--objects MIXED.json]... \
 //!     [--policy examples/data/policy-default.json | --config examples/data/scheduler-config.yaml] \
-//!     [--format table|json] [--seed 1] [--top 3]
+//!     [--format table|json] [--seed 1] [--top 3 | --cycle [--until 10m]]
 //! ```
 //!
 //! `--cluster` holds nodes only (`kubectl get nodes -o json`) and `--pods` pods only
@@ -29,17 +29,38 @@
 //! scores per priority, or why it fits nowhere: every node's reasons and kube's summary line.
 //! A pod that cannot be scheduled for another reason is reported in its place and the run goes
 //! on. Runs are deterministic for a given `--seed`. Exit status: 0, 1 when a pod failed with an
-//! error, 2 for bad arguments or files.
+//! error or named no profile, 2 for bad arguments or files.
+//!
+//! `--cycle` runs the same objects through the scheduling engine
+//! (`sched_core::scheduler::Scheduler`, from the `--config` file, or the Policy as the one
+//! profile `default-scheduler`) instead, as an informer would report them at time 0: nodes,
+//! bound pods, storage objects, PodDisruptionBudgets, then the pending pods in file order
+//! (the queue takes them by priority, then arrival). Under a simulated clock it takes the
+//! engine's steps as a caller does: a bind succeeds (`finish_binding`), then the informer
+//! reports the PersistentVolumes and claims bound for it and the pod with `spec.nodeName`
+//! set; a preemption's victims are deleted at once (`PodDelete`); when idle, the clock jumps
+//! to the engine's next wake-up (a backoff's end). The run stops when nothing is left but
+//! unschedulable and gated pods, or when the next wake-up is past `--until` (default 10m;
+//! `500ms`, `90s`, `1.5h`). A pod whose attempt fails with an error (not "no node fits") is
+//! reported and withdrawn rather than retried. Each step is printed in order (time, pod,
+//! profile, result: bound to a node, unschedulable with kube's message, preemption with its
+//! node and victims, a rejection by a plugin), gated pods and pods naming no profile as they
+//! arrive, then a summary (counts, every pending pod's fate, every victim).
+//! `examples/data/cycle.json` with `--config examples/data/scheduler-config.yaml` shows queue
+//! order, a gated pod, a preemption steered by a PodDisruptionBudget and two profiles.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{ClusterObjects, Role, load_file};
+use sched_core::model::{Cluster, ClusterObjects, Pod, Role, load_file};
 use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
+use sched_core::scheduler::{ClusterEvent, QueueSettings, Scheduler, SchedulerEvent, Step};
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
 use serde_json::{Value, json};
 
@@ -52,12 +73,16 @@ struct Args {
     json: bool,
     seed: u64,
     top: usize,
+    /// `--cycle`: run the pods through the scheduling engine.
+    cycle: bool,
+    /// `--until`: the simulated time limit of `--cycle`.
+    until: Option<Duration>,
 }
 
 fn usage() -> String {
     "usage: simulate [--cluster NODES.json] [--pods PODS.json] [--objects MIXED.json]... \
      [--policy POLICY.json | --config KUBE_SCHEDULER_CONFIGURATION.yaml] \
-     [--format table|json] [--seed N] [--top K]"
+     [--format table|json] [--seed N] [--top K | --cycle [--until DURATION]]"
         .into()
 }
 
@@ -66,6 +91,7 @@ fn parse_args() -> Result<Args, String> {
     let (mut cluster, mut pods, mut policy, mut config) = (None, None, None, None);
     let mut objects = Vec::new();
     let (mut json, mut seed, mut top) = (false, 1u64, 3usize);
+    let (mut top_given, mut cycle, mut until) = (false, false, None);
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
             it.next()
@@ -93,7 +119,10 @@ fn parse_args() -> Result<Args, String> {
                 top = v
                     .parse()
                     .map_err(|_| format!("--top must be a number, not {v:?}"))?;
+                top_given = true;
             }
+            "--cycle" => cycle = true,
+            "--until" => until = Some(parse_duration(&value("--until")?)?),
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
@@ -110,6 +139,15 @@ fn parse_args() -> Result<Args, String> {
             usage()
         ));
     }
+    if !cycle && until.is_some() {
+        return Err(format!("--until needs --cycle\n{}", usage()));
+    }
+    if cycle && top_given {
+        return Err(format!(
+            "--top shows scores, which --cycle does not print\n{}",
+            usage()
+        ));
+    }
     Ok(Args {
         cluster,
         pods,
@@ -119,7 +157,33 @@ fn parse_args() -> Result<Args, String> {
         json,
         seed,
         top,
+        cycle,
+        until,
     })
+}
+
+/// A simulated duration: a number with a unit (`ms`, `s`, `m`, `h`; `90s`, `10m`, `1.5h`) or
+/// a plain number of seconds.
+fn parse_duration(v: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("--until must be a duration such as 90s, 10m or 1h (ms, s, m, h), not {v:?}");
+    let t = v.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(n * scale).map_err(|_| bad())
 }
 
 /// How a run went: 0 all pods answered, 1 some pod failed with an error.
@@ -142,11 +206,29 @@ fn load(args: &Args) -> Result<ClusterObjects, String> {
     Ok(objects)
 }
 
+/// The profile of `--policy` (kube's default policy when none).
+fn policy_profile(args: &Args) -> Result<Profile, String> {
+    let policy = match &args.policy {
+        Some(p) => {
+            let bytes = std::fs::read(p).map_err(|e| format!("{p}: {e}"))?;
+            Policy::from_slice(&bytes).map_err(|e| format!("{p}: {e}"))?
+        }
+        None => Policy::kube_default(),
+    };
+    policy
+        .builder()
+        .and_then(|b| Ok(b.threads(1).seed(args.seed).build()?))
+        .map_err(|e| format!("policy: {e}"))
+}
+
 fn run() -> Result<Outcome, String> {
     let args = parse_args()?;
     let cluster = load(&args)?.into_cluster().map_err(|e| e.to_string())?;
     for line in cluster.report.to_string().lines() {
         eprintln!("simulate: {line}");
+    }
+    if args.cycle {
+        return run_cycle(&args, cluster);
     }
     // (scheduler name, profile, its cache): one profile for a Policy, one per profile of a
     // configuration.
@@ -166,17 +248,7 @@ fn run() -> Result<Outcome, String> {
             profiles.push((name, profile, cache));
         }
     } else {
-        let policy = match &args.policy {
-            Some(p) => {
-                let bytes = std::fs::read(p).map_err(|e| format!("{p}: {e}"))?;
-                Policy::from_slice(&bytes).map_err(|e| format!("{p}: {e}"))?
-            }
-            None => Policy::kube_default(),
-        };
-        let profile = policy
-            .builder()
-            .and_then(|b| Ok(b.threads(1).seed(args.seed).build()?))
-            .map_err(|e| format!("policy: {e}"))?;
+        let profile = policy_profile(&args)?;
         let cache = profile.create_cache();
         profiles.push((String::new(), profile, cache));
     }
@@ -309,6 +381,463 @@ fn run() -> Result<Outcome, String> {
         );
     } else {
         print!("{text}");
+    }
+    Ok(outcome)
+}
+
+/// The default simulated time limit of `--cycle`.
+const DEFAULT_UNTIL: Duration = Duration::from_secs(600);
+
+/// A guard against a run that never settles within its time limit (steps at one instant).
+const MAX_STEPS: usize = 100_000;
+
+/// What became of a pending pod in `--cycle`.
+#[derive(Clone, Debug, PartialEq)]
+enum Fate {
+    /// Still queued (active or backing off) when the run stopped.
+    Queued,
+    Bound(String),
+    Unschedulable(String),
+    Gated,
+    NoProfile,
+    /// Failed with an error and was withdrawn from the run.
+    Failed,
+    /// Bound here, then preempted by a later pod.
+    Preempted,
+}
+
+/// Seconds, as the step lines print them.
+fn secs(t: Duration) -> String {
+    format!("{:.3}s", t.as_secs_f64())
+}
+
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("{n} {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// The steps of `--cycle`, printed and recorded.
+struct Log {
+    text: String,
+    steps: Vec<Value>,
+    /// Column widths: pod keys, profile names.
+    pod_width: usize,
+    profile_width: usize,
+}
+
+impl Log {
+    fn step(&mut self, now: Duration, pod: &str, profile: &str, line: &str, record: Value) {
+        let _ = writeln!(
+            self.text,
+            "{:>9}  {pod:<pw$}  {profile:<fw$}  {line}",
+            secs(now),
+            pw = self.pod_width,
+            fw = self.profile_width
+        );
+        let mut record = record;
+        if let Value::Object(m) = &mut record {
+            m.insert("time".into(), json!(now.as_secs_f64()));
+            m.insert("pod".into(), json!(pod));
+            m.insert("profile".into(), json!(profile));
+        }
+        self.steps.push(record);
+    }
+}
+
+/// The scheduler name a pod asks for.
+fn wanted_profile(pod: &Pod) -> &str {
+    match pod.spec.scheduler_name.as_str() {
+        "" => DEFAULT_SCHEDULER_NAME,
+        n => n,
+    }
+}
+
+/// `--cycle`: every object goes to the scheduling engine as the informers would report it,
+/// and the steps are taken as a caller takes them, under a simulated clock.
+fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
+    let limit = args.until.unwrap_or(DEFAULT_UNTIL);
+    // Workloads and namespaces have no events: the engine starts from a snapshot that holds
+    // them and no node.
+    let mut snapshot = Snapshot::from_objects(Vec::new(), Vec::new()).map_err(|e| e.to_string())?;
+    snapshot.set_workloads(cluster.workloads);
+    let mut namespaces = NamespaceLabels::new();
+    namespaces.extend_from(&cluster.namespaces);
+    snapshot.set_namespace_labels(namespaces);
+    let (mut scheduler, profiles) = match &args.config {
+        Some(path) => {
+            let config = SchedulerConfiguration::from_file(path).map_err(|e| e.to_string())?;
+            let names: Vec<String> = config
+                .profiles
+                .iter()
+                .map(|p| p.scheduler_name.clone())
+                .collect();
+            let scheduler =
+                Scheduler::from_config(&config, &Registry::v1_34(), snapshot, args.seed)
+                    .map_err(|e| format!("{path}: {e}"))?;
+            (scheduler, names)
+        }
+        None => {
+            // A Policy is the default scheduler's one profile, as in kube v1.20.
+            let profile = policy_profile(args)?;
+            let name = DEFAULT_SCHEDULER_NAME.to_string();
+            let scheduler = Scheduler::new(
+                vec![(name.clone(), profile)],
+                snapshot,
+                QueueSettings::default(),
+            )
+            .with_preemption_seed(args.seed);
+            (scheduler, vec![name])
+        }
+    };
+
+    let now = Duration::ZERO;
+    let (nodes, bound, pdbs, pending) = (
+        cluster.nodes.len(),
+        cluster.bound.len(),
+        cluster.pdbs.len(),
+        cluster.pending.len(),
+    );
+    let pod_width = cluster
+        .bound
+        .iter()
+        .chain(&cluster.pending)
+        .map(|p| p.metadata.namespace.len() + 1 + p.metadata.name.len())
+        .max()
+        .unwrap_or(0)
+        .clamp(3, 40);
+    let profile_width = profiles
+        .iter()
+        .map(String::len)
+        .chain(cluster.pending.iter().map(|p| wanted_profile(p).len()))
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 40);
+    let mut log = Log {
+        text: String::new(),
+        steps: Vec::new(),
+        pod_width,
+        profile_width,
+    };
+    let _ = writeln!(
+        log.text,
+        "{}, {}, {}, {}; profiles: {}; seed {}; time limit {}\n",
+        plural(nodes, "node"),
+        plural(bound, "bound pod"),
+        plural(pdbs, "PodDisruptionBudget"),
+        plural(pending, "pending pod"),
+        profiles.join(", "),
+        args.seed,
+        secs(limit)
+    );
+    let _ = writeln!(
+        log.text,
+        "{:>9}  {:<pod_width$}  {:<profile_width$}  result",
+        "time", "pod", "profile"
+    );
+    for node in cluster.nodes {
+        scheduler.apply(ClusterEvent::NodeAdd(node), now);
+    }
+    for pod in cluster.bound {
+        scheduler.apply(ClusterEvent::PodAdd(pod), now);
+    }
+    let storage = cluster.storage;
+    for class in storage.storage_classes {
+        scheduler.apply(ClusterEvent::StorageClassAdd(class), now);
+    }
+    for pv in storage.persistent_volumes {
+        scheduler.apply(ClusterEvent::PersistentVolumeAdd(pv), now);
+    }
+    for pvc in storage.persistent_volume_claims {
+        scheduler.apply(ClusterEvent::PersistentVolumeClaimAdd(pvc), now);
+    }
+    for csi in storage.csi_nodes {
+        scheduler.apply(ClusterEvent::CsiNodeAdd(csi), now);
+    }
+    for pdb in cluster.pdbs {
+        scheduler.apply(ClusterEvent::PdbAdd(pdb), now);
+    }
+    // The pending pods arrive last, in file order: the queue orders them by priority, then
+    // arrival. Gated pods and pods of a scheduler no profile has are reported as they arrive.
+    let mut fates: Vec<(String, Fate)> = Vec::new();
+    let mut objects: HashMap<String, Pod> = HashMap::new();
+    let mut outcome = Outcome::Answered;
+    for pod in cluster.pending {
+        let key = pod.key();
+        let wanted = wanted_profile(&pod).to_string();
+        let fate = if !profiles.contains(&wanted) {
+            let e = format!(
+                "asks for scheduler {wanted:?}, which no profile has (profiles: {})",
+                profiles.join(", ")
+            );
+            log.step(
+                now,
+                &key,
+                &wanted,
+                &format!("no profile: {e}"),
+                json!({"result": "noProfile", "message": e}),
+            );
+            outcome = Outcome::PodErrors;
+            Fate::NoProfile
+        } else if !pod.spec.scheduling_gates.is_empty() {
+            let gates: Vec<&str> = pod
+                .spec
+                .scheduling_gates
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect();
+            log.step(
+                now,
+                &key,
+                &wanted,
+                &format!(
+                    "gated: waits for its scheduling gates ({}), not scheduled",
+                    gates.join(", ")
+                ),
+                json!({"result": "gated", "gates": gates}),
+            );
+            Fate::Gated
+        } else {
+            Fate::Queued
+        };
+        fates.push((key.clone(), fate));
+        objects.insert(key, pod.clone());
+        scheduler.apply(ClusterEvent::PodAdd(pod), now);
+    }
+    for e in scheduler.drain_events() {
+        if let SchedulerEvent::Rejected { object, message } = e {
+            eprintln!("simulate: {object} left out: {message}");
+        }
+    }
+
+    let index: HashMap<String, usize> = fates
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (k.clone(), i))
+        .collect();
+    let set = |fates: &mut Vec<(String, Fate)>, key: &str, fate: Fate| {
+        if let Some(&i) = index.get(key) {
+            fates[i].1 = fate;
+        }
+    };
+    let profile_of = |key: &str| {
+        objects
+            .get(key)
+            .map_or(DEFAULT_SCHEDULER_NAME, wanted_profile)
+            .to_string()
+    };
+    let mut preemptions = 0usize;
+    // (victim, preemptor, node), in order.
+    let mut victims_all: Vec<(String, String, String)> = Vec::new();
+    let mut now = now;
+    let mut stop = String::new();
+    let mut steps = 0usize;
+    while stop.is_empty() {
+        steps += 1;
+        if steps > MAX_STEPS {
+            stop = format!("stopped after {MAX_STEPS} steps");
+            break;
+        }
+        match scheduler.schedule_one(now) {
+            Step::Bind {
+                pod,
+                node,
+                profile,
+                volumes,
+                extender_binder,
+                ..
+            } => {
+                // The simulated API server accepts the binding (or the binder extender
+                // answers), and the informer reports the volumes and the pod bound.
+                let result = match &extender_binder {
+                    Some(b) => b.bind().map_err(|e| format!("extender {}: {e}", b.name())),
+                    None => Ok(()),
+                };
+                scheduler.finish_binding(&pod, result.clone(), now);
+                if let Err(e) = result {
+                    log.step(
+                        now,
+                        &pod,
+                        &profile,
+                        &format!("bind to {node} failed: {e}"),
+                        json!({"result": "bindFailed", "node": node, "message": e}),
+                    );
+                    continue;
+                }
+                for pv in volumes.bindings() {
+                    scheduler.apply(ClusterEvent::PersistentVolumeUpdate(pv.clone()), now);
+                }
+                for pvc in volumes.provisions() {
+                    scheduler.apply(ClusterEvent::PersistentVolumeClaimUpdate(pvc.clone()), now);
+                }
+                if let Some(obj) = objects.get(&pod) {
+                    let mut confirmed = obj.clone();
+                    confirmed.spec.node_name = node.clone();
+                    scheduler.apply(ClusterEvent::PodUpdate(confirmed), now);
+                }
+                log.step(
+                    now,
+                    &pod,
+                    &profile,
+                    &format!("bound to {node}"),
+                    json!({"result": "bound", "node": node}),
+                );
+                set(&mut fates, &pod, Fate::Bound(node));
+            }
+            Step::Unschedulable { pod, error } => {
+                let message = error.to_string();
+                log.step(
+                    now,
+                    &pod,
+                    &profile_of(&pod),
+                    &format!("unschedulable: {message}"),
+                    json!({"result": "unschedulable", "message": message}),
+                );
+                set(&mut fates, &pod, Fate::Unschedulable(message));
+            }
+            Step::Preempt { pod, node, victims } => {
+                // The victims are deleted; the informer reports them gone.
+                for v in &victims {
+                    scheduler.apply(ClusterEvent::PodDelete(v.clone()), now);
+                    set(&mut fates, v, Fate::Preempted);
+                    victims_all.push((v.clone(), pod.clone(), node.clone()));
+                }
+                preemptions += 1;
+                log.step(
+                    now,
+                    &pod,
+                    &profile_of(&pod),
+                    &format!("preempts on {node}: deletes {}", victims.join(", ")),
+                    json!({"result": "preempt", "node": node, "victims": victims}),
+                );
+            }
+            Step::Rejected {
+                pod,
+                plugin,
+                reason,
+            } => {
+                log.step(
+                    now,
+                    &pod,
+                    &profile_of(&pod),
+                    &format!("rejected by {plugin}: {reason}"),
+                    json!({"result": "rejected", "plugin": plugin, "message": reason}),
+                );
+            }
+            Step::Failed { pod, error } => {
+                // It would back off and fail again: it leaves the run, reported.
+                let message = error.to_string();
+                log.step(
+                    now,
+                    &pod,
+                    &profile_of(&pod),
+                    &format!("error: {message} (withdrawn)"),
+                    json!({"result": "error", "message": message}),
+                );
+                scheduler.apply(ClusterEvent::PodDelete(pod.clone()), now);
+                set(&mut fates, &pod, Fate::Failed);
+                outcome = Outcome::PodErrors;
+            }
+            Step::Idle { until } => {
+                let c = scheduler.queue().counts();
+                let busy = c.active + c.backoff + c.in_flight > 0
+                    || scheduler.binding().next().is_some()
+                    || scheduler.waiting().next().is_some();
+                match until {
+                    _ if !busy => stop = "nothing left but unschedulable and gated pods".into(),
+                    Some(t) if t <= limit => now = now.max(t),
+                    Some(t) => {
+                        stop = format!(
+                            "time limit {} reached (next step due at {})",
+                            secs(limit),
+                            secs(t)
+                        )
+                    }
+                    None => stop = "only a cluster event could change anything".into(),
+                }
+            }
+            other => {
+                // Permit waits need Permit plugins, which this simulator does not add.
+                stop = format!("unexpected step {other:?}");
+            }
+        }
+    }
+
+    let count = |want: fn(&Fate) -> bool| fates.iter().filter(|(_, f)| want(f)).count();
+    let bound_n = count(|f| matches!(f, Fate::Bound(_)));
+    let unschedulable_n = count(|f| matches!(f, Fate::Unschedulable(_)));
+    let gated_n = count(|f| *f == Fate::Gated);
+    let no_profile_n = count(|f| *f == Fate::NoProfile);
+    let failed_n = count(|f| *f == Fate::Failed);
+    let queued_n = count(|f| *f == Fate::Queued);
+    let preempted_n = count(|f| *f == Fate::Preempted);
+    let _ = writeln!(log.text, "\nstopped at {}: {stop}", secs(now));
+    let victims_n = victims_all.len();
+    let _ = writeln!(
+        log.text,
+        "summary: {bound_n} bound, {unschedulable_n} unschedulable, {gated_n} gated, \
+         {no_profile_n} without a profile, {failed_n} failed, {queued_n} still queued{}; {}, {}",
+        if preempted_n > 0 {
+            format!(", {preempted_n} bound then preempted")
+        } else {
+            String::new()
+        },
+        plural(preemptions, "preemption"),
+        plural(victims_n, "victim")
+    );
+    for (key, fate) in &fates {
+        let what = match fate {
+            Fate::Queued => "still queued".to_string(),
+            Fate::Bound(node) => format!("bound to {node}"),
+            Fate::Unschedulable(m) => format!("unschedulable: {m}"),
+            Fate::Gated => "gated".to_string(),
+            Fate::NoProfile => "no profile".to_string(),
+            Fate::Failed => "failed".to_string(),
+            Fate::Preempted => "bound, then preempted".to_string(),
+        };
+        let _ = writeln!(log.text, "    {key:<pod_width$}  {what}");
+    }
+    for (victim, by, node) in &victims_all {
+        let _ = writeln!(
+            log.text,
+            "    {victim:<pod_width$}  deleted: preempted by {by} on {node}"
+        );
+    }
+    if args.json {
+        let pods: Vec<Value> = fates
+            .iter()
+            .map(|(key, fate)| match fate {
+                Fate::Bound(node) => json!({"pod": key, "fate": "bound", "node": node}),
+                Fate::Unschedulable(m) => {
+                    json!({"pod": key, "fate": "unschedulable", "message": m})
+                }
+                Fate::Queued => json!({"pod": key, "fate": "queued"}),
+                Fate::Gated => json!({"pod": key, "fate": "gated"}),
+                Fate::NoProfile => json!({"pod": key, "fate": "noProfile"}),
+                Fate::Failed => json!({"pod": key, "fate": "failed"}),
+                Fate::Preempted => json!({"pod": key, "fate": "preempted"}),
+            })
+            .collect();
+        let doc = json!({
+            "seed": args.seed,
+            "steps": log.steps,
+            "stop": stop,
+            "time": now.as_secs_f64(),
+            "summary": {
+                "bound": bound_n, "unschedulable": unschedulable_n, "gated": gated_n,
+                "noProfile": no_profile_n, "failed": failed_n, "queued": queued_n,
+                "preemptions": preemptions, "victims": victims_n,
+                "preemptedHere": preempted_n,
+            },
+            "victims": victims_all.iter().map(|(v, by, node)| json!({"pod": v, "preemptor": by, "node": node})).collect::<Vec<_>>(),
+            "pods": pods,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        print!("{}", log.text);
     }
     Ok(outcome)
 }
