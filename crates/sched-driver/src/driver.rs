@@ -739,7 +739,12 @@ impl Engine {
                     break;
                 }
                 Step::Bind {
-                    pod, node, profile, ..
+                    pod,
+                    node,
+                    profile,
+                    volumes,
+                    extender_binder,
+                    ..
                 } => {
                     let waited = self.pods.get(&pod).is_some_and(|t| t.waiting);
                     if waited {
@@ -749,7 +754,13 @@ impl Engine {
                     } else {
                         self.attempt(&pod, start, Some(&profile));
                     }
-                    let b = Binding { pod, node, profile };
+                    let b = Binding {
+                        pod,
+                        node,
+                        profile,
+                        volumes,
+                        extender_binder,
+                    };
                     self.spawn_bind(b, permit, rt);
                 }
                 Step::Waiting { pod, .. } => {
@@ -809,7 +820,14 @@ impl Engine {
         let h = self.tasks.spawn_on(
             async move {
                 let result = match binder.pre_bind(&b).await {
-                    Ok(()) => binder.bind(&b).await,
+                    Ok(()) => match b.extender_binder.clone() {
+                        // A binder extender binds instead (a blocking HTTP call).
+                        Some(ext) => tokio::task::spawn_blocking(move || ext.bind())
+                            .await
+                            .map_err(|e| BindError::Failed(Box::new(e)))
+                            .and_then(|r| r.map_err(|e| BindError::Failed(Box::new(e)))),
+                        None => binder.bind(&b).await,
+                    },
                     Err(e) => Err(e),
                 };
                 if result.is_ok() {

@@ -3,11 +3,14 @@
 
 use std::error::Error;
 
+use sched_core::extender::ExtenderBinder;
+use sched_core::plugins::volume::AssumedVolumes;
+
 /// A boxed error from the caller's API client.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
 /// A pod the engine placed and assumed on a node, to be bound.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Binding {
     /// `namespace/name`.
@@ -16,6 +19,14 @@ pub struct Binding {
     pub node: String,
     /// The profile (scheduler name) that placed it.
     pub profile: String,
+    /// The volume bindings VolumeBinding decided (kube's PreBind writes them: each
+    /// PersistentVolume's `claimRef`, each claim to provision annotated with the node); write
+    /// them in [`Binder::pre_bind`]. Empty for most pods.
+    pub volumes: AssumedVolumes,
+    /// The extender that binds this pod (kube: the first binder extender interested in it).
+    /// When set, the driver calls it (on the blocking pool) instead of [`Binder::bind`];
+    /// [`Binder::pre_bind`] and [`Binder::post_bind`] still run.
+    pub extender_binder: Option<ExtenderBinder>,
 }
 
 /// Why a binding did not happen.

@@ -881,3 +881,123 @@ async fn failed_deletions_are_reported_and_a_fenced_one_stops_the_driver() {
         }
     }
 }
+
+/// Records what each binding carried; binds nothing itself when an extender binds.
+#[derive(Default)]
+struct Records {
+    volumes: Mutex<Vec<(String, Vec<String>)>>,
+    bound_by_us: Mutex<Vec<String>>,
+    post_bound: Mutex<Vec<String>>,
+}
+
+struct Recorder(Arc<Records>);
+
+#[sched_driver::async_trait]
+impl Binder for Recorder {
+    async fn pre_bind(&self, b: &Binding) -> Result<(), BindError> {
+        let pvs = b
+            .volumes
+            .bindings()
+            .iter()
+            .map(|pv| pv.metadata.name.clone())
+            .collect();
+        self.0.volumes.lock().unwrap().push((b.pod.clone(), pvs));
+        Ok(())
+    }
+    async fn bind(&self, b: &Binding) -> Result<(), BindError> {
+        self.0.bound_by_us.lock().unwrap().push(b.pod.clone());
+        Ok(())
+    }
+    async fn post_bind(&self, b: &Binding) {
+        self.0.post_bound.lock().unwrap().push(b.pod.clone());
+    }
+}
+
+/// An in-process binder extender interested in pods named `ext-*`.
+struct BindingExtender(Arc<Mutex<Vec<String>>>);
+
+impl sched_core::extender::Extender for BindingExtender {
+    fn name(&self) -> &str {
+        "binder"
+    }
+    fn is_interested(&self, pod: &Pod) -> bool {
+        pod.metadata.name.starts_with("ext-")
+    }
+    fn is_binder(&self) -> bool {
+        true
+    }
+    fn bind(
+        &self,
+        args: &sched_core::extender::wire::ExtenderBindingArgs,
+    ) -> Result<(), sched_core::extender::ExtenderError> {
+        self.0.lock().unwrap().push(args.pod_name.clone());
+        Ok(())
+    }
+}
+
+/// The binder gets VolumeBinding's decisions in `pre_bind` (kube's PreBind), and a pod a
+/// binder extender is interested in is bound by the extender instead of `Binder::bind`.
+#[tokio::test(start_paused = true)]
+async fn bindings_carry_volume_decisions_and_extenders_bind_their_pods() {
+    let by_extender = Arc::new(Mutex::new(Vec::new()));
+    let sched = scheduler(vec![node("n1", 4)]).with_extender(BindingExtender(by_extender.clone()));
+    let recorder = Arc::new(Records::default());
+    let driver = Driver::builder(sched)
+        .binder(Recorder(recorder.clone()))
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let run = tokio::spawn(driver.run(std::future::pending()));
+    let class = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"
+    }))
+    .unwrap();
+    let pv = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "pv-1"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "storageClassName": "local", "local": {"path": "/mnt"},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}},
+        "status": {"phase": "Available"}
+    }))
+    .unwrap();
+    let claim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "data", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                 "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .unwrap();
+    handle.apply(ClusterEvent::StorageClassAdd(class)).unwrap();
+    handle.apply(ClusterEvent::PersistentVolumeAdd(pv)).unwrap();
+    handle
+        .apply(ClusterEvent::PersistentVolumeClaimAdd(claim))
+        .unwrap();
+    let mut with_claim = pod("db", 100, 0);
+    with_claim.spec.volumes = serde_json::from_value(serde_json::json!([
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    ]))
+    .unwrap();
+    handle.apply(ClusterEvent::PodAdd(with_claim)).unwrap();
+    handle
+        .apply(ClusterEvent::PodAdd(pod("ext-a", 100, 0)))
+        .unwrap();
+    handle.settled().await.unwrap();
+    let mut volumes = recorder.volumes.lock().unwrap().clone();
+    volumes.sort();
+    assert_eq!(
+        volumes,
+        vec![
+            ("default/db".to_string(), vec!["pv-1".to_string()]),
+            ("default/ext-a".to_string(), vec![]),
+        ]
+    );
+    assert_eq!(*recorder.bound_by_us.lock().unwrap(), vec!["default/db"]);
+    assert_eq!(*by_extender.lock().unwrap(), vec!["ext-a"]);
+    let mut post = recorder.post_bound.lock().unwrap().clone();
+    post.sort();
+    assert_eq!(post, vec!["default/db", "default/ext-a"]);
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+}
