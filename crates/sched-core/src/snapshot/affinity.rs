@@ -267,14 +267,6 @@ impl<'a> GroupView<'a> {
         self.group.anti_affinity.as_ref()
     }
 
-    /// Whether the group has required anti-affinity terms.
-    pub(crate) fn has_required_anti_affinity(&self) -> bool {
-        self.group
-            .anti_affinity
-            .as_ref()
-            .is_some_and(|a| !a.required.is_empty())
-    }
-
     /// The group's counts for a topology key its terms name.
     pub(crate) fn counts(&self, key: Option<Sym>) -> Option<CountsRef> {
         let key = key?;

@@ -22,7 +22,7 @@ pub use selector::CompiledSelector;
 pub use storage::StorageIndex;
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
-pub(crate) use affinity::{AffinityIndex, CountsRef, GroupView};
+pub(crate) use affinity::{AffinityIndex, CountsRef};
 pub(crate) use columns::{EXACT_REQUEST, LoadColumns, NodeFree};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
