@@ -46,14 +46,14 @@ struct KeyColumn {
     /// Per node (snapshot order): its domain, [`NO_DOMAIN`] without the label.
     node_domain: Vec<u32>,
     domain_of: HashMap<Sym, u32, FixedState>,
-    /// Per domain: its value and how many nodes have it (0: free, on `free`).
-    domains: Vec<(Sym, u32)>,
+    /// Per domain: its value and its nodes (none: free, on `free`).
+    domains: Vec<(Sym, Vec<u32>)>,
     free: Vec<u32>,
 }
 
 impl KeyColumn {
-    /// The domain of a node with these labels, counting the node in it.
-    fn enter(&mut self, labels: &LabelIds) -> u32 {
+    /// The domain of the node at `node` with these labels, adding the node to it.
+    fn enter(&mut self, labels: &LabelIds, node: u32) -> u32 {
         let Some(value) = labels.get(self.key) else {
             return NO_DOMAIN;
         };
@@ -62,11 +62,11 @@ impl KeyColumn {
             None => {
                 let d = match self.free.pop() {
                     Some(d) => {
-                        self.domains[d as usize] = (value, 0);
+                        self.domains[d as usize].0 = value;
                         d
                     }
                     None => {
-                        self.domains.push((value, 0));
+                        self.domains.push((value, Vec::new()));
                         (self.domains.len() - 1) as u32
                     }
                 };
@@ -74,20 +74,22 @@ impl KeyColumn {
                 d
             }
         };
-        self.domains[d as usize].1 += 1;
+        self.domains[d as usize].1.push(node);
         d
     }
 
-    /// Takes a node out of its domain; a domain left without nodes is freed (no pod can be
-    /// counted in it then, so its counts are 0 when it is reused).
-    fn leave(&mut self, d: u32) {
+    /// Takes the node at `node` out of its domain `d`; a domain left without nodes is freed
+    /// (no pod can be counted in it then, so its counts are 0 when it is reused).
+    fn leave(&mut self, d: u32, node: u32) {
         if d == NO_DOMAIN {
             return;
         }
-        let entry = &mut self.domains[d as usize];
-        entry.1 -= 1;
-        if entry.1 == 0 {
-            let value = entry.0;
+        let (value, nodes) = &mut self.domains[d as usize];
+        if let Some(at) = nodes.iter().position(|&n| n == node) {
+            nodes.swap_remove(at);
+        }
+        if nodes.is_empty() {
+            let value = *value;
             self.domain_of.remove(&value);
             self.free.push(d);
         }
@@ -100,23 +102,60 @@ struct DomainCounts {
     slot: u32,
     per_domain: Vec<u32>,
     total: u64,
+    /// The node flag ([`AFFINITY_FLAGS`]) set on the nodes of every domain with a pod, if
+    /// this count has one.
+    flag: u32,
 }
 
-impl DomainCounts {
-    fn add(&mut self, d: u32, up: bool) {
-        if d == NO_DOMAIN {
-            return;
+/// The [`super::NodeFree`] flag bits the index sets: one per count that a required term reads
+/// (the first 16 such counts), on the nodes whose domain holds a counted pod, so that the
+/// fused filter pass can check required terms as flags.
+pub(crate) const AFFINITY_FLAGS: u32 = 0xffff_0000;
+
+const _: () = assert!(AFFINITY_FLAGS & ((1 << 13) - 1) == 0);
+
+/// Per node, the [`AFFINITY_FLAGS`] set, and which nodes changed since the snapshot last
+/// copied them into its filter rows.
+#[derive(Clone, Debug, Default)]
+struct NodeFlags {
+    flags: Vec<u32>,
+    dirty: Vec<u32>,
+}
+
+impl NodeFlags {
+    fn set(&mut self, nodes: &[u32], flag: u32, on: bool) {
+        for &n in nodes {
+            let f = &mut self.flags[n as usize];
+            if on {
+                *f |= flag;
+            } else {
+                *f &= !flag;
+            }
+            self.dirty.push(n);
         }
-        let d = d as usize;
-        if d >= self.per_domain.len() {
-            self.per_domain.resize(d + 1, 0);
+    }
+}
+
+/// Counts one pod more (or less) in domain `d` of `c`, whose key's column is `col`.
+fn bump(c: &mut DomainCounts, col: &KeyColumn, flags: &mut NodeFlags, d: u32, up: bool) {
+    if d == NO_DOMAIN {
+        return;
+    }
+    let di = d as usize;
+    if di >= c.per_domain.len() {
+        c.per_domain.resize(di + 1, 0);
+    }
+    if up {
+        c.per_domain[di] += 1;
+        c.total += 1;
+        if c.flag != 0 && c.per_domain[di] == 1 {
+            flags.set(&col.domains[di].1, c.flag, true);
         }
-        if up {
-            self.per_domain[d] += 1;
-            self.total += 1;
-        } else {
-            self.per_domain[d] = self.per_domain[d].saturating_sub(1);
-            self.total = self.total.saturating_sub(1);
+    } else {
+        c.per_domain[di] = c.per_domain[di].saturating_sub(1);
+        c.total = c.total.saturating_sub(1);
+        if c.flag != 0 && c.per_domain[di] == 0 {
+            flags.set(&col.domains[di].1, c.flag, false);
         }
     }
 }
@@ -282,6 +321,9 @@ impl<'a> GroupView<'a> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AffinityIndex {
     columns: Vec<KeyColumn>,
+    node_flags: NodeFlags,
+    /// The [`AFFINITY_FLAGS`] bits some count has.
+    used_flags: u32,
     slot_of: HashMap<Sym, u32, FixedState>,
     counts: Vec<DomainCounts>,
     free_counts: Vec<u32>,
@@ -295,24 +337,25 @@ pub(crate) struct AffinityIndex {
 
 /// The term conjunctions a pod registers as matchers, each with its topology keys: its
 /// required affinity terms together, and every other term alone.
-fn for_each_spec(pod: &Pod, mut f: impl FnMut(&[PodAffinityTerm])) {
+/// The second argument says whether the terms are required (the filter reads them).
+fn for_each_spec(pod: &Pod, mut f: impl FnMut(&[PodAffinityTerm], bool)) {
     let Some(a) = pod.spec.affinity.as_ref() else {
         return;
     };
     if let Some(pa) = &a.pod_affinity {
         if !pa.required.is_empty() {
-            f(&pa.required);
+            f(&pa.required, true);
         }
         for t in &pa.preferred {
-            f(std::slice::from_ref(&t.pod_affinity_term));
+            f(std::slice::from_ref(&t.pod_affinity_term), false);
         }
     }
     if let Some(pa) = &a.pod_anti_affinity {
         for t in &pa.required {
-            f(std::slice::from_ref(t));
+            f(std::slice::from_ref(t), true);
         }
         for t in &pa.preferred {
-            f(std::slice::from_ref(&t.pod_affinity_term));
+            f(std::slice::from_ref(&t.pod_affinity_term), false);
         }
     }
 }
@@ -398,6 +441,29 @@ impl AffinityIndex {
         )
     }
 
+    /// The node flag of a count ([`AFFINITY_FLAGS`]), 0 when it has none.
+    pub(crate) fn flag(&self, c: CountsRef) -> u32 {
+        self.counts[c.id as usize].flag
+    }
+
+    /// The [`AFFINITY_FLAGS`] of the node at `node`.
+    pub(crate) fn node_flags(&self, node: usize) -> u32 {
+        self.node_flags.flags.get(node).copied().unwrap_or(0)
+    }
+
+    /// The nodes whose flags changed since the last call.
+    pub(crate) fn take_dirty(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.node_flags.dirty)
+    }
+
+    /// Gives the returned dirty list back, emptied, so that its room is reused.
+    pub(crate) fn give_back(&mut self, mut dirty: Vec<u32>) {
+        dirty.clear();
+        if self.node_flags.dirty.is_empty() {
+            self.node_flags.dirty = dirty;
+        }
+    }
+
     // ----- keeping current (the snapshot) -----
 
     /// The slot of a topology key, made (with every node's domain) when new.
@@ -409,7 +475,11 @@ impl AffinityIndex {
             key,
             ..KeyColumn::default()
         };
-        col.node_domain = infos.iter().map(|i| col.enter(i.labels())).collect();
+        col.node_domain = infos
+            .iter()
+            .enumerate()
+            .map(|(n, i)| col.enter(i.labels(), n as u32))
+            .collect();
         let s = self.columns.len() as u32;
         self.columns.push(col);
         self.slot_of.insert(key, s);
@@ -433,25 +503,79 @@ impl AffinityIndex {
         }
     }
 
+    /// Gives a count a node flag, if one is free, and sets it on the nodes of every domain
+    /// with a pod.
+    fn want_flag(&mut self, id: u32) {
+        let c = &mut self.counts[id as usize];
+        let free = AFFINITY_FLAGS & !self.used_flags;
+        if c.flag != 0 || free == 0 {
+            return;
+        }
+        c.flag = 1 << free.trailing_zeros();
+        self.used_flags |= c.flag;
+        let col = &self.columns[c.slot as usize];
+        for (d, &n) in c.per_domain.iter().enumerate() {
+            if n > 0 {
+                self.node_flags.set(&col.domains[d].1, c.flag, true);
+            }
+        }
+    }
+
     fn free_counts(&mut self, id: u32) {
-        self.counts[id as usize] = DomainCounts::default();
+        let c = std::mem::take(&mut self.counts[id as usize]);
+        if c.flag != 0 {
+            let col = &self.columns[c.slot as usize];
+            for (d, &n) in c.per_domain.iter().enumerate() {
+                if n > 0 {
+                    self.node_flags.set(&col.domains[d].1, c.flag, false);
+                }
+            }
+            self.used_flags &= !c.flag;
+        }
         self.free_counts.push(id);
     }
 
-    /// A node joined at the end of the order.
+    /// The flags of the node at `node` from the counts (after its domains changed).
+    fn recompute_node_flags(&mut self, node: usize) {
+        let mut f = 0;
+        for c in &self.counts {
+            if c.flag != 0 {
+                let d = self.columns[c.slot as usize].node_domain[node];
+                if d != NO_DOMAIN && c.per_domain.get(d as usize).is_some_and(|&n| n > 0) {
+                    f |= c.flag;
+                }
+            }
+        }
+        self.node_flags.flags[node] = f;
+        self.node_flags.dirty.push(node as u32);
+    }
+
+    /// A node joined at the end of the order (with no pods).
     pub(crate) fn add_node(&mut self, info: &NodeInfo) {
+        let n = self.node_flags.flags.len() as u32;
         for col in &mut self.columns {
-            let d = col.enter(info.labels());
+            let d = col.enter(info.labels(), n);
             col.node_domain.push(d);
         }
+        self.node_flags.flags.push(0);
     }
 
     /// The node at `i` leaves (its pods must have left the index first).
     pub(crate) fn remove_node(&mut self, i: usize) {
+        let gone = i as u32;
         for col in &mut self.columns {
             let d = col.node_domain.remove(i);
-            col.leave(d);
+            col.leave(d, gone);
+            for (_, nodes) in &mut col.domains {
+                for n in nodes.iter_mut() {
+                    if *n > gone {
+                        *n -= 1;
+                    }
+                }
+            }
         }
+        self.node_flags.flags.remove(i);
+        self.node_flags.dirty.clear();
     }
 
     /// The node at `i` has new labels: its pods move to their new domains.
@@ -461,12 +585,13 @@ impl AffinityIndex {
         }
         for col in &mut self.columns {
             let d = col.node_domain[i];
-            col.leave(d);
-            col.node_domain[i] = col.enter(info.labels());
+            col.leave(d, i as u32);
+            col.node_domain[i] = col.enter(info.labels(), i as u32);
         }
         for p in info.pods() {
             self.count_pod(p, i, true);
         }
+        self.recompute_node_flags(i);
     }
 
     /// A pod joins the node at `node`: its terms are registered (a new matcher counts the
@@ -480,7 +605,9 @@ impl AffinityIndex {
     ) {
         if p.has_affinity() {
             let owner = p.pod().metadata.namespace.as_str();
-            for_each_spec(p.pod(), |terms| self.register(terms, owner, infos, interner));
+            for_each_spec(p.pod(), |terms, required| {
+                self.register(terms, required, owner, infos, interner)
+            });
             if !self.group_of.contains_key(&p.affinity_id()) {
                 self.new_group(p, infos, interner);
             }
@@ -493,7 +620,7 @@ impl AffinityIndex {
         self.count_pod(p, node, false);
         if p.has_affinity() {
             let owner = p.pod().metadata.namespace.as_str();
-            for_each_spec(p.pod(), |terms| self.unregister(terms, owner, interner));
+            for_each_spec(p.pod(), |terms, _| self.unregister(terms, owner, interner));
             if let Some(&g) = self.group_of.get(&p.affinity_id())
                 && self.groups[g as usize].as_ref().is_some_and(|g| g.pods == 0)
             {
@@ -507,6 +634,7 @@ impl AffinityIndex {
     fn count_pod(&mut self, p: &PodInfo, node: usize, up: bool) {
         let AffinityIndex {
             columns,
+            node_flags,
             counts,
             groups,
             group_of,
@@ -524,14 +652,16 @@ impl AffinityIndex {
             }
             for &(_, id) in &group.keys {
                 let c = &mut counts[id as usize];
-                c.add(columns[c.slot as usize].node_domain[node], up);
+                let col = &columns[c.slot as usize];
+                bump(c, col, node_flags, col.node_domain[node], up);
             }
         }
         for m in matchers.iter().flatten() {
             if m.matches(p) {
                 for &(_, _, id) in &m.keys {
                     let c = &mut counts[id as usize];
-                    c.add(columns[c.slot as usize].node_domain[node], up);
+                    let col = &columns[c.slot as usize];
+                    bump(c, col, node_flags, col.node_domain[node], up);
                 }
             }
         }
@@ -550,6 +680,13 @@ impl AffinityIndex {
             }
             let slot = self.slot(key, infos);
             keys.push((key, self.new_counts(slot)));
+        }
+        // The filter reads the counts of required anti-affinity terms: those get node flags.
+        for t in anti_affinity.iter().flat_map(|a| &a.required) {
+            let key = interner.intern(&t.topology_key);
+            if let Some(&(_, id)) = keys.iter().find(|(k, _)| *k == key) {
+                self.want_flag(id);
+            }
         }
         let group = TermGroup {
             id: p.affinity_id(),
@@ -595,10 +732,12 @@ impl AffinityIndex {
         })
     }
 
-    /// Registers a pod's use of a conjunction of terms (with their topology keys).
+    /// Registers a pod's use of a conjunction of terms (with their topology keys);
+    /// `required`: the filter reads it (its counts get node flags).
     fn register(
         &mut self,
         terms: &[PodAffinityTerm],
+        required: bool,
         owner: &str,
         infos: &[NodeInfo],
         interner: &mut Interner,
@@ -649,34 +788,53 @@ impl AffinityIndex {
                 m
             }
         };
-        self.matchers[m as usize]
-            .as_mut()
-            .expect("registered matcher")
-            .refs += 1;
+        let Some(matcher) = self.matchers[m as usize].as_mut() else {
+            return;
+        };
+        matcher.refs += 1;
         for t in terms {
             let key = interner.intern(&t.topology_key);
-            let matcher = self.matchers[m as usize].as_mut().expect("registered");
-            if let Some(entry) = matcher.keys.iter_mut().find(|(k, _, _)| *k == key) {
-                entry.1 += 1;
-                continue;
-            }
-            // A new key: count the pods already in the snapshot.
-            let slot = self.slot(key, infos);
-            let id = self.new_counts(slot);
-            let matcher = self.matchers[m as usize].as_mut().expect("registered");
-            matcher.keys.push((key, 1, id));
-            let col = &self.columns[slot as usize];
-            let c = &mut self.counts[id as usize];
-            for (i, info) in infos.iter().enumerate() {
-                let d = col.node_domain[i];
-                if d == NO_DOMAIN {
-                    continue;
+            let Some(matcher) = self.matchers[m as usize].as_mut() else {
+                return;
+            };
+            let id = match matcher.keys.iter_mut().find(|(k, _, _)| *k == key) {
+                Some(entry) => {
+                    entry.1 += 1;
+                    entry.2
                 }
-                for p in info.pods() {
-                    if matcher.matches(p) {
-                        c.add(d, true);
+                None => {
+                    // A new key: count the pods already in the snapshot.
+                    let slot = self.slot(key, infos);
+                    let id = self.new_counts(slot);
+                    let AffinityIndex {
+                        columns,
+                        node_flags,
+                        counts,
+                        matchers,
+                        ..
+                    } = self;
+                    let Some(matcher) = matchers[m as usize].as_mut() else {
+                        return;
+                    };
+                    matcher.keys.push((key, 1, id));
+                    let col = &columns[slot as usize];
+                    let c = &mut counts[id as usize];
+                    for (i, info) in infos.iter().enumerate() {
+                        let d = col.node_domain[i];
+                        if d == NO_DOMAIN {
+                            continue;
+                        }
+                        for p in info.pods() {
+                            if matcher.matches(p) {
+                                bump(c, col, node_flags, d, true);
+                            }
+                        }
                     }
+                    id
                 }
+            };
+            if required {
+                self.want_flag(id);
             }
         }
     }
@@ -695,11 +853,8 @@ impl AffinityIndex {
         };
         for t in terms {
             // The key was interned when the pod registered.
-            let Some(pos) = matcher
-                .keys
-                .iter()
-                .position(|(k, _, _)| Some(*k) == interner.get(&t.topology_key))
-            else {
+            let key = interner.get(&t.topology_key);
+            let Some(pos) = matcher.keys.iter().position(|(k, _, _)| Some(*k) == key) else {
                 continue;
             };
             matcher.keys[pos].1 -= 1;

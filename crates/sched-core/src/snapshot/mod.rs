@@ -389,9 +389,22 @@ impl Snapshot {
             self.count_flags(summary.flags, true);
         }
         self.free[i] = NodeFree::of(&summary);
+        self.free[i].flags |= self.affinity.node_flags(i);
         self.loads.set(i, &summary);
         self.summaries[i] = summary;
         self.generation += 1;
+    }
+
+    /// Copies the affinity index's node flags that changed into the filter rows.
+    fn sync_affinity_flags(&mut self) {
+        let dirty = self.affinity.take_dirty();
+        for &n in &dirty {
+            let n = n as usize;
+            if n < self.free.len() {
+                self.free[n].flags = self.summaries[n].flags | self.affinity.node_flags(n);
+            }
+        }
+        self.affinity.give_back(dirty);
     }
 
     fn count_node_tables(&mut self, i: usize, delta: i64) {
@@ -453,6 +466,7 @@ impl Snapshot {
         self.infos[i].set_node(Arc::new(node), &mut self.interner);
         if *self.infos[i].labels() != old_labels {
             self.affinity.relabel_node(i, &self.infos[i]);
+            self.sync_affinity_flags();
         }
         self.count_node_tables(i, 1);
         self.refresh(i);
@@ -468,6 +482,7 @@ impl Snapshot {
         for p in self.infos[i].pods() {
             self.affinity.remove_pod(p, i, &self.interner);
         }
+        self.sync_affinity_flags();
         self.affinity.remove_node(i);
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
@@ -529,6 +544,7 @@ impl Snapshot {
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.affinity
             .add_pod(&info, i, &self.infos, &mut self.interner);
+        self.sync_affinity_flags();
         self.infos[i].add_pod(info);
         self.refresh(i);
     }
@@ -572,6 +588,7 @@ impl Snapshot {
             .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
         self.pod_node.remove(key);
         self.affinity.remove_pod(&info, i, &self.interner);
+        self.sync_affinity_flags();
         self.affinity_pods -= usize::from(info.has_affinity());
         self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());
         self.refresh(i);

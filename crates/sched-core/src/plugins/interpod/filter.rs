@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::terms::{
     CompiledTerm, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
 };
+use crate::fast_path::{FastFilter, Sealed};
 use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
 use crate::snapshot::{AffinityIndex, CountsRef, LabelIds, NodeRef, Sym};
 
@@ -309,6 +310,46 @@ impl Predicate for MatchInterPodAffinity {
             return Err(Reason::ExistingPodsAntiAffinityRulesNotMatch);
         }
         Ok(())
+    }
+
+    /// When every count the pod reads has a node flag in the snapshot's filter rows: the
+    /// nodes must have the flags of the affinity counts (a matching pod in their domain) and
+    /// none of the anti-affinity ones.
+    fn fast_filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
+        let st = state;
+        let index = cx.snapshot().affinity_index();
+        if !st.anti.pairs.is_empty() || !st.existing.pairs.is_empty() {
+            return None;
+        }
+        let mut with = 0;
+        if !st.affinity_keys.is_empty() {
+            // The first pod of a group passes on nodes with the topology labels, which no
+            // flag says.
+            if st.first_of_group {
+                return None;
+            }
+            for &c in st.affinity_dense.as_ref()? {
+                let f = index.flag(c);
+                if f == 0 {
+                    return None;
+                }
+                with |= f;
+            }
+        }
+        let mut without = 0;
+        for &c in st.anti.dense.iter().chain(&st.existing.dense) {
+            let f = index.flag(c);
+            if f == 0 {
+                return None;
+            }
+            without |= f;
+        }
+        Some(FastFilter::without_flags(without).and(FastFilter::with_flags(with)))
     }
 }
 
