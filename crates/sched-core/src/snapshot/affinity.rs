@@ -270,8 +270,9 @@ struct Matcher {
     compiled: Vec<(Option<Vec<Sym>>, CompiledSelector)>,
     /// Pods that registered it (once per use).
     refs: u32,
-    /// Per topology key: how many registrations use it, and the counts.
-    keys: Vec<(Sym, u32, u32)>,
+    /// Per topology key: how many registrations use it, the counts, and how many of those
+    /// registrations are of required terms (the count has a node flag while there are some).
+    keys: Vec<(Sym, u32, u32, u32)>,
 }
 
 impl Matcher {
@@ -405,8 +406,8 @@ impl AffinityIndex {
                 return matcher
                     .keys
                     .iter()
-                    .find(|(k, _, _)| *k == key)
-                    .map(|&(_, _, id)| self.counts_ref(id));
+                    .find(|(k, ..)| *k == key)
+                    .map(|&(_, _, id, _)| self.counts_ref(id));
             }
         }
         None
@@ -521,17 +522,25 @@ impl AffinityIndex {
         }
     }
 
-    fn free_counts(&mut self, id: u32) {
-        let c = std::mem::take(&mut self.counts[id as usize]);
-        if c.flag != 0 {
-            let col = &self.columns[c.slot as usize];
-            for (d, &n) in c.per_domain.iter().enumerate() {
-                if n > 0 {
-                    self.node_flags.set(&col.domains[d].1, c.flag, false);
-                }
-            }
-            self.used_flags &= !c.flag;
+    /// Takes a count's node flag back, clearing it on every node.
+    fn release_flag(&mut self, id: u32) {
+        let c = &mut self.counts[id as usize];
+        if c.flag == 0 {
+            return;
         }
+        let col = &self.columns[c.slot as usize];
+        for (d, &n) in c.per_domain.iter().enumerate() {
+            if n > 0 {
+                self.node_flags.set(&col.domains[d].1, c.flag, false);
+            }
+        }
+        self.used_flags &= !c.flag;
+        c.flag = 0;
+    }
+
+    fn free_counts(&mut self, id: u32) {
+        self.release_flag(id);
+        self.counts[id as usize] = DomainCounts::default();
         self.free_counts.push(id);
     }
 
@@ -558,6 +567,8 @@ impl AffinityIndex {
             col.node_domain.push(d);
         }
         self.node_flags.flags.push(0);
+        // Its domains may hold pods already.
+        self.recompute_node_flags(n as usize);
     }
 
     /// The node at `i` leaves (its pods must have left the index first).
@@ -620,7 +631,9 @@ impl AffinityIndex {
         self.count_pod(p, node, false);
         if p.has_affinity() {
             let owner = p.pod().metadata.namespace.as_str();
-            for_each_spec(p.pod(), |terms, _| self.unregister(terms, owner, interner));
+            for_each_spec(p.pod(), |terms, required| {
+                self.unregister(terms, required, owner, interner)
+            });
             if let Some(&g) = self.group_of.get(&p.affinity_id())
                 && self.groups[g as usize].as_ref().is_some_and(|g| g.pods == 0)
             {
@@ -658,7 +671,7 @@ impl AffinityIndex {
         }
         for m in matchers.iter().flatten() {
             if m.matches(p) {
-                for &(_, _, id) in &m.keys {
+                for &(_, _, id, _) in &m.keys {
                     let c = &mut counts[id as usize];
                     let col = &columns[c.slot as usize];
                     bump(c, col, node_flags, col.node_domain[node], up);
@@ -797,9 +810,10 @@ impl AffinityIndex {
             let Some(matcher) = self.matchers[m as usize].as_mut() else {
                 return;
             };
-            let id = match matcher.keys.iter_mut().find(|(k, _, _)| *k == key) {
+            let id = match matcher.keys.iter_mut().find(|(k, ..)| *k == key) {
                 Some(entry) => {
                     entry.1 += 1;
+                    entry.3 += u32::from(required);
                     entry.2
                 }
                 None => {
@@ -816,7 +830,7 @@ impl AffinityIndex {
                     let Some(matcher) = matchers[m as usize].as_mut() else {
                         return;
                     };
-                    matcher.keys.push((key, 1, id));
+                    matcher.keys.push((key, 1, id, u32::from(required)));
                     let col = &columns[slot as usize];
                     let c = &mut counts[id as usize];
                     for (i, info) in infos.iter().enumerate() {
@@ -840,7 +854,13 @@ impl AffinityIndex {
     }
 
     /// The reverse of [`AffinityIndex::register`].
-    fn unregister(&mut self, terms: &[PodAffinityTerm], owner: &str, interner: &Interner) {
+    fn unregister(
+        &mut self,
+        terms: &[PodAffinityTerm],
+        required: bool,
+        owner: &str,
+        interner: &Interner,
+    ) {
         let Some(hash) = spec_hash(terms, owner) else {
             return;
         };
@@ -848,28 +868,39 @@ impl AffinityIndex {
             return;
         };
         let mut freed = Vec::new();
+        let mut unflagged = Vec::new();
         let Some(matcher) = self.matchers[m as usize].as_mut() else {
             return;
         };
         for t in terms {
             // The key was interned when the pod registered.
             let key = interner.get(&t.topology_key);
-            let Some(pos) = matcher.keys.iter().position(|(k, _, _)| Some(*k) == key) else {
+            let Some(pos) = matcher.keys.iter().position(|(k, ..)| Some(*k) == key) else {
                 continue;
             };
-            matcher.keys[pos].1 -= 1;
-            if matcher.keys[pos].1 == 0 {
+            let entry = &mut matcher.keys[pos];
+            entry.1 -= 1;
+            if required {
+                entry.3 -= 1;
+                if entry.3 == 0 {
+                    unflagged.push(entry.2);
+                }
+            }
+            if entry.1 == 0 {
                 freed.push(matcher.keys.swap_remove(pos).2);
             }
         }
         matcher.refs -= 1;
         let gone = matcher.refs == 0;
+        for id in unflagged {
+            self.release_flag(id);
+        }
         for id in freed {
             self.free_counts(id);
         }
         if gone {
             if let Some(matcher) = self.matchers[m as usize].take() {
-                for (_, _, id) in matcher.keys {
+                for (_, _, id, _) in matcher.keys {
                     self.free_counts(id);
                 }
                 if let Some(list) = self.matcher_of.get_mut(&matcher.hash) {
@@ -881,5 +912,217 @@ impl AffinityIndex {
             }
             self.free_matchers.push(m);
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! The index against a recount from the nodes' and pods' strings.
+
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::plugins::interpod::selector;
+
+    /// Pods per (topology key, value), from label strings.
+    type Dump = BTreeMap<(String, String), u32>;
+
+    fn recount(infos: &[NodeInfo], key: &str, mut counted: impl FnMut(&PodInfo) -> bool) -> Dump {
+        let mut out = Dump::new();
+        for info in infos {
+            if let Some(v) = info.node().metadata.labels.get(key) {
+                for p in info.pods() {
+                    if counted(p) {
+                        *out.entry((key.to_string(), v.clone())).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn dump(index: &AffinityIndex, id: u32, interner: &Interner) -> Result<Dump, String> {
+        let c = &index.counts[id as usize];
+        let col = &index.columns[c.slot as usize];
+        let key = interner.resolve(col.key).to_string();
+        let mut out = Dump::new();
+        for (d, &n) in c.per_domain.iter().enumerate() {
+            if n > 0 {
+                out.insert((key.clone(), interner.resolve(col.domains[d].0).to_string()), n);
+            }
+        }
+        let sum: u64 = c.per_domain.iter().map(|&n| u64::from(n)).sum();
+        if sum != c.total {
+            return Err(format!("total {} but domains sum to {sum}", c.total));
+        }
+        Ok(out)
+    }
+
+    fn selects(spec: &[SpecTerm], p: &Pod) -> bool {
+        spec.iter().all(|t| {
+            let ns_ok = match &t.namespaces {
+                NsSpec::All => true,
+                NsSpec::Names(n) => n.contains(&p.metadata.namespace),
+            };
+            ns_ok && selector::matches_opt(t.selector.as_ref(), &p.metadata.labels)
+        })
+    }
+
+    /// What the index holds, by content (not by slot, id or flag bit): per group and per
+    /// matcher, its pods or uses, and per key its uses, counts and whether it has a flag.
+    pub(crate) fn canonical(index: &AffinityIndex, interner: &Interner) -> String {
+        let mut groups = BTreeMap::new();
+        for g in index.groups.iter().flatten() {
+            let keys: BTreeMap<_, _> = g
+                .keys
+                .iter()
+                .map(|&(k, id)| {
+                    let c = &index.counts[id as usize];
+                    (
+                        interner.resolve(k).to_string(),
+                        (dump(index, id, interner).ok(), c.flag != 0),
+                    )
+                })
+                .collect();
+            groups.insert(interner.resolve(g.id).to_string(), (g.pods, keys));
+        }
+        let mut matchers = BTreeMap::new();
+        for m in index.matchers.iter().flatten() {
+            let keys: BTreeMap<_, _> = m
+                .keys
+                .iter()
+                .map(|&(k, refs, id, required)| {
+                    let c = &index.counts[id as usize];
+                    (
+                        interner.resolve(k).to_string(),
+                        (refs, required, dump(index, id, interner).ok(), c.flag != 0),
+                    )
+                })
+                .collect();
+            matchers.insert(format!("{:?}", m.spec), (m.refs, keys));
+        }
+        format!("{groups:#?}\n{matchers:#?}")
+    }
+
+    /// Checks every group, matcher, count and node flag of the index against a recount
+    /// (`row_flags(n)`: the flags of node `n`'s filter row).
+    pub(crate) fn check(
+        index: &AffinityIndex,
+        infos: &[NodeInfo],
+        interner: &Interner,
+        row_flags: impl Fn(usize) -> u32,
+    ) -> Result<(), String> {
+        // Groups: one per affinity id of the pods, with their number and counts.
+        let mut expected: BTreeMap<Sym, u32> = BTreeMap::new();
+        for p in infos.iter().flat_map(|i| i.pods()) {
+            if p.has_affinity() {
+                *expected.entry(p.affinity_id()).or_insert(0) += 1;
+            }
+        }
+        for g in index.groups.iter().flatten() {
+            if expected.remove(&g.id) != Some(g.pods) {
+                return Err(format!("group {:?}: {} pods", interner.resolve(g.id), g.pods));
+            }
+            for &(k, id) in &g.keys {
+                let want = recount(infos, interner.resolve(k), |p| p.affinity_id() == g.id);
+                let have = dump(index, id, interner)?;
+                if want != have {
+                    return Err(format!("group counts {have:?}, recount {want:?}"));
+                }
+            }
+        }
+        if !expected.is_empty() {
+            return Err(format!("{} groups missing", expected.len()));
+        }
+        // Matchers: one per distinct tracked selection the pods have, with its uses per key.
+        let mut specs: BTreeMap<String, (Vec<SpecTerm>, u32, BTreeMap<String, u32>)> =
+            BTreeMap::new();
+        for p in infos.iter().flat_map(|i| i.pods()) {
+            let owner = p.pod().metadata.namespace.as_str();
+            for_each_spec(p.pod(), |terms, _| {
+                let spec: Option<Vec<SpecTerm>> =
+                    terms.iter().map(|t| SpecTerm::of(t, owner)).collect();
+                let Some(spec) = spec else { return };
+                let e = specs
+                    .entry(format!("{spec:?}"))
+                    .or_insert_with(|| (spec, 0, BTreeMap::new()));
+                e.1 += 1;
+                for t in terms {
+                    *e.2.entry(t.topology_key.clone()).or_insert(0) += 1;
+                }
+            });
+        }
+        let live: Vec<&Matcher> = index.matchers.iter().flatten().collect();
+        if live.len() != specs.len() {
+            return Err(format!("{} matchers, {} expected", live.len(), specs.len()));
+        }
+        for m in live {
+            let Some((spec, refs, keys)) = specs.get(&format!("{:?}", m.spec)) else {
+                return Err(format!("matcher {:?} not expected", m.spec));
+            };
+            let have_keys: BTreeMap<String, u32> = m
+                .keys
+                .iter()
+                .map(|&(k, r, ..)| (interner.resolve(k).to_string(), r))
+                .collect();
+            if m.refs != *refs || have_keys != *keys {
+                return Err(format!("matcher {:?}: uses {} {have_keys:?}", m.spec, m.refs));
+            }
+            for &(k, _, id, _) in &m.keys {
+                let want = recount(infos, interner.resolve(k), |p| selects(spec, p.pod()));
+                let have = dump(index, id, interner)?;
+                if want != have {
+                    return Err(format!("matcher {spec:?} counts {have:?}, recount {want:?}"));
+                }
+            }
+        }
+        // Columns: each node's domain is its label value.
+        for col in &index.columns {
+            for (n, info) in infos.iter().enumerate() {
+                let want = info.node().metadata.labels.get(interner.resolve(col.key));
+                let d = col.node_domain[n];
+                let have = (d != NO_DOMAIN).then(|| interner.resolve(col.domains[d as usize].0));
+                if want.map(String::as_str) != have {
+                    return Err(format!("node {n}: domain {have:?}, label {want:?}"));
+                }
+                if d != NO_DOMAIN && !col.domains[d as usize].1.contains(&(n as u32)) {
+                    return Err(format!("node {n} missing from its domain"));
+                }
+            }
+        }
+        // Flags: distinct per count, set exactly where the count is positive.
+        let mut used = 0;
+        for c in &index.counts {
+            if c.flag != 0 {
+                if used & c.flag != 0 {
+                    return Err("a flag on two counts".into());
+                }
+                used |= c.flag;
+            }
+        }
+        if used != index.used_flags {
+            return Err(format!("used flags {:x}, counts have {used:x}", index.used_flags));
+        }
+        for n in 0..infos.len() {
+            let mut want = 0;
+            for c in &index.counts {
+                let d = if c.flag == 0 {
+                    NO_DOMAIN
+                } else {
+                    index.columns[c.slot as usize].node_domain[n]
+                };
+                if d != NO_DOMAIN && c.per_domain.get(d as usize).is_some_and(|&x| x > 0) {
+                    want |= c.flag;
+                }
+            }
+            if index.node_flags(n) != want || row_flags(n) & AFFINITY_FLAGS != want {
+                return Err(format!(
+                    "node {n}: flags {:x}, row {:x}, expected {want:x}",
+                    index.node_flags(n),
+                    row_flags(n)
+                ));
+            }
+        }
+        Ok(())
     }
 }

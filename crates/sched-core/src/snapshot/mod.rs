@@ -395,6 +395,20 @@ impl Snapshot {
         self.generation += 1;
     }
 
+    /// Checks the affinity index against a recount from the nodes and pods.
+    #[cfg(test)]
+    pub(crate) fn check_affinity_index(&self) -> Result<(), String> {
+        affinity::tests::check(&self.affinity, &self.infos, &self.interner, |n| {
+            self.free[n].flags
+        })
+    }
+
+    /// The affinity index's contents, by content (for comparing states).
+    #[cfg(test)]
+    pub(crate) fn affinity_index_contents(&self) -> String {
+        affinity::tests::canonical(&self.affinity, &self.interner)
+    }
+
     /// Copies the affinity index's node flags that changed into the filter rows.
     fn sync_affinity_flags(&mut self) {
         let dirty = self.affinity.take_dirty();

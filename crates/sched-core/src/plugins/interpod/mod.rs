@@ -13,6 +13,8 @@ pub mod selector;
 mod terms;
 
 #[cfg(test)]
+mod counts_tests;
+#[cfg(test)]
 mod reference_tests;
 #[cfg(test)]
 mod scoring_v1_34_tests;
