@@ -222,9 +222,7 @@ fn spec_hash(terms: &[PodAffinityTerm], owner: &str) -> Option<u64> {
     let mut h = FixedState::default().build_hasher();
     for t in terms {
         match &t.namespace_selector {
-            Some(s) if s.match_labels.is_empty() && s.match_expressions.is_empty() => {
-                h.write_u8(1)
-            }
+            Some(s) if s.match_labels.is_empty() && s.match_expressions.is_empty() => h.write_u8(1),
             Some(_) => return None,
             None if t.namespaces.is_empty() => {
                 h.write_u8(2);
@@ -279,7 +277,9 @@ impl Matcher {
     #[inline]
     fn matches(&self, p: &PodInfo) -> bool {
         self.compiled.iter().all(|(ns, sel)| {
-            ns.as_ref().is_none_or(|ids| ids.contains(&p.namespace_id())) && sel.matches(p.labels())
+            ns.as_ref()
+                .is_none_or(|ids| ids.contains(&p.namespace_id()))
+                && sel.matches(p.labels())
         })
     }
 }
@@ -635,7 +635,9 @@ impl AffinityIndex {
                 self.unregister(terms, required, owner, interner)
             });
             if let Some(&g) = self.group_of.get(&p.affinity_id())
-                && self.groups[g as usize].as_ref().is_some_and(|g| g.pods == 0)
+                && self.groups[g as usize]
+                    .as_ref()
+                    .is_some_and(|g| g.pods == 0)
             {
                 self.drop_group(g);
             }
@@ -927,6 +929,9 @@ pub(crate) mod tests {
     /// Pods per (topology key, value), from label strings.
     type Dump = BTreeMap<(String, String), u32>;
 
+    /// A matcher as the pods' terms call for it: its selection, uses, and uses per key.
+    type ExpectedMatcher = (Vec<SpecTerm>, u32, BTreeMap<String, u32>);
+
     fn recount(infos: &[NodeInfo], key: &str, mut counted: impl FnMut(&PodInfo) -> bool) -> Dump {
         let mut out = Dump::new();
         for info in infos {
@@ -948,7 +953,10 @@ pub(crate) mod tests {
         let mut out = Dump::new();
         for (d, &n) in c.per_domain.iter().enumerate() {
             if n > 0 {
-                out.insert((key.clone(), interner.resolve(col.domains[d].0).to_string()), n);
+                out.insert(
+                    (key.clone(), interner.resolve(col.domains[d].0).to_string()),
+                    n,
+                );
             }
         }
         let sum: u64 = c.per_domain.iter().map(|&n| u64::from(n)).sum();
@@ -1021,7 +1029,11 @@ pub(crate) mod tests {
         }
         for g in index.groups.iter().flatten() {
             if expected.remove(&g.id) != Some(g.pods) {
-                return Err(format!("group {:?}: {} pods", interner.resolve(g.id), g.pods));
+                return Err(format!(
+                    "group {:?}: {} pods",
+                    interner.resolve(g.id),
+                    g.pods
+                ));
             }
             for &(k, id) in &g.keys {
                 let want = recount(infos, interner.resolve(k), |p| p.affinity_id() == g.id);
@@ -1035,8 +1047,7 @@ pub(crate) mod tests {
             return Err(format!("{} groups missing", expected.len()));
         }
         // Matchers: one per distinct tracked selection the pods have, with its uses per key.
-        let mut specs: BTreeMap<String, (Vec<SpecTerm>, u32, BTreeMap<String, u32>)> =
-            BTreeMap::new();
+        let mut specs: BTreeMap<String, ExpectedMatcher> = BTreeMap::new();
         for p in infos.iter().flat_map(|i| i.pods()) {
             let owner = p.pod().metadata.namespace.as_str();
             for_each_spec(p.pod(), |terms, _| {
@@ -1066,13 +1077,18 @@ pub(crate) mod tests {
                 .map(|&(k, r, ..)| (interner.resolve(k).to_string(), r))
                 .collect();
             if m.refs != *refs || have_keys != *keys {
-                return Err(format!("matcher {:?}: uses {} {have_keys:?}", m.spec, m.refs));
+                return Err(format!(
+                    "matcher {:?}: uses {} {have_keys:?}",
+                    m.spec, m.refs
+                ));
             }
             for &(k, _, id, _) in &m.keys {
                 let want = recount(infos, interner.resolve(k), |p| selects(spec, p.pod()));
                 let have = dump(index, id, interner)?;
                 if want != have {
-                    return Err(format!("matcher {spec:?} counts {have:?}, recount {want:?}"));
+                    return Err(format!(
+                        "matcher {spec:?} counts {have:?}, recount {want:?}"
+                    ));
                 }
             }
         }
@@ -1101,7 +1117,10 @@ pub(crate) mod tests {
             }
         }
         if used != index.used_flags {
-            return Err(format!("used flags {:x}, counts have {used:x}", index.used_flags));
+            return Err(format!(
+                "used flags {:x}, counts have {used:x}",
+                index.used_flags
+            ));
         }
         for n in 0..infos.len() {
             let mut want = 0;

@@ -133,4 +133,3 @@ impl CompiledSelector {
         !self.nothing && self.reqs.iter().all(|r| r.matches(labels))
     }
 }
-

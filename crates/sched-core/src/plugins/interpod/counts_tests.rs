@@ -215,7 +215,12 @@ fn filter_all(
         .collect();
     if let Some(f) = p.fast_filter(cx, &state, crate::fast_path::SEALED) {
         for (i, o) in out.iter().enumerate() {
-            prop_assert_eq!(f.passes(&snap.free()[i]), o.is_ok(), "fast filter, node {}", i);
+            prop_assert_eq!(
+                f.passes(&snap.free()[i]),
+                o.is_ok(),
+                "fast filter, node {}",
+                i
+            );
         }
     }
     Ok(Some(out))

@@ -13,13 +13,16 @@ use crate::snapshot::{AffinityIndex, CountsRef, LabelIds, NodeRef, Sym};
 /// Legacy predicate `MatchInterPodAffinity` (no argument): the pod's required pod affinity and
 /// anti-affinity, and existing pods' required anti-affinity against the pod.
 ///
-/// Per pod, `prepare` counts, for each topology pair (label key, value) of the nodes:
-/// - existing pods whose required anti-affinity terms match the pod (over the nodes holding
-///   pods with required anti-affinity),
-/// - existing pods that match all of the pod's required affinity terms,
-/// - existing pods that match each of the pod's required anti-affinity terms.
+/// Per topology domain (a value of a term's topology key), the filter reads:
+/// - existing pods whose required anti-affinity terms match the pod: the snapshot counts the
+///   pods of each group with the same terms per domain, and `prepare` decides once per group
+///   whether a term matches the pod;
+/// - existing pods that match all of the pod's required affinity terms, and those that match
+///   each of its required anti-affinity terms: the snapshot's counts when an existing pod has
+///   the same terms (replicas of a workload), else counted in `prepare` by matching every pod.
 ///
-/// Then `filter` only looks up the node's value of each topology key. A node fails with
+/// Then `filter` only looks up the node's domain of each topology key. When every count it
+/// reads has a node flag in the snapshot's filter rows, it runs in the fused filter pass. A node fails with
 /// [`Reason::PodAffinityRulesNotMatch`] when it lacks a topology label of an affinity term or no
 /// matching pod is in its domain (unless no pod anywhere matches and the pod matches its own
 /// terms: the first pod of a group with affinity to itself), with
@@ -203,9 +206,8 @@ impl Predicate for MatchInterPodAffinity {
             let none_match = match &dense {
                 Some(d) => d.iter().all(|&c| index.total(c) == 0),
                 None => {
-                    st.affinity_counts = PairCounts::with_capacity(
-                        snapshot.pod_count().min(snapshot.len()),
-                    );
+                    st.affinity_counts =
+                        PairCounts::with_capacity(snapshot.pod_count().min(snapshot.len()));
                     for info in snapshot.node_infos() {
                         for existing in info.pods() {
                             if matches_all(&affinity, existing) {

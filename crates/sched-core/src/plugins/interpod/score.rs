@@ -25,7 +25,10 @@ pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
 /// - the weight of each of the existing pod's preferred affinity terms the pod matches, minus
 ///   the weight of each of its preferred anti-affinity terms the pod matches.
 ///
-/// A node's raw score is the sum over topology keys of the entry for its value; normalization
+/// The sums per topology domain come from the snapshot's counts (per group of pods with the
+/// same terms, and per term selection some existing pod has), weighed in `prepare`; terms
+/// no existing pod has are matched against every pod. A node's raw score is the sum over
+/// topology keys of the entry for its value; normalization
 /// maps the range to 0..=100: `int64(100 * (float(s - min) / float(max - min)))`, all 0 when
 /// every node has the same score. When nothing was added, every node scores 0 (returned as a
 /// constant, as is the case of a pod without preferred terms in a snapshot without pods with
@@ -104,36 +107,44 @@ fn weighted(terms: &[WeightedPodAffinityTerm]) -> impl Iterator<Item = (i64, &Po
         .map(|t| (i64::from(t.weight), &t.pod_affinity_term))
 }
 
-/// What an existing pod's terms add on its topology domains when `pod` is scheduled: each
-/// matching term's topology key (as interned) and weight.
-fn existing_adds(
-    affinity: Option<&PodAffinity>,
-    anti_affinity: Option<&PodAffinity>,
-    owner_ns: &str,
-    pod: &Pod,
-    ns_labels: &BTreeMap<String, String>,
+/// The pod being scheduled, as existing pods' terms see it.
+struct Incoming<'a> {
+    pod: &'a Pod,
+    ns_labels: &'a BTreeMap<String, String>,
+    /// `hardPodAffinitySymmetricWeight`.
     hard: i64,
-    interner: &Interner,
-    mut add: impl FnMut(Option<Sym>, i64),
-) {
-    let mut apply = |t: &PodAffinityTerm, w: i64| {
-        if existing_term_matches(t, owner_ns, pod, ns_labels) {
-            add(interner.get(&t.topology_key), w);
-        }
-    };
-    if let Some(pa) = affinity {
-        if hard > 0 {
-            for t in &pa.required {
-                apply(t, hard);
+    interner: &'a Interner,
+}
+
+impl Incoming<'_> {
+    /// What an existing pod's terms (the pod lives in `owner_ns`) add on its topology domains
+    /// when this pod is scheduled: each matching term's topology key (as interned) and weight.
+    fn existing_adds(
+        &self,
+        affinity: Option<&PodAffinity>,
+        anti_affinity: Option<&PodAffinity>,
+        owner_ns: &str,
+        mut add: impl FnMut(Option<Sym>, i64),
+    ) {
+        let mut apply = |t: &PodAffinityTerm, w: i64| {
+            if existing_term_matches(t, owner_ns, self.pod, self.ns_labels) {
+                add(self.interner.get(&t.topology_key), w);
+            }
+        };
+        if let Some(pa) = affinity {
+            if self.hard > 0 {
+                for t in &pa.required {
+                    apply(t, self.hard);
+                }
+            }
+            for t in &pa.preferred {
+                apply(&t.pod_affinity_term, i64::from(t.weight));
             }
         }
-        for t in &pa.preferred {
-            apply(&t.pod_affinity_term, i64::from(t.weight));
-        }
-    }
-    if let Some(pa) = anti_affinity {
-        for t in &pa.preferred {
-            apply(&t.pod_affinity_term, -i64::from(t.weight));
+        if let Some(pa) = anti_affinity {
+            for t in &pa.preferred {
+                apply(&t.pod_affinity_term, -i64::from(t.weight));
+            }
         }
     }
 }
@@ -190,7 +201,12 @@ impl Priority for InterPodAffinityPriority {
         )?;
         let own_ns = pod.metadata.namespace.as_str();
         let ns_labels = ns.labels_of(own_ns).unwrap_or(&NO_LABELS);
-        let hard = i64::from(self.hard_pod_affinity_weight);
+        let incoming = Incoming {
+            pod,
+            ns_labels,
+            hard: i64::from(self.hard_pod_affinity_weight),
+            interner,
+        };
         let mut st = State::default();
 
         // The pod's own terms: the snapshot's counts when an existing pod has the same term,
@@ -246,14 +262,10 @@ impl Priority for InterPodAffinityPriority {
                         let ep = existing.pod();
                         let ea = ep.spec.affinity.as_ref();
                         let mut adds = Vec::new();
-                        existing_adds(
+                        incoming.existing_adds(
                             ea.and_then(|a| a.pod_affinity.as_ref()),
                             ea.and_then(|a| a.pod_anti_affinity.as_ref()),
                             &ep.metadata.namespace,
-                            pod,
-                            ns_labels,
-                            hard,
-                            interner,
                             |k, w| adds.push((k, w)),
                         );
                         adds
@@ -265,20 +277,11 @@ impl Priority for InterPodAffinityPriority {
             }
         } else if snapshot.pods_with_affinity() > 0 {
             for g in index.groups() {
-                existing_adds(
-                    g.affinity(),
-                    g.anti_affinity(),
-                    g.namespace(),
-                    pod,
-                    ns_labels,
-                    hard,
-                    interner,
-                    |k, w| {
-                        if let Some(c) = g.counts(k) {
-                            add_dense(&mut st.dense, index, c, w);
-                        }
-                    },
-                );
+                incoming.existing_adds(g.affinity(), g.anti_affinity(), g.namespace(), |k, w| {
+                    if let Some(c) = g.counts(k) {
+                        add_dense(&mut st.dense, index, c, w);
+                    }
+                });
             }
         }
         if st.dense.is_empty() && st.weights.is_empty() {
