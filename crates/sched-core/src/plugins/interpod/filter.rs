@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::terms::{
-    CompiledTerm, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
+    CompiledTerm, CountedHere, NO_LABELS, NamespaceLabels, PairCounts, compile_terms,
+    existing_term_matches,
 };
 use crate::fast_path::{FastFilter, Sealed};
 use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
@@ -225,9 +226,9 @@ impl Predicate for MatchInterPodAffinity {
         }
 
         // Existing pods against the pod's anti-affinity terms, likewise.
-        let mut counted_here = Vec::new();
-        for (t, written) in anti_affinity.iter().zip(anti_terms) {
-            let dense = if self.direct {
+        let mut here = CountedHere::default();
+        for (k, (t, written)) in anti_affinity.iter().zip(anti_terms).enumerate() {
+            let dense = if self.direct || k >= CountedHere::MAX {
                 None
             } else {
                 index.matcher_counts(std::slice::from_ref(written), own_ns, t.topology_key)
@@ -238,21 +239,28 @@ impl Predicate for MatchInterPodAffinity {
                         st.anti.dense.push(c);
                     }
                 }
-                None => counted_here.push(t),
+                None => here.add(k),
             }
         }
-        if !counted_here.is_empty() {
+        if !here.is_empty() {
+            let counted = || {
+                anti_affinity
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| here.contains(k))
+                    .map(|(_, t)| t)
+            };
             st.anti.pairs = PairCounts::with_capacity(snapshot.pod_count().min(snapshot.len()));
             for info in snapshot.node_infos() {
                 for existing in info.pods() {
-                    for t in &counted_here {
+                    for t in counted() {
                         if t.matches(existing) {
                             st.anti.pairs.add(info.labels(), t.topology_key, 1);
                         }
                     }
                 }
             }
-            st.anti.keys = counted_here.iter().filter_map(|t| t.topology_key).collect();
+            st.anti.keys = counted().filter_map(|t| t.topology_key).collect();
         }
         if affinity.is_empty() && st.anti.is_empty() && st.existing.is_empty() {
             // Nothing can fail: no affinity terms, and no pod matches an anti-affinity term

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::terms::{NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches};
+use super::terms::{
+    CountedHere, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
+};
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{CycleContext, KubeVersion, PluginError, PreparedScore, Priority};
 use crate::model::{Pod, PodAffinity, PodAffinityTerm, WeightedPodAffinityTerm};
@@ -211,35 +213,37 @@ impl Priority for InterPodAffinityPriority {
 
         // The pod's own terms: the snapshot's counts when an existing pod has the same term,
         // else counted here.
-        let mut counted_here = Vec::new();
-        let own = aff_terms
-            .iter()
-            .zip(weighted(pref_aff))
-            .map(|(t, (_, w))| (t, w, t.weight))
-            .chain(
-                anti_terms
-                    .iter()
-                    .zip(weighted(pref_anti))
-                    .map(|(t, (_, w))| (t, w, -t.weight)),
-            );
-        for (t, written, weight) in own {
-            let dense = if self.direct {
+        let own = || {
+            aff_terms
+                .iter()
+                .zip(weighted(pref_aff))
+                .map(|(t, (_, w))| (t, w, t.weight))
+                .chain(
+                    anti_terms
+                        .iter()
+                        .zip(weighted(pref_anti))
+                        .map(|(t, (_, w))| (t, w, -t.weight)),
+                )
+        };
+        let mut here = CountedHere::default();
+        for (k, (t, written, weight)) in own().enumerate() {
+            let dense = if self.direct || k >= CountedHere::MAX {
                 None
             } else {
                 index.matcher_counts(std::slice::from_ref(written), own_ns, t.topology_key)
             };
             match dense {
                 Some(c) => add_dense(&mut st.dense, index, c, weight),
-                None => counted_here.push((t, weight)),
+                None => here.add(k),
             }
         }
-        if !counted_here.is_empty() {
+        if !here.is_empty() {
             // At most one pair per node and key: sized once rather than grown.
             st.weights = PairCounts::with_capacity(snapshot.pod_count().min(snapshot.len()));
             for info in snapshot.node_infos() {
                 for existing in info.pods() {
-                    for &(t, w) in &counted_here {
-                        if t.matches(existing) {
+                    for (k, (t, _, w)) in own().enumerate() {
+                        if here.contains(k) && t.matches(existing) {
                             st.weights.add(info.labels(), t.topology_key, w);
                         }
                     }
