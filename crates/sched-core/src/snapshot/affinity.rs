@@ -112,7 +112,7 @@ struct DomainCounts {
 /// fused filter pass can check required terms as flags.
 pub(crate) const AFFINITY_FLAGS: u32 = 0xffff_0000;
 
-const _: () = assert!(AFFINITY_FLAGS & ((1 << 13) - 1) == 0);
+const _: () = assert!(AFFINITY_FLAGS & 0xffff == 0);
 
 /// Per node, the [`AFFINITY_FLAGS`] set, and which nodes changed since the snapshot last
 /// copied them into its filter rows.

@@ -482,7 +482,8 @@ impl NodeInfo {
     }
 }
 
-/// Bit flags of a [`NodeSummary`].
+/// Bit flags of a [`NodeSummary`] (bits 0 to 15; the snapshot's crate-private filter rows use
+/// bits 16 to 31 for inter-pod affinity).
 pub mod flags {
     /// `spec.unschedulable` is set.
     pub const UNSCHEDULABLE: u32 = 1;
