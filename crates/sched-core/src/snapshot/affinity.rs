@@ -426,6 +426,17 @@ impl AffinityIndex {
         self.counts[c.id as usize].total
     }
 
+    /// A count's columns: per node its domain ([`u32::MAX`] without the key), and per domain
+    /// the count (shorter than the number of domains when the last ones hold no pod), so that
+    /// `counts.get(domains[node] as usize)` is the node's count or `None` for 0.
+    #[inline]
+    pub(crate) fn columns(&self, c: CountsRef) -> (&[u32], &[u32]) {
+        (
+            &self.columns[c.slot as usize].node_domain,
+            &self.counts[c.id as usize].per_domain,
+        )
+    }
+
     /// The count in the domain of the node at `node`, `None` when the node lacks the key.
     #[inline]
     pub(crate) fn count(&self, c: CountsRef, node: usize) -> Option<u32> {

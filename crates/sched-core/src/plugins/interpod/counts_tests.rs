@@ -236,6 +236,14 @@ fn score_all(p: &InterPodAffinityPriority, cx: &CycleContext<'_>, snap: &Snapsho
                 .iter()
                 .map(|&i| p.score(cx, &state, snap.node(i as usize)))
                 .collect();
+            // The batch form gives the same raw scores, over any subset of the nodes.
+            let odd: Vec<u32> = feasible.iter().copied().filter(|i| i % 2 == 1).collect();
+            let mut batch = vec![-1; odd.len()];
+            p.score_batch(cx, &state, &odd, &mut batch);
+            let from_single: Vec<i64> = odd.iter().map(|&i| scores[i as usize]).collect();
+            if batch != from_single {
+                return format!("score_batch {batch:?}, score {from_single:?}");
+            }
             p.normalize(cx, &state, &mut scores);
             format!("{scores:?}")
         }

@@ -315,6 +315,37 @@ impl Priority for InterPodAffinityPriority {
         s
     }
 
+    fn score_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        nodes: &[u32],
+        out: &mut [i64],
+    ) {
+        let st = state;
+        let snapshot = cx.snapshot();
+        if !st.keys.is_empty() {
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                *o = self.score(cx, st, snapshot.node(i as usize));
+            }
+            return;
+        }
+        // Only the snapshot's counts: per entry, one pass over the nodes reading two columns
+        // (a node without the key, or a domain past the counts, reads 0).
+        out.fill(0);
+        let index = snapshot.affinity_index();
+        for &(c, w) in &st.dense {
+            let (domains, counts) = index.columns(c);
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                let n = counts
+                    .get(domains[i as usize] as usize)
+                    .copied()
+                    .unwrap_or(0);
+                *o += w * i64::from(n);
+            }
+        }
+    }
+
     fn normalize(&self, cx: &CycleContext<'_>, _state: &Self::State, scores: &mut [i64]) {
         match cx.kube_version() {
             KubeVersion::V1_20 => normalize_from_zero(scores),
@@ -354,6 +385,28 @@ pub(crate) fn normalize_from_zero(scores: &mut [i64]) {
 
 fn normalize_between(scores: &mut [i64], min: i64, max: i64) {
     let diff = max.saturating_sub(min);
+    if diff == 0 {
+        scores.fill(0);
+        return;
+    }
+    // Few distinct raw scores (the usual case): kube's formula once per value, then a lookup.
+    const TABLE: usize = 128;
+    if diff < TABLE as i64 {
+        let mut table = [0i64; TABLE];
+        for (v, t) in table.iter_mut().enumerate().take(diff as usize + 1) {
+            *t = (MAX_NODE_SCORE as f64 * (v as f64 / diff as f64)) as i64;
+        }
+        for s in scores.iter_mut() {
+            // In range (min <= s <= max) by the callers; anything else takes the formula.
+            *s = match table.get(s.wrapping_sub(min) as usize) {
+                Some(&t) => t,
+                None => {
+                    (MAX_NODE_SCORE as f64 * (s.saturating_sub(min) as f64 / diff as f64)) as i64
+                }
+            };
+        }
+        return;
+    }
     for s in scores.iter_mut() {
         let mut f = 0.0f64;
         if diff > 0 {
@@ -366,6 +419,21 @@ fn normalize_between(scores: &mut [i64], min: i64, max: i64) {
 #[cfg(test)]
 mod tests {
     use super::{normalize_from_zero, normalize_min_max};
+    use crate::formulas::MAX_NODE_SCORE;
+
+    #[test]
+    fn the_lookup_table_gives_kubes_formula() {
+        for diff in 1i64..300 {
+            for min in [-diff, -3, 0, 7] {
+                let mut scores: Vec<i64> = (min..=min + diff).collect();
+                normalize_min_max(&mut scores);
+                for (v, s) in scores.iter().enumerate() {
+                    let want = (MAX_NODE_SCORE as f64 * (v as f64 / diff as f64)) as i64;
+                    assert_eq!(*s, want, "diff {diff}, value {v}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn v1_20_normalizes_from_zero() {
