@@ -73,6 +73,7 @@ impl FastFilter {
     /// Fails the nodes without all of these flags.
     pub(crate) fn with_flags(flags: u32) -> FastFilter {
         FastFilter {
+            flags,
             required_flags: flags,
             ..FastFilter::ALL
         }
@@ -92,7 +93,9 @@ impl FastFilter {
         }
     }
 
-    /// The filter that passes a node exactly when both pass it.
+    /// The filter that passes a node exactly when both pass it, provided no flag is required
+    /// by one and forbidden by the other (the combined form would read it as required; the one
+    /// filter that requires flags, inter-pod affinity's, never forbids one it requires).
     #[must_use]
     pub fn and(self, other: FastFilter) -> FastFilter {
         FastFilter {
@@ -109,8 +112,8 @@ impl FastFilter {
     /// loads.
     #[inline(always)]
     pub(crate) fn passes(&self, n: &NodeFree) -> bool {
-        ((n.flags & self.flags) == 0)
-            & ((n.flags & self.required_flags) == self.required_flags)
+        // `flags` holds the required flags too; flipping them first makes "set" pass.
+        (((n.flags ^ self.required_flags) & self.flags) == 0)
             & (n.free_pods >= self.min_free_pods)
             & (self.milli_cpu <= n.free_milli_cpu)
             & (self.memory <= n.free_memory)

@@ -359,6 +359,10 @@ impl Predicate for MatchInterPodAffinity {
             }
             without |= f;
         }
+        if with & without != 0 {
+            // A count both required and forbidden: no node passes; the filter says why.
+            return None;
+        }
         Some(FastFilter::without_flags(without).and(FastFilter::with_flags(with)))
     }
 }
