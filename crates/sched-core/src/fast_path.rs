@@ -38,12 +38,13 @@ pub struct Sealed(());
 pub(crate) const SEALED: Sealed = Sealed(());
 
 /// What a predicate checks for one pod, when that needs only a node's [`NodeFree`]: the node
-/// passes exactly when none of `flags` is set, and the pod's CPU, memory and ephemeral storage
-/// requests (and one more pod, when counted) fit in what is free. Several fast filters
-/// combine into one with [`FastFilter::and`].
+/// passes exactly when none of `flags` is set, all of `required_flags` are, and the pod's CPU,
+/// memory and ephemeral storage requests (and one more pod, when counted) fit in what is free.
+/// Several fast filters combine into one with [`FastFilter::and`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastFilter {
     flags: u32,
+    required_flags: u32,
     min_free_pods: i32,
     milli_cpu: i64,
     memory: i64,
@@ -54,6 +55,7 @@ impl FastFilter {
     /// Passes every node.
     pub(crate) const ALL: FastFilter = FastFilter {
         flags: 0,
+        required_flags: 0,
         min_free_pods: i32::MIN,
         milli_cpu: i64::MIN,
         memory: i64::MIN,
@@ -68,12 +70,22 @@ impl FastFilter {
         }
     }
 
+    /// Fails the nodes without all of these flags.
+    pub(crate) fn with_flags(flags: u32) -> FastFilter {
+        FastFilter {
+            flags,
+            required_flags: flags,
+            ..FastFilter::ALL
+        }
+    }
+
     /// PodFitsResources' summary part: one more pod must fit and, unless the pod requests
     /// nothing (`requests` is `None`), its CPU, memory and ephemeral storage requests.
     pub(crate) fn fits(requests: Option<(i64, i64, i64)>) -> FastFilter {
         let (milli_cpu, memory, ephemeral) = requests.unwrap_or((i64::MIN, i64::MIN, i64::MIN));
         FastFilter {
             flags: 0,
+            required_flags: 0,
             min_free_pods: 1,
             milli_cpu,
             memory,
@@ -81,11 +93,14 @@ impl FastFilter {
         }
     }
 
-    /// The filter that passes a node exactly when both pass it.
+    /// The filter that passes a node exactly when both pass it, provided no flag is required
+    /// by one and forbidden by the other (the combined form would read it as required; the one
+    /// filter that requires flags, inter-pod affinity's, never forbids one it requires).
     #[must_use]
     pub fn and(self, other: FastFilter) -> FastFilter {
         FastFilter {
             flags: self.flags | other.flags,
+            required_flags: self.required_flags | other.required_flags,
             min_free_pods: self.min_free_pods.max(other.min_free_pods),
             milli_cpu: self.milli_cpu.max(other.milli_cpu),
             memory: self.memory.max(other.memory),
@@ -97,7 +112,8 @@ impl FastFilter {
     /// loads.
     #[inline(always)]
     pub(crate) fn passes(&self, n: &NodeFree) -> bool {
-        ((n.flags & self.flags) == 0)
+        // `flags` holds the required flags too; flipping them first makes "set" pass.
+        (((n.flags ^ self.required_flags) & self.flags) == 0)
             & (n.free_pods >= self.min_free_pods)
             & (self.milli_cpu <= n.free_milli_cpu)
             & (self.memory <= n.free_memory)

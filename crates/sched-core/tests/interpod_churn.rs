@@ -1,6 +1,7 @@
 //! Inter-pod affinity on a snapshot that pods joined and left in any order decides exactly as
-//! on a snapshot built afresh from the pods that remain: the per-pod ids the plugins memoize
-//! by (namespace, affinity terms) stay right through assume, forget and update.
+//! on a snapshot built afresh from the pods that remain: the per-pod ids of affinity terms and
+//! the counts per topology domain the snapshot keeps for them stay right through assume,
+//! forget and update.
 
 use proptest::prelude::*;
 use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};

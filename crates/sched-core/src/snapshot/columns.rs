@@ -28,7 +28,9 @@ pub(crate) struct NodeFree {
     /// Allocatable pods minus pods on the node, saturated to the `i32` range (which keeps its
     /// comparison with 1 exact).
     pub free_pods: i32,
-    /// The summary's [`crate::snapshot::flags`].
+    /// The summary's [`crate::snapshot::flags`], and in the high 16 bits the affinity
+    /// index's flags (a node whose domain holds a pod that a required pod affinity term
+    /// counts).
     pub flags: u32,
 }
 

@@ -4,10 +4,12 @@
 //! full objects it keeps, for each node, a [`NodeSummary`] of dense numbers and interned ids:
 //! that is what built-in plugins read on every pod, so filtering never touches label strings.
 
+mod affinity;
 mod columns;
 mod intern;
 mod namespaces;
 mod node_info;
+mod selector;
 mod storage;
 
 use std::collections::HashMap;
@@ -16,9 +18,11 @@ use std::sync::Arc;
 pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
+pub use selector::CompiledSelector;
 pub use storage::StorageIndex;
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
+pub(crate) use affinity::{AffinityIndex, CountsRef};
 pub(crate) use columns::{EXACT_REQUEST, LoadColumns, NodeFree};
 
 /// Why a snapshot update was refused. The snapshot is unchanged after an error.
@@ -100,6 +104,8 @@ pub struct Snapshot {
     /// Per node, the index in `spec.taints` of its first NoSchedule/NoExecute taint
     /// (`u16::MAX` when none), so that a pod without tolerations is judged from dense data.
     first_hard_taint: Vec<u16>,
+    /// Counts per topology domain for pod affinity terms.
+    affinity: AffinityIndex,
     generation: u64,
 }
 
@@ -300,6 +306,11 @@ impl Snapshot {
         self.generation += 1;
     }
 
+    /// The counts per topology domain that InterPodAffinity reads.
+    pub(crate) fn affinity_index(&self) -> &AffinityIndex {
+        &self.affinity
+    }
+
     /// Number of pods in the whole snapshot with pod affinity or anti-affinity terms.
     pub fn pods_with_affinity(&self) -> usize {
         self.affinity_pods
@@ -378,9 +389,36 @@ impl Snapshot {
             self.count_flags(summary.flags, true);
         }
         self.free[i] = NodeFree::of(&summary);
+        self.free[i].flags |= self.affinity.node_flags(i);
         self.loads.set(i, &summary);
         self.summaries[i] = summary;
         self.generation += 1;
+    }
+
+    /// Checks the affinity index against a recount from the nodes and pods.
+    #[cfg(test)]
+    pub(crate) fn check_affinity_index(&self) -> Result<(), String> {
+        affinity::tests::check(&self.affinity, &self.infos, &self.interner, |n| {
+            self.free[n].flags
+        })
+    }
+
+    /// The affinity index's contents, by content (for comparing states).
+    #[cfg(test)]
+    pub(crate) fn affinity_index_contents(&self) -> String {
+        affinity::tests::canonical(&self.affinity, &self.interner)
+    }
+
+    /// Copies the affinity index's node flags that changed into the filter rows.
+    fn sync_affinity_flags(&mut self) {
+        let dirty = self.affinity.take_dirty();
+        for &n in &dirty {
+            let n = n as usize;
+            if n < self.free.len() {
+                self.free[n].flags = self.summaries[n].flags | self.affinity.node_flags(n);
+            }
+        }
+        self.affinity.give_back(dirty);
     }
 
     fn count_node_tables(&mut self, i: usize, delta: i64) {
@@ -426,6 +464,7 @@ impl Snapshot {
         self.free.push(NodeFree::default());
         self.loads.push(&NodeSummary::default());
         self.first_hard_taint.push(u16::MAX);
+        self.affinity.add_node(&self.infos[i]);
         self.count_node_tables(i, 1);
         self.refresh(i);
         Ok(())
@@ -437,7 +476,12 @@ impl Snapshot {
             .index_of(&node.metadata.name)
             .ok_or_else(|| SnapshotError::UnknownNode(node.metadata.name.clone()))?;
         self.count_node_tables(i, -1);
+        let old_labels = self.infos[i].labels().clone();
         self.infos[i].set_node(Arc::new(node), &mut self.interner);
+        if *self.infos[i].labels() != old_labels {
+            self.affinity.relabel_node(i, &self.infos[i]);
+            self.sync_affinity_flags();
+        }
         self.count_node_tables(i, 1);
         self.refresh(i);
         Ok(())
@@ -449,6 +493,11 @@ impl Snapshot {
             .index_of(name)
             .ok_or_else(|| SnapshotError::UnknownNode(name.to_string()))?;
         self.count_node_tables(i, -1);
+        for p in self.infos[i].pods() {
+            self.affinity.remove_pod(p, i, &self.interner);
+        }
+        self.sync_affinity_flags();
+        self.affinity.remove_node(i);
         let info = self.infos.remove(i);
         let summary = self.summaries.remove(i);
         self.free.remove(i);
@@ -507,6 +556,9 @@ impl Snapshot {
         self.pod_node.insert(info.key().to_string(), i);
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
+        self.affinity
+            .add_pod(&info, i, &self.infos, &mut self.interner);
+        self.sync_affinity_flags();
         self.infos[i].add_pod(info);
         self.refresh(i);
     }
@@ -549,6 +601,8 @@ impl Snapshot {
             .remove_pod(key)
             .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
         self.pod_node.remove(key);
+        self.affinity.remove_pod(&info, i, &self.interner);
+        self.sync_affinity_flags();
         self.affinity_pods -= usize::from(info.has_affinity());
         self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());
         self.refresh(i);

@@ -78,8 +78,9 @@ pub struct PodInfo {
     ports: Vec<HostPort>,
     has_affinity: bool,
     has_required_anti_affinity: bool,
-    /// The pod's namespace and affinity, interned: pods with equal ids have the same terms in
-    /// the same namespace ([`Sym::NONE`] without pod affinity terms).
+    /// The pod's affinity terms (and namespace, when a term covers it by default), interned:
+    /// pods with equal ids have terms that select the same pods ([`Sym::NONE`] without pod
+    /// affinity terms).
     affinity_id: Sym,
     /// The pod's namespace, interned.
     namespace_id: Sym,
@@ -93,15 +94,25 @@ fn affinity_id(pod: &Pod, interner: &mut Interner) -> Sym {
     let Some(a) = pod.spec.affinity.as_ref() else {
         return Sym::NONE;
     };
-    // The node affinity plays no part; only the pod terms and the namespace they live in.
+    // The node affinity plays no part; only the pod terms, and the namespace they live in
+    // when a term covers it by default (no `namespaces`, no `namespaceSelector`).
     let terms = (&a.pod_affinity, &a.pod_anti_affinity);
-    match serde_json::to_string(&terms) {
-        Ok(json) => interner.intern(&format!(
-            "affinity\u{0}{}\u{0}{json}",
-            pod.metadata.namespace
-        )),
-        Err(_) => Sym::NONE,
-    }
+    let own_namespace = [&a.pod_affinity, &a.pod_anti_affinity]
+        .into_iter()
+        .flatten()
+        .flat_map(|p| {
+            p.required
+                .iter()
+                .chain(p.preferred.iter().map(|t| &t.pod_affinity_term))
+        })
+        .any(|t| t.namespaces.is_empty() && t.namespace_selector.is_none());
+    let ns = if own_namespace {
+        pod.metadata.namespace.as_str()
+    } else {
+        ""
+    };
+    let json = serde_json::to_string(&terms).unwrap_or_else(|_| format!("{terms:?}"));
+    interner.intern(&format!("affinity\u{0}{ns}\u{0}{json}"))
 }
 
 impl PodInfo {
@@ -137,9 +148,10 @@ impl PodInfo {
         self.namespace_id
     }
 
-    /// The interned identity of the pod's namespace and pod affinity terms: two pods with the
-    /// same id have the same terms in the same namespace, so what their terms say about another
-    /// pod is worked out once. [`Sym::NONE`] for a pod without pod affinity terms.
+    /// The interned identity of the pod's pod affinity terms, with its namespace when a term
+    /// covers the pod's own namespace by default (no `namespaces`, no `namespaceSelector`): two
+    /// pods with the same id have terms that say the same about any other pod, so that is
+    /// worked out once. [`Sym::NONE`] for a pod without pod affinity terms.
     pub fn affinity_id(&self) -> Sym {
         self.affinity_id
     }
@@ -470,7 +482,8 @@ impl NodeInfo {
     }
 }
 
-/// Bit flags of a [`NodeSummary`].
+/// Bit flags of a [`NodeSummary`] (bits 0 to 15; the snapshot's crate-private filter rows use
+/// bits 16 to 31 for inter-pod affinity).
 pub mod flags {
     /// `spec.unschedulable` is set.
     pub const UNSCHEDULABLE: u32 = 1;

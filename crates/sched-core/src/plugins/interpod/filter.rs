@@ -4,22 +4,26 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::terms::{
-    CompiledTerm, NO_LABELS, NamespaceLabels, PairCounts, compile_terms, existing_term_matches,
+    CompiledTerm, CountedHere, NO_LABELS, NamespaceLabels, PairCounts, compile_terms,
+    existing_term_matches,
 };
+use crate::fast_path::{FastFilter, Sealed};
 use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason};
-use crate::snapshot::NodeRef;
-use crate::snapshot::Sym;
+use crate::snapshot::{AffinityIndex, CountsRef, LabelIds, NodeRef, Sym};
 
 /// Legacy predicate `MatchInterPodAffinity` (no argument): the pod's required pod affinity and
 /// anti-affinity, and existing pods' required anti-affinity against the pod.
 ///
-/// Per pod, `prepare` counts, for each topology pair (label key, value) of the nodes:
-/// - existing pods whose required anti-affinity terms match the pod (over the nodes holding
-///   pods with required anti-affinity),
-/// - existing pods that match all of the pod's required affinity terms,
-/// - existing pods that match each of the pod's required anti-affinity terms.
+/// Per topology domain (a value of a term's topology key), the filter reads:
+/// - existing pods whose required anti-affinity terms match the pod: the snapshot counts the
+///   pods of each group with the same terms per domain, and `prepare` decides once per group
+///   whether a term matches the pod;
+/// - existing pods that match all of the pod's required affinity terms, and those that match
+///   each of its required anti-affinity terms: the snapshot's counts when an existing pod has
+///   the same terms (replicas of a workload), else counted in `prepare` by matching every pod.
 ///
-/// Then `filter` only looks up the node's value of each topology key. A node fails with
+/// Then `filter` only looks up the node's domain of each topology key. When every count it
+/// reads has a node flag in the snapshot's filter rows, it runs in the fused filter pass. A node fails with
 /// [`Reason::PodAffinityRulesNotMatch`] when it lacks a topology label of an affinity term or no
 /// matching pod is in its domain (unless no pod anywhere matches and the pod matches its own
 /// terms: the first pod of a group with affinity to itself), with
@@ -37,6 +41,9 @@ use crate::snapshot::Sym;
 #[derive(Clone, Debug, Default)]
 pub struct MatchInterPodAffinity {
     namespaces: Arc<NamespaceLabels>,
+    /// Match every existing pod instead of reading the snapshot's counts (the reference
+    /// the tests compare with).
+    direct: bool,
 }
 
 impl MatchInterPodAffinity {
@@ -51,6 +58,44 @@ impl MatchInterPodAffinity {
         self.namespaces = namespaces;
         self
     }
+
+    /// Matches every existing pod for every pod scheduled, ignoring the snapshot's counts per
+    /// topology domain: the direct computation the tests compare the counts with.
+    #[cfg(test)]
+    #[must_use]
+    pub(crate) fn direct(mut self) -> Self {
+        self.direct = true;
+        self
+    }
+}
+
+/// Existing pods counted per topology domain, as the snapshot keeps them (`dense`) or as
+/// counted for this pod (`pairs`, looked up by the node's value of each of `keys`).
+#[derive(Debug, Default)]
+struct Lookups {
+    dense: Vec<CountsRef>,
+    keys: Vec<Sym>,
+    pairs: PairCounts,
+}
+
+impl Lookups {
+    /// Whether no pod was counted anywhere.
+    fn is_empty(&self) -> bool {
+        self.dense.is_empty() && self.pairs.is_empty()
+    }
+
+    /// Whether a counted pod is in the node's domain of some key.
+    #[inline]
+    fn any_on(&self, index: &AffinityIndex, node: usize, labels: &LabelIds) -> bool {
+        self.dense
+            .iter()
+            .any(|&c| index.count(c, node).is_some_and(|n| n > 0))
+            || (!self.pairs.is_empty()
+                && self
+                    .keys
+                    .iter()
+                    .any(|&k| self.pairs.for_node(labels, k).unwrap_or(0) > 0))
+    }
 }
 
 /// Per-pod state.
@@ -58,14 +103,17 @@ impl MatchInterPodAffinity {
 pub struct State {
     /// Topology keys of the pod's required affinity terms (`None`: no node has the label).
     affinity_keys: Vec<Option<Sym>>,
+    /// The snapshot's counts of the pods matching all the affinity terms, one per term (when
+    /// it keeps them), else `affinity_counts`.
+    affinity_dense: Option<Vec<CountsRef>>,
     affinity_counts: PairCounts,
-    /// Whether the pod matches all of its own affinity terms.
-    matches_own_terms: bool,
-    anti_keys: Vec<Option<Sym>>,
-    anti_counts: PairCounts,
-    existing_counts: PairCounts,
-    /// Keys with a positive count in `existing_counts`.
-    existing_keys: Vec<Sym>,
+    /// No pod matches all the affinity terms and the pod matches them itself: it may be the
+    /// first of its group.
+    first_of_group: bool,
+    /// Pods matching each of the pod's required anti-affinity terms.
+    anti: Lookups,
+    /// Existing pods whose required anti-affinity terms match the pod.
+    existing: Lookups,
 }
 
 impl Predicate for MatchInterPodAffinity {
@@ -79,6 +127,7 @@ impl Predicate for MatchInterPodAffinity {
         let pod = cx.pod();
         let snapshot = cx.snapshot();
         let interner = snapshot.interner();
+        let index = snapshot.affinity_index();
         let (aff, anti) = pod.spec.affinity.as_ref().map_or((None, None), |a| {
             (a.pod_affinity.as_ref(), a.pod_anti_affinity.as_ref())
         });
@@ -112,79 +161,108 @@ impl Predicate for MatchInterPodAffinity {
             interner,
             namespaces,
         )?;
-
+        let own_ns = pod.metadata.namespace.as_str();
         let mut st = State {
             affinity_keys: affinity.iter().map(|t| t.topology_key).collect(),
-            matches_own_terms: !affinity.is_empty() && affinity.iter().all(|t| t.matches_self),
-            anti_keys: anti_affinity.iter().map(|t| t.topology_key).collect(),
             ..State::default()
         };
 
         // Existing pods' required anti-affinity against the pod.
         if snapshot.pods_with_required_anti_affinity() > 0 {
-            // At most one pair per node and key: sized once rather than grown.
-            st.existing_counts = PairCounts::with_capacity(
-                snapshot
-                    .pods_with_required_anti_affinity()
-                    .min(snapshot.len()),
-            );
-            let ns_labels = namespaces
-                .labels_of(&pod.metadata.namespace)
-                .unwrap_or(&NO_LABELS);
-            // Worked out once per distinct set of terms (pods of one workload share it).
-            let mut memo: HashMap<Sym, Vec<Option<Sym>>, foldhash::fast::FixedState> =
-                HashMap::default();
-            for info in snapshot.node_infos() {
-                for existing in info.pods_with_required_anti_affinity() {
-                    let keys = memo.entry(existing.affinity_id()).or_insert_with(|| {
-                        let ep = existing.pod();
-                        let terms = ep
-                            .spec
-                            .affinity
-                            .as_ref()
-                            .and_then(|a| a.pod_anti_affinity.as_ref())
-                            .map_or(&[][..], |p| &p.required[..]);
-                        terms
-                            .iter()
-                            .filter(|t| {
-                                existing_term_matches(t, &ep.metadata.namespace, pod, ns_labels)
-                            })
-                            .map(|t| interner.get(&t.topology_key))
-                            .collect()
-                    });
-                    for &key in keys.iter() {
-                        st.existing_counts.add(info.labels(), key, 1);
+            let ns_labels = namespaces.labels_of(own_ns).unwrap_or(&NO_LABELS);
+            if self.direct {
+                st.existing.pairs = existing_anti_counts(snapshot, pod, ns_labels);
+                st.existing.keys = st.existing.pairs.positive_keys();
+            } else {
+                // Once per group of pods with the same terms; the snapshot counts the group's
+                // pods per domain.
+                for g in index.groups() {
+                    let Some(terms) = g.anti_affinity().map(|a| &a.required) else {
+                        continue;
+                    };
+                    for t in terms {
+                        if existing_term_matches(t, g.namespace(), pod, ns_labels)
+                            && let Some(c) = g.counts(interner.get(&t.topology_key))
+                            && index.total(c) > 0
+                            && !st.existing.dense.contains(&c)
+                        {
+                            st.existing.dense.push(c);
+                        }
                     }
                 }
             }
-            st.existing_keys = st.existing_counts.positive_keys();
         }
 
-        // Existing pods against the pod's own terms.
-        if !affinity.is_empty() || !anti_affinity.is_empty() {
-            let pairs = snapshot.pod_count().min(snapshot.len());
-            if !affinity.is_empty() {
-                st.affinity_counts = PairCounts::with_capacity(pairs);
-            }
-            if !anti_affinity.is_empty() {
-                st.anti_counts = PairCounts::with_capacity(pairs);
-            }
-            for info in snapshot.node_infos() {
-                for existing in info.pods() {
-                    if matches_all(&affinity, existing) {
-                        for t in &affinity {
-                            st.affinity_counts.add(info.labels(), t.topology_key, 1);
+        // Existing pods against the pod's own affinity terms: the snapshot's counts when an
+        // existing pod has the same terms, else counted here.
+        if !affinity.is_empty() {
+            let dense = if self.direct {
+                None
+            } else {
+                affinity
+                    .iter()
+                    .map(|t| index.matcher_counts(aff_terms, own_ns, t.topology_key))
+                    .collect::<Option<Vec<_>>>()
+            };
+            let none_match = match &dense {
+                Some(d) => d.iter().all(|&c| index.total(c) == 0),
+                None => {
+                    st.affinity_counts =
+                        PairCounts::with_capacity(snapshot.pod_count().min(snapshot.len()));
+                    for info in snapshot.node_infos() {
+                        for existing in info.pods() {
+                            if matches_all(&affinity, existing) {
+                                for t in &affinity {
+                                    st.affinity_counts.add(info.labels(), t.topology_key, 1);
+                                }
+                            }
                         }
                     }
-                    for t in &anti_affinity {
+                    st.affinity_counts.is_empty()
+                }
+            };
+            st.affinity_dense = dense;
+            st.first_of_group = none_match && affinity.iter().all(|t| t.matches_self);
+        }
+
+        // Existing pods against the pod's anti-affinity terms, likewise.
+        let mut here = CountedHere::default();
+        for (k, (t, written)) in anti_affinity.iter().zip(anti_terms).enumerate() {
+            let dense = if self.direct || k >= CountedHere::MAX {
+                None
+            } else {
+                index.matcher_counts(std::slice::from_ref(written), own_ns, t.topology_key)
+            };
+            match dense {
+                Some(c) => {
+                    if index.total(c) > 0 && !st.anti.dense.contains(&c) {
+                        st.anti.dense.push(c);
+                    }
+                }
+                None => here.add(k),
+            }
+        }
+        if !here.is_empty() {
+            let counted = || {
+                anti_affinity
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| here.contains(k))
+                    .map(|(_, t)| t)
+            };
+            st.anti.pairs = PairCounts::with_capacity(snapshot.pod_count().min(snapshot.len()));
+            for info in snapshot.node_infos() {
+                for existing in info.pods() {
+                    for t in counted() {
                         if t.matches(existing) {
-                            st.anti_counts.add(info.labels(), t.topology_key, 1);
+                            st.anti.pairs.add(info.labels(), t.topology_key, 1);
                         }
                     }
                 }
             }
+            st.anti.keys = counted().filter_map(|t| t.topology_key).collect();
         }
-        if affinity.is_empty() && st.anti_counts.is_empty() && st.existing_keys.is_empty() {
+        if affinity.is_empty() && st.anti.is_empty() && st.existing.is_empty() {
             // Nothing can fail: no affinity terms, and no pod matches an anti-affinity term
             // either way.
             return Ok(Prepared::Skip);
@@ -194,50 +272,139 @@ impl Predicate for MatchInterPodAffinity {
 
     fn filter(
         &self,
-        _cx: &CycleContext<'_>,
+        cx: &CycleContext<'_>,
         state: &Self::State,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
         let st = state;
         let labels = node.info().labels();
+        let index = cx.snapshot().affinity_index();
+        let i = node.index();
 
         // The pod's affinity.
-        let mut pods_exist = true;
-        for key in &st.affinity_keys {
-            match key.and_then(|k| st.affinity_counts.for_node(labels, k)) {
-                Some(c) => {
-                    if c <= 0 {
-                        pods_exist = false;
+        if !st.affinity_keys.is_empty() {
+            let mut pods_exist = true;
+            match &st.affinity_dense {
+                Some(dense) => {
+                    for &c in dense {
+                        match index.count(c, i) {
+                            Some(n) => pods_exist &= n > 0,
+                            // All topology labels must exist on the node.
+                            None => return Err(Reason::PodAffinityRulesNotMatch),
+                        }
                     }
                 }
-                // All topology labels must exist on the node.
-                None => return Err(Reason::PodAffinityRulesNotMatch),
+                None => {
+                    for key in &st.affinity_keys {
+                        match key.and_then(|k| st.affinity_counts.for_node(labels, k)) {
+                            Some(c) => pods_exist &= c > 0,
+                            None => return Err(Reason::PodAffinityRulesNotMatch),
+                        }
+                    }
+                }
             }
-        }
-        // This pod may be the first of a group with affinity to itself: with no matching pod
-        // anywhere, it passes if it matches its own terms.
-        let first_of_group = st.affinity_counts.is_empty() && st.matches_own_terms;
-        if !pods_exist && !first_of_group {
-            return Err(Reason::PodAffinityRulesNotMatch);
+            // This pod may be the first of a group with affinity to itself: with no matching
+            // pod anywhere, it passes if it matches its own terms.
+            if !pods_exist && !st.first_of_group {
+                return Err(Reason::PodAffinityRulesNotMatch);
+            }
         }
 
         // The pod's anti-affinity.
-        if !st.anti_counts.is_empty() {
-            for key in st.anti_keys.iter().flatten() {
-                if st.anti_counts.for_node(labels, *key).unwrap_or(0) > 0 {
-                    return Err(Reason::PodAntiAffinityRulesNotMatch);
-                }
-            }
+        if st.anti.any_on(index, i, labels) {
+            return Err(Reason::PodAntiAffinityRulesNotMatch);
         }
 
         // Existing pods' anti-affinity.
-        for key in &st.existing_keys {
-            if st.existing_counts.for_node(labels, *key).unwrap_or(0) > 0 {
-                return Err(Reason::ExistingPodsAntiAffinityRulesNotMatch);
-            }
+        if st.existing.any_on(index, i, labels) {
+            return Err(Reason::ExistingPodsAntiAffinityRulesNotMatch);
         }
         Ok(())
     }
+
+    /// When every count the pod reads has a node flag in the snapshot's filter rows: the
+    /// nodes must have the flags of the affinity counts (a matching pod in their domain) and
+    /// none of the anti-affinity ones.
+    fn fast_filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        _: Sealed,
+    ) -> Option<FastFilter> {
+        let st = state;
+        let index = cx.snapshot().affinity_index();
+        if !st.anti.pairs.is_empty() || !st.existing.pairs.is_empty() {
+            return None;
+        }
+        let mut with = 0;
+        if !st.affinity_keys.is_empty() {
+            // The first pod of a group passes on nodes with the topology labels, which no
+            // flag says.
+            if st.first_of_group {
+                return None;
+            }
+            for &c in st.affinity_dense.as_ref()? {
+                let f = index.flag(c);
+                if f == 0 {
+                    return None;
+                }
+                with |= f;
+            }
+        }
+        let mut without = 0;
+        for &c in st.anti.dense.iter().chain(&st.existing.dense) {
+            let f = index.flag(c);
+            if f == 0 {
+                return None;
+            }
+            without |= f;
+        }
+        if with & without != 0 {
+            // A count both required and forbidden: no node passes; the filter says why.
+            return None;
+        }
+        Some(FastFilter::without_flags(without).and(FastFilter::with_flags(with)))
+    }
+}
+
+/// Existing pods' required anti-affinity terms that match `pod`, counted per topology pair by
+/// matching every such pod (the direct form of what the snapshot's groups give).
+fn existing_anti_counts(
+    snapshot: &crate::snapshot::Snapshot,
+    pod: &crate::model::Pod,
+    ns_labels: &std::collections::BTreeMap<String, String>,
+) -> PairCounts {
+    let interner = snapshot.interner();
+    // At most one pair per node and key: sized once rather than grown.
+    let mut counts = PairCounts::with_capacity(
+        snapshot
+            .pods_with_required_anti_affinity()
+            .min(snapshot.len()),
+    );
+    // Worked out once per distinct set of terms (pods of one workload share it).
+    let mut memo: HashMap<Sym, Vec<Option<Sym>>, foldhash::fast::FixedState> = HashMap::default();
+    for info in snapshot.node_infos() {
+        for existing in info.pods_with_required_anti_affinity() {
+            let keys = memo.entry(existing.affinity_id()).or_insert_with(|| {
+                let ep = existing.pod();
+                let terms = ep
+                    .spec
+                    .affinity
+                    .as_ref()
+                    .and_then(|a| a.pod_anti_affinity.as_ref())
+                    .map_or(&[][..], |p| &p.required[..]);
+                terms
+                    .iter()
+                    .filter(|t| existing_term_matches(t, &ep.metadata.namespace, pod, ns_labels))
+                    .map(|t| interner.get(&t.topology_key))
+                    .collect()
+            });
+            for &key in keys.iter() {
+                counts.add(info.labels(), key, 1);
+            }
+        }
+    }
+    counts
 }
 
 /// kube's `podMatchesAllAffinityTerms`: false for no terms.

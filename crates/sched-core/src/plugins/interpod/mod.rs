@@ -2,9 +2,11 @@
 //! ([`MatchInterPodAffinity`]) and the `InterPodAffinityPriority` priority
 //! ([`InterPodAffinityPriority`]), with kube-scheduler 1.22's semantics.
 //!
-//! Both resolve the pod's terms once per pod in `prepare` (selectors compiled to interned ids,
-//! counts per topology pair `(label key, label value)`), so that per node they only look up the
-//! node's value of each topology key. [`selector`] holds the label-selector matching they share
+//! Both resolve the pod's terms once per pod in `prepare` and read counts per topology domain
+//! that the snapshot keeps current as pods and nodes change (`snapshot::affinity`), so that a
+//! pod costs O(nodes + terms), not O(nodes x pods); per node they only look up the node's
+//! domain of each topology key. Terms no existing pod has are matched against every pod
+//! (selectors compiled to interned ids, counts per topology pair). [`selector`] holds the label-selector matching they share
 //! with the spreading priorities.
 
 mod filter;
@@ -12,6 +14,8 @@ mod score;
 pub mod selector;
 mod terms;
 
+#[cfg(test)]
+mod counts_tests;
 #[cfg(test)]
 mod reference_tests;
 #[cfg(test)]

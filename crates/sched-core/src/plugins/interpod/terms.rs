@@ -140,6 +140,33 @@ pub(crate) fn compile_terms<'t>(
     Ok(out)
 }
 
+/// Which of a pod's terms (by position) are counted by matching every pod rather than read
+/// from the snapshot's counts: a bit set, so that `prepare` allocates nothing for it. Terms
+/// at positions from [`CountedHere::MAX`] on are always counted here.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CountedHere(u64);
+
+impl CountedHere {
+    /// Positions below this one have a bit of their own; the last bit stands for all the
+    /// others (which the callers always mark).
+    pub(crate) const MAX: usize = 63;
+
+    /// Marks the term at `k`.
+    pub(crate) fn add(&mut self, k: usize) {
+        self.0 |= 1 << k.min(Self::MAX);
+    }
+
+    /// Whether the term at `k` is counted here.
+    pub(crate) fn contains(&self, k: usize) -> bool {
+        self.0 & (1 << k.min(Self::MAX)) != 0
+    }
+
+    /// Whether no term is.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// A fast hasher for pairs of interned ids (the keys are small dense integers).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct SymHasher(u64);
