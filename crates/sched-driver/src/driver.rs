@@ -436,7 +436,7 @@ enum Batch {
 
 /// What a task reports.
 enum Done {
-    Bind(Binding, Result<(), BindError>),
+    Bind(Box<Binding>, Result<(), BindError>),
     Delete(Preemption, Result<(), DeleteError>),
 }
 
@@ -480,7 +480,7 @@ struct Engine {
 }
 
 enum Task {
-    Bind(Binding),
+    Bind(Box<Binding>),
     Delete(Preemption),
 }
 
@@ -834,12 +834,12 @@ impl Engine {
                     binder.post_bind(&b).await;
                 }
                 drop(permit);
-                Done::Bind(b, result)
+                Done::Bind(Box::new(b), result)
             },
             rt,
         );
         self.in_bind.insert(task.pod.clone());
-        self.task_of.insert(h.id(), Task::Bind(task));
+        self.task_of.insert(h.id(), Task::Bind(Box::new(task)));
         self.binds_in_flight += 1;
     }
 
