@@ -136,13 +136,7 @@ fn scheduler() -> Scheduler {
     .unwrap();
     let nodes: Vec<Node> = vec![];
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
-    Scheduler::from_config(
-        &config,
-        &sched_core::config::Registry::v1_34(),
-        snapshot,
-        1,
-    )
-    .unwrap()
+    Scheduler::from_config(&config, &sched_core::config::Registry::v1_34(), snapshot, 1).unwrap()
 }
 
 // The event kinds standing in for kube's test plugins.
@@ -285,10 +279,7 @@ fn priority_queue_update_pod_that_did_not_exist_in_the_queue() {
 fn priority_queue_update_adds_a_nominated_node_name() {
     let mut sch = scheduler();
     sch.apply(ClusterEvent::PodUpdate(nominated(hpp(), "node1")), s(0));
-    assert_eq!(
-        sch.queue().position("ns1/hpp"),
-        Some(QueueName::Active)
-    );
+    assert_eq!(sch.queue().position("ns1/hpp"), Some(QueueName::Active));
     assert_eq!(sch.nominated_node("ns1/hpp"), Some("node1"));
     assert_eq!(sch.nominator().len(), 1);
 }
@@ -364,8 +355,9 @@ fn priority_queue_update_when_in_flight_requeues_the_rejected_pod() {
     add_and_pop(&mut q, &p, s(0));
     // Updated (tolerations added) while being scheduled.
     let mut u = p.clone();
-    u.spec.tolerations =
-        vec![serde_json::from_value(serde_json::json!({"key": "foo", "effect": "NoSchedule"})).unwrap()];
+    u.spec.tolerations = vec![
+        serde_json::from_value(serde_json::json!({"key": "foo", "effect": "NoSchedule"})).unwrap(),
+    ];
     q.update(u.clone(), s(0));
     // Rejected by a plugin that pod updates can help: the update may change the result.
     reject(&mut q, &p, EventMask::ALL, s(0));
@@ -492,7 +484,12 @@ fn priority_queue_move_all_to_active_or_backoff_queue() {
     q.done(&mpp().key());
     q.add(mpp(), t1);
     for p in [&up(), &hpp(), &hpp2] {
-        assert_eq!(pos(&q, p), Some(QueueName::Unschedulable), "{}", p.metadata.name);
+        assert_eq!(
+            pos(&q, p),
+            Some(QueueName::Unschedulable),
+            "{}",
+            p.metadata.name
+        );
     }
     assert_eq!(pos(&q, &hpp1), Some(QueueName::Backoff));
     assert_eq!(q.counts().active, 1);
@@ -625,10 +622,7 @@ fn pod_failed_scheduling_multiple_times_does_not_block_newer_pod() {
     // DefaultPodInitialBackoffDuration + 1 s.
     let t = s(2);
     q.on_event(EventMask::ALL, t);
-    assert_eq!(
-        pop_name(&mut q, t).as_deref(),
-        Some("test-pod-unscheduled")
-    );
+    assert_eq!(pop_name(&mut q, t).as_deref(), Some("test-pod-unscheduled"));
     // A newer pod arrives while it is being scheduled; then it is rejected again.
     let newer = nominated(pod("ns1", "test-newer-pod", HIGH), "node1");
     q.add(newer, t);
@@ -782,7 +776,9 @@ fn per_pod_scheduling_attempts() {
     q.flush(flush_at);
     // (kube bumps `metadata.generation`, which our model doesn't have: an annotation instead.)
     let mut u = p.clone();
-    u.metadata.annotations.insert("generation".into(), "1".into());
+    u.metadata
+        .annotations
+        .insert("generation".into(), "1".into());
     q.update(u, flush_at);
     q.pop(flush_at).unwrap();
     assert_eq!(q.attempts(&p.key()), Some(2));
