@@ -1,10 +1,10 @@
 //! kube-scheduler's scheduling queue tests (`pkg/scheduler/backend/queue/scheduling_queue_test.go`,
 //! read from the newest stored kubernetes/kubernetes version, which has the v1.34 tests plus a
-//! few later ones; `pkg/scheduler/internal/queue` before v1.32), ported through the public
-//! [`SchedulingQueue`] API with kube's expected outcomes. Backoff follows v1.34's
+//! few later ones; older versions have it under `pkg/scheduler/internal/queue`), ported through
+//! the public [`SchedulingQueue`] API with kube's expected outcomes. Backoff follows v1.34's
 //! `backoff_queue.go`: initial backoff doubled per attempt up to the maximum, from the time the
-//! pod was requeued; kube's `SchedulerPopFromBackoffQ` additions are marked ignored below. Time is a `Duration` from an arbitrary
-//! origin (kube's fake clock). Our queue approximates queueing hints by the events each
+//! pod was requeued; kube's `SchedulerPopFromBackoffQ` additions are marked ignored below.
+//! Time is a `Duration` from an arbitrary origin (kube's fake clock). Our queue approximates queueing hints by the events each
 //! rejection reason registers ([`events_for`]): a plugin's `QueueingHint` returning `Queue` for
 //! an event becomes "the pod waits for that event kind" ([`EventMask`]); kube's wildcard
 //! `EventUnschedulableTimeout` becomes [`EventMask::ALL`]; a failure with no rejecting plugin
