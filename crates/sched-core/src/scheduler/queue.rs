@@ -97,8 +97,14 @@ struct Entry {
     attempts: u32,
     /// Events that can make it schedulable (unschedulable pool only).
     waiting_for: EventMask,
-    /// Insertion order, for equal timestamps.
+    /// Order of entering activeQ (or the queue), for equal priorities and timestamps: a pod
+    /// that comes (back) into activeQ goes behind the pods already there, as in kube's heap.
     seq: u64,
+    /// Events that happened while the pod was in flight (kube's in-flight events): if one of
+    /// them can help it when it is rejected, it is requeued at once instead of waiting.
+    seen_in_flight: EventMask,
+    /// The pod's spec or labels changed while it was in flight.
+    updated_in_flight: bool,
 }
 
 type ActiveKey = (Reverse<i32>, Duration, u64, String);
@@ -193,6 +199,10 @@ impl SchedulingQueue {
     }
 
     fn link(&mut self, key: String, mut e: Entry, queue: QueueName) {
+        if queue == QueueName::Active && e.queue != QueueName::Active {
+            self.seq += 1;
+            e.seq = self.seq;
+        }
         e.queue = queue;
         match queue {
             QueueName::Active => {
@@ -229,6 +239,8 @@ impl SchedulingQueue {
             attempts: 0,
             waiting_for: EventMask::default(),
             seq: self.seq,
+            seen_in_flight: EventMask::default(),
+            updated_in_flight: false,
         };
         self.link(key, e, queue);
     }
@@ -250,6 +262,10 @@ impl SchedulingQueue {
                 QueueName::Active
             }
             QueueName::Unschedulable if changed => self.active_or_backoff(&e, now),
+            QueueName::InFlight => {
+                e.updated_in_flight |= changed;
+                QueueName::InFlight
+            }
             q => q,
         };
         self.link(key, e, queue);
@@ -301,8 +317,14 @@ impl SchedulingQueue {
 
     /// A cluster event of these kinds happened: unschedulable pods waiting for one of them
     /// move to activeQ, or to backoffQ while their backoff lasts (kube's
-    /// `MoveAllToActiveOrBackoffQueue`). Returns how many moved.
+    /// `MoveAllToActiveOrBackoffQueue`); pods in flight remember it for when their attempt
+    /// ends. Returns how many moved.
     pub fn on_event(&mut self, event: EventMask, now: Duration) -> usize {
+        for e in self.pods.values_mut() {
+            if e.queue == QueueName::InFlight {
+                e.seen_in_flight = e.seen_in_flight | event;
+            }
+        }
         let keys: Vec<String> = self
             .pods
             .iter()
@@ -323,6 +345,8 @@ impl SchedulingQueue {
         let e = self.pods.get_mut(&key).expect("activeQ entries are queued");
         e.queue = QueueName::InFlight;
         e.attempts += 1;
+        e.seen_in_flight = EventMask::default();
+        e.updated_in_flight = false;
         Some(e.pod.clone())
     }
 
@@ -332,12 +356,21 @@ impl SchedulingQueue {
     }
 
     /// The popped pod `key` fits nowhere: it waits in the unschedulable pool for one of
-    /// `waiting_for`, or the longest stay.
+    /// `waiting_for`, or the longest stay. If one of them happened while it was in flight, or
+    /// its spec or labels changed meanwhile, it goes to backoffQ (or activeQ) at once, as kube
+    /// requeues a pod for in-flight events.
     pub fn unschedulable(&mut self, key: &str, waiting_for: EventMask, now: Duration) {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
             e.waiting_for = waiting_for;
-            self.link(key.to_string(), e, QueueName::Unschedulable);
+            let queue = if e.queue == QueueName::InFlight
+                && (e.updated_in_flight || e.seen_in_flight.intersects(waiting_for))
+            {
+                self.active_or_backoff(&e, now)
+            } else {
+                QueueName::Unschedulable
+            };
+            self.link(key.to_string(), e, queue);
         }
     }
 
@@ -362,6 +395,8 @@ impl SchedulingQueue {
             attempts: attempts.max(1),
             waiting_for: EventMask::default(),
             seq: self.seq,
+            seen_in_flight: EventMask::default(),
+            updated_in_flight: false,
         };
         self.link(key, e, QueueName::Backoff);
     }
@@ -385,6 +420,8 @@ impl SchedulingQueue {
             attempts: attempts.max(1),
             waiting_for,
             seq: self.seq,
+            seen_in_flight: EventMask::default(),
+            updated_in_flight: false,
         };
         self.link(key, e, QueueName::Unschedulable);
     }
