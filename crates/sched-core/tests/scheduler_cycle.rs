@@ -833,3 +833,78 @@ fn a_confirmed_binding_does_not_wake_pods_short_of_resources() {
         Some(QueueName::Backoff)
     );
 }
+
+/// Namespaces arrive as events: a pod whose affinity term selects namespaces by label waits
+/// until a Namespace with that label exists (kube's InterPodAffinity registers Namespace
+/// events), then lands beside the pod it asks for.
+#[test]
+fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
+    use sched_core::model::Namespace;
+    let mut sch = scheduler(vec![node("n1", 4), node("n2", 4)]);
+    let mut db: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "db", "namespace": "data", "labels": {"app": "db"}},
+        "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": "100m"}}}]}
+    }))
+    .unwrap();
+    db.spec.node_name = "n2".into();
+    sch.apply(ClusterEvent::PodAdd(db), s(0));
+    let web: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "pause",
+                "resources": {"requests": {"cpu": "100m"}}}],
+            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "namespaceSelector": {"matchLabels": {"team": "storage"}},
+                "topologyKey": "kubernetes.io/hostname"
+            }]}}
+        }
+    }))
+    .unwrap();
+    sch.apply(ClusterEvent::PodAdd(web), s(0));
+    // No namespace has the label yet: no pod matches the term.
+    assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
+    let ns = |labels: serde_json::Value| -> Namespace {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "data", "labels": labels}}))
+            .unwrap()
+    };
+    // A Namespace added moves it (kube registers Namespace/Add); without the label it is
+    // still unschedulable when tried again.
+    sch.apply(ClusterEvent::NamespaceAdd(ns(serde_json::json!({}))), s(0));
+    assert_eq!(
+        sch.queue().position("default/web"),
+        Some(QueueName::Backoff)
+    );
+    assert!(matches!(sch.schedule_one(s(5)), Step::Unschedulable { .. }));
+    // The same labels again change nothing: no move.
+    sch.apply(
+        ClusterEvent::NamespaceUpdate(ns(serde_json::json!({}))),
+        s(5),
+    );
+    assert_eq!(
+        sch.queue().position("default/web"),
+        Some(QueueName::Unschedulable)
+    );
+    sch.apply(
+        ClusterEvent::NamespaceUpdate(ns(serde_json::json!({"team": "storage"}))),
+        s(5),
+    );
+    assert_ne!(
+        sch.queue().position("default/web"),
+        Some(QueueName::Unschedulable)
+    );
+    match sch.schedule_one(s(10)) {
+        Step::Bind { pod, node, .. } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/web", "n2"))
+        }
+        other => panic!("{other:?}"),
+    }
+    sch.apply(ClusterEvent::NamespaceDelete("data".into()), s(10));
+    assert!(
+        sch.snapshot()
+            .namespace_labels()
+            .labels_of("data")
+            .is_none()
+    );
+}

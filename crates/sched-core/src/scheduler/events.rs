@@ -3,7 +3,8 @@
 
 use crate::framework::Reason;
 use crate::model::{
-    CsiNode, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
+    CsiNode, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget,
+    StorageClass,
 };
 
 /// A change to the cluster, as an informer reports it.
@@ -47,6 +48,13 @@ pub enum ClusterEvent {
     CsiNodeUpdate(CsiNode),
     /// A CSINode went away (by name, the node's).
     CsiNodeDelete(String),
+    /// A Namespace appeared (its labels are what `namespaceSelector` in pod affinity terms
+    /// reads).
+    NamespaceAdd(Namespace),
+    /// A Namespace changed (the whole new object).
+    NamespaceUpdate(Namespace),
+    /// A Namespace went away (by name).
+    NamespaceDelete(String),
     /// A PodDisruptionBudget appeared; preemption respects it.
     PdbAdd(PodDisruptionBudget),
     /// A PodDisruptionBudget changed (the whole new object, its status included).
@@ -100,6 +108,8 @@ impl EventMask {
     pub const CSI_NODE_UPDATE: EventMask = EventMask(1 << 18);
     /// A storage object was deleted (no plugin waits for it; kept for completeness).
     pub const STORAGE_DELETE: EventMask = EventMask(1 << 19);
+    /// A Namespace was added or its labels changed.
+    pub const NAMESPACE: EventMask = EventMask(1 << 20);
     /// Every kind.
     pub const ALL: EventMask = EventMask(u32::MAX);
 
@@ -148,11 +158,19 @@ pub fn events_for(reason: &Reason) -> EventMask {
         | Reason::MemoryPressure
         | Reason::DiskPressure
         | Reason::PidPressure => node_add | E::NODE_CONDITION | E::NODE_TAINT,
-        Reason::PodAffinityRulesNotMatch | Reason::ServiceAffinityViolated => {
+        // InterPodAffinity also registers Namespace add and label update (namespaceSelector).
+        Reason::PodAffinityRulesNotMatch => {
+            node_add | E::NODE_LABEL | E::ASSIGNED_POD_ADD | E::ASSIGNED_POD_UPDATE | E::NAMESPACE
+        }
+        Reason::ServiceAffinityViolated => {
             node_add | E::NODE_LABEL | E::ASSIGNED_POD_ADD | E::ASSIGNED_POD_UPDATE
         }
         Reason::PodAntiAffinityRulesNotMatch | Reason::ExistingPodsAntiAffinityRulesNotMatch => {
-            node_add | E::NODE_LABEL | E::ASSIGNED_POD_DELETE | E::ASSIGNED_POD_UPDATE
+            node_add
+                | E::NODE_LABEL
+                | E::ASSIGNED_POD_DELETE
+                | E::ASSIGNED_POD_UPDATE
+                | E::NAMESPACE
         }
         Reason::TopologySpreadConstraintsNotMatch | Reason::TopologySpreadMissingLabel => {
             node_add

@@ -760,6 +760,20 @@ impl Scheduler {
                 self.snapshot.storage_mut().remove_class(&name);
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
+            ClusterEvent::NamespaceAdd(ns) | ClusterEvent::NamespaceUpdate(ns) => {
+                let changed = self
+                    .snapshot
+                    .namespace_labels()
+                    .labels_of(&ns.metadata.name)
+                    != Some(&ns.metadata.labels);
+                self.snapshot.upsert_namespace(&ns);
+                if changed {
+                    self.queue.on_event(EventMask::NAMESPACE, now);
+                }
+            }
+            ClusterEvent::NamespaceDelete(name) => {
+                self.snapshot.remove_namespace(&name);
+            }
             ClusterEvent::CsiNodeDelete(name) => {
                 self.snapshot.storage_mut().remove_csi_node(&name);
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);

@@ -267,6 +267,21 @@ impl Snapshot {
         self.generation += 1;
     }
 
+    /// Adds a Namespace or replaces its labels (an informer's add or update).
+    pub fn upsert_namespace(&mut self, namespace: &crate::model::Namespace) {
+        self.namespaces.insert(
+            namespace.metadata.name.clone(),
+            namespace.metadata.labels.clone(),
+        );
+        self.generation += 1;
+    }
+
+    /// Forgets a deleted Namespace; `false` if it was not known.
+    pub fn remove_namespace(&mut self, name: &str) -> bool {
+        self.generation += 1;
+        self.namespaces.remove(name).is_some()
+    }
+
     /// The namespaces' labels (what `namespaceSelector` in pod affinity terms reads).
     pub fn namespace_labels(&self) -> &NamespaceLabels {
         &self.namespaces

@@ -24,6 +24,11 @@ impl NamespaceLabels {
         self.map.insert(namespace.into(), labels);
     }
 
+    /// Forgets a namespace (deleted); returns its labels if it was known.
+    pub fn remove(&mut self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.map.remove(namespace)
+    }
+
     /// The labels of a namespace, if it is known.
     pub fn labels_of(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
         self.map.get(namespace)
