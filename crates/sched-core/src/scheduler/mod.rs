@@ -63,6 +63,9 @@
 //!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
 //!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
 //!
+//! - **Namespaces** arrive as events ([`ClusterEvent::NamespaceAdd`], ...): their labels are
+//!   what `namespaceSelector` in pod affinity terms reads; an added Namespace or changed labels
+//!   wake pods rejected by inter-pod affinity, as kube's InterPodAffinity registers.
 //! - **Volumes**: PersistentVolumes, claims, StorageClasses and CSINodes arrive as events
 //!   ([`ClusterEvent::PersistentVolumeAdd`], ...) and wake the pods that wait for them (kube's
 //!   events of VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions).
