@@ -39,13 +39,14 @@ pub struct Timing {
 }
 
 impl Default for Timing {
-    /// 2 s / 1 s / 0.2 s, with 0.5 s of slack.
+    /// 2 s / 1 s / 0.2 s, with 1 s of slack (a loaded 2-core machine running the whole test
+    /// suite has taken over 0.5 s to hand a file-backed lock over).
     fn default() -> Self {
         Timing {
             lease: Duration::from_secs(2),
             renew: Duration::from_secs(1),
             retry: Duration::from_millis(200),
-            slack: Duration::from_millis(500),
+            slack: Duration::from_secs(1),
         }
     }
 }
