@@ -59,7 +59,8 @@ _le_deps_missing() {
   bindir=$(lease_elect_pg_bindir 2>/dev/null || true)
   while read -r kind what pkg; do
     case $kind in
-      cmd) command -v "$what" >/dev/null 2>&1 || echo "$what $pkg" ;;
+      # A program on PATH, not a shell builtin of the same name: the tests exec it.
+      cmd) type -P "$what" >/dev/null 2>&1 || echo "$what $pkg" ;;
       file) [[ -r $what ]] || echo "$what $pkg" ;;
       pgbin) [[ -n $bindir && -x $bindir/$what ]] || echo "$what $pkg" ;;
     esac

@@ -31,7 +31,18 @@ step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test (unit, integration, property, multi-process, real-server and doc tests)"
-cargo test --workspace --no-fail-fast
+# The output is kept so that a failure is summed up at the very end, where a truncated log
+# still shows it.
+test_log=$(mktemp)
+status=0
+cargo test --workspace --no-fail-fast 2>&1 | tee "$test_log" || status=$?
+if [[ $status -ne 0 ]]; then
+  step "cargo test failed (exit $status); the failures:"
+  grep -E -A6 'FAILED|panicked at|^error' "$test_log" | head -n 200 || true
+  rm -f "$test_log"
+  exit "$status"
+fi
+rm -f "$test_log"
 
 step "scoring kernel, optimized (its vector builds exist only with optimizations)"
 cargo test --release -p sched-core --lib profile::kernel::

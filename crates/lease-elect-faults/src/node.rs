@@ -20,6 +20,17 @@ pub struct Event {
     pub at_us: u64,
 }
 
+/// The signals the fault scenarios send to a node (SIGKILL goes through [`Node::kill`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGSTOP: the process is paused.
+    Stop,
+    /// SIGCONT: a paused process goes on.
+    Cont,
+    /// SIGINT: the node releases its lease and exits.
+    Int,
+}
+
 /// How to start a node: `fault_node <backend> <target> <name> <identity> <store> <lease-s>
 /// <renew-ms> <retry-ms>`.
 #[derive(Clone, Debug)]
@@ -101,12 +112,22 @@ impl Node {
         }
     }
 
-    /// Sends a signal (`KILL`, `STOP`, `CONT`, `INT`).
-    pub fn signal(&self, name: &str) {
-        let _ = std::process::Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.pid.to_string())
-            .status();
+    /// Sends `signal` to the node's process (by the `kill` system call: no `kill` program is
+    /// needed on the machine).
+    ///
+    /// # Errors
+    /// When the signal cannot be sent (the process has been reaped, say).
+    pub fn signal(&self, signal: Signal) -> std::io::Result<()> {
+        let pid = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| std::io::Error::other(format!("bad pid {}", self.pid)))?;
+        let sig = match signal {
+            Signal::Stop => rustix::process::Signal::STOP,
+            Signal::Cont => rustix::process::Signal::CONT,
+            Signal::Int => rustix::process::Signal::INT,
+        };
+        rustix::process::kill_process(pid, sig).map_err(std::io::Error::from)
     }
 
     /// Kills the node with SIGKILL and reaps it.
@@ -116,8 +137,9 @@ impl Node {
 
     /// Stops the node gracefully (SIGINT: it releases the lease), waiting at most 2 s.
     pub async fn stop(&mut self) {
-        self.signal("CONT");
-        self.signal("INT");
+        // The node may have exited already; the wait below tells.
+        let _ = self.signal(Signal::Cont);
+        let _ = self.signal(Signal::Int);
         if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
             .await
             .is_err()

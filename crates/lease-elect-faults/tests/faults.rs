@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lease_elect::ResourceLock;
-use lease_elect_faults::node::{Event, Node, NodeSpec};
+use lease_elect_faults::node::{Event, Node, NodeSpec, Signal};
 use lease_elect_faults::now_us;
 use lease_elect_faults::proxy::{Mode, Proxy};
 use lease_elect_faults::servers::{self, OwnServer};
@@ -435,18 +435,24 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
         }
         Fault::Stop => {
             let t0 = now_us();
-            c.nodes[leader].signal("STOP");
+            c.nodes[leader]
+                .signal(Signal::Stop)
+                .map_err(|e| format!("SIGSTOP: {e}"))?;
             // Resumed once another node leads, or after 3 s: a FileLock leader paused inside
             // a write holds the OS lock, and nobody can write until it resumes.
             let r = match c.wait_new_term(t0, Duration::from_secs(3)).await {
                 Ok(r) => Ok(r),
                 Err(_) => {
-                    c.nodes[leader].signal("CONT");
+                    c.nodes[leader]
+                        .signal(Signal::Cont)
+                        .map_err(|e| format!("SIGCONT: {e}"))?;
                     c.wait_new_term(t0, limit).await
                 }
             };
             tokio::time::sleep(Duration::from_millis(300)).await;
-            c.nodes[leader].signal("CONT");
+            c.nodes[leader]
+                .signal(Signal::Cont)
+                .map_err(|e| format!("SIGCONT: {e}"))?;
             r?
         }
         Fault::Delete => {
