@@ -16,6 +16,11 @@ fn priority(p: &Pod) -> i32 {
     p.spec.priority.unwrap_or(0)
 }
 
+/// Whether `a` and `b` have the same `namespace/name` (without building the keys).
+fn same_pod(a: &Pod, b: &Pod) -> bool {
+    a.metadata.name == b.metadata.name && a.metadata.namespace == b.metadata.namespace
+}
+
 /// Pending pods nominated to nodes, by preemption (the engine's own nominations) or by the
 /// pods' `status.nominatedNodeName` as the informer reports them.
 ///
@@ -135,10 +140,9 @@ impl Nominator {
     /// The pods nominated to `node` with a priority of at least `pod`'s, other than `pod`
     /// (what kube's `addGENominatedPods` adds).
     fn holding(&self, node: &str, pod: &Pod) -> Vec<&Pod> {
-        let key = pod.key();
         self.pods_on(node)
             .iter()
-            .filter(|p| priority(p) >= priority(pod) && p.key() != key)
+            .filter(|p| priority(p) >= priority(pod) && !same_pod(p, pod))
             .collect()
     }
 
@@ -154,11 +158,10 @@ impl Nominator {
 
     /// Whether any node holds a pod nominated there for `pod` (see [`Nominator::fits`]).
     pub fn holds_any(&self, pod: &Pod) -> bool {
-        let key = pod.key();
         self.by_node
             .values()
             .flatten()
-            .any(|p| priority(p) >= priority(pod) && p.key() != key)
+            .any(|p| priority(p) >= priority(pod) && !same_pod(p, pod))
     }
 
     /// kube's `RunFilterPluginsWithNominatedPods` for `pod` on the node at `index`: the
@@ -213,15 +216,20 @@ impl Nominator {
         pod: &Pod,
         index: usize,
     ) -> Result<Option<Fit>, ScheduleError> {
-        let Some(node) = snapshot
-            .node_infos()
-            .get(index)
-            .map(|i| i.name().to_string())
-        else {
+        // Nothing nominated anywhere, or nothing held on this node: no copies, no lookups.
+        if self.by_node.is_empty() {
+            return Ok(None);
+        }
+        let Some(name) = snapshot.node_infos().get(index).map(|i| i.name()) else {
             return Ok(None);
         };
+        let held = self.holding(name, pod);
+        if held.is_empty() {
+            return Ok(None);
+        }
+        let node = name.to_string();
         let mut added = Vec::new();
-        for p in self.holding(&node, pod) {
+        for p in held {
             // A nominated pod the snapshot cannot take (already there, or past int64) is
             // left out.
             if snapshot.node_of(&p.key()).is_none() && snapshot.assume(p.clone(), &node).is_ok() {

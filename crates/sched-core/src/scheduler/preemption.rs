@@ -283,33 +283,19 @@ fn victims_on(
     index: usize,
     env: &Environment<'_>,
 ) -> Result<Option<NodeVictims>, ScheduleError> {
-    let info = &snapshot.node_infos()[index];
-    let keys: Vec<String> = info
-        .pods()
-        .iter()
-        .filter(|p| priority(p.pod()) < priority(pod) && !env.is_protected(p.key()))
-        .map(|p| p.key().to_string())
-        .collect();
-    if keys.is_empty() {
-        // kube: "No preemption victims found for incoming pod".
-        return Ok(None);
-    }
     // The pods move out of the snapshot and back as they are (no copies).
     let restore = |snapshot: &mut Snapshot, infos: Vec<PodInfo>| {
         for i in infos {
             // Back where they were: this does not fail.
-            let _ = snapshot.put_pod_info(i);
+            let _ = snapshot.put_pod_info_at(i, index);
         }
     };
-    let mut removed = Vec::with_capacity(keys.len());
-    for k in &keys {
-        match snapshot.take_pod_info(k) {
-            Ok(i) => removed.push(i),
-            Err(_) => {
-                restore(snapshot, removed);
-                return Ok(None);
-            }
-        }
+    let removed = snapshot.take_pod_infos_where(index, |p| {
+        priority(p.pod()) < priority(pod) && !env.is_protected(p.key())
+    });
+    if removed.is_empty() {
+        // kube: "No preemption victims found for incoming pod".
+        return Ok(None);
     }
     match env.nominator.fits_indexed(profile, snapshot, pod, index) {
         Ok(Ok(())) => {}
@@ -322,6 +308,7 @@ fn victims_on(
             return Err(e);
         }
     }
+    let mut removed = removed;
     removed.sort_by(|a, b| more_important(a.pod(), b.pod()));
     let violates = violation_flags(removed.iter().map(PodInfo::pod), env.pdbs);
     // Budget-violating pods are reprieved first, then the others, each most important first.
@@ -341,8 +328,8 @@ fn victims_on(
             continue;
         }
         // Reprieve: keep it if the preemptor still fits with it back.
-        let key = info.key().to_string();
-        if let Err(info) = snapshot.put_pod_info(info) {
+        let key = Arc::clone(info.key_arc());
+        if let Err(info) = snapshot.put_pod_info_at(info, index) {
             // It was there before, so this does not happen; it stays a victim.
             victims.push((i, *info));
             continue;

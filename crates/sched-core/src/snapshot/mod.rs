@@ -86,7 +86,7 @@ pub struct Snapshot {
     /// Node name to index (foldhash, as the interner: looked up on every pod placed).
     by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Pod key to node index.
-    pod_node: HashMap<String, usize, foldhash::fast::RandomState>,
+    pod_node: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
     interner: Interner,
     /// Per image: the size the first node that reported it gave, and on how many nodes it is.
     images: HashMap<Sym, ImageState>,
@@ -568,7 +568,7 @@ impl Snapshot {
 
     /// Adds a pod's info that [`Snapshot::check_add`] accepted.
     fn commit_add(&mut self, info: PodInfo, i: usize) {
-        self.pod_node.insert(info.key().to_string(), i);
+        self.pod_node.insert(Arc::clone(info.key_arc()), i);
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.affinity
@@ -605,7 +605,7 @@ impl Snapshot {
     }
 
     /// Removes a pod and hands back its [`PodInfo`] as it was (no copy of the pod, no
-    /// interning), for [`Snapshot::put_pod_info`]: the dry runs of preemption take pods off
+    /// interning), for [`Snapshot::put_pod_info_at`]: the dry runs of preemption take pods off
     /// a node and put them back many times.
     pub(crate) fn take_pod_info(&mut self, key: &str) -> Result<PodInfo, SnapshotError> {
         let i = *self
@@ -624,12 +624,51 @@ impl Snapshot {
         Ok(info)
     }
 
+    /// Takes every pod on the node at `i` that `take` selects, in the node's order, as
+    /// [`Snapshot::take_pod_info`] takes one (the node's sums and the affinity counts follow;
+    /// the node's summary is refreshed once).
+    pub(crate) fn take_pod_infos_where(
+        &mut self,
+        i: usize,
+        mut take: impl FnMut(&PodInfo) -> bool,
+    ) -> Vec<PodInfo> {
+        let mut taken = Vec::new();
+        let mut k = 0;
+        while k < self.infos[i].pods().len() {
+            if !take(&self.infos[i].pods()[k]) {
+                k += 1;
+                continue;
+            }
+            let info = self.infos[i].remove_pod_at(k);
+            self.pod_node.remove(info.key());
+            self.affinity.remove_pod(&info, i, &self.interner);
+            self.affinity_pods -= usize::from(info.has_affinity());
+            self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());
+            taken.push(info);
+        }
+        if !taken.is_empty() {
+            self.sync_affinity_flags();
+            self.refresh(i);
+        }
+        taken
+    }
+
     /// Puts back a pod [`Snapshot::take_pod_info`] took, on its node (`spec.nodeName`); hands
     /// the info back if it cannot go there.
+    #[cfg(test)]
     pub(crate) fn put_pod_info(&mut self, info: PodInfo) -> Result<(), Box<PodInfo>> {
         let Some(i) = self.index_of(&info.pod().spec.node_name) else {
             return Err(Box::new(info));
         };
+        self.put_pod_info_at(info, i)
+    }
+
+    /// Puts back a pod [`Snapshot::take_pod_info`] took onto the node at index `i`, which must
+    /// be its node (`spec.nodeName`); hands the info back if it cannot go there.
+    pub(crate) fn put_pod_info_at(&mut self, info: PodInfo, i: usize) -> Result<(), Box<PodInfo>> {
+        if i >= self.infos.len() || self.infos[i].name() != info.pod().spec.node_name {
+            return Err(Box::new(info));
+        }
         if self.check_add(&info, i).is_err() {
             return Err(Box::new(info));
         }

@@ -71,7 +71,8 @@ impl HostPort {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodInfo {
     pod: Arc<Pod>,
-    key: String,
+    /// `namespace/name`, shared with the snapshot's index of pods (no copy per add).
+    key: Arc<str>,
     requests: Resources,
     non_zero: (i64, i64),
     labels: LabelIds,
@@ -130,7 +131,7 @@ impl PodInfo {
         interner: &mut Interner,
     ) -> PodInfo {
         PodInfo {
-            key: pod.key(),
+            key: pod.key().into(),
             requests,
             non_zero,
             labels: LabelIds::intern(interner, &pod.metadata.labels),
@@ -173,6 +174,11 @@ impl PodInfo {
 
     /// `namespace/name`.
     pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// `namespace/name`, shared.
+    pub(crate) fn key_arc(&self) -> &Arc<str> {
         &self.key
     }
 
@@ -353,7 +359,15 @@ impl NodeInfo {
 
     /// Removes the pod with `key` and updates the sums; `None` if it is not here.
     pub(crate) fn remove_pod(&mut self, key: &str) -> Option<PodInfo> {
-        let i = self.pods.iter().position(|p| p.key == key)?;
+        let i = self.pods.iter().position(|p| &*p.key == key)?;
+        Some(self.remove_pod_at(i))
+    }
+
+    /// Removes the pod at position `i` of [`NodeInfo::pods`] and updates the sums.
+    ///
+    /// # Panics
+    /// When `i` is out of range.
+    pub(crate) fn remove_pod_at(&mut self, i: usize) -> PodInfo {
         let pod = self.pods.remove(i);
         self.requested.sub(&pod.requests);
         self.non_zero_requested.0 = self.non_zero_requested.0.wrapping_sub(pod.non_zero.0);
@@ -367,7 +381,7 @@ impl NodeInfo {
         self.required_anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
         self.disk_volume_pods -= usize::from(has_disk_volumes(&pod.pod));
         self.memo.clear();
-        Some(pod)
+        pod
     }
 
     /// The value in memo slot `slot` (below [`MEMO_SLOTS`]), computed by `compute` on first use

@@ -173,6 +173,17 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
                 let key = bound.remove(*w as usize % bound.len());
                 // Preemption's dry run takes the pod off and puts it back: the counts return.
                 let before = snap.affinity_index_contents();
+                // ... or several pods of its node at once.
+                let node = snap.node_of(&key).map(str::to_string);
+                if let Some(i) = node.and_then(|n| snap.index_of(&n)) {
+                    let taken = snap.take_pod_infos_where(i, |p| p.key() <= key.as_str());
+                    prop_assert!(!taken.is_empty());
+                    snap.check_affinity_index().map_err(TestCaseError::fail)?;
+                    for info in taken {
+                        prop_assert!(snap.put_pod_info_at(info, i).is_ok());
+                    }
+                    prop_assert_eq!(snap.affinity_index_contents(), before.clone());
+                }
                 if let Ok(info) = snap.take_pod_info(&key) {
                     snap.check_affinity_index().map_err(TestCaseError::fail)?;
                     prop_assert!(snap.put_pod_info(info).is_ok());
