@@ -424,6 +424,12 @@ impl Snapshot {
         affinity::tests::canonical(&self.affinity, &self.interner)
     }
 
+    /// [`Snapshot::affinity_index_contents`] without which counts hold node flags.
+    #[cfg(test)]
+    pub(crate) fn affinity_index_counts(&self) -> String {
+        affinity::tests::canonical_with(&self.affinity, &self.interner, false)
+    }
+
     /// Copies the affinity index's node flags that changed into the filter rows.
     fn sync_affinity_flags(&mut self) {
         let dirty = self.affinity.take_dirty();
