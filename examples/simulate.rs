@@ -77,12 +77,15 @@ struct Args {
     cycle: bool,
     /// `--until`: the simulated time limit of `--cycle`.
     until: Option<Duration>,
+    /// `--feature-gates SchedulerPopFromBackoffQ=...` (kube's gate, on by default).
+    pop_from_backoff: bool,
 }
 
 fn usage() -> String {
     "usage: simulate [--cluster NODES.json] [--pods PODS.json] [--objects MIXED.json]... \
      [--policy POLICY.json | --config KUBE_SCHEDULER_CONFIGURATION.yaml] \
-     [--format table|json] [--seed N] [--top K | --cycle [--until DURATION]]"
+     [--format table|json] [--seed N] [--top K | --cycle [--until DURATION] \
+     [--feature-gates SchedulerPopFromBackoffQ=true|false]]"
         .into()
 }
 
@@ -92,6 +95,7 @@ fn parse_args() -> Result<Args, String> {
     let mut objects = Vec::new();
     let (mut json, mut seed, mut top) = (false, 1u64, 3usize);
     let (mut top_given, mut cycle, mut until) = (false, false, None);
+    let mut pop_from_backoff = None;
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
             it.next()
@@ -123,6 +127,9 @@ fn parse_args() -> Result<Args, String> {
             }
             "--cycle" => cycle = true,
             "--until" => until = Some(parse_duration(&value("--until")?)?),
+            "--feature-gates" => {
+                pop_from_backoff = Some(parse_feature_gates(&value("--feature-gates")?)?)
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
@@ -142,6 +149,12 @@ fn parse_args() -> Result<Args, String> {
     if !cycle && until.is_some() {
         return Err(format!("--until needs --cycle\n{}", usage()));
     }
+    if !cycle && pop_from_backoff.is_some() {
+        return Err(format!(
+            "--feature-gates sets the queue, which only --cycle uses\n{}",
+            usage()
+        ));
+    }
     if cycle && top_given {
         return Err(format!(
             "--top shows scores, which --cycle does not print\n{}",
@@ -159,7 +172,37 @@ fn parse_args() -> Result<Args, String> {
         top,
         cycle,
         until,
+        pop_from_backoff: pop_from_backoff.unwrap_or(true),
     })
+}
+
+/// kube-scheduler's `--feature-gates` list (`Name=bool,...`); the one gate the engine has is
+/// `SchedulerPopFromBackoffQ`. Returns its value.
+fn parse_feature_gates(v: &str) -> Result<bool, String> {
+    let mut pop = true;
+    for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--feature-gates: {item:?} is not Name=true|false"))?;
+        let on = match value.trim() {
+            "true" => true,
+            "false" => false,
+            other => {
+                return Err(format!(
+                    "--feature-gates: {name} must be true or false, not {other:?}"
+                ));
+            }
+        };
+        match name.trim() {
+            "SchedulerPopFromBackoffQ" => pop = on,
+            other => {
+                return Err(format!(
+                    "--feature-gates: unknown gate {other:?} (known: SchedulerPopFromBackoffQ)"
+                ));
+            }
+        }
+    }
+    Ok(pop)
 }
 
 /// A simulated duration: a number with a unit (`ms`, `s`, `m`, `h`; `90s`, `10m`, `1.5h`) or
@@ -467,7 +510,7 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
     let mut namespaces = NamespaceLabels::new();
     namespaces.extend_from(&cluster.namespaces);
     snapshot.set_namespace_labels(namespaces);
-    let (mut scheduler, profiles) = match &args.config {
+    let (scheduler, profiles) = match &args.config {
         Some(path) => {
             let config = SchedulerConfiguration::from_file(path).map_err(|e| e.to_string())?;
             let names: Vec<String> = config
@@ -494,6 +537,13 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
         }
     };
 
+    let settings = *scheduler.queue().settings();
+    let settings = if args.pop_from_backoff {
+        settings
+    } else {
+        settings.without_pop_from_backoff()
+    };
+    let mut scheduler = scheduler.with_queue_settings(settings);
     let now = Duration::ZERO;
     let (nodes, bound, pdbs, pending) = (
         cluster.nodes.len(),

@@ -50,8 +50,9 @@ fn cycle_runs_the_sample_through_the_engine() {
     // Gated and profile-less pods are reported as they arrive; then the queue's order:
     // the high-priority checkout (last in the file) first, then report before etl (equal
     // priority, file order). The cache's budget allows no disruption, so the preemption
-    // takes node-c's two crawlers rather than a cache pod; checkout binds there once its
-    // one-second backoff is over.
+    // takes node-c's two crawlers rather than a cache pod. The crawlers' deletion sends
+    // checkout to backoffQ; activeQ is empty once etl is bound, so checkout is popped from
+    // backoffQ at once (kube v1.34's SchedulerPopFromBackoffQ) and binds there.
     assert_eq!(
         steps(&stdout),
         [
@@ -64,13 +65,13 @@ fn cycle_runs_the_sample_through_the_engine() {
             "0.000s shop/report default-scheduler unschedulable: 0/3 nodes are available: \
              3 Insufficient cpu.",
             "0.000s batch/etl bin-packing bound to node-a",
-            "1.000s shop/checkout default-scheduler bound to node-c",
+            "0.000s shop/checkout default-scheduler bound to node-c",
         ],
         "{stdout}"
     );
     assert!(
         stdout.contains(
-            "stopped at 1.000s: nothing left but unschedulable and gated pods\n\
+            "stopped at 0.000s: nothing left but unschedulable and gated pods\n\
              summary: 2 bound, 1 unschedulable, 1 gated, 1 without a profile, 0 failed, \
              0 still queued; 1 preemption, 2 victims\n"
         ),
@@ -126,8 +127,14 @@ fn cycle_json_names_victims_and_counts() {
 
 #[test]
 fn time_limit_stops_before_the_preemptor_binds() {
+    // kube v1.32's queue: checkout waits out its one-second backoff.
     let mut args = CYCLE.to_vec();
-    args.extend(["--until", "500ms"]);
+    args.extend([
+        "--until",
+        "500ms",
+        "--feature-gates",
+        "SchedulerPopFromBackoffQ=false",
+    ]);
     let out = simulate(&args);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
@@ -149,6 +156,14 @@ fn usage_errors_exit_2() {
         (
             &["--top", "2"][..],
             "--top shows scores, which --cycle does not print",
+        ),
+        (
+            &["--feature-gates", "SchedulerQueueingHints=true"][..],
+            "unknown gate \"SchedulerQueueingHints\"",
+        ),
+        (
+            &["--feature-gates", "SchedulerPopFromBackoffQ=no"][..],
+            "must be true or false",
         ),
     ] {
         let mut args = CYCLE.to_vec();

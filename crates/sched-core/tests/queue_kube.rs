@@ -3,7 +3,8 @@
 //! few later ones; older versions have it under `pkg/scheduler/internal/queue`), ported through
 //! the public [`SchedulingQueue`] API with kube's expected outcomes. Backoff follows v1.34's
 //! `backoff_queue.go`: initial backoff doubled per attempt up to the maximum, from the time the
-//! pod was requeued; kube's `SchedulerPopFromBackoffQ` additions are marked ignored below.
+//! pod was requeued, with `SchedulerPopFromBackoffQ` (on by default, as in kube: 1 s ordering
+//! windows, an empty activeQ pops backoffQ) and, for kube's cases that turn it off, without.
 //! Time is a `Duration` from an arbitrary origin (kube's fake clock). Our queue approximates queueing hints by the events each
 //! rejection reason registers ([`events_for`]): a plugin's `QueueingHint` returning `Queue` for
 //! an event becomes "the pod waits for that event kind" ([`EventMask`]); kube's wildcard
@@ -18,7 +19,7 @@
 //! | TestPop | skipped: depends on `PendingPlugins` (requeue skipping backoff), which we don't have |
 //! | TestPriorityQueue_AddUnschedulableIfNotPresent | ported (queue part; the nominator part is the nominator's, not the queue's) |
 //! | TestPriorityQueue_AddUnschedulableIfNotPresent_Backoff | ported (1) |
-//! | TestPriorityQueue_Pop | ported 1 of 2: "PopFromBackoffQ disabled"; "PopFromBackoffQ enabled" ignored (differs: we never pop from backoffQ) |
+//! | TestPriorityQueue_Pop | ported (2: PopFromBackoffQ disabled and enabled) |
 //! | TestPriorityQueue_Update | ported 7 of 8 cases; "add a nominatedNodeName" through `Scheduler`; updates are label changes, not annotation changes (see the case); the QueueSkip case as "an update no rejecting reason cares about" |
 //! | TestPriorityQueue_UpdateWhenInflight | ported (1) |
 //! | TestPriorityQueue_Delete | ported (queue part; nominations through `Scheduler`) |
@@ -41,7 +42,7 @@
 //! | TestPodTimestamp | ported (3 cases) |
 //! | TestPendingPodsMetric, TestIncomingPodsMetrics | skipped: metrics |
 //! | TestPerPodSchedulingMetrics | ported 4 cases (attempt counts only; no initial-attempt timestamp) |
-//! | TestBackOffFlow | ported: PopFromBackoffQ disabled (7 steps); enabled ignored (differs: no 1 s ordering window) |
+//! | TestBackOffFlow | ported (PopFromBackoffQ disabled and enabled, 7 steps each) |
 //! | TestMoveAllToActiveOrBackoffQueue_PreEnqueueChecks | skipped: no pre-enqueue check callback |
 //! | Test_isPodWorthRequeuing | skipped: queueing hint internals |
 //! | Test_queuedPodInfo_gatedSetUponCreationAndUnsetUponUpdate | ported (1) |
@@ -101,8 +102,15 @@ fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
 }
 
+/// kube v1.34's queue (`SchedulerPopFromBackoffQ` on, as by default).
 fn queue() -> SchedulingQueue {
     SchedulingQueue::new(QueueSettings::default())
+}
+
+/// The queue with `SchedulerPopFromBackoffQ` off (kube v1.32), for kube's cases that disable
+/// the feature.
+fn queue_without_pop_from_backoff() -> SchedulingQueue {
+    SchedulingQueue::new(QueueSettings::default().without_pop_from_backoff())
 }
 
 fn pop_name(q: &mut SchedulingQueue, now: Duration) -> Option<String> {
@@ -225,8 +233,7 @@ fn priority_queue_add_unschedulable_if_not_present_backoff() {
 
 /// mpp in activeQ, hpp backing off after a rejection, hpp2 backing off after an error, up in
 /// the unschedulable pool.
-fn pop_fixture() -> SchedulingQueue {
-    let mut q = queue();
+fn pop_fixture(mut q: SchedulingQueue) -> SchedulingQueue {
     let hpp2 = pod("ns1", "hpp2", HIGH);
     add_and_pop(&mut q, &hpp(), s(0));
     reject(&mut q, &hpp(), FOO, s(0));
@@ -244,17 +251,15 @@ fn pop_fixture() -> SchedulingQueue {
 
 #[test]
 fn priority_queue_pop_only_from_active_q_when_pop_from_backoff_q_is_disabled() {
-    let mut q = pop_fixture();
+    let mut q = pop_fixture(queue_without_pop_from_backoff());
     assert_eq!(pop_name(&mut q, s(0)).as_deref(), Some("mpp"));
     assert_eq!(pop_name(&mut q, s(0)), None);
 }
 
 #[test]
-#[ignore = "differs from kube: with SchedulerPopFromBackoffQ (on by default since v1.33) an \
-            empty activeQ pops from backoffQ (pods rejected by a plugin, not by an error); \
-            our queue never pops a backing-off pod"]
 fn priority_queue_pop_from_both_active_q_and_backoff_q() {
-    let mut q = pop_fixture();
+    // hpp2 failed with an error: it is not popped before its backoff ends.
+    let mut q = pop_fixture(queue());
     assert_eq!(pop_name(&mut q, s(0)).as_deref(), Some("mpp"));
     assert_eq!(pop_name(&mut q, s(0)).as_deref(), Some("hpp"));
     assert_eq!(pop_name(&mut q, s(0)), None);
@@ -302,8 +307,10 @@ fn priority_queue_update_pod_backing_off_stays_in_backoff_q() {
     q.backoff_after_error(&mpp().key(), s(0));
     q.update(updated(&mpp(), "test"), s(0));
     assert_eq!(pos(&q, &mpp()), Some(QueueName::Backoff));
-    // Updated where it waits.
-    assert_eq!(q.pop(s(1)), Some(updated(&mpp(), "test")));
+    // Updated where it waits; after an error it waits out its backoff (1 s, ending in the
+    // window of 1 s, so until 2 s), even with activeQ empty.
+    assert_eq!(q.pop(s(1)), None);
+    assert_eq!(q.pop(s(2)), Some(updated(&mpp(), "test")));
 }
 
 #[test]
@@ -806,7 +813,7 @@ const BACKOFFS: [u64; 7] = [1, 2, 4, 8, 10, 10, 10];
 
 #[test]
 fn back_off_flow_without_pop_from_backoff_q() {
-    let mut q = queue();
+    let mut q = queue_without_pop_from_backoff();
     let p = pod("test-ns", "test-pod", 0);
     let mut now = Duration::ZERO;
     q.add(p.clone(), now);
@@ -833,10 +840,6 @@ fn back_off_flow_without_pop_from_backoff_q() {
 }
 
 #[test]
-#[ignore = "differs from kube: with SchedulerPopFromBackoffQ (on by default since v1.33) the \
-            backoff end is truncated to a 1 s ordering window and a pod backs off until the \
-            window after it (kube's flushes happen on window boundaries); ours ends exactly \
-            at timestamp + backoff"]
 fn back_off_flow_with_pop_from_backoff_q() {
     let mut q = queue();
     let p = pod("test-ns", "test-pod", 0);

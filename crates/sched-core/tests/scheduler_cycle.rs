@@ -42,6 +42,13 @@ fn scheduler(nodes: Vec<Node>) -> Scheduler {
     Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap()
 }
 
+/// The engine with kube v1.32's queue (no `SchedulerPopFromBackoffQ`).
+fn scheduler_v1_32_queue(nodes: Vec<Node>) -> Scheduler {
+    let sch = scheduler(nodes);
+    let settings = sch.queue().settings().without_pop_from_backoff();
+    sch.with_queue_settings(settings)
+}
+
 fn s(secs: u64) -> Duration {
     Duration::from_secs(secs)
 }
@@ -97,7 +104,8 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
 
 #[test]
 fn a_failed_bind_forgets_the_pod_and_backs_off() {
-    let mut sch = scheduler(vec![node("n1", 1)]);
+    // kube v1.32's queue; v1.34's is below.
+    let mut sch = scheduler_v1_32_queue(vec![node("n1", 1)]);
     sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
     sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
     let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
@@ -135,6 +143,37 @@ fn a_failed_bind_forgets_the_pod_and_backs_off() {
 }
 
 #[test]
+fn a_failed_bind_backs_off_while_a_rejected_pod_is_popped_from_backoff_q() {
+    let mut sch = scheduler(vec![node("n1", 1)]);
+    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
+    let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
+        panic!()
+    };
+    let Step::Unschedulable { pod: second, .. } = sch.schedule_one(s(0)) else {
+        panic!()
+    };
+    let half = Duration::from_millis(500);
+    sch.finish_binding(&first, Err("conflict".into()), half);
+    assert_eq!(sch.queue().position(&first), Some(QueueName::Backoff));
+    assert_eq!(sch.queue().position(&second), Some(QueueName::Backoff));
+    // activeQ is empty: the second, rejected by a plugin, is popped from backoffQ at once
+    // (kube's SchedulerPopFromBackoffQ) and fits now that the first is forgotten.
+    let Step::Bind { pod, .. } = sch.schedule_one(half) else {
+        panic!()
+    };
+    assert_eq!(pod, second);
+    sch.finish_binding(&pod, Ok(()), half);
+    // The first failed with an error: it waits out its backoff, 0.5 s + 1 s ending in the
+    // window of 1 s, so until 2 s.
+    assert!(matches!(sch.schedule_one(half), Step::Idle { until: Some(t) } if t == s(2)));
+    assert!(matches!(
+        sch.schedule_one(s(2)),
+        Step::Unschedulable { ref pod, .. } if *pod == first
+    ));
+}
+
+#[test]
 fn gated_pods_and_other_schedulers_pods_are_not_scheduled() {
     let mut sch = scheduler(vec![node("n1", 4)]);
     let gated = pod("gated", 100, 0, true);
@@ -162,8 +201,9 @@ fn deleted_pods_leave_the_queue_and_free_their_node() {
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
     sch.apply(ClusterEvent::PodDelete(a), s(1));
     assert_eq!(sch.snapshot().pod_count(), 0);
-    // b was rejected for cpu; a deleted bound pod helps it (after its 1 s backoff).
-    assert_eq!(sch.queue().position("default/b"), Some(QueueName::Active));
+    // b was rejected for cpu; a deleted bound pod helps it. Its 1 s backoff ends in the
+    // window of 1 s, so it backs off until 2 s, but activeQ is empty: it is popped at once.
+    assert_eq!(sch.queue().position("default/b"), Some(QueueName::Backoff));
     assert!(matches!(sch.schedule_one(s(1)), Step::Bind { .. }));
 }
 

@@ -636,6 +636,14 @@ impl Scheduler {
         &self.snapshot
     }
 
+    /// The same engine with these queue settings (for instance kube v1.32's queue:
+    /// `let q = *sched.queue().settings(); sched.with_queue_settings(q.without_pop_from_backoff())`).
+    #[must_use]
+    pub fn with_queue_settings(mut self, settings: QueueSettings) -> Scheduler {
+        self.queue.set_settings(settings);
+        self
+    }
+
     /// The queue.
     pub fn queue(&self) -> &SchedulingQueue {
         &self.queue

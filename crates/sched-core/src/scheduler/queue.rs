@@ -9,7 +9,8 @@ use super::events::EventMask;
 use crate::model::Pod;
 
 /// The queue's timing (kube's `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and
-/// `podMaxInUnschedulablePodsDuration`).
+/// `podMaxInUnschedulablePodsDuration`) and its backoff behaviour (kube's
+/// `SchedulerPopFromBackoffQ` feature).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueueSettings {
@@ -19,6 +20,16 @@ pub struct QueueSettings {
     pub max_backoff: Duration,
     /// Longest stay in the unschedulable pool without a helpful event (kube's 5 minutes).
     pub max_in_unschedulable: Duration,
+    /// kube's `SchedulerPopFromBackoffQ` (beta and on by default since v1.33, so `true` here):
+    /// a backoff ends on a 1-second ordering window (its end, the failure time plus the
+    /// backoff, is truncated to a whole second, and the pod backs off until the window after
+    /// it), pods ending in one window leave in PrioritySort order, and when activeQ is empty
+    /// the next pod rejected by a plugin is popped from backoffQ before its backoff ends
+    /// (pods that failed with an error still wait). `false` gives kube v1.32's queue: a
+    /// backoff ends exactly at the failure time plus the backoff, and only activeQ is popped.
+    /// Windows are whole seconds of the engine's clock (the `now` passed in), as kube's are of
+    /// the wall clock.
+    pub pop_from_backoff: bool,
 }
 
 impl Default for QueueSettings {
@@ -27,6 +38,7 @@ impl Default for QueueSettings {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             max_in_unschedulable: Duration::from_secs(300),
+            pop_from_backoff: true,
         }
     }
 }
@@ -53,6 +65,22 @@ impl QueueSettings {
         }
         d.min(self.max_backoff)
     }
+
+    /// kube v1.32's queue (no `SchedulerPopFromBackoffQ`): see
+    /// [`QueueSettings::pop_from_backoff`].
+    #[must_use]
+    pub fn without_pop_from_backoff(mut self) -> QueueSettings {
+        self.pop_from_backoff = false;
+        self
+    }
+}
+
+/// kube's `backoffQOrderingWindowDuration`.
+const ORDERING_WINDOW: Duration = Duration::from_secs(1);
+
+/// `t` truncated to a whole ordering window.
+fn align_to_window(t: Duration) -> Duration {
+    Duration::from_secs(t.as_secs())
 }
 
 /// Where a queued pod is.
@@ -105,10 +133,15 @@ struct Entry {
     seen_in_flight: EventMask,
     /// The pod's spec or labels changed while it was in flight.
     updated_in_flight: bool,
+    /// Its last attempt failed with an error, not a plugin's rejection: it backs off in
+    /// kube's `podErrorBackoffQ`, which is never popped before the backoff ends.
+    error: bool,
 }
 
 type ActiveKey = (Reverse<i32>, Duration, u64, String);
-type BackoffKey = (Duration, u64, String);
+/// When the backoff ends, then (with ordering windows, for pods rejected by a plugin)
+/// PrioritySort's order: priority, timestamp, arrival.
+type BackoffKey = (Duration, Reverse<i32>, Duration, u64, String);
 
 /// kube's scheduling queue for one scheduler (all its profiles share it, as kube requires one
 /// queue sort for all profiles).
@@ -117,7 +150,10 @@ pub struct SchedulingQueue {
     settings: QueueSettings,
     pods: HashMap<String, Entry>,
     active: BTreeSet<ActiveKey>,
+    /// kube's `podBackoffQ`: pods rejected by a plugin.
     backoff: BTreeSet<BackoffKey>,
+    /// kube's `podErrorBackoffQ`: pods whose attempt failed with an error.
+    error_backoff: BTreeSet<BackoffKey>,
     seq: u64,
 }
 
@@ -137,6 +173,24 @@ impl SchedulingQueue {
     /// The queue's timing.
     pub fn settings(&self) -> &QueueSettings {
         &self.settings
+    }
+
+    /// Changes the queue's timing and backoff behaviour; pods backing off are placed by the
+    /// new settings at once.
+    pub fn set_settings(&mut self, settings: QueueSettings) {
+        self.settings = settings;
+        self.backoff.clear();
+        self.error_backoff.clear();
+        let backing_off: Vec<(String, Entry)> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| e.queue == QueueName::Backoff)
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        for (k, e) in backing_off {
+            let key = self.backoff_key(&k, &e);
+            self.backoff_queue(&e).insert(key);
+        }
     }
 
     /// Where the pod `key` is, if queued.
@@ -174,8 +228,41 @@ impl SchedulingQueue {
         self.pods.is_empty()
     }
 
-    fn backoff_expiry(&self, e: &Entry) -> Duration {
-        e.timestamp + self.settings.backoff(e.attempts)
+    /// The first instant at which the pod no longer backs off (kube's `isPodBackingoff` is
+    /// false from then on). Without ordering windows: the failure time plus the backoff. With
+    /// them: kube's `BackoffExpiration` is that time truncated to a window, and a pod backs off
+    /// while its expiration is not before the current window, so until the next window starts.
+    fn backoff_end(&self, e: &Entry) -> Duration {
+        let end = e.timestamp + self.settings.backoff(e.attempts);
+        if self.settings.pop_from_backoff {
+            align_to_window(end) + ORDERING_WINDOW
+        } else {
+            end
+        }
+    }
+
+    /// The entry's place in its backoff queue.
+    fn backoff_key(&self, key: &str, e: &Entry) -> BackoffKey {
+        let end = self.backoff_end(e);
+        if self.settings.pop_from_backoff && !e.error {
+            (
+                end,
+                Reverse(priority(&e.pod)),
+                e.timestamp,
+                e.seq,
+                key.to_string(),
+            )
+        } else {
+            (end, Reverse(0), Duration::ZERO, e.seq, key.to_string())
+        }
+    }
+
+    fn backoff_queue(&mut self, e: &Entry) -> &mut BTreeSet<BackoffKey> {
+        if e.error {
+            &mut self.error_backoff
+        } else {
+            &mut self.backoff
+        }
     }
 
     fn unlink(&mut self, key: &str) -> Option<Entry> {
@@ -190,8 +277,8 @@ impl SchedulingQueue {
                 ));
             }
             QueueName::Backoff => {
-                let expiry = self.backoff_expiry(&e);
-                self.backoff.remove(&(expiry, e.seq, key.to_string()));
+                let k = self.backoff_key(key, &e);
+                self.backoff_queue(&e).remove(&k);
             }
             _ => {}
         }
@@ -210,8 +297,8 @@ impl SchedulingQueue {
                     .insert((Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()));
             }
             QueueName::Backoff => {
-                let expiry = self.backoff_expiry(&e);
-                self.backoff.insert((expiry, e.seq, key.clone()));
+                let k = self.backoff_key(&key, &e);
+                self.backoff_queue(&e).insert(k);
             }
             _ => {}
         }
@@ -241,6 +328,7 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
+            error: false,
         };
         self.link(key, e, queue);
     }
@@ -277,7 +365,7 @@ impl SchedulingQueue {
     }
 
     fn active_or_backoff(&self, e: &Entry, now: Duration) -> QueueName {
-        if e.attempts > 0 && self.backoff_expiry(e) > now {
+        if e.attempts > 0 && self.backoff_end(e) > now {
             QueueName::Backoff
         } else {
             QueueName::Active
@@ -288,12 +376,23 @@ impl SchedulingQueue {
     /// unschedulable pool longer than allowed to activeQ or backoffQ (kube's
     /// `flushBackoffQCompleted` and `flushUnschedulablePodsLeftover`).
     pub fn flush(&mut self, now: Duration) {
-        while let Some((expiry, _, key)) = self.backoff.first().cloned() {
-            if expiry > now {
-                break;
-            }
-            if let Some(e) = self.unlink(&key) {
-                self.link(key, e, QueueName::Active);
+        // podBackoffQ, then podErrorBackoffQ, as kube's `popAllBackoffCompleted`.
+        for errors in [false, true] {
+            loop {
+                let queue = if errors {
+                    &self.error_backoff
+                } else {
+                    &self.backoff
+                };
+                let Some((end, _, _, _, key)) = queue.first().cloned() else {
+                    break;
+                };
+                if end > now {
+                    break;
+                }
+                if let Some(e) = self.unlink(&key) {
+                    self.link(key, e, QueueName::Active);
+                }
             }
         }
         let limit = self.settings.max_in_unschedulable;
@@ -339,14 +438,24 @@ impl SchedulingQueue {
 
     /// Takes the next pod to schedule: backoffs and stays are flushed at `now` first, then
     /// the highest-priority, longest-waiting pod of activeQ is popped (its attempts counted).
+    /// With [`QueueSettings::pop_from_backoff`], an empty activeQ gives the first pod of
+    /// backoffQ that a plugin rejected, its backoff not yet over (kube's `popBackoff`).
     pub fn pop(&mut self, now: Duration) -> Option<Pod> {
         self.flush(now);
-        let (_, _, _, key) = self.active.pop_first()?;
-        let e = self.pods.get_mut(&key).expect("activeQ entries are queued");
+        let key = match self.active.pop_first() {
+            Some((_, _, _, key)) => key,
+            None if self.settings.pop_from_backoff => self.backoff.pop_first()?.4,
+            None => return None,
+        };
+        let e = self
+            .pods
+            .get_mut(&key)
+            .expect("queued entries are in the map");
         e.queue = QueueName::InFlight;
         e.attempts += 1;
         e.seen_in_flight = EventMask::default();
         e.updated_in_flight = false;
+        e.error = false;
         Some(e.pod.clone())
     }
 
@@ -363,6 +472,7 @@ impl SchedulingQueue {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
             e.waiting_for = waiting_for;
+            e.error = false;
             let queue = if e.queue == QueueName::InFlight
                 && (e.updated_in_flight || e.seen_in_flight.intersects(waiting_for))
             {
@@ -378,6 +488,7 @@ impl SchedulingQueue {
     pub fn backoff_after_error(&mut self, key: &str, now: Duration) {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
+            e.error = true;
             self.link(key.to_string(), e, QueueName::Backoff);
         }
     }
@@ -397,6 +508,7 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
+            error: true,
         };
         self.link(key, e, QueueName::Backoff);
     }
@@ -422,6 +534,7 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
+            error: false,
         };
         self.link(key, e, QueueName::Unschedulable);
     }
@@ -429,7 +542,10 @@ impl SchedulingQueue {
     /// When the queue next changes by itself: the earliest backoff end or longest-stay end;
     /// `None` when only an event can change it.
     pub fn next_wakeup(&self) -> Option<Duration> {
-        let backoff = self.backoff.first().map(|(t, _, _)| *t);
+        let backoff = [&self.backoff, &self.error_backoff]
+            .iter()
+            .filter_map(|q| q.first().map(|k| k.0))
+            .min();
         let stay = self
             .pods
             .values()
@@ -484,7 +600,8 @@ mod tests {
 
     #[test]
     fn unschedulable_pods_move_only_for_their_events_or_after_five_minutes() {
-        let mut q = SchedulingQueue::new(QueueSettings::default());
+        // kube v1.32's queue: backoffs end exactly, only activeQ is popped.
+        let mut q = SchedulingQueue::new(QueueSettings::default().without_pop_from_backoff());
         q.add(pod("a", 0), s(0));
         let p = q.pop(s(0)).unwrap();
         q.unschedulable(&p.key(), EventMask::NODE_ADD, s(0));
@@ -508,6 +625,59 @@ mod tests {
         assert_eq!(q.pop(s(310)), None);
         assert_eq!(q.next_wakeup(), Some(s(310) + Duration::from_nanos(1)));
         assert!(q.pop(s(311)).is_some());
+    }
+
+    #[test]
+    fn backoffs_end_on_windows_and_an_idle_queue_pops_backoff_q() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        q.add(pod("a", 0), s(0));
+        let p = q.pop(s(0)).unwrap();
+        q.unschedulable(&p.key(), EventMask::NODE_ADD, Duration::from_millis(5_300));
+        q.on_event(EventMask::NODE_ADD, Duration::from_millis(5_400));
+        // 5.3 s + 1 s = 6.3 s, truncated to 6 s: backing off until the window after, 7 s.
+        assert_eq!(q.position("default/a"), Some(QueueName::Backoff));
+        assert_eq!(q.next_wakeup(), Some(s(7)));
+        // activeQ is empty: the backing-off pod is popped anyway.
+        assert!(q.pop(Duration::from_millis(5_500)).is_some());
+        assert_eq!(q.attempts("default/a"), Some(2));
+        // A pod that failed with an error waits out its backoff (kube's podErrorBackoffQ).
+        q.backoff_after_error("default/a", s(10));
+        assert_eq!(q.pop(s(11)), None);
+        assert_eq!(q.next_wakeup(), Some(s(13)));
+        assert!(q.pop(s(13)).is_some());
+    }
+
+    #[test]
+    fn a_window_of_ended_backoffs_leaves_in_priority_order() {
+        let mut q = SchedulingQueue::new(QueueSettings::default());
+        for (name, prio) in [("low", 1), ("high", 9)] {
+            q.add(pod(name, prio), s(0));
+        }
+        // "high" is popped first and fails later in the same window.
+        let high = q.pop(s(0)).unwrap();
+        let low = q.pop(s(0)).unwrap();
+        q.unschedulable(&low.key(), EventMask::NODE_ADD, Duration::from_millis(100));
+        q.unschedulable(&high.key(), EventMask::NODE_ADD, Duration::from_millis(900));
+        q.on_event(EventMask::NODE_ADD, s(1));
+        // Both end in window 1 s (1.1 s and 1.9 s): priority decides, not the end.
+        assert_eq!(q.pop(s(1)).unwrap().metadata.name, "high");
+        assert_eq!(q.pop(s(1)).unwrap().metadata.name, "low");
+        // Without windows, the earlier end leaves first.
+        let mut q = SchedulingQueue::new(QueueSettings::default().without_pop_from_backoff());
+        for (name, prio) in [("low", 1), ("high", 9)] {
+            q.add(pod(name, prio), s(0));
+        }
+        let high = q.pop(s(0)).unwrap();
+        let low = q.pop(s(0)).unwrap();
+        q.unschedulable(&low.key(), EventMask::NODE_ADD, Duration::from_millis(100));
+        q.unschedulable(&high.key(), EventMask::NODE_ADD, Duration::from_millis(900));
+        q.on_event(EventMask::NODE_ADD, s(1));
+        assert_eq!(
+            q.pop(Duration::from_millis(1_500)).unwrap().metadata.name,
+            "low"
+        );
+        assert_eq!(q.pop(Duration::from_millis(1_500)), None);
+        assert_eq!(q.pop(s(2)).unwrap().metadata.name, "high");
     }
 
     #[test]
