@@ -56,7 +56,7 @@ use sched_core::framework::{Reason, ResourceSet};
 use sched_core::model::{Node, Pod};
 use sched_core::scheduler::{
     ClusterEvent, EventMask, QueueCounts, QueueName, QueueSettings, Scheduler, SchedulingQueue,
-    events_for,
+    Tries, events_for,
 };
 use sched_core::snapshot::Snapshot;
 
@@ -689,8 +689,8 @@ fn init_pod_max_in_unschedulable(max: Option<Duration>) {
     let pod1 = nominated(pod("ns1", "test-pod-1", 0), "node1");
     let pod2 = nominated(pod("ns2", "test-pod-2", 0), "node2");
     let now = s(10);
-    q.requeue_unschedulable(pod1, 1, FOO, now - s(1));
-    q.requeue_unschedulable(pod2, 1, FOO, now - s(2));
+    q.requeue_unschedulable(pod1, Tries::with_attempts(1), FOO, now - s(1));
+    q.requeue_unschedulable(pod2, Tries::with_attempts(1), FOO, now - s(2));
     q.flush(now + settings.max_in_unschedulable);
     assert_eq!(q.counts().active, 2);
     let now = now + settings.max_in_unschedulable;
@@ -736,8 +736,8 @@ fn pod_timestamp_two_pods_in_active_q_sorted_by_timestamp() {
 fn pod_timestamp_two_pods_moved_from_the_unschedulable_pool_sorted_by_timestamp() {
     let (p1, p2) = pod_timestamp_pods();
     let mut q = queue();
-    q.requeue_unschedulable(p2, 1, FOO, s(11));
-    q.requeue_unschedulable(p1, 1, FOO, s(10));
+    q.requeue_unschedulable(p2, Tries::with_attempts(1), FOO, s(11));
+    q.requeue_unschedulable(p1, Tries::with_attempts(1), FOO, s(10));
     // The clock moves 3 s, then move all.
     q.on_event(EventMask::ALL, s(13));
     assert_eq!(q.counts().active, 2);
@@ -749,7 +749,7 @@ fn pod_timestamp_one_pod_moved_from_backoff_q_to_active_q() {
     let (p1, p2) = pod_timestamp_pods();
     let mut q = queue();
     q.add(p2, s(11));
-    q.requeue_with_backoff(p1, 1, s(10));
+    q.requeue_with_backoff(p1, Tries::with_attempts(1), s(10));
     // flushBackoffQ (3 s later), then move all.
     q.flush(s(13));
     q.on_event(EventMask::ALL, s(13));
@@ -843,13 +843,25 @@ fn back_off_flow_without_pop_from_backoff_q() {
 fn back_off_flow_with_pop_from_backoff_q() {
     let mut q = queue();
     let p = pod("test-ns", "test-pod", 0);
-    let mut now = Duration::ZERO;
+    // Not on a window's start, as kube's clock (time.Now()) is not.
+    let mut now = ms(300);
     q.add(p.clone(), now);
     for (i, want) in BACKOFFS.iter().enumerate() {
+        let timestamp = now;
         q.pop(now).expect("popped");
+        assert_eq!(q.attempts(&p.key()), Some(i as u32 + 1));
         reject(&mut q, &p, FOO, now);
         q.on_event(EventMask::ALL, now);
         assert_eq!(pos(&q, &p), Some(QueueName::Backoff), "step {i}");
+        // kube's check: the backoff (expiration minus timestamp) truncated to the window,
+        // plus one window, is the step's backoff. Our wake-up is the window after the
+        // expiration.
+        let until = q.next_wakeup().expect("backing off") - timestamp;
+        assert_eq!(
+            Duration::from_secs((until - s(1)).as_secs()) + s(1),
+            s(*want),
+            "step {i}"
+        );
         // One ordering window (1 s) later: still backing off, even for a 1 s backoff.
         now += s(1);
         q.flush(now);

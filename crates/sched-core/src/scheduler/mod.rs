@@ -130,7 +130,7 @@ pub use events::{ClusterEvent, EventMask, events_for};
 pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
 pub use nominator::Nominator;
-pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue};
+pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue, Tries};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use rand::{Rng, SeedableRng};
@@ -281,7 +281,8 @@ struct Waiting {
 #[derive(Clone, Debug)]
 struct Binding {
     node: String,
-    attempts: u32,
+    /// The queue's counts for the pod, to requeue it with them.
+    tries: Tries,
     /// The pod as it was queued, to requeue it if the bind fails after its node went away.
     pod: Pod,
     /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
@@ -576,9 +577,9 @@ impl Scheduler {
         self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
         if unschedulable {
             self.queue
-                .requeue_unschedulable(b.pod, b.attempts, EventMask::ALL, now);
+                .requeue_unschedulable(b.pod, b.tries, EventMask::ALL, now);
         } else {
-            self.queue.requeue_with_backoff(b.pod, b.attempts, now);
+            self.queue.requeue_with_backoff(b.pod, b.tries, now);
         }
     }
 
@@ -958,11 +959,11 @@ impl Scheduler {
                 && self.snapshot.assume(pod.clone(), &node).is_ok()
             {
                 self.nominator.delete(&key);
-                let attempts = self.queue.done(&key).unwrap_or(1);
+                let tries = self.queue.done(&key).unwrap_or_default();
                 let profile = self.profiles[slot].name.clone();
                 let b = Binding {
                     node,
-                    attempts,
+                    tries,
                     pod,
                     volumes: AssumedVolumes::default(),
                 };
@@ -1004,11 +1005,11 @@ impl Scheduler {
             match result {
                 Ok(r) => {
                     self.nominator.delete(&key);
-                    let attempts = self.queue.done(&key).unwrap_or(1);
+                    let tries = self.queue.done(&key).unwrap_or_default();
                     let profile = s.name.clone();
                     let b = Binding {
                         node: r.node.clone(),
-                        attempts,
+                        tries,
                         pod,
                         volumes: AssumedVolumes::default(),
                     };
@@ -1281,7 +1282,7 @@ impl Scheduler {
                 {
                     self.reject_event(format!("pod {pod}"), e);
                 }
-                self.queue.requeue_with_backoff(b.pod, b.attempts, now);
+                self.queue.requeue_with_backoff(b.pod, b.tries, now);
                 self.events.push(SchedulerEvent::BindingFailed {
                     pod: pod.to_string(),
                     node: b.node,

@@ -25,8 +25,10 @@ pub struct QueueSettings {
     /// backoff, is truncated to a whole second, and the pod backs off until the window after
     /// it), pods ending in one window leave in PrioritySort order, and when activeQ is empty
     /// the next pod rejected by a plugin is popped from backoffQ before its backoff ends
-    /// (pods that failed with an error still wait). `false` gives kube v1.32's queue: a
-    /// backoff ends exactly at the failure time plus the backoff, and only activeQ is popped.
+    /// (pods that failed with an error still wait); and, as in v1.34, the backoff doubles with
+    /// the errors in a row while there are any, else with the rejections ([`Tries`]). `false`
+    /// gives kube v1.32's queue: the backoff doubles with the attempts and ends exactly at the
+    /// failure time plus the backoff, and only activeQ is popped.
     /// Windows are whole seconds of the engine's clock (the `now` passed in), as kube's are of
     /// the wall clock.
     pub pop_from_backoff: bool,
@@ -53,11 +55,14 @@ impl QueueSettings {
         }
     }
 
-    /// kube's `calculateBackoffDuration`: the initial backoff doubled for each attempt after
-    /// the first, capped at the maximum.
-    pub fn backoff(&self, attempts: u32) -> Duration {
+    /// kube's `calculateBackoffDuration`: the initial backoff doubled for each failure after
+    /// the first, capped at the maximum (no backoff before any failure).
+    pub fn backoff(&self, failures: u32) -> Duration {
+        if failures == 0 {
+            return Duration::ZERO;
+        }
         let mut d = self.initial_backoff;
-        for _ in 1..attempts {
+        for _ in 1..failures {
             if d > self.max_backoff.saturating_sub(d) {
                 return self.max_backoff;
             }
@@ -81,6 +86,44 @@ const ORDERING_WINDOW: Duration = Duration::from_secs(1);
 /// `t` truncated to a whole ordering window.
 fn align_to_window(t: Duration) -> Duration {
     Duration::from_secs(t.as_secs())
+}
+
+/// What the queue counts of a pod across its attempts (kube's `QueuedPodInfo` counters); a
+/// pod that leaves the queue for binding takes them along, and brings them back if it returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Tries {
+    /// Scheduling attempts (pops).
+    pub attempts: u32,
+    /// Attempts that plugins rejected (kube's `UnschedulableCount`).
+    pub unschedulable: u32,
+    /// Attempts in a row that failed with an error (kube's `ConsecutiveErrorsCount`); a
+    /// rejection resets it.
+    pub consecutive_errors: u32,
+}
+
+impl Tries {
+    /// `attempts` attempts, none of them rejected or failed yet (as for a pod that comes from
+    /// elsewhere; the requeue adds the failure).
+    #[must_use]
+    pub fn with_attempts(attempts: u32) -> Tries {
+        Tries {
+            attempts,
+            ..Tries::default()
+        }
+    }
+
+    /// The count the backoff doubles with: kube v1.34 uses the consecutive errors while there
+    /// are any, else the rejections; kube v1.32 (`v1_32`) the attempts.
+    fn backoff_count(&self, v1_32: bool) -> u32 {
+        if v1_32 {
+            self.attempts
+        } else if self.consecutive_errors > 0 {
+            self.consecutive_errors
+        } else {
+            self.unschedulable
+        }
+    }
 }
 
 /// Where a queued pod is.
@@ -121,8 +164,8 @@ struct Entry {
     queue: QueueName,
     /// When the pod entered its current wait (kube's `Timestamp`).
     timestamp: Duration,
-    /// Attempts so far (pops).
-    attempts: u32,
+    /// Attempts so far, rejections and errors in a row.
+    tries: Tries,
     /// Events that can make it schedulable (unschedulable pool only).
     waiting_for: EventMask,
     /// Order of entering activeQ (or the queue), for equal priorities and timestamps: a pod
@@ -200,7 +243,7 @@ impl SchedulingQueue {
 
     /// Attempts made for the pod so far.
     pub fn attempts(&self, key: &str) -> Option<u32> {
-        self.pods.get(key).map(|e| e.attempts)
+        self.pods.get(key).map(|e| e.tries.attempts)
     }
 
     /// Pods per queue.
@@ -233,12 +276,17 @@ impl SchedulingQueue {
     /// them: kube's `BackoffExpiration` is that time truncated to a window, and a pod backs off
     /// while its expiration is not before the current window, so until the next window starts.
     fn backoff_end(&self, e: &Entry) -> Duration {
-        let end = e.timestamp + self.settings.backoff(e.attempts);
+        let end = e.timestamp + self.settings.backoff(self.backoff_count(e));
         if self.settings.pop_from_backoff {
             align_to_window(end) + ORDERING_WINDOW
         } else {
             end
         }
+    }
+
+    /// The count the entry's backoff doubles with (0: it does not back off).
+    fn backoff_count(&self, e: &Entry) -> u32 {
+        e.tries.backoff_count(!self.settings.pop_from_backoff)
     }
 
     /// The entry's place in its backoff queue.
@@ -323,7 +371,7 @@ impl SchedulingQueue {
             pod,
             queue,
             timestamp: now,
-            attempts: 0,
+            tries: Tries::default(),
             waiting_for: EventMask::default(),
             seq: self.seq,
             seen_in_flight: EventMask::default(),
@@ -365,7 +413,7 @@ impl SchedulingQueue {
     }
 
     fn active_or_backoff(&self, e: &Entry, now: Duration) -> QueueName {
-        if e.attempts > 0 && self.backoff_end(e) > now {
+        if self.backoff_count(e) > 0 && self.backoff_end(e) > now {
             QueueName::Backoff
         } else {
             QueueName::Active
@@ -452,16 +500,18 @@ impl SchedulingQueue {
             .get_mut(&key)
             .expect("queued entries are in the map");
         e.queue = QueueName::InFlight;
-        e.attempts += 1;
+        e.tries.attempts += 1;
         e.seen_in_flight = EventMask::default();
         e.updated_in_flight = false;
         e.error = false;
         Some(e.pod.clone())
     }
 
-    /// The popped pod `key` was placed: it leaves the queue. Returns its attempts.
-    pub fn done(&mut self, key: &str) -> Option<u32> {
-        self.unlink(key).map(|e| e.attempts)
+    /// The popped pod `key` was placed: it leaves the queue. Returns its counts, for
+    /// [`SchedulingQueue::requeue_with_backoff`] or [`SchedulingQueue::requeue_unschedulable`]
+    /// if it comes back.
+    pub fn done(&mut self, key: &str) -> Option<Tries> {
+        self.unlink(key).map(|e| e.tries)
     }
 
     /// The popped pod `key` fits nowhere: it waits in the unschedulable pool for one of
@@ -473,6 +523,8 @@ impl SchedulingQueue {
             e.timestamp = now;
             e.waiting_for = waiting_for;
             e.error = false;
+            e.tries.unschedulable += 1;
+            e.tries.consecutive_errors = 0;
             let queue = if e.queue == QueueName::InFlight
                 && (e.updated_in_flight || e.seen_in_flight.intersects(waiting_for))
             {
@@ -489,13 +541,16 @@ impl SchedulingQueue {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
             e.error = true;
+            e.tries.consecutive_errors += 1;
             self.link(key.to_string(), e, QueueName::Backoff);
         }
     }
 
-    /// Puts back a pod that had left the queue (a failed bind), with its attempts, into
-    /// backoffQ.
-    pub fn requeue_with_backoff(&mut self, pod: Pod, attempts: u32, now: Duration) {
+    /// Puts back a pod that had left the queue (a failed bind: an error) into backoffQ, with
+    /// the counts [`SchedulingQueue::done`] gave.
+    pub fn requeue_with_backoff(&mut self, pod: Pod, mut tries: Tries, now: Duration) {
+        tries.attempts = tries.attempts.max(1);
+        tries.consecutive_errors += 1;
         let key = pod.key();
         self.unlink(&key);
         self.seq += 1;
@@ -503,7 +558,7 @@ impl SchedulingQueue {
             pod,
             queue: QueueName::Backoff,
             timestamp: now,
-            attempts: attempts.max(1),
+            tries,
             waiting_for: EventMask::default(),
             seq: self.seq,
             seen_in_flight: EventMask::default(),
@@ -514,14 +569,18 @@ impl SchedulingQueue {
     }
 
     /// Puts back a pod that had left the queue (rejected after it was placed) into the
-    /// unschedulable pool, with its attempts, waiting for `waiting_for`.
+    /// unschedulable pool (a plugin's rejection), with the counts [`SchedulingQueue::done`]
+    /// gave, waiting for `waiting_for`.
     pub fn requeue_unschedulable(
         &mut self,
         pod: Pod,
-        attempts: u32,
+        mut tries: Tries,
         waiting_for: EventMask,
         now: Duration,
     ) {
+        tries.attempts = tries.attempts.max(1);
+        tries.unschedulable += 1;
+        tries.consecutive_errors = 0;
         let key = pod.key();
         self.unlink(&key);
         self.seq += 1;
@@ -529,7 +588,7 @@ impl SchedulingQueue {
             pod,
             queue: QueueName::Unschedulable,
             timestamp: now,
-            attempts: attempts.max(1),
+            tries,
             waiting_for,
             seq: self.seq,
             seen_in_flight: EventMask::default(),
@@ -640,11 +699,62 @@ mod tests {
         // activeQ is empty: the backing-off pod is popped anyway.
         assert!(q.pop(Duration::from_millis(5_500)).is_some());
         assert_eq!(q.attempts("default/a"), Some(2));
-        // A pod that failed with an error waits out its backoff (kube's podErrorBackoffQ).
+        // A pod that failed with an error waits out its backoff (kube's podErrorBackoffQ): the
+        // first error in a row, 1 s, ending in the window of 11 s, so until 12 s.
         q.backoff_after_error("default/a", s(10));
-        assert_eq!(q.pop(s(11)), None);
-        assert_eq!(q.next_wakeup(), Some(s(13)));
-        assert!(q.pop(s(13)).is_some());
+        assert_eq!(q.pop(Duration::from_millis(11_999)), None);
+        assert_eq!(q.next_wakeup(), Some(s(12)));
+        assert!(q.pop(s(12)).is_some());
+    }
+
+    #[test]
+    fn errors_and_rejections_back_off_by_their_own_counts() {
+        // Three rejections, then an error: kube v1.34 backs off by the errors in a row (1 s),
+        // v1.32 by the attempts (4 attempts: 8 s).
+        for (settings, want) in [
+            (QueueSettings::default(), s(1)),
+            (QueueSettings::default().without_pop_from_backoff(), s(8)),
+        ] {
+            let mut q = SchedulingQueue::new(settings);
+            q.add(pod("a", 0), s(0));
+            let mut now = s(0);
+            for _ in 0..3 {
+                q.pop(now).unwrap();
+                q.unschedulable("default/a", EventMask::NODE_ADD, now);
+                now += s(400);
+                q.flush(now);
+            }
+            q.pop(now).unwrap();
+            let tries = q.done("default/a").unwrap();
+            assert_eq!(
+                (
+                    tries.attempts,
+                    tries.unschedulable,
+                    tries.consecutive_errors
+                ),
+                (4, 3, 0)
+            );
+            // The bind fails: back with its counts, one error more.
+            q.requeue_with_backoff(pod("a", 0), tries, now);
+            let end = q.next_wakeup().unwrap() - now;
+            let window = if settings.pop_from_backoff {
+                s(1)
+            } else {
+                s(0)
+            };
+            assert_eq!(end, want + window, "{settings:?}");
+            // A rejection resets the errors in a row.
+            q.pop(now + end).unwrap();
+            q.unschedulable("default/a", EventMask::NODE_ADD, now + end);
+            q.on_event(EventMask::NODE_ADD, now + end);
+            let again = q.next_wakeup().unwrap() - (now + end);
+            let want = if settings.pop_from_backoff {
+                s(8) + s(1) // fourth rejection: 8 s, plus the window
+            } else {
+                s(10) // sixth attempt: 32 s, capped at 10 s
+            };
+            assert_eq!(again, want, "{settings:?}");
+        }
     }
 
     #[test]
