@@ -102,27 +102,35 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
     }
 }
 
-#[test]
-fn a_failed_bind_forgets_the_pod_and_backs_off() {
-    // kube v1.32's queue; v1.34's is below.
-    let mut sch = scheduler_v1_32_queue(vec![node("n1", 1)]);
+/// Two 800m pods on a 1-CPU node: the first is placed, the second does not fit beside it
+/// (assumed), then the first's bind fails at 0.5 s. Returns both keys; both back off.
+fn a_bind_fails_beside_a_rejected_pod(sch: &mut Scheduler) -> (String, String) {
     sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
     sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
     let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
         panic!()
     };
-    // The second does not fit beside the first (assumed).
     let Step::Unschedulable { pod: second, .. } = sch.schedule_one(s(0)) else {
         panic!()
     };
     assert_eq!(sch.snapshot().pod_count(), 1);
-    let half = Duration::from_millis(500);
-    sch.finish_binding(&first, Err("conflict".into()), half);
-    // Forgotten exactly; the first backs off (1 s from now), the second was woken by the
-    // freed resources but its own backoff (1 s after its attempt at 0 s) still runs.
+    sch.finish_binding(&first, Err("conflict".into()), Duration::from_millis(500));
+    // Forgotten exactly; the first backs off after its error, the second was woken by the
+    // freed resources but backs off after its rejection.
     assert_eq!(sch.snapshot().pod_count(), 0);
     assert_eq!(sch.queue().position(&first), Some(QueueName::Backoff));
     assert_eq!(sch.queue().position(&second), Some(QueueName::Backoff));
+    (first, second)
+}
+
+#[test]
+fn a_failed_bind_forgets_the_pod_and_backs_off() {
+    // kube v1.32's queue; v1.34's is below.
+    let mut sch = scheduler_v1_32_queue(vec![node("n1", 1)]);
+    let (first, second) = a_bind_fails_beside_a_rejected_pod(&mut sch);
+    let half = Duration::from_millis(500);
+    // The first backs off 1 s from 0.5 s; the second's backoff (1 s after its attempt at
+    // 0 s) ends first.
     let events = sch.drain_events();
     assert!(events.contains(&SchedulerEvent::BindingFailed {
         pod: first.clone(),
@@ -145,18 +153,8 @@ fn a_failed_bind_forgets_the_pod_and_backs_off() {
 #[test]
 fn a_failed_bind_backs_off_while_a_rejected_pod_is_popped_from_backoff_q() {
     let mut sch = scheduler(vec![node("n1", 1)]);
-    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
-    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
-    let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
-        panic!()
-    };
-    let Step::Unschedulable { pod: second, .. } = sch.schedule_one(s(0)) else {
-        panic!()
-    };
+    let (first, second) = a_bind_fails_beside_a_rejected_pod(&mut sch);
     let half = Duration::from_millis(500);
-    sch.finish_binding(&first, Err("conflict".into()), half);
-    assert_eq!(sch.queue().position(&first), Some(QueueName::Backoff));
-    assert_eq!(sch.queue().position(&second), Some(QueueName::Backoff));
     // activeQ is empty: the second, rejected by a plugin, is popped from backoffQ at once
     // (kube's SchedulerPopFromBackoffQ) and fits now that the first is forgotten.
     let Step::Bind { pod, .. } = sch.schedule_one(half) else {

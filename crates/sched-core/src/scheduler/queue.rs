@@ -757,36 +757,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_window_of_ended_backoffs_leaves_in_priority_order() {
-        let mut q = SchedulingQueue::new(QueueSettings::default());
+    /// "low" (priority 1) and "high" (9), both rejected in the first second (at 0.1 s and
+    /// 0.9 s), then a node add at 1 s sends them to backoffQ.
+    fn two_rejected_in_one_window(settings: QueueSettings) -> SchedulingQueue {
+        let mut q = SchedulingQueue::new(settings);
         for (name, prio) in [("low", 1), ("high", 9)] {
             q.add(pod(name, prio), s(0));
         }
-        // "high" is popped first and fails later in the same window.
         let high = q.pop(s(0)).unwrap();
         let low = q.pop(s(0)).unwrap();
         q.unschedulable(&low.key(), EventMask::NODE_ADD, Duration::from_millis(100));
         q.unschedulable(&high.key(), EventMask::NODE_ADD, Duration::from_millis(900));
         q.on_event(EventMask::NODE_ADD, s(1));
+        q
+    }
+
+    #[test]
+    fn a_window_of_ended_backoffs_leaves_in_priority_order() {
         // Both end in window 1 s (1.1 s and 1.9 s): priority decides, not the end.
+        let mut q = two_rejected_in_one_window(QueueSettings::default());
         assert_eq!(q.pop(s(1)).unwrap().metadata.name, "high");
         assert_eq!(q.pop(s(1)).unwrap().metadata.name, "low");
         // Without windows, the earlier end leaves first.
-        let mut q = SchedulingQueue::new(QueueSettings::default().without_pop_from_backoff());
-        for (name, prio) in [("low", 1), ("high", 9)] {
-            q.add(pod(name, prio), s(0));
-        }
-        let high = q.pop(s(0)).unwrap();
-        let low = q.pop(s(0)).unwrap();
-        q.unschedulable(&low.key(), EventMask::NODE_ADD, Duration::from_millis(100));
-        q.unschedulable(&high.key(), EventMask::NODE_ADD, Duration::from_millis(900));
-        q.on_event(EventMask::NODE_ADD, s(1));
-        assert_eq!(
-            q.pop(Duration::from_millis(1_500)).unwrap().metadata.name,
-            "low"
-        );
-        assert_eq!(q.pop(Duration::from_millis(1_500)), None);
+        let mut q = two_rejected_in_one_window(QueueSettings::default().without_pop_from_backoff());
+        let at = Duration::from_millis(1_500);
+        assert_eq!(q.pop(at).unwrap().metadata.name, "low");
+        assert_eq!(q.pop(at), None);
         assert_eq!(q.pop(s(2)).unwrap().metadata.name, "high");
     }
 
