@@ -176,9 +176,15 @@ struct Entry {
     seen_in_flight: EventMask,
     /// The pod's spec or labels changed while it was in flight.
     updated_in_flight: bool,
-    /// Its last attempt failed with an error, not a plugin's rejection: it backs off in
-    /// kube's `podErrorBackoffQ`, which is never popped before the backoff ends.
-    error: bool,
+}
+
+impl Entry {
+    /// Its last attempt failed with an error, not a plugin's rejection (a rejection resets
+    /// the errors in a row): it backs off in kube's `podErrorBackoffQ`, which is never popped
+    /// before the backoff ends.
+    fn failed_with_error(&self) -> bool {
+        self.tries.consecutive_errors > 0
+    }
 }
 
 type ActiveKey = (Reverse<i32>, Duration, u64, String);
@@ -292,7 +298,7 @@ impl SchedulingQueue {
     /// The entry's place in its backoff queue.
     fn backoff_key(&self, key: &str, e: &Entry) -> BackoffKey {
         let end = self.backoff_end(e);
-        if self.settings.pop_from_backoff && !e.error {
+        if self.settings.pop_from_backoff && !e.failed_with_error() {
             (
                 end,
                 Reverse(priority(&e.pod)),
@@ -306,7 +312,7 @@ impl SchedulingQueue {
     }
 
     fn backoff_queue(&mut self, e: &Entry) -> &mut BTreeSet<BackoffKey> {
-        if e.error {
+        if e.failed_with_error() {
             &mut self.error_backoff
         } else {
             &mut self.backoff
@@ -376,7 +382,6 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
-            error: false,
         };
         self.link(key, e, queue);
     }
@@ -503,7 +508,6 @@ impl SchedulingQueue {
         e.tries.attempts += 1;
         e.seen_in_flight = EventMask::default();
         e.updated_in_flight = false;
-        e.error = false;
         Some(e.pod.clone())
     }
 
@@ -522,7 +526,6 @@ impl SchedulingQueue {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
             e.waiting_for = waiting_for;
-            e.error = false;
             e.tries.unschedulable += 1;
             e.tries.consecutive_errors = 0;
             let queue = if e.queue == QueueName::InFlight
@@ -540,7 +543,6 @@ impl SchedulingQueue {
     pub fn backoff_after_error(&mut self, key: &str, now: Duration) {
         if let Some(mut e) = self.unlink(key) {
             e.timestamp = now;
-            e.error = true;
             e.tries.consecutive_errors += 1;
             self.link(key.to_string(), e, QueueName::Backoff);
         }
@@ -563,7 +565,6 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
-            error: true,
         };
         self.link(key, e, QueueName::Backoff);
     }
@@ -593,7 +594,6 @@ impl SchedulingQueue {
             seq: self.seq,
             seen_in_flight: EventMask::default(),
             updated_in_flight: false,
-            error: false,
         };
         self.link(key, e, QueueName::Unschedulable);
     }
