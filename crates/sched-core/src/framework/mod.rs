@@ -151,6 +151,10 @@ impl VolumeBindingConflicts {
     pub const NO_VOLUME_TO_BIND: u8 = 1 << 1;
     /// A claim is bound to a PersistentVolume that does not exist.
     pub const BOUND_TO_MISSING_VOLUME: u8 = 1 << 2;
+    /// A claim to provision finds no CSIStorageCapacity reachable from the node with room for
+    /// it (its class's CSIDriver opted into capacity checks): "node(s) did not have enough
+    /// free storage".
+    pub const NOT_ENOUGH_SPACE: u8 = 1 << 3;
 
     /// Whether no conflict is set.
     pub fn is_empty(self) -> bool {
@@ -303,6 +307,9 @@ impl Reason {
                 }
                 if c.0 & VolumeBindingConflicts::NO_VOLUME_TO_BIND != 0 {
                     out("node(s) didn't find available persistent volumes to bind".into());
+                }
+                if c.0 & VolumeBindingConflicts::NOT_ENOUGH_SPACE != 0 {
+                    out("node(s) did not have enough free storage".into());
                 }
                 if c.0 & VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME != 0 {
                     // v1.20 failed the pod with an error here; this is the later versions' text.

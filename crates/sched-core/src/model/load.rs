@@ -16,9 +16,9 @@ use serde_json::value::RawValue;
 use super::load_error::{LoadError, LoadErrorKind, Position, short};
 use super::objects::nullable;
 use super::{
-    ClusterObjects, CsiNode, LabelSelector, Namespace, Node, NodeSpec, NodeStatus, ObjectMeta,
-    PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodSpec, PodStatus,
-    ResourceList, StorageClass, Workload, WorkloadKind,
+    ClusterObjects, CsiDriver, CsiNode, CsiStorageCapacity, LabelSelector, Namespace, Node,
+    NodeSpec, NodeStatus, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod,
+    PodDisruptionBudget, PodSpec, PodStatus, ResourceList, StorageClass, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -369,6 +369,14 @@ impl Ctx<'_> {
                         let cn: CsiNode = self.named(kind, at, raw)?;
                         out.storage.csi_nodes.push(cn);
                     }
+                    "CSIDriver" => {
+                        let d: CsiDriver = self.named(kind, at, raw)?;
+                        out.storage.csi_drivers.push(d);
+                    }
+                    "CSIStorageCapacity" => {
+                        let c: CsiStorageCapacity = self.named(kind, at, raw)?;
+                        out.storage.csi_storage_capacities.push(c);
+                    }
                     "PodDisruptionBudget" => {
                         let pdb: PodDisruptionBudget = self.named(kind, at, raw)?;
                         out.pdbs.push(pdb);
@@ -398,6 +406,8 @@ impl Ctx<'_> {
                 "PersistentVolumeClaim" => "PersistentVolumeClaim",
                 "StorageClass" => "StorageClass",
                 "PodDisruptionBudget" => "PodDisruptionBudget",
+                "CSIDriver" => "CSIDriver",
+                "CSIStorageCapacity" => "CSIStorageCapacity",
                 _ => "CSINode",
             };
             return Err(self.err(LoadErrorKind::EmptyName { kind, at }));
@@ -627,7 +637,9 @@ has_meta!(
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
-    CsiNode
+    CsiNode,
+    CsiDriver,
+    CsiStorageCapacity
 );
 
 /// Objects whose values Kubernetes' API validation would refuse.

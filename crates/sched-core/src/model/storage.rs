@@ -1,10 +1,14 @@
 //! Storage objects the volume plugins read: PersistentVolume, PersistentVolumeClaim,
-//! StorageClass and CSINode, with Kubernetes' own JSON field names.
+//! StorageClass, CSINode, CSIDriver and CSIStorageCapacity, with Kubernetes' own JSON field
+//! names.
 
 use serde::{Deserialize, Serialize};
 
 use super::objects::nullable;
-use super::{AwsElasticBlockStore, GcePersistentDisk, NodeSelector, ObjectMeta, ResourceList};
+use super::{
+    AwsElasticBlockStore, GcePersistentDisk, LabelSelector, NodeSelector, ObjectMeta, Quantity,
+    ResourceList,
+};
 
 /// The GA zone label (`topology.kubernetes.io/zone`).
 pub const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
@@ -254,6 +258,15 @@ impl PersistentVolumeClaim {
         self.spec.storage_class_name.as_deref().unwrap_or("")
     }
 
+    /// The requested `storage` in bytes, `None` when the claim requests none.
+    pub fn storage_request(&self) -> Option<i64> {
+        self.spec
+            .resources
+            .requests
+            .get("storage")
+            .map(|q| q.value())
+    }
+
     /// The requested `storage` in bytes (0 when absent).
     pub fn requested_storage(&self) -> i64 {
         self.spec
@@ -381,6 +394,70 @@ impl CsiNode {
     }
 }
 
+/// A CSIDriver's `spec` (only what the scheduler reads).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CsiDriverSpec {
+    /// Whether the driver publishes CSIStorageCapacity objects the scheduler must check
+    /// (`None`: false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_capacity: Option<bool>,
+}
+
+/// A CSIDriver (`kubectl get csidrivers -o json` items); named after the driver, which is
+/// the provisioner of its StorageClasses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CsiDriver {
+    /// Name (the driver's).
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: ObjectMeta,
+    /// Spec.
+    #[serde(deserialize_with = "nullable")]
+    pub spec: CsiDriverSpec,
+}
+
+impl CsiDriver {
+    /// Whether the driver opted into storage capacity checks (`spec.storageCapacity`).
+    pub fn storage_capacity(&self) -> bool {
+        self.spec.storage_capacity.unwrap_or(false)
+    }
+}
+
+/// A CSIStorageCapacity (`storage.k8s.io/v1`, `kubectl get csistoragecapacities -A -o json`
+/// items): the storage a class can still provision in a topology segment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CsiStorageCapacity {
+    /// Namespace and name.
+    #[serde(deserialize_with = "nullable")]
+    pub metadata: ObjectMeta,
+    /// The StorageClass the capacity is for.
+    #[serde(deserialize_with = "nullable")]
+    pub storage_class_name: String,
+    /// The nodes that can reach the storage (`None`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_topology: Option<LabelSelector>,
+    /// The capacity left (`None`: unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Quantity>,
+    /// The largest volume that can be created (`None`: unknown; `capacity` applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum_volume_size: Option<Quantity>,
+}
+
+impl CsiStorageCapacity {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    }
+
+    /// kube's `volumeLimit`: `maximumVolumeSize` when set, else `capacity`.
+    pub fn volume_limit(&self) -> Option<&Quantity> {
+        self.maximum_volume_size.as_ref().or(self.capacity.as_ref())
+    }
+}
+
 /// `csi` (inline, ephemeral) pod volume source.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -430,6 +507,10 @@ pub struct StorageObjects {
     pub storage_classes: Vec<StorageClass>,
     /// CSINodes.
     pub csi_nodes: Vec<CsiNode>,
+    /// CSIDrivers.
+    pub csi_drivers: Vec<CsiDriver>,
+    /// CSIStorageCapacities.
+    pub csi_storage_capacities: Vec<CsiStorageCapacity>,
 }
 
 impl StorageObjects {
@@ -444,6 +525,8 @@ impl StorageObjects {
             && self.persistent_volume_claims.is_empty()
             && self.storage_classes.is_empty()
             && self.csi_nodes.is_empty()
+            && self.csi_drivers.is_empty()
+            && self.csi_storage_capacities.is_empty()
     }
 
     /// Appends another set's objects after these.
@@ -453,5 +536,8 @@ impl StorageObjects {
             .extend(other.persistent_volume_claims);
         self.storage_classes.extend(other.storage_classes);
         self.csi_nodes.extend(other.csi_nodes);
+        self.csi_drivers.extend(other.csi_drivers);
+        self.csi_storage_capacities
+            .extend(other.csi_storage_capacities);
     }
 }

@@ -1,14 +1,15 @@
-//! PersistentVolumes, claims, StorageClasses and CSINodes, indexed by name, as the volume
-//! plugins look them up (kube's listers).
+//! PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities,
+//! indexed by name, as the volume plugins look them up (kube's listers).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::{
-    CsiNode, PersistentVolume, PersistentVolumeClaim, StorageClass, StorageObjects,
+    CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim, StorageClass,
+    StorageObjects,
 };
 
-/// The storage objects the volume plugins read, indexed by name: kube's PV, PVC, StorageClass
-/// and CSINode listers. Built from [`StorageObjects`]; an object given twice keeps the last.
+/// The storage objects the volume plugins read, indexed by name: kube's PV, PVC, StorageClass,
+/// CSINode, CSIDriver and CSIStorageCapacity listers. Built from [`StorageObjects`]; an object given twice keeps the last.
 #[derive(Clone, Debug, Default)]
 pub struct StorageIndex {
     pvs: Vec<PersistentVolume>,
@@ -16,6 +17,9 @@ pub struct StorageIndex {
     pvcs: HashMap<(String, String), PersistentVolumeClaim>,
     classes: HashMap<String, StorageClass>,
     csi_nodes: HashMap<String, CsiNode>,
+    csi_drivers: HashMap<String, CsiDriver>,
+    /// By `(namespace, name)`, in that order (a stable order for the capacity check).
+    capacities: BTreeMap<(String, String), CsiStorageCapacity>,
 }
 
 impl StorageIndex {
@@ -36,6 +40,12 @@ impl StorageIndex {
         }
         for cn in objects.csi_nodes {
             ix.csi_nodes.insert(cn.metadata.name.clone(), cn);
+        }
+        for d in objects.csi_drivers {
+            ix.upsert_csi_driver(d);
+        }
+        for c in objects.csi_storage_capacities {
+            ix.upsert_capacity(c);
         }
         ix
     }
@@ -96,12 +106,42 @@ impl StorageIndex {
         self.csi_nodes.remove(name)
     }
 
+    /// Adds a CSIDriver, or replaces the one with its name.
+    pub fn upsert_csi_driver(&mut self, driver: CsiDriver) {
+        self.csi_drivers
+            .insert(driver.metadata.name.clone(), driver);
+    }
+
+    /// Removes a CSIDriver.
+    pub fn remove_csi_driver(&mut self, name: &str) -> Option<CsiDriver> {
+        self.csi_drivers.remove(name)
+    }
+
+    /// Adds a CSIStorageCapacity, or replaces the one with its namespace and name.
+    pub fn upsert_capacity(&mut self, capacity: CsiStorageCapacity) {
+        self.capacities.insert(
+            (
+                capacity.metadata.namespace.clone(),
+                capacity.metadata.name.clone(),
+            ),
+            capacity,
+        );
+    }
+
+    /// Removes a CSIStorageCapacity.
+    pub fn remove_capacity(&mut self, namespace: &str, name: &str) -> Option<CsiStorageCapacity> {
+        self.capacities
+            .remove(&(namespace.to_string(), name.to_string()))
+    }
+
     /// Whether no object is held.
     pub fn is_empty(&self) -> bool {
         self.pvs.is_empty()
             && self.pvcs.is_empty()
             && self.classes.is_empty()
             && self.csi_nodes.is_empty()
+            && self.csi_drivers.is_empty()
+            && self.capacities.is_empty()
     }
 
     /// A PersistentVolume by name.
@@ -133,6 +173,22 @@ impl StorageIndex {
     /// The CSINode of a node.
     pub fn csi_node(&self, node: &str) -> Option<&CsiNode> {
         self.csi_nodes.get(node)
+    }
+
+    /// A CSIDriver by name.
+    pub fn csi_driver(&self, name: &str) -> Option<&CsiDriver> {
+        self.csi_drivers.get(name)
+    }
+
+    /// A CSIStorageCapacity by namespace and name.
+    pub fn capacity(&self, namespace: &str, name: &str) -> Option<&CsiStorageCapacity> {
+        self.capacities
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Every CSIStorageCapacity, by namespace and name.
+    pub fn capacities(&self) -> impl Iterator<Item = &CsiStorageCapacity> {
+        self.capacities.values()
     }
 }
 
@@ -169,5 +225,20 @@ mod tests {
         ix.upsert_pvc(claim);
         assert!(ix.pvc("ns", "c").is_some());
         assert!(ix.remove_pvc("ns", "c").is_some());
+        let mut d = CsiDriver::default();
+        d.metadata.name = "d".into();
+        ix.upsert_csi_driver(d);
+        assert!(!ix.csi_driver("d").unwrap().storage_capacity());
+        assert!(ix.remove_csi_driver("d").is_some());
+        let mut c = CsiStorageCapacity::default();
+        c.metadata.namespace = "ns".into();
+        c.metadata.name = "c".into();
+        ix.upsert_capacity(c.clone());
+        c.storage_class_name = "sc".into();
+        ix.upsert_capacity(c);
+        assert_eq!(ix.capacities().count(), 1);
+        assert_eq!(ix.capacity("ns", "c").unwrap().storage_class_name, "sc");
+        assert!(ix.remove_capacity("ns", "c").is_some());
+        assert!(ix.capacity("ns", "c").is_none());
     }
 }

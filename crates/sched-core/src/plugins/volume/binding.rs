@@ -6,7 +6,8 @@ use crate::framework::{
     VolumeProblem,
 };
 use crate::model::{
-    Node, PersistentVolume, PersistentVolumeClaim, TopologySelectorTerm, VolumeBindingMode,
+    Node, PersistentVolume, PersistentVolumeClaim, StorageClass, TopologySelectorTerm,
+    VolumeBindingMode,
 };
 use crate::snapshot::{NodeRef, StorageIndex};
 
@@ -32,12 +33,17 @@ const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 ///   provisioner other than `kubernetes.io/no-provisioner` and `allowedTopologies` matching the
 ///   node's labels; a claim already given a node (`volume.kubernetes.io/selected-node`) fits
 ///   that node only ("node(s) didn't find available persistent volumes to bind");
+/// - a claim to provision whose class's provisioner has a CSIDriver object with
+///   `storageCapacity: true` also needs a CSIStorageCapacity of its class whose `nodeTopology`
+///   selects the node (none selects no node) and whose `maximumVolumeSize`, else `capacity`,
+///   is at least the claim's `storage` request (kube's `hasEnoughCapacity`; the claims to
+///   provision are checked in turn and the first that fails decides): "node(s) did not have
+///   enough free storage";
 /// - an unbound claim of an `Immediate` class (or of a class that does not exist, or with no
 ///   class) rejects every node: "pod has unbound immediate PersistentVolumeClaims".
 ///
-/// Claims that cannot be resolved reject every node with a [`Reason::Volume`]. Not done:
-/// claims' label selectors, storage capacity (CSIStorageCapacity), the in-tree to CSI
-/// translation of bound PVs' node affinity and the PreFilter node set kube derives from bound
+/// Claims that cannot be resolved reject every node with a [`Reason::Volume`]. Not done: the
+/// in-tree to CSI translation of bound PVs' node affinity and the PreFilter node set kube derives from bound
 /// local PVs. The profile does not keep the chosen PVs for the next pods: call
 /// [`assume_volumes`] after placing a pod (and [`forget_volumes`] to undo it).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,15 +244,57 @@ fn topology_matches(terms: &[TopologySelectorTerm], node: &Node) -> bool {
         })
 }
 
-/// kube's `checkVolumeProvisions`: whether every claim can be provisioned on the node.
-fn provisionable(storage: &StorageIndex, claims: &[&PersistentVolumeClaim], node: &Node) -> bool {
-    claims.iter().all(|c| {
+/// kube's `checkVolumeProvisions`: the claims are checked in turn and the first that cannot be
+/// provisioned on the node decides: its class has no provisioner or its `allowedTopologies`
+/// exclude the node ([`VolumeBindingConflicts::NO_VOLUME_TO_BIND`]), or the storage capacity
+/// its CSI driver publishes has no room for it reachable from the node
+/// ([`VolumeBindingConflicts::NOT_ENOUGH_SPACE`]). 0 when every claim can be provisioned.
+fn check_provisions(storage: &StorageIndex, claims: &[&PersistentVolumeClaim], node: &Node) -> u8 {
+    for c in claims {
         let Some(sc) = storage.class(c.class()) else {
-            return false;
+            return VolumeBindingConflicts::NO_VOLUME_TO_BIND;
         };
-        !sc.provisioner.is_empty()
-            && sc.provisioner != NOT_SUPPORTED_PROVISIONER
-            && topology_matches(&sc.allowed_topologies, node)
+        if sc.provisioner.is_empty()
+            || sc.provisioner == NOT_SUPPORTED_PROVISIONER
+            || !topology_matches(&sc.allowed_topologies, node)
+        {
+            return VolumeBindingConflicts::NO_VOLUME_TO_BIND;
+        }
+        if !has_enough_capacity(storage, c, sc, node) {
+            return VolumeBindingConflicts::NOT_ENOUGH_SPACE;
+        }
+    }
+    0
+}
+
+/// kube's `hasEnoughCapacity`: a claim that requests no storage, or whose class's provisioner
+/// has no CSIDriver object opted into capacity checks (`spec.storageCapacity: true`), always
+/// has enough; otherwise some CSIStorageCapacity of the class must select the node's labels
+/// (kube's `nodeHasAccess`: a missing `nodeTopology` selects no node) and have a
+/// `maximumVolumeSize` (if set, else `capacity`) of at least the request (kube's
+/// `capacitySufficient`: neither set is not enough).
+fn has_enough_capacity(
+    storage: &StorageIndex,
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    node: &Node,
+) -> bool {
+    let Some(size) = claim.storage_request() else {
+        return true;
+    };
+    if !storage
+        .csi_driver(&class.provisioner)
+        .is_some_and(|d| d.storage_capacity())
+    {
+        return true;
+    }
+    storage.capacities().any(|cap| {
+        cap.storage_class_name == class.metadata.name
+            && cap.volume_limit().is_some_and(|q| q.value() >= size)
+            && cap.node_topology.as_ref().is_some_and(|sel| {
+                crate::plugins::interpod::selector::validate(sel).is_ok()
+                    && crate::plugins::interpod::selector::matches(sel, &node.metadata.labels)
+            })
     })
 }
 
@@ -346,9 +394,7 @@ fn decide(
     }
     let claims: Vec<&PersistentVolumeClaim> =
         to_provision.iter().map(|&k| &st.unbound[k].claim).collect();
-    if !provisionable(storage, &claims, node) {
-        conflicts |= VolumeBindingConflicts::NO_VOLUME_TO_BIND;
-    }
+    conflicts |= check_provisions(storage, &claims, node);
     if let Some(out) = out {
         out.static_bindings = bindings;
         out.provisions = to_provision;
