@@ -607,6 +607,12 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
     for csi in storage.csi_nodes {
         scheduler.apply(ClusterEvent::CsiNodeAdd(csi), now);
     }
+    for driver in storage.csi_drivers {
+        scheduler.apply(ClusterEvent::CsiDriverAdd(driver), now);
+    }
+    for capacity in storage.csi_storage_capacities {
+        scheduler.apply(ClusterEvent::CsiStorageCapacityAdd(capacity), now);
+    }
     for pdb in cluster.pdbs {
         scheduler.apply(ClusterEvent::PdbAdd(pdb), now);
     }

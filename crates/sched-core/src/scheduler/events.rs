@@ -3,8 +3,8 @@
 
 use crate::framework::Reason;
 use crate::model::{
-    CsiNode, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget,
-    StorageClass,
+    CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
 };
 
 /// A change to the cluster, as an informer reports it.
@@ -48,6 +48,18 @@ pub enum ClusterEvent {
     CsiNodeUpdate(CsiNode),
     /// A CSINode went away (by name, the node's).
     CsiNodeDelete(String),
+    /// A CSIDriver appeared.
+    CsiDriverAdd(CsiDriver),
+    /// A CSIDriver changed (the whole new object).
+    CsiDriverUpdate(CsiDriver),
+    /// A CSIDriver went away (by name).
+    CsiDriverDelete(String),
+    /// A CSIStorageCapacity appeared.
+    CsiStorageCapacityAdd(CsiStorageCapacity),
+    /// A CSIStorageCapacity changed (the whole new object).
+    CsiStorageCapacityUpdate(CsiStorageCapacity),
+    /// A CSIStorageCapacity went away (by `namespace/name`).
+    CsiStorageCapacityDelete(String),
     /// A Namespace appeared (its labels are what `namespaceSelector` in pod affinity terms
     /// reads).
     NamespaceAdd(Namespace),
@@ -110,6 +122,14 @@ impl EventMask {
     pub const STORAGE_DELETE: EventMask = EventMask(1 << 19);
     /// A Namespace was added or its labels changed.
     pub const NAMESPACE: EventMask = EventMask(1 << 20);
+    /// A CSIDriver was added.
+    pub const CSI_DRIVER_ADD: EventMask = EventMask(1 << 21);
+    /// A CSIDriver changed.
+    pub const CSI_DRIVER_UPDATE: EventMask = EventMask(1 << 22);
+    /// A CSIStorageCapacity was added.
+    pub const CSI_STORAGE_CAPACITY_ADD: EventMask = EventMask(1 << 23);
+    /// A CSIStorageCapacity changed.
+    pub const CSI_STORAGE_CAPACITY_UPDATE: EventMask = EventMask(1 << 24);
     /// Every kind.
     pub const ALL: EventMask = EventMask(u32::MAX);
 
@@ -193,7 +213,8 @@ pub fn events_for(reason: &Reason) -> EventMask {
                 | E::PV_UPDATE
         }
         // VolumeBinding (and the claim problems its PreFilter finds): any storage object
-        // added or changed, a node's labels, a CSINode.
+        // added or changed, a node's labels, a CSINode, a CSIDriver changed, a
+        // CSIStorageCapacity added or changed (kube registers CSIDriver Update only).
         Reason::VolumeBinding(_) | Reason::UnboundImmediateClaims | Reason::Volume(_) => {
             node_add
                 | E::NODE_LABEL
@@ -206,6 +227,9 @@ pub fn events_for(reason: &Reason) -> EventMask {
                 | E::PV_UPDATE
                 | E::CSI_NODE_ADD
                 | E::CSI_NODE_UPDATE
+                | E::CSI_DRIVER_UPDATE
+                | E::CSI_STORAGE_CAPACITY_ADD
+                | E::CSI_STORAGE_CAPACITY_UPDATE
         }
         // NodeVolumeLimits: a CSINode's limits, a pod's volumes going away, a new claim.
         Reason::MaxVolumeCount => {
@@ -262,5 +286,21 @@ mod tests {
         assert_eq!(node_change(&a, &a), EventMask::default());
         assert!(events_for(&Reason::Unschedulable).intersects(EventMask::NODE_TAINT));
         assert!(!events_for(&Reason::Unschedulable).intersects(EventMask::ASSIGNED_POD_DELETE));
+    }
+
+    #[test]
+    fn volume_binding_waits_for_capacity_and_driver_changes() {
+        let r = Reason::VolumeBinding(crate::framework::VolumeBindingConflicts(
+            crate::framework::VolumeBindingConflicts::NOT_ENOUGH_SPACE,
+        ));
+        let m = events_for(&r);
+        assert!(m.intersects(EventMask::CSI_STORAGE_CAPACITY_ADD));
+        assert!(m.intersects(EventMask::CSI_STORAGE_CAPACITY_UPDATE));
+        assert!(m.intersects(EventMask::CSI_DRIVER_UPDATE));
+        assert!(!m.intersects(EventMask::CSI_DRIVER_ADD));
+        assert!(!m.intersects(EventMask::STORAGE_DELETE));
+        assert!(
+            !events_for(&Reason::MaxVolumeCount).intersects(EventMask::CSI_STORAGE_CAPACITY_ADD)
+        );
     }
 }

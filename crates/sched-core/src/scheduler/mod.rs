@@ -790,6 +790,39 @@ impl Scheduler {
                 self.snapshot.storage_mut().remove_csi_node(&name);
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
+            ClusterEvent::CsiDriverAdd(driver) | ClusterEvent::CsiDriverUpdate(driver) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage.csi_driver(&driver.metadata.name).is_some() {
+                    EventMask::CSI_DRIVER_UPDATE
+                } else {
+                    EventMask::CSI_DRIVER_ADD
+                };
+                storage.upsert_csi_driver(driver);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::CsiDriverDelete(name) => {
+                self.snapshot.storage_mut().remove_csi_driver(&name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ClusterEvent::CsiStorageCapacityAdd(cap)
+            | ClusterEvent::CsiStorageCapacityUpdate(cap) => {
+                let storage = self.snapshot.storage_mut();
+                let mask = if storage
+                    .capacity(&cap.metadata.namespace, &cap.metadata.name)
+                    .is_some()
+                {
+                    EventMask::CSI_STORAGE_CAPACITY_UPDATE
+                } else {
+                    EventMask::CSI_STORAGE_CAPACITY_ADD
+                };
+                storage.upsert_capacity(cap);
+                self.queue.on_event(mask, now);
+            }
+            ClusterEvent::CsiStorageCapacityDelete(key) => {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                self.snapshot.storage_mut().remove_capacity(namespace, name);
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
             ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
                 let key = pdb.key();
                 match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
