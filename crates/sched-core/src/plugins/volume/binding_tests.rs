@@ -1,13 +1,14 @@
 //! kube v1.34 `volumebinding/volume_binding_test.go` TestVolumeBinding: every case's
 //! PreFilter and Filter outcomes (its scores need the StorageCapacityScoring gate, off by
 //! default, and are not ported); plus provisioning and selected-node cases of
-//! `binder_test.go`'s kind.
+//! `binder_test.go`'s kind; and `binder_test.go`'s TestCapacity (CSIStorageCapacity).
 
 use super::*;
 use crate::framework::KubeVersion::{V1_20, V1_34};
 use crate::model::{
-    AccessMode, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    StorageClass, StorageObjects, TopologySelectorLabelRequirement, VolumeNodeAffinity,
+    AccessMode, CsiDriver, CsiStorageCapacity, LabelSelector, NodeSelector, NodeSelectorOperator,
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, StorageClass, StorageObjects,
+    TopologySelectorLabelRequirement, VolumeNodeAffinity,
 };
 use crate::plugins::volume::testutil::*;
 
@@ -649,5 +650,284 @@ fn volume_binding_v1_20() {
             VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME
         )]),
         "pv not found"
+    );
+}
+
+/// kube's `makeCapacity(name, class, node, capacity, maximumVolumeSize)`: the node (by its
+/// `nodeKey` label) or every node (an empty selector) when `node` is `None`; `""` leaves a
+/// size unset.
+fn make_capacity(
+    name: &str,
+    class: &str,
+    node: Option<&str>,
+    capacity: &str,
+    max_size: &str,
+) -> CsiStorageCapacity {
+    let mut c = CsiStorageCapacity::default();
+    c.metadata.name = name.into();
+    c.storage_class_name = class.into();
+    let mut topology = LabelSelector::default();
+    if let Some(n) = node {
+        topology.match_labels = labels(&[("nodeKey", n)]);
+    }
+    c.node_topology = Some(topology);
+    c.capacity = (!capacity.is_empty()).then(|| storage_quantity(capacity));
+    c.maximum_volume_size = (!max_size.is_empty()).then(|| storage_quantity(max_size));
+    c
+}
+
+/// kube's `makeCSIDriver(name, storageCapacity)`.
+fn make_csi_driver(name: &str, storage_capacity: bool) -> CsiDriver {
+    let mut d = CsiDriver::default();
+    d.metadata.name = name.into();
+    d.spec.storage_capacity = Some(storage_capacity);
+    d
+}
+
+/// binder_test.go's classes: `waitClassWithProvisioner` (provisioner `test-provisioner`,
+/// allowed where `nodeKey` is `node1` or `reference-value`) and `waitClass` (no provisioner).
+fn capacity_classes() -> Vec<StorageClass> {
+    let mut with = class(
+        "waitClassWithProvisioner",
+        Some(VolumeBindingMode::WaitForFirstConsumer),
+    );
+    with.provisioner = "test-provisioner".into();
+    with.allowed_topologies = vec![crate::model::TopologySelectorTerm {
+        match_label_expressions: vec![TopologySelectorLabelRequirement {
+            key: "nodeKey".into(),
+            values: vec!["node1".into(), "reference-value".into()],
+        }],
+    }];
+    let mut wait = class("waitClass", Some(VolumeBindingMode::WaitForFirstConsumer));
+    wait.provisioner = "kubernetes.io/no-provisioner".into();
+    vec![with, wait]
+}
+
+/// VolumeBinding's outcome on binder_test.go's `testNode` (`nodeKey: node1`) for a pod with
+/// the claims, given the CSIDrivers and capacities; with the claims to provision when it fits.
+fn capacity_outcome(
+    claims: Vec<PersistentVolumeClaim>,
+    drivers: Vec<CsiDriver>,
+    capacities: Vec<CsiStorageCapacity>,
+) -> (Result<(), Reason>, Vec<String>) {
+    let names: Vec<String> = claims.iter().map(|c| c.metadata.name.clone()).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let pod = pod_with_claims("test-pod", &refs);
+    let mut s = StorageObjects::new();
+    s.storage_classes = capacity_classes();
+    s.persistent_volume_claims = claims;
+    s.csi_drivers = drivers;
+    s.csi_storage_capacities = capacities;
+    let mut snap = snapshot(vec![node("node1", &[("nodeKey", "node1")])], vec![], s);
+    let (skipped, res) = run(&VolumeBinding::new(), &pod, &snap, V1_34);
+    assert!(!skipped);
+    let provisions = match assume_volumes(&mut snap, &pod, "node1", V1_34) {
+        Ok(a) => a
+            .provisions()
+            .iter()
+            .map(|c| c.metadata.name.clone())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    (res[0], provisions)
+}
+
+/// binder_test.go's `provisionedPVC`: 1Gi of `waitClassWithProvisioner`.
+fn provisioned_pvc() -> PersistentVolumeClaim {
+    make_pvc("provisioned-pvc", "waitClassWithProvisioner", "", "1Gi")
+}
+
+const SPACE: u8 = VolumeBindingConflicts::NOT_ENOUGH_SPACE;
+
+/// kube v1.34 `binder_test.go` TestCapacity: every scenario, with the CSIDriver opted in
+/// (`storageCapacity: true`, the scenario's reasons) and out (`false`: no reasons, the claim
+/// is provisioned).
+#[test]
+fn capacity() {
+    const SC: &str = "waitClassWithProvisioner";
+    let network_attached = || make_capacity("net", SC, None, "1Gi", "");
+    let node1_capacity = || make_capacity("net", SC, Some("node1"), "1Gi", "");
+    let node2_capacity = || make_capacity("net", SC, Some("node2"), "1Gi", "");
+    // (name, capacities, fits when opted in)
+    let scenarios: Vec<(&str, Vec<CsiStorageCapacity>, bool)> = vec![
+        ("network-attached", vec![network_attached()], true),
+        ("local-storage", vec![node1_capacity()], true),
+        (
+            "multiple",
+            vec![
+                network_attached(),
+                make_capacity("net2", SC, Some("node2"), "1Gi", ""),
+                make_capacity("net3", SC, Some("node1"), "1Gi", ""),
+            ],
+            true,
+        ),
+        ("no-storage", vec![], false),
+        ("wrong-node", vec![node2_capacity()], false),
+        (
+            "wrong-storage-class",
+            vec![make_capacity("net", "waitClass", Some("node1"), "1Gi", "")],
+            false,
+        ),
+        (
+            "insufficient-storage",
+            vec![make_capacity("net", SC, Some("node1"), "1Mi", "")],
+            false,
+        ),
+        (
+            "insufficient-volume-size",
+            vec![make_capacity("net", SC, Some("node1"), "1Gi", "1Mi")],
+            false,
+        ),
+        (
+            "zero-storage",
+            vec![make_capacity("net", SC, Some("node1"), "0Mi", "")],
+            false,
+        ),
+        (
+            "zero-volume-size",
+            vec![make_capacity("net", SC, Some("node1"), "", "0Mi")],
+            false,
+        ),
+        (
+            "nil-storage",
+            vec![make_capacity("net", SC, Some("node1"), "", "")],
+            false,
+        ),
+    ];
+    assert_eq!(scenarios.len(), 11);
+    for opt_in in [true, false] {
+        for (name, capacities, fits) in &scenarios {
+            let got = capacity_outcome(
+                vec![provisioned_pvc()],
+                vec![make_csi_driver("test-provisioner", opt_in)],
+                capacities.clone(),
+            );
+            let want = if *fits || !opt_in {
+                (Ok(()), vec!["provisioned-pvc".to_string()])
+            } else {
+                (conflicts(SPACE), vec![])
+            };
+            assert_eq!(got, want, "CSIDriver.StorageCapacity={opt_in}/{name}");
+        }
+    }
+}
+
+/// kube's `hasEnoughCapacity` beyond TestCapacity's table: no CSIDriver object, a claim with
+/// no storage request, a capacity without `nodeTopology` (kube's `nodeHasAccess`: no node),
+/// a `maximumVolumeSize` preferred over a larger `capacity`, a request of exactly the limit;
+/// and `checkVolumeProvisions`: the first claim that cannot be provisioned decides.
+#[test]
+fn capacity_edges() {
+    const SC: &str = "waitClassWithProvisioner";
+    let driver = || vec![make_csi_driver("test-provisioner", true)];
+    let pvc = provisioned_pvc;
+    // No CSIDriver object: no check.
+    assert_eq!(
+        capacity_outcome(vec![pvc()], vec![], vec![]).0,
+        Ok(()),
+        "no CSIDriver"
+    );
+    // A driver of another name does not count.
+    assert_eq!(
+        capacity_outcome(vec![pvc()], vec![make_csi_driver("other", true)], vec![]).0,
+        Ok(()),
+        "another driver"
+    );
+    // Opted in, `storageCapacity` unset: false.
+    let mut unset = make_csi_driver("test-provisioner", true);
+    unset.spec.storage_capacity = None;
+    assert_eq!(
+        capacity_outcome(vec![pvc()], vec![unset], vec![]).0,
+        Ok(()),
+        "storageCapacity unset"
+    );
+    // No storage request: nothing to check.
+    assert_eq!(
+        capacity_outcome(
+            vec![make_pvc("provisioned-pvc", SC, "", "")],
+            driver(),
+            vec![]
+        )
+        .0,
+        Ok(()),
+        "no request"
+    );
+    // No nodeTopology: reachable from no node.
+    let mut unreachable = make_capacity("net", SC, None, "1Gi", "");
+    unreachable.node_topology = None;
+    assert_eq!(
+        capacity_outcome(vec![pvc()], driver(), vec![unreachable]).0,
+        conflicts(SPACE),
+        "nil nodeTopology"
+    );
+    // maximumVolumeSize decides over a larger capacity; exactly the request is enough.
+    assert_eq!(
+        capacity_outcome(
+            vec![pvc()],
+            driver(),
+            vec![make_capacity("net", SC, Some("node1"), "1Ti", "1Gi")]
+        )
+        .0,
+        Ok(()),
+        "maximumVolumeSize of exactly the request"
+    );
+    assert_eq!(
+        capacity_outcome(
+            vec![pvc()],
+            driver(),
+            vec![make_capacity("net", SC, Some("node1"), "1Ti", "1023Mi")]
+        )
+        .0,
+        conflicts(SPACE),
+        "maximumVolumeSize under the request"
+    );
+    // An invalid selector (kube's LabelSelectorAsSelector fails) reaches no node.
+    let mut bad = make_capacity("net", SC, Some("node1"), "1Gi", "");
+    bad.node_topology = Some(LabelSelector {
+        match_expressions: vec![crate::model::LabelSelectorRequirement {
+            key: "nodeKey".into(),
+            operator: crate::model::LabelSelectorOperator::In,
+            values: vec![],
+        }],
+        ..LabelSelector::default()
+    });
+    assert_eq!(
+        capacity_outcome(vec![pvc()], driver(), vec![bad]).0,
+        conflicts(SPACE),
+        "invalid nodeTopology"
+    );
+    // Claims to provision in turn (smallest request first): the first that fails decides.
+    let small_no_space = make_pvc("a-small", SC, "", "1Gi");
+    let big_wrong_class = make_pvc("b-big", "waitClass", "", "2Gi");
+    assert_eq!(
+        capacity_outcome(vec![small_no_space, big_wrong_class], driver(), vec![]).0,
+        conflicts(SPACE),
+        "capacity fails first"
+    );
+    let small_wrong_class = make_pvc("a-small", "waitClass", "", "1Gi");
+    let big_no_space = make_pvc("b-big", SC, "", "2Gi");
+    assert_eq!(
+        capacity_outcome(vec![small_wrong_class, big_no_space], driver(), vec![]).0,
+        conflicts(BIND),
+        "no provisioner first"
+    );
+}
+
+/// The FitError summary of a node without free storage is kube's.
+#[test]
+fn not_enough_space_text() {
+    assert_eq!(
+        text(Reason::VolumeBinding(VolumeBindingConflicts(SPACE)), V1_34),
+        "node(s) did not have enough free storage"
+    );
+    assert_eq!(
+        text(
+            Reason::VolumeBinding(VolumeBindingConflicts(
+                NODE | SPACE | VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME
+            )),
+            V1_34
+        ),
+        "node(s) had volume node affinity conflict; node(s) did not have enough free storage; \
+         node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
     );
 }
