@@ -827,6 +827,99 @@ mod tests {
     }
 
     #[test]
+    fn csi_drivers_and_storage_capacities_are_routed_in_mixed_files() {
+        let objects = load_bytes(
+            "csi.json",
+            br#"{"kind":"List","items":[
+                {"kind":"CSIDriver","apiVersion":"storage.k8s.io/v1",
+                 "metadata":{"name":"hostpath.csi.k8s.io"},
+                 "spec":{"storageCapacity":true,"attachRequired":false}},
+                {"kind":"CSIDriver","metadata":{"name":"ebs.csi.aws.com"},"spec":{}},
+                {"kind":"CSIStorageCapacity","apiVersion":"storage.k8s.io/v1",
+                 "metadata":{"name":"csisc-1","namespace":"kube-system"},
+                 "storageClassName":"fast",
+                 "nodeTopology":{"matchLabels":{"topology.hostpath.csi/node":"n1"}},
+                 "capacity":"100Gi","maximumVolumeSize":"10Gi"},
+                {"kind":"CSIStorageCapacity","metadata":{"name":"csisc-2","namespace":"kube-system"},
+                 "storageClassName":"fast"}
+            ]}"#,
+            Role::Mixed,
+        )
+        .unwrap();
+        let st = &objects.storage;
+        assert_eq!(st.csi_drivers.len(), 2);
+        assert!(st.csi_drivers[0].storage_capacity());
+        assert!(!st.csi_drivers[1].storage_capacity());
+        let c = &st.csi_storage_capacities[0];
+        assert_eq!(c.key(), "kube-system/csisc-1");
+        assert_eq!(c.storage_class_name, "fast");
+        assert_eq!(
+            c.node_topology.as_ref().unwrap().match_labels["topology.hostpath.csi/node"],
+            "n1"
+        );
+        assert_eq!(c.capacity.as_ref().unwrap().value(), 100 << 30);
+        assert_eq!(c.volume_limit().unwrap().value(), 10 << 30);
+        let bare = &st.csi_storage_capacities[1];
+        assert!(bare.node_topology.is_none() && bare.volume_limit().is_none());
+        assert!(objects.other_kinds.is_empty());
+        let cluster = objects.into_cluster().unwrap();
+        assert_eq!(cluster.storage.csi_storage_capacities.len(), 2);
+    }
+
+    #[test]
+    fn csi_errors_name_file_item_and_field() {
+        let err = load_bytes(
+            "capacity.json",
+            br#"[{"kind":"CSIStorageCapacity","metadata":{"name":"ok","namespace":"ns"},
+                  "storageClassName":"fast","capacity":"1Gi"},
+                 {"kind":"CSIStorageCapacity","metadata":{"name":"c","namespace":"ns"},
+                  "storageClassName":"fast","maximumVolumeSize":"12Zi"}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("capacity.json: items[1]: CSIStorageCapacity \"ns/c\""),
+            "{err}"
+        );
+        assert!(err.contains("maximumVolumeSize"), "{err}");
+        let err = load_bytes(
+            "drivers.json",
+            br#"[{"kind":"CSIDriver","metadata":{"name":"d"},"spec":{"storageCapacity":"yes"}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("drivers.json: items[0]: CSIDriver \"d\""),
+            "{err}"
+        );
+        assert!(err.contains("spec.storageCapacity"), "{err}");
+        let err = load_bytes(
+            "drivers.json",
+            br#"[{"kind":"CSIDriver","metadata":{},"spec":{}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("CSIDriver has an empty metadata.name"),
+            "{err}"
+        );
+        let err = load_bytes(
+            "capacity.json",
+            br#"[{"kind":"CSIStorageCapacity","metadata":{"namespace":"ns"}}]"#,
+            Role::Mixed,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("CSIStorageCapacity has an empty metadata.name"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_quantity_names_object_and_field() {
         let err = load_node_list(
             r#"{"items":[{"metadata":{"name":"ok"}},
