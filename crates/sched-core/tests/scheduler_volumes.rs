@@ -1,7 +1,7 @@
 //! The scheduling engine with volumes: storage objects arrive as events, VolumeBinding's
 //! Reserve assumes the PersistentVolumes it matched (so two pending pods never count on the
 //! same one), a failed bind or a rejection gives them back exactly, and storage events wake
-//! the pods that waited for a volume.
+//! the pods that waited for a volume (or for storage capacity).
 
 use std::time::Duration;
 
@@ -393,4 +393,141 @@ fn a_claim_selector_picks_the_volume() {
     s.apply(ClusterEvent::PersistentVolumeClaimAdd(c), T0);
     s.apply(ClusterEvent::PodAdd(pod("p4", "c4")), T0);
     assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
+}
+
+/// A class whose CSI driver publishes storage capacity, a driver opted in, and a claim of 5Gi
+/// to provision.
+fn capacity_scheduler() -> Scheduler {
+    let snapshot = Snapshot::from_objects(vec![node("node-a"), node("node-b")], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    s.apply(
+        ClusterEvent::StorageClassAdd(
+            serde_json::from_value(json!({
+                "kind": "StorageClass",
+                "metadata": {"name": "local"},
+                "provisioner": "hostpath.csi.k8s.io",
+                "volumeBindingMode": "WaitForFirstConsumer"
+            }))
+            .unwrap(),
+        ),
+        T0,
+    );
+    s.apply(
+        ClusterEvent::CsiDriverAdd(
+            serde_json::from_value(json!({
+                "kind": "CSIDriver",
+                "metadata": {"name": "hostpath.csi.k8s.io"},
+                "spec": {"storageCapacity": true}
+            }))
+            .unwrap(),
+        ),
+        T0,
+    );
+    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
+    s
+}
+
+/// Capacity of class `local` reachable from `node`.
+fn capacity(name: &str, node: &str, size: &str) -> sched_core::model::CsiStorageCapacity {
+    serde_json::from_value(json!({
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "storageClassName": "local",
+        "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": node}},
+        "capacity": size
+    }))
+    .unwrap()
+}
+
+#[test]
+fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
+    let mut s = capacity_scheduler();
+    // Too small on node-a, none on node-b.
+    s.apply(
+        ClusterEvent::CsiStorageCapacityAdd(capacity("cap-a", "node-a", "1Gi")),
+        T0,
+    );
+    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    match s.schedule_one(T0) {
+        Step::Unschedulable { pod, error } => {
+            assert_eq!(pod, "default/p1");
+            assert_eq!(
+                error.to_string(),
+                "0/2 nodes are available: 2 node(s) did not have enough free storage."
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s.schedule_one(T0), Step::Idle { .. }));
+    assert_eq!(
+        s.queue().position("default/p1"),
+        Some(QueueName::Unschedulable)
+    );
+    // A driver added, a capacity deleted: kube's VolumeBinding waits for neither.
+    s.apply(
+        ClusterEvent::CsiDriverAdd(
+            serde_json::from_value(json!({
+                "kind": "CSIDriver",
+                "metadata": {"name": "other.csi.k8s.io"}
+            }))
+            .unwrap(),
+        ),
+        T0,
+    );
+    s.apply(
+        ClusterEvent::CsiStorageCapacityDelete("kube-system/none".into()),
+        T0,
+    );
+    assert_eq!(
+        s.queue().position("default/p1"),
+        Some(QueueName::Unschedulable)
+    );
+    // Room on node-b arrives.
+    s.apply(
+        ClusterEvent::CsiStorageCapacityAdd(capacity("cap-b", "node-b", "10Gi")),
+        T0,
+    );
+    assert_eq!(s.queue().position("default/p1"), Some(QueueName::Backoff));
+    match s.schedule_one(SECOND) {
+        Step::Bind {
+            pod, node, volumes, ..
+        } => {
+            assert_eq!((pod.as_str(), node.as_str()), ("default/p1", "node-b"));
+            assert_eq!(volumes.provisions()[0].metadata.name, "c1");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_driver_that_stops_publishing_capacity_wakes_the_pod() {
+    let mut s = capacity_scheduler();
+    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
+    assert!(matches!(s.schedule_one(T0), Step::Idle { .. }));
+    s.apply(
+        ClusterEvent::CsiDriverUpdate(
+            serde_json::from_value(json!({
+                "kind": "CSIDriver",
+                "metadata": {"name": "hostpath.csi.k8s.io"},
+                "spec": {"storageCapacity": false}
+            }))
+            .unwrap(),
+        ),
+        T0,
+    );
+    assert_eq!(s.queue().position("default/p1"), Some(QueueName::Backoff));
+    assert!(matches!(s.schedule_one(SECOND), Step::Bind { .. }));
+    // Deleting the driver leaves nothing to check either.
+    s.apply(
+        ClusterEvent::CsiDriverDelete("hostpath.csi.k8s.io".into()),
+        SECOND,
+    );
+    assert!(
+        s.snapshot()
+            .storage()
+            .csi_driver("hostpath.csi.k8s.io")
+            .is_none()
+    );
 }
