@@ -29,7 +29,8 @@ pub struct ClusterObjects {
     pub workloads: Vec<Workload>,
     /// Namespaces, whose labels pod affinity's `namespaceSelector` reads.
     pub namespaces: Vec<Namespace>,
-    /// PersistentVolumes, claims, StorageClasses and CSINodes, for the volume plugins.
+    /// PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers and
+    /// CSIStorageCapacities, for the volume plugins.
     pub storage: StorageObjects,
     /// PodDisruptionBudgets, for preemption.
     pub pdbs: Vec<PodDisruptionBudget>,

@@ -66,7 +66,8 @@
 //! - **Namespaces** arrive as events ([`ClusterEvent::NamespaceAdd`], ...): their labels are
 //!   what `namespaceSelector` in pod affinity terms reads; an added Namespace or changed labels
 //!   wake pods rejected by inter-pod affinity, as kube's InterPodAffinity registers.
-//! - **Volumes**: PersistentVolumes, claims, StorageClasses and CSINodes arrive as events
+//! - **Volumes**: PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers and
+//!   CSIStorageCapacities arrive as events
 //!   ([`ClusterEvent::PersistentVolumeAdd`], ...) and wake the pods that wait for them (kube's
 //!   events of VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions).
 //!   VolumeBinding's Reserve assumes the PersistentVolumes it matched to a pod's unbound
