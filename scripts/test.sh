@@ -16,6 +16,10 @@ export CI="${CI:-1}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "building kube v1.34.4 from reference/ (kube-scheduler oracle, benchmark peer, kube-apiserver, etcd)"
+# shellcheck source=scripts/reference.sh
+source scripts/reference.sh
+
 step "starting PostgreSQL, etcd and Redis on loopback"
 # shellcheck source=scripts/servers.sh
 source scripts/servers.sh

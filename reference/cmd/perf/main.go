@@ -1,0 +1,4 @@
+// Command perf is being written.
+package main
+
+func main() {}
