@@ -1,8 +1,353 @@
+// Command oracle runs kube-scheduler v1.34 in process on case folders and writes, for every
+// pending pod, what kube decided and why: the oracle of the project's differential suite.
+//
+//	oracle [-percentage N] [-parallelism N] [-out FILE] CASE_DIR...
+//
+// A case folder holds nodes.json (nodes), pods.json (pods in order: pods with spec.nodeName
+// run there, the others are pending and scheduled in file order), objects.json (anything
+// else: namespaces, workloads, storage objects, PodDisruptionBudgets), and optionally
+// config.yaml (a KubeSchedulerConfiguration; kube's default configuration otherwise). kube's
+// answers go to CASE_DIR/oracle.json (or -out, with one folder).
+//
+// Each pending pod in turn goes through kube's own code: the PreEnqueue plugins of the profile
+// its schedulerName names (a gated pod is reported and left), then kube's SchedulePod (the
+// feasible set, every score plugin's weighted score per node as kube's prioritizeNodes logs
+// them, the totals, the tie set and kube's pick; or the FitError with every node's reasons),
+// then, for a pod that fits nowhere, the PostFilter plugins (preemption's nominated node and
+// the victims kube deleted, recorded without deleting them), and for a pod that fits, kube's
+// assume, Reserve and Permit on kube's pick before the next pod. Preemption is reported, not
+// applied: victims stay and the preemptor is not nominated.
 package main
 
 import (
-	_ "k8s.io/kubernetes/pkg/scheduler"
-	_ "k8s.io/client-go/kubernetes/fake"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"sched-lease/reference/internal/kube"
 )
 
-func main() {}
+// version is the kube release the module pins (reference/go.mod).
+const version = "v1.34.4"
+
+type oracleFile struct {
+	Meta meta        `json:"meta"`
+	Pods []podAnswer `json:"pods"`
+}
+
+type scorePlugin struct {
+	Name   string `json:"name"`
+	Weight int32  `json:"weight"`
+}
+
+type meta struct {
+	Side                     string                   `json:"side"`
+	Version                  string                   `json:"version"`
+	Profiles                 []string                 `json:"profiles"`
+	ScorePlugins             map[string][]scorePlugin `json:"scorePlugins"`
+	Nodes                    int                      `json:"nodes"`
+	BoundPods                int                      `json:"boundPods"`
+	PendingPods              int                      `json:"pendingPods"`
+	SkippedPods              int                      `json:"skippedPods"`
+	Config                   *string                  `json:"config"`
+	PercentageOfNodesToScore *int32                   `json:"percentageOfNodesToScore"`
+	Parallelism              int32                    `json:"parallelism"`
+	NodeOrder                []string                 `json:"nodeOrder"`
+}
+
+type nodeScores struct {
+	Plugins map[string]int64 `json:"plugins"`
+	Total   int64            `json:"total"`
+}
+
+type postFilter struct {
+	Code          string   `json:"code"`
+	Message       string   `json:"message"`
+	NominatedNode *string  `json:"nominatedNode"`
+	Victims       []string `json:"victims"`
+	FitError      string   `json:"fitError"`
+}
+
+type podAnswer struct {
+	Pod            string                `json:"pod"`
+	Gated          *string               `json:"gated,omitempty"`
+	Error          *string               `json:"error,omitempty"`
+	Feasible       []string              `json:"feasible"`
+	Scored         bool                  `json:"scored"`
+	Scores         map[string]nodeScores `json:"scores"`
+	MaxTotal       *int64                `json:"maxTotal"`
+	Tied           []string              `json:"tied"`
+	Chosen         *string               `json:"chosen"`
+	EvaluatedNodes *int                  `json:"evaluatedNodes,omitempty"`
+	FitError       *string               `json:"fitError,omitempty"`
+	Reasons        map[string][]string   `json:"reasons,omitempty"`
+	PreFilterMsg   *string               `json:"preFilterMsg,omitempty"`
+	PostFilter     *postFilter           `json:"postFilter,omitempty"`
+}
+
+func main() {
+	percentage := flag.Int("percentage", 100, "percentage of nodes to score where the configuration sets none (0: kube's adaptive default)")
+	parallelism := flag.Int("parallelism", 1, "kube's parallelism (1 keeps a search below 100% deterministic)")
+	out := flag.String("out", "", "write the answers here instead of CASE_DIR/oracle.json (one case folder only)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: oracle [-percentage N] [-parallelism N] [-out FILE] CASE_DIR...\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 || (*out != "" && flag.NArg() != 1) {
+		flag.Usage()
+		os.Exit(2)
+	}
+	pct := int32(*percentage)
+	failed := 0
+	for _, dir := range flag.Args() {
+		target := *out
+		if target == "" {
+			target = filepath.Join(dir, "oracle.json")
+		}
+		if err := runCase(dir, target, kube.Options{Percentage: &pct, Parallelism: int32(*parallelism)}); err != nil {
+			fmt.Fprintf(os.Stderr, "oracle: %s: %v\n", dir, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "oracle: %d of %d cases failed\n", failed, flag.NArg())
+		os.Exit(1)
+	}
+}
+
+// caseObjects reads a case folder: the nodes, the pods in order, everything else.
+func caseObjects(dir string) (nodes []*v1.Node, pods []*v1.Pod, others []runtime.Object, err error) {
+	for _, file := range []string{"nodes.json", "pods.json", "objects.json"} {
+		path := filepath.Join(dir, file)
+		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) && file == "objects.json" {
+			continue
+		}
+		objects, err := kube.ReadList(path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for i, obj := range objects {
+			switch o := obj.(type) {
+			case *v1.Node:
+				nodes = append(nodes, o)
+			case *v1.Pod:
+				pods = append(pods, o)
+			default:
+				if file != "objects.json" {
+					return nil, nil, nil, fmt.Errorf("%s: items[%d]: a %T in a file of nodes or pods", file, i, obj)
+				}
+				others = append(others, obj)
+			}
+		}
+	}
+	return nodes, pods, others, nil
+}
+
+func runCase(dir, target string, opts kube.Options) error {
+	nodes, pods, others, err := caseObjects(dir)
+	if err != nil {
+		return err
+	}
+	configPath := filepath.Join(dir, "config.yaml")
+	var configName *string
+	if _, err := os.Stat(configPath); err == nil {
+		name := "config.yaml"
+		configName = &name
+	} else {
+		configPath = ""
+	}
+	cfg, err := kube.LoadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	objects := make([]runtime.Object, 0, len(nodes)+len(pods)+len(others))
+	for _, n := range nodes {
+		objects = append(objects, n)
+	}
+	for _, p := range pods {
+		objects = append(objects, p)
+	}
+	objects = append(objects, others...)
+	inst, err := kube.Start(cfg, objects, opts)
+	if err != nil {
+		return err
+	}
+	defer inst.Stop()
+
+	order, err := inst.NodeOrder()
+	if err != nil {
+		return err
+	}
+	m := meta{
+		Side:         "kube-scheduler",
+		Version:      version,
+		ScorePlugins: map[string][]scorePlugin{},
+		Nodes:        len(nodes),
+		Config:       configName,
+		Parallelism:  opts.Parallelism,
+		NodeOrder:    order,
+	}
+	for _, p := range cfg.Profiles {
+		m.Profiles = append(m.Profiles, p.SchedulerName)
+		fw := inst.Sched.Profiles[p.SchedulerName]
+		m.PercentageOfNodesToScore = fw.PercentageOfNodesToScore()
+		if m.PercentageOfNodesToScore == nil {
+			m.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
+		}
+		if m.PercentageOfNodesToScore == nil {
+			m.PercentageOfNodesToScore = opts.Percentage
+		}
+		plugins := []scorePlugin{}
+		for _, pl := range fw.ListPlugins().Score.Enabled {
+			plugins = append(plugins, scorePlugin{Name: pl.Name, Weight: pl.Weight})
+		}
+		m.ScorePlugins[p.SchedulerName] = plugins
+	}
+	answers := []podAnswer{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" {
+			m.BoundPods++
+			continue
+		}
+		fw := inst.Framework(pod)
+		if fw == nil || pod.DeletionTimestamp != nil {
+			// kube's informer never queues such a pod (no profile serves it, or it is being
+			// deleted).
+			m.SkippedPods++
+			continue
+		}
+		m.PendingPods++
+		a, err := decide(inst, fw, pod)
+		if err != nil {
+			return fmt.Errorf("%s: %w", kube.PodKey(pod), err)
+		}
+		answers = append(answers, a)
+	}
+	data, err := json.MarshalIndent(oracleFile{Meta: m, Pods: answers}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(target, append(data, '\n'), 0o644)
+}
+
+// decide runs one pending pod through kube and assumes it where kube put it.
+func decide(inst *kube.Instance, fw framework.Framework, pod *v1.Pod) (podAnswer, error) {
+	ctx := inst.Context()
+	a := podAnswer{Pod: kube.PodKey(pod), Feasible: []string{}, Tied: []string{}, Scores: map[string]nodeScores{}}
+	for _, pl := range fw.PreEnqueuePlugins() {
+		if st := pl.PreEnqueue(ctx, pod); !st.IsSuccess() {
+			msg := st.Message()
+			a.Gated = &msg
+			return a, nil
+		}
+	}
+	inst.Capture.ResetScores()
+	state := framework.NewCycleState()
+	state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
+	result, err := inst.Sched.SchedulePod(ctx, fw, state, pod)
+	if err != nil {
+		var fitErr *framework.FitError
+		if !errors.As(err, &fitErr) {
+			msg := err.Error()
+			a.Error = &msg
+			return a, nil
+		}
+		return a, unschedulable(ctx, inst, fw, state, pod, fitErr, &a)
+	}
+	host := result.SuggestedHost
+	a.Chosen = &host
+	evaluated := result.EvaluatedNodes
+	a.EvaluatedNodes = &evaluated
+	if result.FeasibleNodes == 1 {
+		a.Feasible = []string{host}
+		a.Scores[host] = nodeScores{Plugins: map[string]int64{}}
+		zero := int64(0)
+		a.MaxTotal = &zero
+		a.Tied = []string{host}
+	} else {
+		plugins, totals := inst.Capture.Scores()
+		if len(totals) != result.FeasibleNodes {
+			return a, fmt.Errorf("kube found %d feasible nodes but logged scores for %d", result.FeasibleNodes, len(totals))
+		}
+		a.Scored = true
+		var max int64
+		first := true
+		for node, total := range totals {
+			a.Feasible = append(a.Feasible, node)
+			p := plugins[node]
+			if p == nil {
+				p = map[string]int64{}
+			}
+			a.Scores[node] = nodeScores{Plugins: p, Total: total}
+			if first || total > max {
+				max, first = total, false
+			}
+		}
+		a.MaxTotal = &max
+		for node, total := range totals {
+			if total == max {
+				a.Tied = append(a.Tied, node)
+			}
+		}
+		sort.Strings(a.Feasible)
+		sort.Strings(a.Tied)
+		if sort.SearchStrings(a.Tied, host) == len(a.Tied) || a.Tied[sort.SearchStrings(a.Tied, host)] != host {
+			return a, fmt.Errorf("kube picked %s, which is not among the top-scored nodes %v", host, a.Tied)
+		}
+	}
+	if err := inst.Assume(ctx, fw, state, pod, host); err != nil {
+		msg := err.Error()
+		a.Error = &msg
+	}
+	return a, nil
+}
+
+// unschedulable fills the answer of a pod that fits nowhere: kube's FitError, every node's
+// reasons and the PostFilter outcome.
+func unschedulable(ctx context.Context, inst *kube.Instance, fw framework.Framework, state *framework.CycleState, pod *v1.Pod, fitErr *framework.FitError, a *podAnswer) error {
+	text := fitErr.Error()
+	a.FitError = &text
+	if msg := fitErr.Diagnosis.PreFilterMsg; msg != "" {
+		a.PreFilterMsg = &msg
+	}
+	order, err := inst.NodeOrder()
+	if err != nil {
+		return err
+	}
+	a.Reasons = map[string][]string{}
+	for _, node := range order {
+		a.Reasons[node] = append([]string{}, fitErr.Diagnosis.NodeToStatus.Get(node).Reasons()...)
+	}
+	if !fw.HasPostFilterPlugins() {
+		return nil
+	}
+	inst.TakeDeleted()
+	result, st := fw.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+	pf := &postFilter{Code: st.Code().String(), Message: st.Message(), Victims: []string{}}
+	if result != nil && result.NominatingInfo != nil && result.NominatedNodeName != "" {
+		node := result.NominatedNodeName
+		pf.NominatedNode = &node
+	}
+	if st.IsSuccess() && pf.NominatedNode != nil {
+		if _, err := inst.Capture.WaitPreemption(kube.PodKey(pod), 30*time.Second); err != nil {
+			return err
+		}
+	}
+	pf.Victims = append(pf.Victims, inst.TakeDeleted()...)
+	sort.Strings(pf.Victims)
+	fitErr.Diagnosis.PostFilterMsg = st.Message()
+	pf.FitError = fitErr.Error()
+	a.PostFilter = pf
+	return nil
+}
