@@ -18,6 +18,9 @@
 #   gcc               cc (ring and other crates build C code)
 #   util-linux, passwd  runuser, useradd (PostgreSQL refuses to run as root), flock (a fault test holds FileLock's OS lock)
 #   python3           scripts/check-layers.py (the module layering check)
+#   openssl           the test kube-apiserver's admin token and service-account key (scripts/servers.sh
+#                     and the tests that start API servers of their own)
+#   curl              readiness check of the test kube-apiserver (/readyz over TLS)
 
 # One line per requirement: kind (cmd | file | pgbin), what, Debian package.
 _le_deps_manifest() {
@@ -39,6 +42,8 @@ cmd runuser util-linux
 cmd flock util-linux
 cmd useradd passwd
 cmd python3 python3
+cmd openssl openssl
+cmd curl curl
 EOF
 }
 
