@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 mod common;
 use common::{BuildWorker, Worker};
+use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::model::{
     Container, Node, NodeCondition, Pod, Quantity, Taint, TaintEffect, Toleration,
     TolerationOperator,
@@ -201,6 +202,43 @@ fn scheduler(policy: &Policy, pct: u32, dense: bool, seed: u64) -> Worker {
         .unwrap()
 }
 
+/// kube-scheduler v1.34's default profile, and one that packs (MostAllocated).
+fn configurations() -> Vec<SchedulerConfiguration> {
+    let packing = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  \
+         - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        \
+         type: MostAllocated\n",
+    )
+    .unwrap();
+    vec![SchedulerConfiguration::v1_34_default(), packing]
+}
+
+fn v1_34_scheduler(config: &SchedulerConfiguration, pct: u32, dense: bool, seed: u64) -> Worker {
+    let (_, builder) = config
+        .builders(&Registry::v1_34())
+        .unwrap()
+        .into_iter()
+        .next()
+        .unwrap();
+    builder
+        .threads(1)
+        .seed(seed)
+        .percentage_of_nodes_to_score(pct)
+        .fast_path(dense)
+        .build_worker()
+        .unwrap()
+}
+
+/// The pipelines the property compares: the two legacy policies, then the two v1.34
+/// configurations.
+fn pipeline(which: usize, pct: u32, dense: bool, seed: u64) -> Worker {
+    match which {
+        0 | 1 => scheduler(&policies()[which], pct, dense, seed),
+        _ => v1_34_scheduler(&configurations()[which - 2], pct, dense, seed),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
@@ -208,11 +246,10 @@ proptest! {
         nodes in prop::collection::vec(node_spec(), 1..160),
         pods in prop::collection::vec(pod_spec(), 1..12),
         pct in prop_oneof![Just(0u32), Just(100u32), 1u32..100],
-        policy in 0usize..2,
+        policy in 0usize..4,
         seed: u64,
     ) {
-        let policy = &policies()[policy];
-        let (mut fast, mut slow) = (scheduler(policy, pct, true, seed), scheduler(policy, pct, false, seed));
+        let (mut fast, mut slow) = (pipeline(policy, pct, true, seed), pipeline(policy, pct, false, seed));
         let (mut a, mut b) = (cluster(&nodes), cluster(&nodes));
         for (i, spec) in pods.iter().enumerate() {
             let p = new_pod(i, spec);
@@ -255,5 +292,37 @@ fn dense_path_matches_on_the_benchmark_cluster() {
                 assert_eq!(sx.row(k), sy.row(k), "pod {i} node {k}");
             }
         }
+    }
+}
+
+/// Kind 1, the zero-request guard, on both paths: a node whose pods already request more CPU
+/// than it has is feasible under v1.34 for a pod that requests no CPU, and not under v1.20's
+/// rule (the legacy policy).
+#[test]
+fn zero_request_guard_on_both_paths() {
+    let node = NodeSpec {
+        cpu: 2, // 1 CPU
+        memory: 3,
+        pods: 3,
+        taint: None,
+        cordoned: false,
+        pressure: 0,
+        running: vec![(4, 1), (4, 1)], // 3 CPU + 3 CPU of 1
+    };
+    // 0 CPU and 100Mi of memory.
+    let p = pod("new", 1, 2);
+    for dense in [true, false] {
+        let mut v1_34 = pipeline(2, 100, dense, 1);
+        let r = v1_34.schedule(&p, &cluster(std::slice::from_ref(&node)));
+        assert_eq!(r.unwrap().node, "node-0", "v1.34, fast path {dense}");
+        let mut legacy = pipeline(0, 100, dense, 1);
+        let e = legacy
+            .schedule(&p, &cluster(std::slice::from_ref(&node)))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "0/1 nodes are available: 1 Insufficient cpu.",
+            "v1.20, fast path {dense}"
+        );
     }
 }

@@ -9,6 +9,9 @@
 //! - `TestRestartableInitContainers`: the four cases with the SidecarContainers feature
 //!   enabled, and "allow pod without restartable init containers if sidecar containers is
 //!   disabled" (a pod without sidecars is treated the same either way).
+//! - `TestEnoughRequests` "skip checking resource request with quantity zero" (kube v1.34's
+//!   zero-request guard: CPU, memory and ephemeral storage are checked only when requested),
+//!   with the same node under v1.20's rule beside it.
 //!
 //! Skipped:
 //! - `TestRestartableInitContainers` "not allow pod with restartable init containers if
@@ -20,6 +23,8 @@
 
 use super::PodFitsResources;
 use super::testutil::*;
+use crate::fast_path::SEALED;
+use crate::framework::{CycleContext, KubeVersion, Predicate, Prepared};
 use crate::model::{Container, Node, Pod};
 
 /// kube's test node: capacity and allocatable `makeResources(10, 20, 32, 5, 20, 5)`.
@@ -205,4 +210,91 @@ fn restartable_init_containers() {
         ran += 1;
     }
     assert_eq!(ran, 5, "cases run");
+}
+
+/// Filter result for `pod` on `node` holding `existing` in a `version` cycle, as kube's reason
+/// texts, through the plugin's `filter` and through its fast form (which must agree).
+fn run_filter_in(
+    version: KubeVersion,
+    pod: &Pod,
+    node: Node,
+    existing: Vec<Pod>,
+) -> (Vec<String>, Option<bool>) {
+    let fit = PodFitsResources::new();
+    let snap = snapshot(vec![node], existing.into_iter().map(|p| (0, p)).collect());
+    let cx = CycleContext::for_version(pod, &snap, version);
+    let Ok(Prepared::Run(state)) = fit.prepare(&cx) else {
+        panic!("NodeResourcesFit always runs");
+    };
+    let texts = match fit.filter(&cx, &state, snap.node(0)) {
+        Ok(()) => vec![],
+        Err(r) => {
+            let mut out = Vec::new();
+            r.write_messages(version, cx.requests(), snap.node(0).node(), &mut |m| {
+                out.push(m.into_owned())
+            });
+            out
+        }
+    };
+    let fast = fit
+        .fast_filter(&cx, &state, SEALED)
+        .map(|f| f.passes(&snap.free()[0]));
+    (texts, fast)
+}
+
+/// Kind 1, the zero-request guard: kube v1.34 checks CPU, memory and ephemeral storage only
+/// when the pod requests them, on the plugin path and the fast path alike.
+#[test]
+fn zero_request_guard() {
+    // "skip checking resource request with quantity zero": the node's pods already request
+    // 20m CPU and 30 bytes of memory of its 10m and 20; the pod asks for one example.com/aaa
+    // only (and 0 of cpu, memory, pods and ephemeral storage).
+    let pod = resource_pod(&[&[("example.com/aaa", "1")]]);
+    let existing = || {
+        vec![resource_pod(&[&[
+            ("cpu", "20m"),
+            ("memory", "30"),
+            ("example.com/aaa", "1"),
+        ]])]
+    };
+    let (got, _) = run_filter_in(KubeVersion::V1_34, &pod, enough_requests_node(), existing());
+    assert_eq!(
+        got,
+        Vec::<String>::new(),
+        "skip checking resource request with quantity zero"
+    );
+    // kube v1.20 compared every resource once the pod requested anything.
+    let (got, _) = run_filter_in(KubeVersion::V1_20, &pod, enough_requests_node(), existing());
+    assert_eq!(got, vec!["Insufficient cpu", "Insufficient memory"]);
+
+    // The same guard on the fast path (no scalar request, so the summary says it all): a
+    // pod asking for memory only fits a node whose CPU and ephemeral storage are
+    // over-committed, and not under v1.20's rule.
+    let pod = resource_pod(&[&[("memory", "1")]]);
+    let existing = || {
+        vec![resource_pod(&[&[
+            ("cpu", "20m"),
+            ("ephemeral-storage", "30"),
+        ]])]
+    };
+    let (got, fast) = run_filter_in(KubeVersion::V1_34, &pod, enough_requests_node(), existing());
+    assert_eq!((got, fast), (vec![], Some(true)));
+    let (got, fast) = run_filter_in(KubeVersion::V1_20, &pod, enough_requests_node(), existing());
+    assert_eq!(
+        (got, fast),
+        (
+            vec![
+                "Insufficient cpu".to_string(),
+                "Insufficient ephemeral-storage".to_string()
+            ],
+            Some(false)
+        )
+    );
+    // A requested resource is still checked: memory beyond what is free fails on both paths.
+    let pod = resource_pod(&[&[("memory", "21")]]);
+    let (got, fast) = run_filter_in(KubeVersion::V1_34, &pod, enough_requests_node(), existing());
+    assert_eq!(
+        (got, fast),
+        (vec!["Insufficient memory".to_string()], Some(false))
+    );
 }

@@ -1,7 +1,9 @@
 //! PodFitsResources: does the node have room for the pod's requests and one more pod?
 
 use crate::fast_path::{FastFilter, Sealed};
-use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason, ResourceSet};
+use crate::framework::{
+    CycleContext, KubeVersion, PluginError, Predicate, Prepared, Reason, ResourceSet,
+};
 use crate::model::Resources;
 use crate::snapshot::NodeRef;
 use crate::snapshot::{NodeSummary, flags};
@@ -16,6 +18,12 @@ use super::util::is_extended_resource_name;
 /// the node's pods already request ("Insufficient cpu", "Insufficient memory",
 /// "Insufficient ephemeral-storage", "Insufficient `<name>`" for extended resources, hugepages
 /// and other scalars). Every lacking resource is reported, as kube does.
+///
+/// kube v1.34 checks CPU, memory and ephemeral storage only when the pod requests them (more
+/// than 0), so a node whose pods already request more than it has stays feasible for a pod
+/// that requests none of that resource; v1.20 compared every one of them once the pod
+/// requested anything. The plugin follows the version of its profile
+/// ([`crate::framework::KubeVersion`]).
 ///
 /// Argument (optional): extended resources to ignore, by full name (kube's
 /// `IgnoredResources`, which the legacy policy fills from extenders' `ignoredByScheduler`
@@ -32,6 +40,9 @@ pub struct PodFitsResources {
 pub struct FitState {
     /// The pod requests nothing: only the pod count is checked.
     zero_request: bool,
+    /// kube v1.34's guard: CPU, memory and ephemeral storage are checked only when the pod
+    /// requests them.
+    only_requested: bool,
     /// Bits of the scalar requests to check (ignored extended resources are left out).
     scalar_mask: u64,
     /// Indices into the pod's scalar requests to check.
@@ -50,10 +61,18 @@ impl FitState {
         if self.reads_node_info() {
             return None;
         }
+        // A resource left unchecked passes every node, however over-committed: `i64::MIN`.
+        let checked = |v: i64| {
+            if self.only_requested && v <= 0 {
+                i64::MIN
+            } else {
+                v
+            }
+        };
         Some(FastFilter::fits((!self.zero_request).then_some((
-            req.milli_cpu,
-            req.memory,
-            req.ephemeral_storage,
+            checked(req.milli_cpu),
+            checked(req.memory),
+            checked(req.ephemeral_storage),
         ))))
     }
 }
@@ -101,6 +120,7 @@ impl PodFitsResources {
         }
         FitState {
             zero_request: req.is_zero_request(),
+            only_requested: cx.kube_version() >= KubeVersion::V1_34,
             scalar_mask: mask,
             scalars,
         }
@@ -143,13 +163,19 @@ impl PodFitsResources {
             lacking |= ResourceSet::PODS;
         }
         if !st.zero_request {
-            if req.milli_cpu > s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu) {
+            // v1.34 checks a resource only when the pod requests it; v1.20 checks each.
+            let checked = |v: i64| !st.only_requested || v > 0;
+            if checked(req.milli_cpu)
+                && req.milli_cpu > s.alloc_milli_cpu.wrapping_sub(s.req_milli_cpu)
+            {
                 lacking |= ResourceSet::CPU;
             }
-            if req.memory > s.alloc_memory.wrapping_sub(s.req_memory) {
+            if checked(req.memory) && req.memory > s.alloc_memory.wrapping_sub(s.req_memory) {
                 lacking |= ResourceSet::MEMORY;
             }
-            if req.ephemeral_storage > s.alloc_ephemeral.wrapping_sub(s.req_ephemeral) {
+            if checked(req.ephemeral_storage)
+                && req.ephemeral_storage > s.alloc_ephemeral.wrapping_sub(s.req_ephemeral)
+            {
                 lacking |= ResourceSet::EPHEMERAL_STORAGE;
             }
         }
