@@ -326,3 +326,63 @@ fn zero_request_guard_on_both_paths() {
         );
     }
 }
+
+/// Kind 2, pod-level resources in the Fit score, on both paths: kube v1.34's NodeResourcesFit
+/// (LeastAllocated, in the fused kernel on the fast path) scores the containers' requests,
+/// NodeResourcesBalancedAllocation the pod-level ones (kube v1.34.1's recorded scores).
+#[test]
+fn pod_level_resources_stay_out_of_the_fit_score_on_both_paths() {
+    let node = |name: &str, cpu: &str, memory: &str| {
+        let mut n = Node::default();
+        n.metadata.name = name.into();
+        for (k, v) in [("cpu", cpu), ("memory", memory), ("pods", "250")] {
+            n.status.allocatable.insert(k.into(), q(v));
+        }
+        n
+    };
+    let snapshot = Snapshot::from_objects(
+        vec![
+            node("node-02", "3920m", "64Gi"),
+            node("node-08", "7910m", "32408876Ki"),
+        ],
+        vec![],
+    )
+    .unwrap();
+    let mut p = Pod::default();
+    p.metadata.name = "pending".into();
+    p.metadata.namespace = "default".into();
+    let mut c = Container {
+        name: "main".into(),
+        ..Default::default()
+    };
+    c.resources.requests.insert("cpu".into(), q("250m"));
+    c.resources.requests.insert("memory".into(), q("256Mi"));
+    p.spec.containers.push(c);
+    let mut pod_level = sched_core::model::ResourceRequirements::default();
+    pod_level.requests.insert("cpu".into(), q("500m"));
+    pod_level.requests.insert("memory".into(), q("512Mi"));
+    p.spec.resources = Some(pod_level);
+    for dense in [true, false] {
+        let mut w = pipeline(2, 100, dense, 1);
+        w.schedule(&p, &snapshot).unwrap();
+        let table = w.last_scores();
+        let column = |name: &str| -> Vec<i64> {
+            let k = table
+                .priorities()
+                .iter()
+                .position(|(n, _)| *n == name)
+                .unwrap();
+            (0..table.len()).map(|i| table.row(i).2[k]).collect()
+        };
+        assert_eq!(
+            column("NodeResourcesFit"),
+            vec![96, 97],
+            "fast path {dense}"
+        );
+        assert_eq!(
+            column("NodeResourcesBalancedAllocation"),
+            vec![94, 97],
+            "fast path {dense}"
+        );
+    }
+}

@@ -28,7 +28,10 @@ pub(crate) use boxed::{ErasedState, PreparedScoring};
 pub use error::{PluginError, PluginErrorKind};
 pub use plugin::{Predicate, Prepared, PreparedScore, Priority, predicate_fn, priority_fn};
 
-use crate::model::{Node, Pod, Resources, pod_non_zero_requests, pod_requests};
+use crate::model::{
+    Node, Pod, Resources, has_pod_level_requests, pod_container_non_zero_requests,
+    pod_non_zero_requests, pod_requests,
+};
 use crate::snapshot::Snapshot;
 
 /// A set of resources a node lacks: bit 0 CPU, 1 memory, 2 ephemeral storage, 3 pod count,
@@ -338,6 +341,9 @@ pub struct CycleContext<'a> {
     snapshot: &'a Snapshot,
     requests: Resources,
     non_zero: (i64, i64),
+    /// `non_zero` as NodeResourcesFit's scorers read it (see
+    /// [`CycleContext::fit_score_requests`]).
+    fit_score: (i64, i64),
     version: KubeVersion,
 }
 
@@ -375,11 +381,18 @@ impl<'a> CycleContext<'a> {
                 .wrapping_sub(q.milli_value())
                 .wrapping_add(q.value());
         }
+        // kube v1.34 builds NodeResourcesFit's scorer without pod-level resources.
+        let fit_score = if version >= KubeVersion::V1_34 && has_pod_level_requests(pod) {
+            pod_container_non_zero_requests(pod)
+        } else {
+            non_zero
+        };
         CycleContext {
             pod,
             snapshot,
             requests: pod_requests(pod),
             non_zero,
+            fit_score,
             version,
         }
     }
@@ -412,5 +425,16 @@ impl<'a> CycleContext<'a> {
     #[inline]
     pub fn non_zero_requests(&self) -> (i64, i64) {
         self.non_zero
+    }
+
+    /// The pod's non-zero CPU (milli) and memory (bytes) requests as NodeResourcesFit's
+    /// scorers read them (LeastAllocated, MostAllocated, RequestedToCapacityRatio): kube v1.34
+    /// builds that scorer without pod-level resources, so a pod's `spec.resources` requests
+    /// are not applied here ([`crate::model::pod_container_non_zero_requests`]), while the
+    /// filter and NodeResourcesBalancedAllocation apply them. Under v1.20 the same as
+    /// [`CycleContext::non_zero_requests`].
+    #[inline]
+    pub fn fit_score_requests(&self) -> (i64, i64) {
+        self.fit_score
     }
 }

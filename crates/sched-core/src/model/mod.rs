@@ -26,9 +26,10 @@ pub use namespace::Namespace;
 pub use objects::*;
 pub use pdb::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
 pub use quantity::{Quantity, QuantityError};
+pub(crate) use resources::has_pod_level_requests;
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources, pod_limits,
-    pod_non_zero_requests, pod_requests,
+    pod_container_non_zero_requests, pod_non_zero_requests, pod_requests,
 };
 pub use storage::*;
 

@@ -272,6 +272,25 @@ pub fn pod_limits(pod: &Pod) -> Resources {
 /// [`pod_requests`] combines requests (sidecars, init containers, pod-level requests,
 /// overhead): kube's `NonZeroRequested`, what the resource scores read.
 pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
+    non_zero_requests(pod, true)
+}
+
+/// [`pod_non_zero_requests`] without the pod-level `resources.requests`: the containers'
+/// (sidecars and init containers combined as always) plus the overhead. kube v1.34's
+/// NodeResourcesFit scorers read a pod's requests this way (kube builds them without
+/// pod-level resources), while its filter and NodeResourcesBalancedAllocation apply them.
+pub fn pod_container_non_zero_requests(pod: &Pod) -> (i64, i64) {
+    non_zero_requests(pod, false)
+}
+
+/// Whether the pod sets pod-level CPU or memory requests (the ones kube applies).
+pub(crate) fn has_pod_level_requests(pod: &Pod) -> bool {
+    pod.spec.resources.as_ref().is_some_and(|r| {
+        r.requests.contains_key("cpu") || r.requests.contains_key("memory")
+    })
+}
+
+fn non_zero_requests(pod: &Pod, pod_level: bool) -> (i64, i64) {
     let mut r = aggregate_requests(pod, |req| Resources {
         milli_cpu: req
             .get("cpu")
@@ -281,7 +300,7 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
             .map_or(DEFAULT_MEMORY_REQUEST, |q| q.value()),
         ..Resources::default()
     });
-    if let Some(pod_level) = &pod.spec.resources {
+    if pod_level && let Some(pod_level) = &pod.spec.resources {
         apply_pod_level(&mut r, &pod_level.requests);
     }
     if let Some(q) = pod.spec.overhead.get("cpu") {

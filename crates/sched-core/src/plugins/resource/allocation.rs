@@ -129,7 +129,8 @@ impl WeightedResources {
     }
 
     fn pod_resources(&self, cx: &CycleContext<'_>, every: bool) -> Vec<PodResource> {
-        let (nz_cpu, nz_mem) = cx.non_zero_requests();
+        // These are NodeResourcesFit's scorers: without pod-level requests in v1.34.
+        let (nz_cpu, nz_mem) = cx.fit_score_requests();
         let req = cx.requests();
         self.items
             .iter()

@@ -10,6 +10,10 @@
 //! - `fit_test.go` `TestFitScore` (sidecar cases included) → all three; its two DRA cases
 //!   are skipped (see [`fit_score`]).
 //!
+//! kube has no table for pods with pod-level resources; [`pod_level_resources_stay_out_of_the_fit_score`]
+//! takes its expected scores from kube-scheduler v1.34.1's recorded answers (the
+//! `kube-reference` crate's `repro-scores-podlevel-fit` and `repro-tie-set-podlevel-fit`).
+//!
 //! Every other case is ported. How the cases that are not plain scores map onto our model:
 //! - "Resources not set, pods scheduled with error" (least, most): kube builds the plugin with
 //!   no resources (unreachable from a configuration file, which defaults them) and each Score
@@ -790,4 +794,116 @@ fn fit_score() {
         ran += 1;
     }
     assert_eq!(ran, 9, "cases run");
+}
+
+/// Kind 2, pod-level resources in the Fit score: kube v1.34 builds NodeResourcesFit's scorer
+/// without pod-level resources, so the scores read the containers' requests, while
+/// NodeResourcesBalancedAllocation (and the filter) use the pod-level ones. Expected scores are
+/// kube v1.34.1's recorded answers.
+#[test]
+fn pod_level_resources_stay_out_of_the_fit_score() {
+    use super::NodeResourcesBalancedAllocation;
+    use crate::framework::CycleContext;
+    use crate::model::ResourceRequirements;
+    use crate::snapshot::Snapshot;
+
+    let pod_level = |pod: &mut Pod, cpu: &str, memory: &str| {
+        pod.spec.resources = Some(ResourceRequirements {
+            requests: list(&[("cpu", cpu), ("memory", memory)]),
+            ..Default::default()
+        });
+    };
+
+    // repro-scores-podlevel-fit: containers 250m / 256Mi, pod level 500m / 512Mi.
+    let mut pod = p("", &[&[("cpu", "250m"), ("memory", "256Mi")]]);
+    pod_level(&mut pod, "500m", "536870912");
+    let snapshot = Snapshot::from_objects(
+        vec![
+            n(
+                "node-02",
+                &[("cpu", "3920m"), ("memory", "64Gi"), ("pods", "250")],
+            ),
+            n(
+                "node-08",
+                &[("cpu", "7910m"), ("memory", "32408876Ki"), ("pods", "250")],
+            ),
+        ],
+        vec![],
+    )
+    .unwrap();
+    let least = LeastRequestedPriority::with_resources(&default_resources()).unwrap();
+    assert_eq!(
+        run_on(&least, &pod, &snapshot),
+        vec![96, 97],
+        "LeastAllocated"
+    );
+    let balanced = NodeResourcesBalancedAllocation::with_resources(&default_resources()).unwrap();
+    assert_eq!(
+        run_on(&balanced, &pod, &snapshot),
+        vec![94, 97],
+        "BalancedAllocation reads the pod-level requests"
+    );
+    // What the context hands each: the containers' requests to the Fit scorers, the pod-level
+    // ones to everything else.
+    let cx = CycleContext::new(&pod, &snapshot);
+    assert_eq!(cx.fit_score_requests(), (250, 256 << 20));
+    assert_eq!(cx.non_zero_requests(), (500, 512 << 20));
+    // v1.20 has no pod-level resources to leave out: its scorers read what it always did.
+    let cx = CycleContext::for_version(&pod, &snapshot, crate::framework::KubeVersion::V1_20);
+    assert_eq!(cx.fit_score_requests(), cx.non_zero_requests());
+
+    // repro-tie-set-podlevel-fit: a sidecar and an init container without a memory request
+    // (200 MiB as a non-zero request): containers 1500m / 2.5Gi against pod level 750m /
+    // 1.75Gi, under RequestedToCapacityRatio.
+    let mut main = container(&[("cpu", "750m"), ("memory", "1.5Gi")]);
+    main.name = "main".into();
+    let mut sidecar = container(&[("cpu", "500m"), ("memory", "1Gi")]);
+    sidecar.name = "sidecar".into();
+    sidecar.restart_policy = Some("Always".into());
+    let mut late = container(&[("cpu", "1")]);
+    late.name = "late-init".into();
+    let mut pod = pod_on("", vec![main]);
+    pod.spec.init_containers = vec![sidecar, late];
+    pod_level(&mut pod, "750m", "1879048192");
+    let snapshot = Snapshot::from_objects(
+        vec![
+            n(
+                "node-46",
+                &[("cpu", "1930m"), ("memory", "8Gi"), ("pods", "29")],
+            ),
+            n(
+                "node-48",
+                &[("cpu", "4"), ("memory", "256Gi"), ("pods", "110")],
+            ),
+        ],
+        vec![],
+    )
+    .unwrap();
+    let ratio = RequestedToCapacityRatioPriority::new(
+        &shape(&[(0, 0), (50, 7), (100, 3)]),
+        &res(&[("cpu", 1), ("memory", 1), ("nvidia.com/gpu", 3)]),
+    )
+    .unwrap();
+    assert_eq!(
+        run_on(&ratio, &pod, &snapshot),
+        vec![46, 51],
+        "RequestedToCapacityRatio"
+    );
+    assert_eq!(
+        run_on(&balanced, &pod, &snapshot),
+        vec![91, 90],
+        "BalancedAllocation reads the pod-level requests"
+    );
+    // MostAllocated reads the same containers' requests.
+    let most = MostRequestedPriority::with_resources(&default_resources()).unwrap();
+    let cx = CycleContext::new(&pod, &snapshot);
+    let (cpu, memory) = cx.fit_score_requests();
+    assert_eq!((cpu, memory), (1500, 5 << 29));
+    assert_eq!(
+        run_on(&most, &pod, &snapshot),
+        vec![
+            (cpu * 100 / 1930 + memory * 100 / (8 << 30)) / 2,
+            (cpu * 100 / 4000 + memory * 100 / (256 << 30)) / 2
+        ]
+    );
 }
