@@ -285,9 +285,10 @@ pub fn pod_container_non_zero_requests(pod: &Pod) -> (i64, i64) {
 
 /// Whether the pod sets pod-level CPU or memory requests (the ones kube applies).
 pub(crate) fn has_pod_level_requests(pod: &Pod) -> bool {
-    pod.spec.resources.as_ref().is_some_and(|r| {
-        r.requests.contains_key("cpu") || r.requests.contains_key("memory")
-    })
+    pod.spec
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.requests.contains_key("cpu") || r.requests.contains_key("memory"))
 }
 
 fn non_zero_requests(pod: &Pod, pod_level: bool) -> (i64, i64) {
