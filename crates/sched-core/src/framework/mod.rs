@@ -146,8 +146,9 @@ pub enum Reason {
 pub struct VolumeBindingConflicts(pub u8);
 
 impl VolumeBindingConflicts {
-    /// A bound PersistentVolume's node affinity does not match the node: "node(s) had volume
-    /// node affinity conflict".
+    /// A bound PersistentVolume's node affinity does not match the node: "node(s) didn't
+    /// match PersistentVolume's node affinity" (v1.20: "node(s) had volume node affinity
+    /// conflict").
     pub const NODE_AFFINITY: u8 = 1;
     /// An unbound `WaitForFirstConsumer` claim finds no PersistentVolume on the node and cannot
     /// be provisioned there: "node(s) didn't find available persistent volumes to bind".
@@ -306,7 +307,12 @@ impl Reason {
             Reason::MaxVolumeCount => out("node(s) exceed max volume count".into()),
             Reason::VolumeBinding(c) => {
                 if c.0 & VolumeBindingConflicts::NODE_AFFINITY != 0 {
-                    out("node(s) had volume node affinity conflict".into());
+                    out(match version {
+                        KubeVersion::V1_20 => "node(s) had volume node affinity conflict".into(),
+                        KubeVersion::V1_34 => {
+                            "node(s) didn't match PersistentVolume's node affinity".into()
+                        }
+                    });
                 }
                 if c.0 & VolumeBindingConflicts::NO_VOLUME_TO_BIND != 0 {
                     out("node(s) didn't find available persistent volumes to bind".into());
@@ -316,17 +322,24 @@ impl Reason {
                 }
                 if c.0 & VolumeBindingConflicts::BOUND_TO_MISSING_VOLUME != 0 {
                     // v1.20 failed the pod with an error here; this is the later versions' text.
-                    out("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-                        .into());
+                    out(
+                        "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                            .into(),
+                    );
                 }
             }
             Reason::UnboundImmediateClaims => {
                 out("pod has unbound immediate PersistentVolumeClaims".into())
             }
-            Reason::ReadWriteOncePodConflict => out(
-                "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+            Reason::ReadWriteOncePodConflict => out(match version {
+                // ReadWriteOncePod came after v1.20; a legacy profile keeps the first wording.
+                KubeVersion::V1_20 => "node has pod using PersistentVolumeClaim with the same \
+                                       name and ReadWriteOncePod access mode"
                     .into(),
-            ),
+                KubeVersion::V1_34 => "node(s) unavailable due to PersistentVolumeClaim with \
+                                       ReadWriteOncePod access mode already in-use by another pod"
+                    .into(),
+            }),
             Reason::Volume(problem) => out(problem.text().into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
             Reason::Extender { .. } => out("node(s) were rejected by an extender".into()),

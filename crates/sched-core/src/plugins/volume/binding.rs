@@ -23,7 +23,8 @@ const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 ///
 /// For the pod's `persistentVolumeClaim` (and, v1.34, generic ephemeral) volumes:
 /// - a claim bound to a PersistentVolume fits a node the PV's required node affinity
-///   matches ("node(s) had volume node affinity conflict"; a missing PV: "node(s)
+///   matches ("node(s) didn't match PersistentVolume's node affinity", v1.20: "node(s) had
+///   volume node affinity conflict"; a missing PV: "node(s)
 ///   unavailable due to one or more pvc(s) bound to non-existent pv(s)");
 /// - unbound claims of a `WaitForFirstConsumer` class are matched, smallest request first, to
 ///   distinct available PersistentVolumes of their class on the node (capacity at least the

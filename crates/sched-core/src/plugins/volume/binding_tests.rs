@@ -364,9 +364,14 @@ fn volume_binding() {
     assert_eq!(
         out,
         [
-            "node(s) had volume node affinity conflict",
+            "node(s) didn't match PersistentVolume's node affinity",
             "node(s) didn't find available persistent volumes to bind"
         ]
+    );
+    // Kind 4: v1.34's wording of a PV's node affinity; a legacy profile keeps v1.20's.
+    assert_eq!(
+        text(Reason::VolumeBinding(VolumeBindingConflicts(NODE)), V1_20),
+        "node(s) had volume node affinity conflict"
     );
     assert_eq!(
         text(Reason::UnboundImmediateClaims, V1_34),
@@ -927,7 +932,7 @@ fn not_enough_space_text() {
             )),
             V1_34
         ),
-        "node(s) had volume node affinity conflict; node(s) did not have enough free storage; \
-         node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+        "node(s) didn't match PersistentVolume's node affinity; node(s) did not have enough \
+         free storage; node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
     );
 }

@@ -10,8 +10,9 @@ use crate::snapshot::NodeRef;
 /// The disk conflicts of [`NoDiskConflict`] ("node(s) had no available disk"), and
 /// ReadWriteOncePod: when a `persistentVolumeClaim` volume of the pod names a claim with the
 /// `ReadWriteOncePod` access mode that a pod in the snapshot (on any node) already uses, every
-/// node fails with "node has pod using PersistentVolumeClaim with the same name and
-/// ReadWriteOncePod access mode". A claim of the pod that does not exist rejects every node.
+/// node fails with "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
+/// access mode already in-use by another pod". A claim of the pod that does not exist rejects
+/// every node.
 /// Pods without GCE PD, EBS, RBD or iSCSI volumes and without such a conflict skip it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VolumeRestrictions {

@@ -84,9 +84,11 @@ fn access_mode_conflicts() {
         Some(Err(Reason::ReadWriteOncePodConflict)),
         "two conflicts, unschedulable"
     );
+    // Kind 4: v1.34's wording (volume_restrictions.go's ErrReasonReadWriteOncePodConflict).
     assert_eq!(
         text(Reason::ReadWriteOncePodConflict, V1_34),
-        "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+        "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode \
+         already in-use by another pod"
     );
 }
 
