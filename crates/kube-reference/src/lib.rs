@@ -9,5 +9,8 @@
 //!   compared with kube's answer and classified.
 
 pub mod case;
+pub mod differential;
+pub mod documented;
+pub mod generator;
 pub mod oracle;
 pub mod replay;

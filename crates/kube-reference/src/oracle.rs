@@ -150,3 +150,94 @@ impl OracleFile {
         })
     }
 }
+
+/// The oracle program (`reference/cmd/oracle`, built by `scripts/reference.sh`).
+#[derive(Debug, Clone)]
+pub struct Oracle {
+    bin: std::path::PathBuf,
+}
+
+/// The oracle program is not there.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the kube-scheduler oracle is missing: {path} (build it with `bash scripts/reference.sh`; \
+     KUBE_REFERENCE_BIN names its directory)"
+)]
+pub struct OracleMissing {
+    /// Where it was looked for.
+    pub path: String,
+}
+
+/// The oracle failed on cases.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OracleRunError {
+    /// The program could not be started.
+    #[error("{bin}: {source}")]
+    Spawn {
+        /// The program.
+        bin: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The program failed; its last lines of output say why.
+    #[error("{bin} failed ({status}):\n{stderr}")]
+    Failed {
+        /// The program.
+        bin: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// The end of its standard error (at most 4 KiB).
+        stderr: String,
+    },
+}
+
+/// Cases given to one oracle process (one scheduler each, built and torn down in turn).
+const CASES_PER_PROCESS: usize = 64;
+
+impl Oracle {
+    /// The oracle in `$KUBE_REFERENCE_BIN`, else in the workspace's `target/reference/bin`.
+    pub fn locate() -> Result<Oracle, OracleMissing> {
+        let dir = std::env::var_os("KUBE_REFERENCE_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reference/bin")
+            });
+        let bin = dir.join("oracle");
+        if bin.is_file() {
+            Ok(Oracle { bin })
+        } else {
+            Err(OracleMissing {
+                path: bin.display().to_string(),
+            })
+        }
+    }
+
+    /// Runs kube on each case folder, writing its `oracle.json`: every node scored unless
+    /// `percentage` says otherwise (0: kube's adaptive default), one thread.
+    pub fn run(&self, dirs: &[std::path::PathBuf], percentage: u32) -> Result<(), OracleRunError> {
+        for chunk in dirs.chunks(CASES_PER_PROCESS) {
+            let out = std::process::Command::new(&self.bin)
+                .arg(format!("-percentage={percentage}"))
+                .args(chunk)
+                .output()
+                .map_err(|source| OracleRunError::Spawn {
+                    bin: self.bin.display().to_string(),
+                    source,
+                })?;
+            if !out.status.success() {
+                let text = String::from_utf8_lossy(&out.stderr);
+                let start = text.len().saturating_sub(4096);
+                let start = (start..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(text.len());
+                return Err(OracleRunError::Failed {
+                    bin: self.bin.display().to_string(),
+                    status: out.status,
+                    stderr: text[start..].to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}

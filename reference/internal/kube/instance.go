@@ -88,10 +88,10 @@ type Instance struct {
 // applied behind the caller's back.
 func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object, opts Options) (*Instance, error) {
 	capture := NewCapture()
-	klog.SetLogger(capture.Logger())
+	klog.SetLoggerWithOptions(capture.Logger(), klog.ContextualLogger(true))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), capture.Logger()))
 
-	if err := FillUIDs(objects); err != nil {
+	if err := FillMeta(objects); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -85,13 +85,17 @@ func DecodeList(name string, data []byte) ([]runtime.Object, error) {
 	return objects, nil
 }
 
-// FillUIDs gives every object without a UID one derived from its kind, namespace and name, as
-// the API server would give it one: kube's cache keys pods by UID.
-func FillUIDs(objects []runtime.Object) error {
+// FillMeta gives every object what the API server would have given it when the file leaves it
+// out: a UID derived from its kind, namespace and name (kube's cache keys pods by UID) and a
+// resourceVersion (kube's assume cache compares them).
+func FillMeta(objects []runtime.Object) error {
 	for _, obj := range objects {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return err
+		}
+		if m.GetResourceVersion() == "" {
+			m.SetResourceVersion("1")
 		}
 		if m.GetUID() == "" {
 			kinds, _, err := scheme.Scheme.ObjectKinds(obj)
