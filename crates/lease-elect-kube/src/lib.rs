@@ -4,7 +4,8 @@
 //! keep the record as JSON in the annotation [`LEADER_ANNOTATION`] (see [`AnnotationLock`]).
 //! With [`lease_elect::MultiLock`] they give client-go's `configmapsleases` and
 //! `endpointsleases` for moving an election to a Lease. The feature `testing` adds
-//! `testing::ApiServer`, a loopback API server for tests.
+//! `testing::ApiServer`, a loopback API server for tests, and `testing::apiserver`, a real
+//! kube-apiserver (and its etcd) run by a test.
 //!
 //! # Start here
 //! ```no_run

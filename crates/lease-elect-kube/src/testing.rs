@@ -23,6 +23,11 @@
 //!
 //! It can be stopped (every connection dropped, the port closed) and started again on the same
 //! port with the same data, for the fault tests.
+//!
+//! [`apiserver`] is the real thing: how to reach the kube-apiserver of `scripts/servers.sh`, and
+//! kube-apiserver processes of a test's own.
+
+pub mod apiserver;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
