@@ -118,10 +118,7 @@ pub fn run(oracle: &Oracle, settings: &Settings) -> Result<Summary, Differential
             })
             .collect()
     });
-    let outcomes: Vec<(
-        u64,
-        Result<Vec<(PodResult, Option<&'static Documented>)>, String>,
-    )> = std::thread::scope(|s| {
+    let outcomes: Vec<(u64, Result<Explained, String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = seeds
             .chunks(per_worker)
             .map(|chunk| {
@@ -165,6 +162,9 @@ pub fn run(oracle: &Oracle, settings: &Settings) -> Result<Summary, Differential
     }
     Ok(summary)
 }
+
+/// Each pod's result, with the documented difference that explains it, if any.
+pub type Explained = Vec<(PodResult, Option<&'static Documented>)>;
 
 /// Replays one case folder against its `oracle.json`, each difference matched against the
 /// documented ones.

@@ -1085,12 +1085,12 @@ impl Gen {
                 .map(|c| cpu_millis(c["resources"]["requests"]["cpu"].as_str().unwrap_or("0")))
                 .sum::<i64>();
             let mut target = n;
-            if want > self.node_cpu_free[n] && self.rng.random_bool(0.85) {
-                if let Some(fit) =
+            if want > self.node_cpu_free[n]
+                && self.rng.random_bool(0.85)
+                && let Some(fit) =
                     (0..self.node_names.len()).find(|&i| self.node_cpu_free[i] >= want)
-                {
-                    target = fit;
-                }
+            {
+                target = fit;
             }
             self.node_cpu_free[target] -= want;
             spec["nodeName"] = json!(self.node_names[target]);
@@ -1166,24 +1166,14 @@ fn apply_label_keys(pod: &mut Value) {
         merge(c);
     }
     // Indexing a Value creates nulls on the way; take them out again.
-    if pod["spec"]["affinity"]["podAffinity"].is_null() {
-        if let Some(a) = pod["spec"]["affinity"].as_object_mut() {
-            a.remove("podAffinity");
-        }
+    if let Some(a) = pod["spec"]["affinity"].as_object_mut() {
+        a.retain(|_, v| !v.is_null());
     }
-    if pod["spec"]["affinity"]["podAntiAffinity"].is_null() {
-        if let Some(a) = pod["spec"]["affinity"].as_object_mut() {
-            a.remove("podAntiAffinity");
-        }
-    }
-    if pod["spec"]["affinity"]
+    let empty = pod["spec"]["affinity"]
         .as_object()
-        .is_some_and(Map::is_empty)
-        || pod["spec"]["affinity"].is_null()
-    {
-        if let Some(s) = pod["spec"].as_object_mut() {
-            s.remove("affinity");
-        }
+        .is_none_or(Map::is_empty);
+    if empty && let Some(s) = pod["spec"].as_object_mut() {
+        s.remove("affinity");
     }
 }
 

@@ -13,4 +13,5 @@ pub mod differential;
 pub mod documented;
 pub mod generator;
 pub mod oracle;
+pub mod perf;
 pub mod replay;

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"sched-lease/reference/internal/kube"
@@ -126,59 +125,18 @@ func main() {
 	}
 }
 
-// caseObjects reads a case folder: the nodes, the pods in order, everything else.
-func caseObjects(dir string) (nodes []*v1.Node, pods []*v1.Pod, others []runtime.Object, err error) {
-	for _, file := range []string{"nodes.json", "pods.json", "objects.json"} {
-		path := filepath.Join(dir, file)
-		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) && file == "objects.json" {
-			continue
-		}
-		objects, err := kube.ReadList(path)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		for i, obj := range objects {
-			switch o := obj.(type) {
-			case *v1.Node:
-				nodes = append(nodes, o)
-			case *v1.Pod:
-				pods = append(pods, o)
-			default:
-				if file != "objects.json" {
-					return nil, nil, nil, fmt.Errorf("%s: items[%d]: a %T in a file of nodes or pods", file, i, obj)
-				}
-				others = append(others, obj)
-			}
-		}
-	}
-	return nodes, pods, others, nil
-}
-
 func runCase(dir, target string, opts kube.Options) error {
-	nodes, pods, others, err := caseObjects(dir)
+	c, err := kube.ReadCase(dir)
 	if err != nil {
 		return err
 	}
-	configPath := filepath.Join(dir, "config.yaml")
+	cfg := c.Config
 	var configName *string
-	if _, err := os.Stat(configPath); err == nil {
-		name := "config.yaml"
-		configName = &name
-	} else {
-		configPath = ""
+	if c.ConfigFile != "" {
+		configName = &c.ConfigFile
 	}
-	cfg, err := kube.LoadConfig(configPath)
-	if err != nil {
-		return err
-	}
-	objects := make([]runtime.Object, 0, len(nodes)+len(pods)+len(others))
-	for _, n := range nodes {
-		objects = append(objects, n)
-	}
-	for _, p := range pods {
-		objects = append(objects, p)
-	}
-	objects = append(objects, others...)
+	nodes, pods := c.Nodes, c.Pods
+	objects := c.Objects()
 	inst, err := kube.Start(cfg, objects, opts)
 	if err != nil {
 		return err

@@ -1,4 +1,333 @@
-// Command perf is being written.
+// Command perf is the benchmark peer: kube's scheduler_perf workloads, read from kube's own
+// performance-config.yaml files and templates, through kube-scheduler v1.34 in process.
+//
+//	perf list   -scheduler-perf DIR
+//	perf export -scheduler-perf DIR -out DIR TESTCASE/WORKLOAD...
+//	perf time   [-parallelism N] [-percentage P] [-measure N] -out FILE CASE_DIR
+//
+// DIR is test/integration/scheduler_perf of the k8s.io/kubernetes module (`go list -m -f
+// '{{.Dir}}' k8s.io/kubernetes` in reference/). `export` writes each workload as a case folder
+// (OUT/TESTCASE_WORKLOAD: nodes.json, objects.json, pods.json with the init pods then the
+// measured pods, config.yaml when the test case names one, workload.json), the objects kube's
+// scheduler_perf creates, in its order. `time` runs kube-scheduler on such a folder: the init
+// pods untimed, then each measured pod timed through one scheduling cycle as kube's
+// schedulingCycle runs it (SchedulePod, then assume, Reserve and Permit on the node found).
+// A measured pod that fits nowhere runs the PostFilter plugins (preemption) in the timed part;
+// when they nominate a node, the victims are taken out of the cache untimed (kube's informer
+// would), and the pod's retry on its nominated node is timed too. The timings go to FILE as
+// JSON, for scripts/scheduler-perf.sh.
 package main
 
-func main() {}
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"sched-lease/reference/internal/kube"
+	"sched-lease/reference/internal/perf"
+)
+
+const version = "v1.34.4"
+
+func usage() {
+	fmt.Fprintf(os.Stderr, `usage:
+  perf list   -scheduler-perf DIR
+  perf export -scheduler-perf DIR -out DIR TESTCASE/WORKLOAD...
+  perf time   [-parallelism N] [-percentage P] [-measure N] -out FILE CASE_DIR
+`)
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "list":
+		err = list(os.Args[2:])
+	case "export":
+		err = export(os.Args[2:])
+	case "time":
+		err = timeCase(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "perf %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func list(args []string) error {
+	fs := flag.NewFlagSet("list", flag.ExitOnError)
+	dir := fs.String("scheduler-perf", "", "test/integration/scheduler_perf of the k8s.io/kubernetes module")
+	_ = fs.Parse(args)
+	cases, err := perf.ReadTestCases(*dir)
+	if err != nil {
+		return err
+	}
+	for _, tc := range cases {
+		for _, w := range tc.Workloads {
+			fmt.Printf("%s/%s\t%s\t%v\n", tc.Name, w.Name, tc.File, w.Labels)
+		}
+	}
+	return nil
+}
+
+// folderName is the case folder of a workload: TestCase_Workload, slashes replaced.
+func folderName(name string) string {
+	return strings.ReplaceAll(name, "/", "_")
+}
+
+func export(args []string) error {
+	fs := flag.NewFlagSet("export", flag.ExitOnError)
+	dir := fs.String("scheduler-perf", "", "test/integration/scheduler_perf of the k8s.io/kubernetes module")
+	out := fs.String("out", "", "where the case folders go")
+	_ = fs.Parse(args)
+	if *dir == "" || *out == "" || fs.NArg() == 0 {
+		usage()
+	}
+	cases, err := perf.ReadTestCases(*dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range fs.Args() {
+		tc, w, err := perf.Find(cases, name)
+		if err != nil {
+			return err
+		}
+		built, err := perf.Build(tc, w)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(*out, folderName(name))
+		if err := built.Write(target, tc.File, version); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "perf export: %s: %d nodes, %d init pods, %d measured pods%s -> %s\n",
+			name, len(built.Nodes), built.InitPods, built.MeasuredPods, unsupported(built.Unsupported), target)
+	}
+	return nil
+}
+
+func unsupported(ops []string) string {
+	if len(ops) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (not reproduced: %s)", strings.Join(ops, ", "))
+}
+
+// Timings is the JSON `time` writes; scripts/scheduler-perf.sh reads it beside sched-core's.
+type Timings struct {
+	Side          string  `json:"side"`
+	Version       string  `json:"version"`
+	Workload      string  `json:"workload"`
+	Parallelism   int     `json:"parallelism"`
+	Percentage    int     `json:"percentage"`
+	GoMaxProcs    int     `json:"gomaxprocs"`
+	Nodes         int     `json:"nodes"`
+	InitPods      int     `json:"initPods"`
+	InitSeconds   float64 `json:"initSeconds"`
+	Nanos         []int64 `json:"nanos"`
+	Unschedulable int     `json:"unschedulable"`
+	Preemptions   int     `json:"preemptions"`
+	Victims       int     `json:"victims"`
+	// Feature gates of the workload that kube v1.34 does not let be set (locked), as name=value.
+	GatesNotSet []string `json:"gatesNotSet"`
+}
+
+func timeCase(args []string) error {
+	fs := flag.NewFlagSet("time", flag.ExitOnError)
+	parallelism := fs.Int("parallelism", 1, "kube's parallelism")
+	percentage := fs.Int("percentage", 0, "percentage of nodes to score where the configuration sets none (0: adaptive, as scheduler_perf runs)")
+	measure := fs.Int("measure", 0, "time at most this many measured pods (0: all)")
+	out := fs.String("out", "", "the timings file")
+	_ = fs.Parse(args)
+	if *out == "" || fs.NArg() != 1 {
+		usage()
+	}
+	dir := fs.Arg(0)
+	meta, err := perf.ReadMeta(dir)
+	if err != nil {
+		return err
+	}
+	// Gates v1.34 has locked (SchedulerQueueingHints is GA) keep their value: they decide how
+	// pods are requeued, which a cycle timed here does not do.
+	var locked []string
+	for name, on := range meta.FeatureGates {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{name: on}); err != nil {
+			locked = append(locked, fmt.Sprintf("%s=%v", name, on))
+		}
+	}
+	c, err := kube.ReadCase(dir)
+	if err != nil {
+		return err
+	}
+	pct := int32(*percentage)
+	inst, err := kube.Start(c.Config, c.Objects(), kube.Options{Percentage: &pct, Parallelism: int32(*parallelism), Verbosity: 2})
+	if err != nil {
+		return err
+	}
+	defer inst.Stop()
+	r := &runner{inst: inst, placed: map[string]*v1.Pod{}}
+	for _, p := range c.Pods {
+		if p.Spec.NodeName != "" {
+			r.placed[kube.PodKey(p)] = p
+		}
+	}
+	pending := make([]*v1.Pod, 0, len(c.Pods))
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" {
+			pending = append(pending, p)
+		}
+	}
+	if meta.InitPods > len(pending) {
+		return fmt.Errorf("workload.json says %d init pods, pods.json has %d pending pods", meta.InitPods, len(pending))
+	}
+	t := Timings{
+		Side: "kube-scheduler", Version: version, Workload: meta.TestCase + "/" + meta.Workload,
+		Parallelism: *parallelism, Percentage: *percentage, GoMaxProcs: runtime.GOMAXPROCS(0),
+		Nodes: len(c.Nodes), InitPods: meta.InitPods, GatesNotSet: locked,
+	}
+	start := time.Now()
+	for _, p := range pending[:meta.InitPods] {
+		if _, err := r.schedule(p); err != nil {
+			return err
+		}
+	}
+	t.InitSeconds = time.Since(start).Seconds()
+	measured := pending[meta.InitPods:]
+	if *measure > 0 && *measure < len(measured) {
+		measured = measured[:*measure]
+	}
+	r.preemptions, r.victims = 0, 0
+	for _, p := range measured {
+		o, err := r.schedule(p)
+		if err != nil {
+			return err
+		}
+		t.Nanos = append(t.Nanos, o.timed.Nanoseconds())
+		if !o.placed {
+			t.Unschedulable++
+		}
+	}
+	t.Preemptions, t.Victims = r.preemptions, r.victims
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, append(data, '\n'), 0o644)
+}
+
+type runner struct {
+	inst *kube.Instance
+	// Pods in kube's cache by key (bound at the start, or assumed here).
+	placed      map[string]*v1.Pod
+	preemptions int
+	victims     int
+}
+
+type outcome struct {
+	placed bool
+	timed  time.Duration
+}
+
+// cycle is one scheduling cycle as kube's schedulingCycle runs it, without the queue: the
+// pod's node found and the pod assumed there (Reserve, Permit), or the PostFilter outcome.
+func (r *runner) cycle(ctx context.Context, fw framework.Framework, pod *v1.Pod) (node string, nominated string, err error) {
+	state := framework.NewCycleState()
+	state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
+	result, err := r.inst.Sched.SchedulePod(ctx, fw, state, pod)
+	if err == nil {
+		if err := r.inst.Assume(ctx, fw, state, pod, result.SuggestedHost); err != nil {
+			return "", "", err
+		}
+		return result.SuggestedHost, "", nil
+	}
+	var fitErr *framework.FitError
+	if !errors.As(err, &fitErr) {
+		return "", "", err
+	}
+	if !fw.HasPostFilterPlugins() {
+		return "", "", nil
+	}
+	res, st := fw.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+	if st.IsSuccess() && res != nil && res.NominatingInfo != nil {
+		return "", res.NominatedNodeName, nil
+	}
+	return "", "", nil
+}
+
+// schedule runs one pod: a cycle, and after a preemption the victims' removal (untimed) and
+// the retry on the nominated node.
+func (r *runner) schedule(pod *v1.Pod) (outcome, error) {
+	ctx := r.inst.Context()
+	fw := r.inst.Framework(pod)
+	if fw == nil {
+		return outcome{}, fmt.Errorf("%s: no profile %q", kube.PodKey(pod), pod.Spec.SchedulerName)
+	}
+	start := time.Now()
+	node, nominated, err := r.cycle(ctx, fw, pod)
+	timed := time.Since(start)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s: %w", kube.PodKey(pod), err)
+	}
+	if node != "" {
+		r.assumed(pod, node)
+		return outcome{placed: true, timed: timed}, nil
+	}
+	if nominated == "" {
+		return outcome{timed: timed}, nil
+	}
+	// Preemption: wait for kube's asynchronous victim deletion, then take the victims out of
+	// the cache as the informer's delete events would.
+	r.preemptions++
+	if _, err := r.inst.Capture.WaitPreemption(kube.PodKey(pod), 30*time.Second); err != nil {
+		return outcome{}, err
+	}
+	logger := klog.FromContext(ctx)
+	for _, key := range r.inst.TakeDeleted() {
+		victim, ok := r.placed[key]
+		if !ok {
+			return outcome{}, fmt.Errorf("kube deleted %s, which is not in its cache", key)
+		}
+		if err := r.inst.Sched.Cache.ForgetPod(logger, victim); err != nil {
+			if err := r.inst.Sched.Cache.RemovePod(logger, victim); err != nil {
+				return outcome{}, fmt.Errorf("removing victim %s: %w", key, err)
+			}
+		}
+		delete(r.placed, key)
+		r.victims++
+	}
+	retry := pod.DeepCopy()
+	retry.Status.NominatedNodeName = nominated
+	start = time.Now()
+	node, _, err = r.cycle(ctx, fw, retry)
+	timed += time.Since(start)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s (retry on %s): %w", kube.PodKey(pod), nominated, err)
+	}
+	if node != "" {
+		r.assumed(pod, node)
+	}
+	return outcome{placed: node != "", timed: timed}, nil
+}
+
+func (r *runner) assumed(pod *v1.Pod, node string) {
+	p := pod.DeepCopy()
+	p.Spec.NodeName = node
+	r.placed[kube.PodKey(p)] = p
+}

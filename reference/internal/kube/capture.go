@@ -25,15 +25,18 @@ type Capture struct {
 	// preemptors whose async preemption finished
 	finished map[string]bool
 	changed  *sync.Cond
+	// verbosity: log calls above this level are not made
+	verbosity int
 }
 
-// NewCapture returns an empty capture.
-func NewCapture() *Capture {
+// NewCapture returns an empty capture that takes log calls up to the verbosity.
+func NewCapture(verbosity int) *Capture {
 	c := &Capture{
-		plugins:  map[string]map[string]int64{},
-		totals:   map[string]int64{},
-		started:  map[string]int{},
-		finished: map[string]bool{},
+		verbosity: verbosity,
+		plugins:   map[string]map[string]int64{},
+		totals:    map[string]int64{},
+		started:   map[string]int{},
+		finished:  map[string]bool{},
 	}
 	c.changed = sync.NewCond(&c.mu)
 	return c

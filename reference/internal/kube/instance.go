@@ -58,6 +58,9 @@ type Options struct {
 	Percentage *int32
 	// Parallelism of kube's framework (kube's default is 16).
 	Parallelism int32
+	// Verbosity is kube's -v: log calls up to this level are made (and captured); 0 means 10,
+	// the level of kube's per-node score lines, which the oracle reads. Production runs at 2.
+	Verbosity int
 }
 
 // Instance is a kube-scheduler built on a fake clientset holding the objects it was given,
@@ -87,7 +90,11 @@ type Instance struct {
 // recorded and dropped, so the objects stay as given: what kube decides is reported, never
 // applied behind the caller's back.
 func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object, opts Options) (*Instance, error) {
-	capture := NewCapture()
+	verbosity := opts.Verbosity
+	if verbosity == 0 {
+		verbosity = 10
+	}
+	capture := NewCapture(verbosity)
 	klog.SetLoggerWithOptions(capture.Logger(), klog.ContextualLogger(true))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), capture.Logger()))
 

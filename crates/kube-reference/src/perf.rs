@@ -1,0 +1,244 @@
+//! The benchmark peer's sched-core side: a workload of kube's scheduler_perf, exported by
+//! `reference/cmd/perf export` as a case folder (the objects kube's own files describe, in
+//! kube's order), through sched-core's scheduling engine, timed the way `perf time` times
+//! kube-scheduler on the same folder.
+//!
+//! The engine starts from the case's objects as informers list them, one thread. The init pods
+//! go through it untimed. Each measured pod is then added (untimed) and timed through its
+//! scheduling cycles: [`Scheduler::schedule_one`] until it is bound, with the bind confirmed
+//! untimed; a preemption's victims are deleted untimed (kube's informer would report them) and
+//! the pod's retry on its nominated node is timed too. kube's side times its SchedulePod,
+//! assume, Reserve and Permit, PostFilter and retry; neither side times the queue's waits or the
+//! binding.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use sched_core::config::Registry;
+use sched_core::model::Pod;
+use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, Step};
+use sched_core::snapshot::{NamespaceLabels, Snapshot};
+
+use crate::case::Case;
+
+/// `workload.json` of an exported workload.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadMeta {
+    /// kube's test case (`SchedulingBasic`).
+    pub test_case: String,
+    /// The workload (`5000Nodes`).
+    pub workload: String,
+    /// The performance-config.yaml it came from, relative to scheduler_perf.
+    #[serde(default)]
+    pub file: String,
+    /// Pending pods scheduled untimed first.
+    pub init_pods: usize,
+    /// Pending pods timed after them.
+    pub measured_pods: usize,
+    /// Ops of the workload the export does not reproduce.
+    #[serde(default)]
+    pub unsupported: Vec<String>,
+}
+
+/// The timings of one side on one workload (the JSON both `perf time` and [`run`] write).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    /// `kube-scheduler` or `sched-core`.
+    pub side: String,
+    /// `TestCase/Workload`.
+    pub workload: String,
+    /// Threads the side scheduled with (kube: its parallelism).
+    pub parallelism: usize,
+    /// Percentage of nodes to score (0: adaptive).
+    pub percentage: u32,
+    /// Nodes.
+    pub nodes: usize,
+    /// Init pods.
+    pub init_pods: usize,
+    /// Seconds the init pods took.
+    pub init_seconds: f64,
+    /// Each measured pod's time, in nanoseconds.
+    pub nanos: Vec<u64>,
+    /// Measured pods left unschedulable.
+    pub unschedulable: usize,
+    /// Preemptions among the measured pods.
+    pub preemptions: usize,
+    /// Victims of those preemptions.
+    pub victims: usize,
+}
+
+/// A workload that could not be run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PerfError {
+    /// The folder could not be read.
+    #[error("{0}")]
+    Read(String),
+    /// The engine could not be built from the configuration.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The engine did something a workload pod cannot lead to.
+    #[error("{pod}: {what}")]
+    Unexpected {
+        /// The pod.
+        pod: String,
+        /// What happened.
+        what: String,
+    },
+}
+
+/// Reads an exported workload's `workload.json`.
+pub fn read_meta(dir: &Path) -> Result<WorkloadMeta, PerfError> {
+    let path = dir.join("workload.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| PerfError::Read(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| PerfError::Read(format!("{}: {e}", path.display())))
+}
+
+/// Simulated time between two measured pods.
+const CLOCK_STEP: Duration = Duration::from_millis(10);
+
+/// The engine and the pods it holds, driven as a caller drives it.
+struct Driver {
+    sched: Scheduler,
+    now: Duration,
+    /// Pods added and not yet bound, by key.
+    pending: std::collections::HashMap<String, Pod>,
+    preemptions: usize,
+    victims: usize,
+}
+
+/// How one pod's scheduling went.
+struct PodRun {
+    bound: bool,
+    timed: Duration,
+}
+
+impl Driver {
+    /// Adds `pod` (untimed) and steps the engine until the pod is bound or left
+    /// unschedulable. Time spent in [`Scheduler::schedule_one`] is timed; binds, deletions of
+    /// victims and the clock's jumps over backoffs are not.
+    fn run(&mut self, pod: Pod) -> Result<PodRun, PerfError> {
+        let key = pod.key();
+        self.pending.insert(key.clone(), pod.clone());
+        self.sched.apply(ClusterEvent::PodAdd(pod), self.now);
+        let mut timed = Duration::ZERO;
+        loop {
+            let start = Instant::now();
+            let step = self.sched.schedule_one(self.now);
+            timed += start.elapsed();
+            match step {
+                Step::Bind { pod, node, .. } => {
+                    self.sched.finish_binding(&pod, Ok(()), self.now);
+                    if let Some(mut p) = self.pending.remove(&pod) {
+                        p.spec.node_name = node;
+                        self.sched.apply(ClusterEvent::PodUpdate(p), self.now);
+                    }
+                    if pod == key {
+                        return Ok(PodRun { bound: true, timed });
+                    }
+                }
+                Step::Preempt { victims, .. } => {
+                    self.preemptions += 1;
+                    self.victims += victims.len();
+                    for v in victims {
+                        self.sched.apply(ClusterEvent::PodDelete(v), self.now);
+                    }
+                }
+                Step::Unschedulable { pod, .. } if pod == key => {
+                    return Ok(PodRun {
+                        bound: false,
+                        timed,
+                    });
+                }
+                Step::Unschedulable { .. } => {}
+                Step::Idle { until: Some(t) }
+                    if self.sched.queue().position(&key) == Some(QueueName::Backoff) =>
+                {
+                    // The pod waits out a backoff: the simulated clock jumps there.
+                    self.now = self.now.max(t);
+                }
+                Step::Idle { .. } => {
+                    return Ok(PodRun {
+                        bound: false,
+                        timed,
+                    });
+                }
+                other => {
+                    return Err(PerfError::Unexpected {
+                        pod: key,
+                        what: format!("{other:?}"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Runs sched-core on an exported workload: `percentage` of nodes to score where the
+/// configuration sets none (0: adaptive), one thread, at most `measure` measured pods (all
+/// with `None`).
+pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timings, PerfError> {
+    let meta = read_meta(dir)?;
+    let case = Case::read(dir).map_err(|e| PerfError::Read(e.to_string()))?;
+    let mut config = case.configuration();
+    if config.percentage_of_nodes_to_score.is_none() {
+        config.percentage_of_nodes_to_score = Some(percentage);
+    }
+    let mut cluster = case.cluster;
+    let mut snapshot = Snapshot::from_objects(Vec::new(), Vec::new())
+        .map_err(|e| PerfError::Read(e.to_string()))?;
+    snapshot.set_workloads(std::mem::take(&mut cluster.workloads));
+    let mut namespaces = NamespaceLabels::new();
+    namespaces.extend_from(&cluster.namespaces);
+    snapshot.set_namespace_labels(namespaces);
+    let sched = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)
+        .map_err(|e| PerfError::Config(e.to_string()))?;
+    let mut driver = Driver {
+        sched,
+        now: Duration::ZERO,
+        pending: std::collections::HashMap::new(),
+        preemptions: 0,
+        victims: 0,
+    };
+    let nodes = cluster.nodes.len();
+    for event in ClusterEvent::listing(&mut cluster) {
+        driver.sched.apply(event, driver.now);
+    }
+    let mut pending = cluster.pending.into_iter();
+    let start = Instant::now();
+    for pod in pending.by_ref().take(meta.init_pods) {
+        driver.now += CLOCK_STEP;
+        driver.run(pod)?;
+    }
+    let init_seconds = start.elapsed().as_secs_f64();
+    driver.preemptions = 0;
+    driver.victims = 0;
+    let mut timings = Timings {
+        side: "sched-core".into(),
+        workload: format!("{}/{}", meta.test_case, meta.workload),
+        parallelism: 1,
+        percentage,
+        nodes,
+        init_pods: meta.init_pods,
+        init_seconds,
+        ..Timings::default()
+    };
+    for pod in pending.take(measure.unwrap_or(usize::MAX)) {
+        driver.now += CLOCK_STEP;
+        let r = driver.run(pod)?;
+        timings
+            .nanos
+            .push(u64::try_from(r.timed.as_nanos()).unwrap_or(u64::MAX));
+        if !r.bound {
+            timings.unschedulable += 1;
+        }
+    }
+    timings.preemptions = driver.preemptions;
+    timings.victims = driver.victims;
+    Ok(timings)
+}

@@ -1,0 +1,457 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/template"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/core/install" // v1 defaulting, as the API server applies it
+	testutils "k8s.io/kubernetes/test/utils"
+	"sigs.k8s.io/yaml"
+)
+
+// Built is a workload's objects in the order scheduler_perf creates them.
+type Built struct {
+	TestCase string
+	Workload string
+	// Nodes, as the API server stores them after the prepare strategies ran.
+	Nodes []*v1.Node
+	// Namespaces, CSINodes, PersistentVolumes and claims.
+	Objects []runtime.Object
+	// Pods in creation order: the init pods, then the measured pods.
+	Pods []*v1.Pod
+	// How many of Pods are init pods (scheduled untimed before the measured ones).
+	InitPods int
+	// How many are measured pods (those of an op that collects metrics).
+	MeasuredPods int
+	// The test case's scheduler configuration file, if it names one.
+	ConfigPath string
+	// Feature gates of the test case and the workload.
+	FeatureGates map[string]bool
+	// Ops this reproduction does not run (churn, steady state, DRA objects, ...), by op code.
+	Unsupported []string
+}
+
+type builder struct {
+	tc        *TestCase
+	w         *Workload
+	out       *Built
+	client    *fake.Clientset
+	nodeIndex int
+	podIndex  int
+	measuring bool
+	haveNS    map[string]bool
+}
+
+// Build turns a workload into its objects.
+func Build(tc *TestCase, w *Workload) (*Built, error) {
+	b := &builder{
+		tc:     tc,
+		w:      w,
+		out:    &Built{TestCase: tc.Name, Workload: w.Name, FeatureGates: map[string]bool{}},
+		client: fake.NewClientset(),
+		haveNS: map[string]bool{},
+	}
+	for k, v := range tc.FeatureGates {
+		b.out.FeatureGates[k] = v
+	}
+	for k, v := range w.FeatureGates {
+		b.out.FeatureGates[k] = v
+	}
+	if tc.SchedulerConfigPath != "" {
+		b.out.ConfigPath = tc.path(tc.SchedulerConfigPath)
+	}
+	for i, o := range tc.WorkloadTemplate {
+		if err := b.op(i, o); err != nil {
+			return nil, fmt.Errorf("%s/%s: op %d (%s): %w", tc.Name, w.Name, i, o.Opcode, err)
+		}
+	}
+	// CSINodes made by the node strategies.
+	csiNodes, err := b.client.StorageV1().CSINodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range csiNodes.Items {
+		n := csiNodes.Items[i]
+		n.ManagedFields = nil
+		b.out.Objects = append(b.out.Objects, &n)
+	}
+	return b.out, nil
+}
+
+func (b *builder) op(index int, o Op) error {
+	switch o.Opcode {
+	case "createNodes":
+		var op CreateNodes
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.createNodes(index, &op)
+	case "createNamespaces":
+		var op CreateNamespaces
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.createNamespaces(&op)
+	case "createPods":
+		var op CreatePods
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.createPods(index, &op)
+	case "createPodSets":
+		var op CreatePodSets
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		count := op.Count
+		if op.CountParam != "" {
+			var err error
+			if count, err = b.w.param(op.CountParam); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < count; i++ {
+			pods := op.CreatePodsOp
+			ns := fmt.Sprintf("%s-%d", op.NamespacePrefix, i)
+			pods.Namespace = &ns
+			if err := b.createPods(index, &pods); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "barrier", "sleep":
+		// Sequential scheduling already waits for every pod.
+		return nil
+	case "startCollectingMetrics":
+		b.measuring = true
+		return nil
+	case "stopCollectingMetrics":
+		b.measuring = false
+		return nil
+	default:
+		b.out.Unsupported = append(b.out.Unsupported, o.Opcode)
+		return nil
+	}
+}
+
+// renderTemplate is kube's getSpecFromTextTemplateFile: a Go text/template with Index and
+// Count and the functions div and mod, decoded strictly.
+func renderTemplate(path string, index, count int, into any) error {
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	funcs := template.FuncMap{
+		"div": func(a, b int) int { return a / b },
+		"mod": func(a, b int) int { return a % b },
+	}
+	tmpl, err := template.New("object").Funcs(funcs).Parse(string(content))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, map[string]any{"Index": index, "Count": count}); err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(buf.Bytes(), into)
+}
+
+func readSpec(path string, into any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(data, into)
+}
+
+// makeBaseNode is kube's base node (scheduler_perf util.go) when no template is named.
+func makeBaseNode(prefix string) *v1.Node {
+	var n v1.Node
+	n.GenerateName = prefix
+	n.Status.Capacity = v1.ResourceList{}
+	n.Status.Allocatable = v1.ResourceList{}
+	for _, rl := range []v1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+		rl[v1.ResourcePods] = mustQuantity("110")
+		rl[v1.ResourceCPU] = mustQuantity("4")
+		rl[v1.ResourceMemory] = mustQuantity("32Gi")
+	}
+	n.Status.Phase = v1.NodeRunning
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	return &n
+}
+
+func (b *builder) createNodes(index int, op *CreateNodes) error {
+	count := op.Count
+	if op.CountParam != "" {
+		var err error
+		if count, err = b.w.param(op.CountParam); err != nil {
+			return err
+		}
+	}
+	var strategy testutils.PrepareNodeStrategy = &testutils.TrivialNodePrepareStrategy{}
+	switch {
+	case op.NodeAllocatableStrategy != nil:
+		strategy = op.NodeAllocatableStrategy
+	case op.LabelNodePrepareStrategy != nil:
+		strategy = op.LabelNodePrepareStrategy
+	case op.UniqueNodeLabelStrategy != nil:
+		strategy = op.UniqueNodeLabelStrategy
+	}
+	ctx := context.Background()
+	names := make([]string, 0, count)
+	for i := 0; i < count; i++ {
+		node := makeBaseNode(fmt.Sprintf("node-%d-", index))
+		if op.NodeTemplatePath != nil {
+			node = &v1.Node{}
+			if err := renderTemplate(b.tc.path(*op.NodeTemplatePath), i, count, node); err != nil {
+				return fmt.Errorf("node template: %w", err)
+			}
+		}
+		// kube names a node GenerateName + 5 random characters; here the characters count up,
+		// so runs are alike.
+		if node.Name == "" {
+			node.Name = fmt.Sprintf("%s%05d", node.GenerateName, b.nodeIndex)
+		}
+		b.nodeIndex++
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels["kubernetes.io/hostname"] = node.Name
+		legacyscheme.Scheme.Default(node)
+		if _, err := b.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		names = append(names, node.Name)
+	}
+	for _, name := range names {
+		node, err := b.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := testutils.DoPrepareNode(ctx, b.client, node, strategy); err != nil {
+			return err
+		}
+		node, err = b.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.ManagedFields = nil
+		b.out.Nodes = append(b.out.Nodes, node)
+	}
+	return nil
+}
+
+func (b *builder) namespace(name string, spec *v1.Namespace) {
+	if b.haveNS[name] {
+		return
+	}
+	b.haveNS[name] = true
+	ns := &v1.Namespace{}
+	if spec != nil {
+		ns = spec.DeepCopy()
+	}
+	ns.Name = name
+	legacyscheme.Scheme.Default(ns)
+	b.out.Objects = append(b.out.Objects, ns)
+}
+
+func (b *builder) createNamespaces(op *CreateNamespaces) error {
+	count := op.Count
+	if op.CountParam != "" {
+		var err error
+		if count, err = b.w.param(op.CountParam); err != nil {
+			return err
+		}
+	}
+	var spec *v1.Namespace
+	if op.NamespaceTemplatePath != nil {
+		spec = &v1.Namespace{}
+		if err := readSpec(b.tc.path(*op.NamespaceTemplatePath), spec); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < count; i++ {
+		b.namespace(fmt.Sprintf("%s-%d", op.Prefix, i), spec)
+	}
+	return nil
+}
+
+// makeBasePod is kube's base pod (scheduler_perf util.go) when no template is named.
+func makeBasePod() *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-"}, Spec: testutils.MakePodSpec()}
+}
+
+func (b *builder) createPods(index int, op *CreatePods) error {
+	if op.SteadyState {
+		b.out.Unsupported = append(b.out.Unsupported, "createPods(steadyState)")
+		return nil
+	}
+	count := op.Count
+	if op.CountParam != "" {
+		var err error
+		if count, err = b.w.param(op.CountParam); err != nil {
+			return err
+		}
+	}
+	namespace := fmt.Sprintf("namespace-%d", index)
+	if op.Namespace != nil {
+		namespace = *op.Namespace
+	}
+	b.namespace(namespace, nil)
+	templatePath := op.PodTemplatePath
+	if templatePath == nil {
+		templatePath = b.tc.DefaultPodTemplatePath
+	}
+	var pvTemplate *v1.PersistentVolume
+	var pvcTemplate *v1.PersistentVolumeClaim
+	if op.PersistentVolumeClaimTemplatePath != nil {
+		pvTemplate = &v1.PersistentVolume{}
+		pvcTemplate = &v1.PersistentVolumeClaim{}
+		if op.PersistentVolumeTemplatePath == nil {
+			return fmt.Errorf("a claim template without a volume template")
+		}
+		if err := readSpec(b.tc.path(*op.PersistentVolumeTemplatePath), pvTemplate); err != nil {
+			return err
+		}
+		if err := readSpec(b.tc.path(*op.PersistentVolumeClaimTemplatePath), pvcTemplate); err != nil {
+			return err
+		}
+	}
+	measured := op.CollectMetrics || b.measuring
+	for i := 0; i < count; i++ {
+		pod := makeBasePod()
+		if templatePath != nil {
+			pod = &v1.Pod{}
+			if err := renderTemplate(b.tc.path(*templatePath), i, count, pod); err != nil {
+				return fmt.Errorf("pod template: %w", err)
+			}
+		}
+		pod = pod.DeepCopy()
+		pod.Namespace = namespace
+		if pod.Name == "" {
+			pod.Name = fmt.Sprintf("%s%06d", pod.GenerateName, b.podIndex)
+		}
+		b.podIndex++
+		if pvcTemplate != nil {
+			// kube's testutils.CreatePodWithPersistentVolume with bindVolume: a claim
+			// "pvc-<i>" bound to a volume "<namespace>-vol-<i>", and the pod using the claim.
+			pvcName := fmt.Sprintf("pvc-%d", i)
+			pvc := pvcTemplate.DeepCopy()
+			pvc.Name = pvcName
+			pvc.Namespace = namespace
+			pv := pvTemplate.DeepCopy()
+			volumeID := fmt.Sprintf("vol-%d", i)
+			pv.Name = volumeID
+			if pv.Spec.CSI != nil {
+				pv.Spec.CSI.VolumeHandle = volumeID
+			} else if pv.Spec.AWSElasticBlockStore != nil {
+				pv.Spec.AWSElasticBlockStore.VolumeID = volumeID
+			}
+			pv.Name = fmt.Sprintf("%s-%s", namespace, pv.Name)
+			if pv.Spec.CSI != nil {
+				pv.Spec.CSI.VolumeHandle = pv.Name
+			}
+			pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: pvcName, APIVersion: "v1"}
+			pv.Status.Phase = v1.VolumeBound
+			pvc.Spec.VolumeName = pv.Name
+			pvc.Status.Phase = v1.ClaimBound
+			legacyscheme.Scheme.Default(pvc)
+			legacyscheme.Scheme.Default(pv)
+			b.out.Objects = append(b.out.Objects, pvc, pv)
+			pod.Spec.Volumes = []v1.Volume{{Name: "vol", VolumeSource: v1.VolumeSource{
+				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName}}}}
+		}
+		legacyscheme.Scheme.Default(pod)
+		b.out.Pods = append(b.out.Pods, pod)
+		if measured {
+			b.out.MeasuredPods++
+		} else if b.out.MeasuredPods == 0 {
+			b.out.InitPods++
+		} else {
+			b.out.Unsupported = append(b.out.Unsupported, "pods created after the measured ones")
+		}
+	}
+	return nil
+}
+
+// Meta is workload.json: what the case folder of a workload holds.
+type Meta struct {
+	TestCase     string          `json:"testCase"`
+	Workload     string          `json:"workload"`
+	File         string          `json:"file"`
+	InitPods     int             `json:"initPods"`
+	MeasuredPods int             `json:"measuredPods"`
+	Nodes        int             `json:"nodes"`
+	FeatureGates map[string]bool `json:"featureGates"`
+	Unsupported  []string        `json:"unsupported"`
+	KubeVersion  string          `json:"kubeVersion"`
+}
+
+// Write writes the workload as a case folder: nodes.json, objects.json, pods.json (init pods,
+// then measured pods, all pending), config.yaml when the test case names one, and
+// workload.json (Meta).
+func (built *Built) Write(dir, file, kubeVersion string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	nodes := make([]runtime.Object, 0, len(built.Nodes))
+	for _, n := range built.Nodes {
+		nodes = append(nodes, n)
+	}
+	pods := make([]runtime.Object, 0, len(built.Pods))
+	for _, p := range built.Pods {
+		pods = append(pods, p)
+	}
+	for name, objects := range map[string][]runtime.Object{"nodes.json": nodes, "objects.json": built.Objects, "pods.json": pods} {
+		if err := writeList(filepath.Join(dir, name), objects); err != nil {
+			return err
+		}
+	}
+	config := filepath.Join(dir, "config.yaml")
+	_ = os.Remove(config)
+	if built.ConfigPath != "" {
+		data, err := os.ReadFile(built.ConfigPath)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(config, data, 0o644); err != nil {
+			return err
+		}
+	}
+	meta := Meta{
+		TestCase: built.TestCase, Workload: built.Workload, File: file,
+		InitPods: built.InitPods, MeasuredPods: built.MeasuredPods, Nodes: len(built.Nodes),
+		FeatureGates: built.FeatureGates, Unsupported: built.Unsupported, KubeVersion: kubeVersion,
+	}
+	if meta.Unsupported == nil {
+		meta.Unsupported = []string{}
+	}
+	data, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "workload.json"), append(data, '\n'), 0o644)
+}
+
+// ReadMeta reads a case folder's workload.json.
+func ReadMeta(dir string) (*Meta, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "workload.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s/workload.json: %w", dir, err)
+	}
+	return &m, nil
+}
