@@ -3,7 +3,7 @@
 
 use crate::framework::Reason;
 use crate::model::{
-    CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
+    Cluster, CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
     PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
 };
 
@@ -73,6 +73,67 @@ pub enum ClusterEvent {
     PdbUpdate(PodDisruptionBudget),
     /// A PodDisruptionBudget went away (by `namespace/name`).
     PdbDelete(String),
+}
+
+impl ClusterEvent {
+    /// What informers report when they first list `cluster`: every object but the pending
+    /// pods, as add events, in this order: namespaces, nodes, bound pods, StorageClasses,
+    /// PersistentVolumes, claims, CSINodes, CSIDrivers, CSIStorageCapacities,
+    /// PodDisruptionBudgets. The objects are taken out of `cluster`; its pending pods stay
+    /// there for the caller to add in its own order, and its workloads (which have no events)
+    /// go to the snapshot ([`Snapshot::set_workloads`](crate::snapshot::Snapshot::set_workloads)).
+    ///
+    /// ```
+    /// use sched_core::model::{load_node_list, Cluster};
+    /// use sched_core::scheduler::ClusterEvent;
+    ///
+    /// let mut cluster = Cluster::default();
+    /// cluster.nodes = load_node_list(r#"{"items": [{"metadata": {"name": "n1"}}]}"#)?;
+    /// let events = ClusterEvent::listing(&mut cluster);
+    /// assert!(matches!(&events[..], [ClusterEvent::NodeAdd(n)] if n.name() == "n1"));
+    /// assert!(cluster.nodes.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listing(cluster: &mut Cluster) -> Vec<ClusterEvent> {
+        let storage = std::mem::take(&mut cluster.storage);
+        let mut events = Vec::new();
+        events.extend(cluster.namespaces.drain(..).map(ClusterEvent::NamespaceAdd));
+        events.extend(cluster.nodes.drain(..).map(ClusterEvent::NodeAdd));
+        events.extend(cluster.bound.drain(..).map(ClusterEvent::PodAdd));
+        events.extend(
+            storage
+                .storage_classes
+                .into_iter()
+                .map(ClusterEvent::StorageClassAdd),
+        );
+        events.extend(
+            storage
+                .persistent_volumes
+                .into_iter()
+                .map(ClusterEvent::PersistentVolumeAdd),
+        );
+        events.extend(
+            storage
+                .persistent_volume_claims
+                .into_iter()
+                .map(ClusterEvent::PersistentVolumeClaimAdd),
+        );
+        events.extend(storage.csi_nodes.into_iter().map(ClusterEvent::CsiNodeAdd));
+        events.extend(
+            storage
+                .csi_drivers
+                .into_iter()
+                .map(ClusterEvent::CsiDriverAdd),
+        );
+        events.extend(
+            storage
+                .csi_storage_capacities
+                .into_iter()
+                .map(ClusterEvent::CsiStorageCapacityAdd),
+        );
+        events.extend(cluster.pdbs.drain(..).map(ClusterEvent::PdbAdd));
+        events
+    }
 }
 
 /// Kinds of cluster change, as bits (kube's `ClusterEvent` resource and action types).
@@ -244,6 +305,9 @@ pub fn events_for(reason: &Reason) -> EventMask {
         Reason::ReadWriteOncePodConflict => {
             node_add | E::ASSIGNED_POD_DELETE | E::PVC_ADD | E::PVC_UPDATE
         }
+        // Any predicate may narrow the nodes (kube requeues on the events of the plugins
+        // that did); which events can widen them is the predicate's own matter.
+        Reason::OutsidePreFilterResult => E::ALL,
         _ => E::ALL,
     }
 }
