@@ -6,6 +6,7 @@
 #
 #   bash scripts/reference.sh           build what is missing or stale, then check
 #   bash scripts/reference.sh --check   only check; exit 1 naming what is missing
+#   bash scripts/reference.sh --lint    gofmt and go vet on reference/
 #   source scripts/reference.sh         build, check and export the variables below
 #
 # Binaries (target/reference/bin):
@@ -40,7 +41,14 @@ $KUBE_REFERENCE_BIN/etcd etcd v3.6.4 (reference/cmd/etcd)
 EOF
 }
 
-# Checks every binary; names each missing one. Returns 1 when one is missing.
+# The k8s.io/kubernetes module's directory in Go's module cache (its scheduler_perf files are
+# the benchmark's workloads).
+kube_reference_module_dir() {
+  (cd "$_kr_mod" && go list -m -f '{{.Dir}}' k8s.io/kubernetes 2>/dev/null)
+}
+
+# Checks every binary and the module's files; names each missing one. Returns 1 when one is
+# missing.
 kube_reference_check() {
   local file what missing=0
   while read -r file what; do
@@ -49,6 +57,21 @@ kube_reference_check() {
       missing=1
     fi
   done < <(_kr_manifest)
+  if ! type -P go >/dev/null 2>&1; then
+    _kr_log "missing: the Go toolchain (\`go\` on PATH, 1.24 or newer)"
+    missing=1
+  else
+    local dir
+    dir=$(kube_reference_module_dir)
+    for file in go.mod test/integration/scheduler_perf/misc/performance-config.yaml \
+      test/integration/scheduler_perf/templates/pod-default.yaml; do
+      if [[ -z $dir || ! -r $dir/$file ]]; then
+        local where=${dir:-the Go module cache}
+        _kr_log "missing: k8s.io/kubernetes $KUBE_REFERENCE_VERSION module file $file (in $where; run go mod download in reference/)"
+        missing=1
+      fi
+    done
+  fi
   if ((missing)); then
     _kr_log "build them with: bash scripts/reference.sh"
     return 1
@@ -89,17 +112,29 @@ kube_reference_build() {
   kube_reference_check
 }
 
+# gofmt and go vet on the module's own code.
+kube_reference_lint() {
+  local unformatted
+  unformatted=$(cd "$_kr_mod" && gofmt -l .) || return 1
+  if [[ -n $unformatted ]]; then
+    _kr_log "gofmt would change: $unformatted"
+    return 1
+  fi
+  (cd "$_kr_mod" && go vet ./...)
+}
+
 kube_reference_main() {
   mkdir -p "$KUBE_REFERENCE_BIN" || return 1
   case ${1:-} in
     --check) kube_reference_check ;;
+    --lint) kube_reference_lint ;;
     "")
       _kr_log "building kube $KUBE_REFERENCE_VERSION from reference/ into $KUBE_REFERENCE_BIN"
       local start=$SECONDS
       kube_reference_build || return 1
       _kr_log "built in $((SECONDS - start)) s"
       ;;
-    *) echo "usage: bash scripts/reference.sh [--check]" >&2; return 2 ;;
+    *) echo "usage: bash scripts/reference.sh [--check | --lint]" >&2; return 2 ;;
   esac
 }
 

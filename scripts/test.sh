@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, real servers included:
-#   - installs (Debian packages) and starts PostgreSQL, etcd and Redis on loopback in a
-#     temporary directory (scripts/servers.sh), and stops them on exit;
+#   - builds kube v1.34.4 from the Go module in reference/ (scripts/reference.sh: the
+#     kube-scheduler oracle of the differential suite, the benchmark peer, kube-apiserver and
+#     etcd), checking every binary and module file by name, and runs gofmt and go vet on it;
+#   - installs (Debian packages) and starts PostgreSQL, etcd, Redis and kube-apiserver on
+#     loopback in a temporary directory (scripts/servers.sh), and stops them on exit;
 #   - formatting, the module layering check (scripts/check-layers.py), clippy with warnings
 #     as errors, every unit/integration/property/doc test,
 #     sched-core's scoring-kernel tests again optimized (the vector builds exist only with
@@ -19,6 +22,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "building kube v1.34.4 from reference/ (kube-scheduler oracle, benchmark peer, kube-apiserver, etcd)"
 # shellcheck source=scripts/reference.sh
 source scripts/reference.sh
+
+step "gofmt and go vet (reference/)"
+kube_reference_lint
 
 step "starting PostgreSQL, etcd and Redis on loopback"
 # shellcheck source=scripts/servers.sh
