@@ -501,15 +501,11 @@ fn wanted_profile(pod: &Pod) -> &str {
 
 /// `--cycle`: every object goes to the scheduling engine as the informers would report it,
 /// and the steps are taken as a caller takes them, under a simulated clock.
-fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
+fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
     let limit = args.until.unwrap_or(DEFAULT_UNTIL);
-    // Workloads and namespaces have no events: the engine starts from a snapshot that holds
-    // them and no node.
+    // Workloads have no events: the engine starts from a snapshot that holds them and no node.
     let mut snapshot = Snapshot::from_objects(Vec::new(), Vec::new()).map_err(|e| e.to_string())?;
-    snapshot.set_workloads(cluster.workloads);
-    let mut namespaces = NamespaceLabels::new();
-    namespaces.extend_from(&cluster.namespaces);
-    snapshot.set_namespace_labels(namespaces);
+    snapshot.set_workloads(std::mem::take(&mut cluster.workloads));
     let (scheduler, profiles) = match &args.config {
         Some(path) => {
             let config = SchedulerConfiguration::from_file(path).map_err(|e| e.to_string())?;
@@ -588,33 +584,9 @@ fn run_cycle(args: &Args, cluster: Cluster) -> Result<Outcome, String> {
         "{:>9}  {:<pod_width$}  {:<profile_width$}  result",
         "time", "pod", "profile"
     );
-    for node in cluster.nodes {
-        scheduler.apply(ClusterEvent::NodeAdd(node), now);
-    }
-    for pod in cluster.bound {
-        scheduler.apply(ClusterEvent::PodAdd(pod), now);
-    }
-    let storage = cluster.storage;
-    for class in storage.storage_classes {
-        scheduler.apply(ClusterEvent::StorageClassAdd(class), now);
-    }
-    for pv in storage.persistent_volumes {
-        scheduler.apply(ClusterEvent::PersistentVolumeAdd(pv), now);
-    }
-    for pvc in storage.persistent_volume_claims {
-        scheduler.apply(ClusterEvent::PersistentVolumeClaimAdd(pvc), now);
-    }
-    for csi in storage.csi_nodes {
-        scheduler.apply(ClusterEvent::CsiNodeAdd(csi), now);
-    }
-    for driver in storage.csi_drivers {
-        scheduler.apply(ClusterEvent::CsiDriverAdd(driver), now);
-    }
-    for capacity in storage.csi_storage_capacities {
-        scheduler.apply(ClusterEvent::CsiStorageCapacityAdd(capacity), now);
-    }
-    for pdb in cluster.pdbs {
-        scheduler.apply(ClusterEvent::PdbAdd(pdb), now);
+    // Namespaces, nodes, bound pods, storage objects and budgets, as informers list them.
+    for event in ClusterEvent::listing(&mut cluster) {
+        scheduler.apply(event, now);
     }
     // The pending pods arrive last, in file order: the queue orders them by priority, then
     // arrival. Gated pods and pods of a scheduler no profile has are reported as they arrive.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sched_core::config::Registry;
 use sched_core::model::Pod;
 use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, Step};
-use sched_core::snapshot::{NamespaceLabels, Snapshot};
+use sched_core::snapshot::Snapshot;
 
 use crate::case::Case;
 
@@ -193,9 +193,6 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
     let mut snapshot = Snapshot::from_objects(Vec::new(), Vec::new())
         .map_err(|e| PerfError::Read(e.to_string()))?;
     snapshot.set_workloads(std::mem::take(&mut cluster.workloads));
-    let mut namespaces = NamespaceLabels::new();
-    namespaces.extend_from(&cluster.namespaces);
-    snapshot.set_namespace_labels(namespaces);
     let sched = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)
         .map_err(|e| PerfError::Config(e.to_string()))?;
     let mut driver = Driver {

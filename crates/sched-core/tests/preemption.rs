@@ -845,6 +845,7 @@ fn fit_error(pod: &Pod, all: usize, statuses: &[(&str, Status)]) -> FitError {
                 messages: vec![],
             })
             .collect(),
+        pre_filter_message: None,
     }
 }
 
@@ -1519,6 +1520,7 @@ fn kube_nodes_where_preemption_might_help() {
                     messages: vec![],
                 })
                 .collect(),
+            pre_filter_message: None,
         };
         let got: Vec<&str> = nodes_where_preemption_might_help(&snapshot, &error)
             .into_iter()

@@ -72,6 +72,8 @@ impl<P: Predicate> DynPredicate for P {
         Ok(match Predicate::prepare(self, cx)? {
             Prepared::Skip => Prepared::Skip,
             Prepared::Run(s) => Prepared::Run(ErasedState::new(s)),
+            Prepared::RunOn(s, nodes) => Prepared::RunOn(ErasedState::new(s), nodes),
+            Prepared::Reject(r) => Prepared::Reject(r),
         })
     }
 

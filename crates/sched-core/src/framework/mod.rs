@@ -26,7 +26,9 @@ use std::borrow::Cow;
 pub use boxed::{BoxPredicate, BoxPriority};
 pub(crate) use boxed::{ErasedState, PreparedScoring};
 pub use error::{PluginError, PluginErrorKind};
-pub use plugin::{Predicate, Prepared, PreparedScore, Priority, predicate_fn, priority_fn};
+pub use plugin::{
+    Predicate, Prepared, PreparedScore, Priority, Rejection, predicate_fn, priority_fn,
+};
 
 use crate::model::{
     Node, Pod, Resources, has_pod_level_requests, pod_container_non_zero_requests,
@@ -130,6 +132,10 @@ pub enum Reason {
     /// A volume of the pod cannot be resolved before any node is looked at (kube's PreFilter
     /// rejections of the volume plugins); every node gets it.
     Volume(VolumeProblem),
+    /// A predicate narrowed the pod's nodes to others ([`Prepared::RunOn`], kube's
+    /// `PreFilterResult`): the node was not filtered. The profile's explanation names the
+    /// predicates that narrowed the nodes ("node(s) didn't satisfy plugin(s) [NodeAffinity]").
+    OutsidePreFilterResult,
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),
     /// A scheduler extender rejected the node (its message is in the fit error's
@@ -341,6 +347,8 @@ impl Reason {
                     .into(),
             }),
             Reason::Volume(problem) => out(problem.text().into()),
+            // The profile names the predicates (see `Reason::OutsidePreFilterResult`).
+            Reason::OutsidePreFilterResult => out("node(s) didn't satisfy plugin(s)".into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),
             Reason::Extender { .. } => out("node(s) were rejected by an extender".into()),
         }

@@ -1,13 +1,14 @@
 //! The plugin traits with typed per-pod state, and plugins from closures.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 use super::{CycleContext, PluginError, Reason};
 use crate::fast_path::{FastFilter, FastScore, Sealed};
 use crate::model::Pod;
 use crate::snapshot::{NodeInfo, NodeRef};
 
-/// What a predicate will do for this pod.
+/// What a predicate will do for this pod (kube's PreFilter outcome).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Prepared<S> {
@@ -15,6 +16,56 @@ pub enum Prepared<S> {
     Skip,
     /// Run `filter` on each node, with this state.
     Run(S),
+    /// Run `filter` with this state on the nodes of these names only (kube's
+    /// `PreFilterResult`). Every other node fails without being filtered, with "node(s) didn't
+    /// satisfy plugin(s) [...]" naming the predicates that narrowed the nodes
+    /// ([`Reason::OutsidePreFilterResult`]). The sets of several predicates intersect; an empty
+    /// intersection rejects the pod as a whole ("node(s) didn't satisfy plugin X", or
+    /// "plugin(s) [X Y] simultaneously"). Names of no node in the snapshot are ignored.
+    RunOn(S, BTreeSet<String>),
+    /// The pod fits on no node, whatever the node (kube's PreFilter returning
+    /// `UnschedulableAndUnresolvable`): no further predicate is prepared and no node is
+    /// filtered. Every node fails with the rejection's reason and message, and the FitError of
+    /// a [`KubeVersion::V1_34`](super::KubeVersion) profile prints the message alone, without
+    /// counting nodes ("0/3 nodes are available: pod has unbound immediate
+    /// PersistentVolumeClaims."); v1.20 counted it on every node.
+    Reject(Rejection),
+}
+
+/// A predicate's rejection of the pod as a whole, before any node is filtered
+/// ([`Prepared::Reject`]): the reason every node gets (what preemption and the scheduling
+/// queue read) and kube's message, which may name the objects at fault.
+///
+/// ```
+/// use sched_core::framework::{Reason, Rejection};
+/// let r = Rejection::new(Reason::UnboundImmediateClaims, "pod has unbound immediate PersistentVolumeClaims");
+/// assert_eq!(r.reason(), Reason::UnboundImmediateClaims);
+/// assert_eq!(r.message(), "pod has unbound immediate PersistentVolumeClaims");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    reason: Reason,
+    message: String,
+}
+
+impl Rejection {
+    /// A rejection for `reason`, worded `message`.
+    pub fn new(reason: Reason, message: impl Into<String>) -> Rejection {
+        Rejection {
+            reason,
+            message: message.into(),
+        }
+    }
+
+    /// The reason every node fails with.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// kube's message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 /// What a priority will do for this pod.

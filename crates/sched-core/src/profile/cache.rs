@@ -119,6 +119,11 @@ pub(super) struct Scratch {
     pub(super) kernel: KernelOut,
     /// The active predicates of the cycle with their states.
     pub(super) active: Vec<(u16, ErasedState)>,
+    /// The predicates that narrowed the cycle's nodes (kube's `PreFilterResult`), by index;
+    /// empty when none did.
+    pub(super) narrowing: Vec<u16>,
+    /// The nodes they narrowed it to that are in the snapshot: snapshot indices, ascending.
+    pub(super) narrowed: Vec<u32>,
     /// The priorities' prepared forms of the cycle.
     pub(super) prepared: Vec<PreparedScoring>,
 }

@@ -30,6 +30,13 @@ pub struct FitError {
     pub num_all_nodes: usize,
     /// Each rejected node, in snapshot order.
     pub failures: Vec<NodeFailure>,
+    /// When a predicate rejected the pod as a whole before any node was filtered
+    /// ([`Prepared::Reject`](crate::framework::Prepared::Reject), kube v1.34's
+    /// `Diagnosis.PreFilterMsg`): its message, which the summary prints alone ("0/3 nodes are
+    /// available: pod has unbound immediate PersistentVolumeClaims."); every node of
+    /// `failures` has it as its reason. `None` otherwise, and in v1.20 profiles, whose summary
+    /// counts it on every node.
+    pub pre_filter_message: Option<String>,
 }
 
 impl FitError {
@@ -53,6 +60,9 @@ impl FitError {
 impl fmt::Display for FitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0/{} nodes are available", self.num_all_nodes)?;
+        if let Some(m) = &self.pre_filter_message {
+            return write!(f, ": {m}.");
+        }
         let h = self.histogram();
         if !h.is_empty() {
             f.write_str(": ")?;
@@ -169,44 +179,45 @@ impl Profile {
         if self.always_check_all_predicates {
             for p in &self.predicates {
                 prepared.push(match p.prepare(cx) {
-                    Ok(Prepared::Run(s)) => Some(s),
+                    // The failures filtered are in every narrowed set.
+                    Ok(Prepared::Run(s) | Prepared::RunOn(s, _)) => Some(s),
                     _ => None,
                 });
             }
         }
-        let failures = failures
-            .into_iter()
-            .map(|(idx, pi, reason)| {
-                let node_ref = snapshot.node(idx as usize);
-                let mut codes: Vec<(usize, Reason)> = vec![(pi as usize, reason)];
-                if self.always_check_all_predicates {
-                    codes.clear();
-                    for (i, p) in self.predicates.iter().enumerate() {
-                        if let Some(state) = &prepared[i]
-                            && let Err(r) = p.filter(cx, state, node_ref)
-                        {
-                            codes.push((i, r));
-                        }
-                    }
-                    if codes.is_empty() {
-                        // Blocked by the pods nominated there: the recorded reason stands.
-                        codes.push((pi as usize, reason));
+        let failures = failures.into_iter().map(|(idx, pi, reason)| {
+            let node_ref = snapshot.node(idx as usize);
+            let mut codes: Vec<(usize, Reason)> = vec![(pi as usize, reason)];
+            if self.always_check_all_predicates {
+                codes.clear();
+                for (i, p) in self.predicates.iter().enumerate() {
+                    if let Some(state) = &prepared[i]
+                        && let Err(r) = p.filter(cx, state, node_ref)
+                    {
+                        codes.push((i, r));
                     }
                 }
-                let mut messages = Vec::new();
-                for (i, r) in &codes {
-                    match r {
-                        Reason::Custom(code) => {
-                            messages.push(self.predicates[*i].explain(*code).into_owned())
-                        }
-                        _ => r.write_messages(
-                            self.version,
-                            cx.requests(),
-                            node_ref.node(),
-                            &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
-                        ),
-                    }
+                if codes.is_empty() {
+                    // Blocked by the pods nominated there: the recorded reason stands.
+                    codes.push((pi as usize, reason));
                 }
+            }
+            let mut messages = Vec::new();
+            for (i, r) in &codes {
+                match r {
+                    Reason::Custom(code) => {
+                        messages.push(self.predicates[*i].explain(*code).into_owned())
+                    }
+                    _ => r.write_messages(
+                        self.version,
+                        cx.requests(),
+                        node_ref.node(),
+                        &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
+                    ),
+                }
+            }
+            (
+                idx,
                 NodeFailure {
                     node: node_ref.info().name().to_string(),
                     codes: codes
@@ -214,13 +225,21 @@ impl Profile {
                         .map(|(i, r)| (self.predicates[i].name().to_string(), r))
                         .collect(),
                     messages,
-                }
-            })
-            .collect();
+                },
+            )
+        });
+        // The nodes a predicate's narrowed set left out join them in snapshot order.
+        let mut failures: Vec<(u32, NodeFailure)> = failures.collect();
+        let outside = self.outside_failures(cache, cx);
+        if !outside.is_empty() {
+            failures.extend(outside);
+            failures.sort_by_key(|(i, _)| *i);
+        }
         FitError {
             pod: cx.pod().key(),
             num_all_nodes: snapshot.len(),
-            failures,
+            failures: failures.into_iter().map(|(_, f)| f).collect(),
+            pre_filter_message: None,
         }
     }
 }

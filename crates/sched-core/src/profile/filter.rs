@@ -224,6 +224,62 @@ impl Profile {
         s.failures.truncate(kept);
     }
 
+    /// Filters the nodes the predicates narrowed the cycle to (the cache's `narrowed`, kube's
+    /// `findNodesThatPassFilters` over a PreFilterResult's nodes): from position
+    /// `next_start_index % len` of that list on, in batches, until `to_find` nodes fit. A node
+    /// of `blocked` fails with its blocked reason (kube's filter with nominated pods fails
+    /// first). Returns the nodes processed.
+    pub(super) fn filter_narrowed(
+        &self,
+        cache: &mut Cache,
+        cx: &CycleContext<'_>,
+        active: &[(u16, ErasedState)],
+        to_find: usize,
+        blocked: &[(u32, u16, Reason)],
+    ) -> usize {
+        let s = &mut cache.scratch;
+        s.feasible.clear();
+        s.failures.clear();
+        let nodes = std::mem::take(&mut s.narrowed);
+        let len = nodes.len();
+        let mut pos = 0;
+        if len > 0 && to_find > 0 {
+            let start = cache.next_start_index % len;
+            let buf = &mut s.seq;
+            'search: while pos < len {
+                let needed = to_find - s.feasible.len();
+                let batch = needed.clamp(8, SEQ_BATCH).min(len - pos);
+                buf.nodes.clear();
+                buf.nodes
+                    .extend((pos..pos + batch).map(|p| nodes[(start + p) % len]));
+                buf.filter(
+                    &self.predicates,
+                    active,
+                    self.always_check_all_predicates,
+                    cx,
+                );
+                for (&idx, o) in buf.nodes.iter().zip(&buf.out) {
+                    pos += 1;
+                    let outcome = match blocked.iter().find(|b| b.0 == idx) {
+                        Some(&(_, pi, r)) => Err((pi, r)),
+                        None => *o,
+                    };
+                    match outcome {
+                        Ok(()) => {
+                            s.feasible.push(idx);
+                            if s.feasible.len() >= to_find {
+                                break 'search;
+                            }
+                        }
+                        Err((pi, r)) => s.failures.push((idx, pi, r)),
+                    }
+                }
+            }
+        }
+        s.narrowed = nodes;
+        pos
+    }
+
     pub(super) fn filter_sequential(
         &self,
         cache: &mut Cache,

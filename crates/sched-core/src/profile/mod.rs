@@ -37,6 +37,7 @@ mod explain;
 mod extension;
 mod filter;
 pub(crate) mod kernel;
+mod prefilter;
 mod score;
 
 use crate::framework::Reason;
@@ -366,12 +367,28 @@ impl Profile {
     ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
         let cx = CycleContext::for_version(pod, snapshot, self.version);
         let node = snapshot.node(index);
-        let mut reasons = Vec::new();
+        // PreFilter first, as kube: a rejection stops it, and a node outside a predicate's
+        // narrowed set fails that predicate without being filtered.
+        let mut prepared = Vec::with_capacity(self.predicates.len());
         for (i, p) in self.predicates.iter().enumerate() {
-            if let Prepared::Run(state) = p.prepare(&cx)?
-                && let Err(r) = p.filter(&cx, &state, node)
-            {
-                reasons.push((i as u16, r));
+            match p.prepare(&cx)? {
+                Prepared::Skip => {}
+                Prepared::Run(state) => prepared.push((i as u16, Some(state))),
+                Prepared::RunOn(state, names) => prepared.push((
+                    i as u16,
+                    names.contains(node.info().name()).then_some(state),
+                )),
+                Prepared::Reject(r) => return Ok(Err(vec![(i as u16, r.reason())])),
+            }
+        }
+        let mut reasons = Vec::new();
+        for (i, state) in &prepared {
+            let outcome = match state {
+                Some(state) => self.predicates[*i as usize].filter(&cx, state, node),
+                None => Err(Reason::OutsidePreFilterResult),
+            };
+            if let Err(r) = outcome {
+                reasons.push((*i, r));
                 if !self.always_check_all_predicates {
                     break;
                 }
@@ -419,47 +436,54 @@ impl Profile {
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        active.clear();
-        for (i, p) in self.predicates.iter().enumerate() {
-            match p.prepare(cx)? {
-                Prepared::Skip => {}
-                Prepared::Run(state) => active.push((i as u16, state)),
+        self.pre_filter(cache, cx, active)?;
+        // kube's numFeasibleNodesToFind over the nodes searched (all, or the narrowed ones).
+        let to_find = |searched: usize| {
+            if let Some(e) = extension.as_deref()
+                && self.version == KubeVersion::V1_34
+                && self.priorities.is_empty()
+                && !e.prioritizes()
+                && !e.filters()
+            {
+                // kube v1.34: neither scoring nor filtering extenders, so one node is enough.
+                return 1.min(searched);
             }
-        }
-        let mut to_find = num_feasible_nodes_to_find(n, self.percentage_of_nodes_to_score);
-        if let Some(e) = extension.as_deref()
-            && self.version == KubeVersion::V1_34
-            && self.priorities.is_empty()
-            && !e.prioritizes()
-            && !e.filters()
-        {
-            // kube v1.34: neither scoring nor filtering extenders, so one node is enough.
-            to_find = 1;
-        }
-        // Blocked nodes are filtered like the others, then taken out: look for as many more
-        // feasible nodes as there are blocked ones, and cut after the `to_find`-th one left.
-        let find = (to_find + blocked.len()).min(n);
+            num_feasible_nodes_to_find(searched, self.percentage_of_nodes_to_score)
+        };
         let start = cache.next_start_index % n;
-        let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
-            None
+        if Profile::narrowed(cache) {
+            // Only the nodes a predicate narrowed the pod to are searched (kube's
+            // PreFilterResult); the others fail in the explanation.
+            let to_find = to_find(cache.scratch.narrowed.len());
+            let processed = self.filter_narrowed(cache, cx, active, to_find, blocked);
+            cache.next_start_index = (start + processed) % n;
         } else {
-            active.iter().try_fold(FastFilter::ALL, |acc, (pi, state)| {
-                Some(acc.and(self.predicates[*pi as usize].fast_filter(cx, state)?))
-            })
-        };
-        let mut processed = if let Some(filter) = fast {
-            self.filter_fast(cache, cx, filter, start, find)
-        } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
-            self.filter_parallel(cache, cx, active, start, find)
-        } else {
-            self.filter_sequential(cache, cx, active, start, find)
-        };
-        if !blocked.is_empty() {
-            processed = cache
-                .scratch
-                .apply_blocked(blocked, start, n, to_find, processed);
+            let to_find = to_find(n);
+            // Blocked nodes are filtered like the others, then taken out: look for as many
+            // more feasible nodes as there are blocked ones, and cut after the `to_find`-th
+            // one left.
+            let find = (to_find + blocked.len()).min(n);
+            let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
+                None
+            } else {
+                active.iter().try_fold(FastFilter::ALL, |acc, (pi, state)| {
+                    Some(acc.and(self.predicates[*pi as usize].fast_filter(cx, state)?))
+                })
+            };
+            let mut processed = if let Some(filter) = fast {
+                self.filter_fast(cache, cx, filter, start, find)
+            } else if self.pool.is_some() && n >= self.parallel_threshold && !active.is_empty() {
+                self.filter_parallel(cache, cx, active, start, find)
+            } else {
+                self.filter_sequential(cache, cx, active, start, find)
+            };
+            if !blocked.is_empty() {
+                processed = cache
+                    .scratch
+                    .apply_blocked(blocked, start, n, to_find, processed);
+            }
+            cache.next_start_index = (start + processed) % n;
         }
-        cache.next_start_index = (start + processed) % n;
 
         if cache.scratch.feasible.is_empty() {
             self.resolve_pending(cache, cx, active);

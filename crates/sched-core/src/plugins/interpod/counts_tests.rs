@@ -229,6 +229,7 @@ fn filter_all(
     let state = match p.prepare(cx) {
         Ok(Prepared::Skip) => return Ok(None),
         Ok(Prepared::Run(s)) => s,
+        Ok(_) => unreachable!("InterPodAffinity neither narrows nor rejects in PreFilter"),
         Err(e) => return Ok(Some(vec![Err(Reason::Custom(e.to_string().len() as u32))])),
     };
     let out: Vec<_> = (0..snap.len())

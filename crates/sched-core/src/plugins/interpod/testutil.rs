@@ -170,6 +170,7 @@ pub(crate) fn run_filter(
                 .map(|i| p.filter(&cx, &state, snap.node(i)))
                 .collect(),
         )),
+        _ => unreachable!("InterPodAffinity neither narrows nor rejects in PreFilter"),
     }
 }
 

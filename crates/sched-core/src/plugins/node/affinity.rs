@@ -3,9 +3,10 @@
 
 use crate::formulas::{MAX_NODE_SCORE, default_normalize};
 use crate::framework::{
-    CycleContext, PluginError, PluginErrorKind, Predicate, Prepared, PreparedScore, Priority,
-    Reason,
+    CycleContext, KubeVersion, PluginError, PluginErrorKind, Predicate, Prepared, PreparedScore,
+    Priority, Reason, Rejection,
 };
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::model::{
@@ -329,6 +330,13 @@ impl RequiredState {
 /// With [`MatchNodeSelector::with_added_affinity`] (kube's `NodeAffinityArgs.addedAffinity`),
 /// every node must first match that selector too: "node(s) didn't match scheduler-enforced
 /// node affinity".
+///
+/// In a v1.34 profile, when every required term names nodes with `matchFields`
+/// `metadata.name In [...]` (a DaemonSet's pods do), the pod is narrowed to those nodes
+/// ([`Prepared::RunOn`], kube's `PreFilterResult`: the union over the terms of each term's
+/// intersection of its `In` lists): only they are filtered, the others fail with "node(s)
+/// didn't satisfy plugin(s) [NodeAffinity]". Terms whose lists have nothing in common reject
+/// the pod: "pod affinity terms conflict".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MatchNodeSelector {
     added: Option<Arc<NodeSelector>>,
@@ -371,7 +379,20 @@ impl Predicate for MatchNodeSelector {
         if added.is_none() && pod.is_none() {
             return Ok(Prepared::Skip);
         }
-        Ok(Prepared::Run(SelectorState { added, pod }))
+        let state = SelectorState { added, pod };
+        if cx.kube_version() >= KubeVersion::V1_34 {
+            match required_node_names(cx.pod()) {
+                NodeNames::All => {}
+                NodeNames::Only(names) => return Ok(Prepared::RunOn(state, names)),
+                NodeNames::Conflict => {
+                    return Ok(Prepared::Reject(Rejection::new(
+                        Reason::NodeSelectorMismatch,
+                        "pod affinity terms conflict",
+                    )));
+                }
+            }
+        }
+        Ok(Prepared::Run(state))
     }
 
     fn filter(
@@ -389,6 +410,55 @@ impl Predicate for MatchNodeSelector {
             Some(st) if !st.matches(cx, node) => Err(Reason::NodeSelectorMismatch),
             _ => Ok(()),
         }
+    }
+}
+
+/// The nodes a pod's required node affinity names by `metadata.name`.
+#[derive(Debug, PartialEq, Eq)]
+enum NodeNames {
+    /// Any node may match (a term without a `metadata.name In` field requirement, or no
+    /// required terms).
+    All,
+    /// Only these names can match.
+    Only(BTreeSet<String>),
+    /// No name can match: every term's `In` lists have nothing in common.
+    Conflict,
+}
+
+/// kube v1.34's NodeAffinity PreFilter: the union over the required terms of each term's
+/// `matchFields` `metadata.name In` lists intersected; any term without one allows every node.
+fn required_node_names(pod: &crate::model::Pod) -> NodeNames {
+    let Some(required) = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| na.required.as_ref())
+    else {
+        return NodeNames::All;
+    };
+    let mut names: Option<BTreeSet<String>> = None;
+    for term in &required.node_selector_terms {
+        let mut in_term: Option<BTreeSet<String>> = None;
+        for r in &term.match_fields {
+            if r.key == NAME_FIELD && r.operator == NodeSelectorOperator::In {
+                let values: BTreeSet<String> = r.values.iter().cloned().collect();
+                in_term = Some(match in_term {
+                    None => values,
+                    Some(prev) => prev.intersection(&values).cloned().collect(),
+                });
+            }
+        }
+        let Some(in_term) = in_term else {
+            // The terms are ORed: this one may match any node.
+            return NodeNames::All;
+        };
+        names.get_or_insert_with(BTreeSet::new).extend(in_term);
+    }
+    match names {
+        None => NodeNames::All,
+        Some(n) if n.is_empty() => NodeNames::Conflict,
+        Some(n) => NodeNames::Only(n),
     }
 }
 
@@ -560,7 +630,15 @@ mod tests {
         let snap = snapshot(vec![labeled(name, labels)], vec![]);
         let got = filter(&MatchNodeSelector::new(), pod, &snap, 0);
         if let Err(r) = got {
-            assert_eq!(r, Reason::NodeSelectorMismatch);
+            // A node a `metadata.name` term leaves out is not filtered (v1.34's
+            // PreFilterResult, `affinity_v1_34_tests`).
+            assert!(
+                matches!(
+                    r,
+                    Reason::NodeSelectorMismatch | Reason::OutsidePreFilterResult
+                ),
+                "{r:?}"
+            );
         }
         let snap2 = snapshot(
             vec![

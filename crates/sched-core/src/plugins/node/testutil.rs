@@ -92,19 +92,35 @@ pub(crate) fn filter_all(
     snap: &Snapshot,
 ) -> Vec<Result<(), Reason>> {
     let cx = CycleContext::new(pod, snap);
-    match p.prepare(&cx).unwrap() {
-        Prepared::Skip => vec![Ok(()); snap.len()],
-        Prepared::Run(state) => {
-            let one: Vec<Result<(), Reason>> = (0..snap.len())
-                .map(|i| p.filter(&cx, &state, snap.node(i)))
-                .collect();
-            // The scheduler filters through `filter_batch`: it must agree with `filter`.
-            let nodes: Vec<u32> = (0..snap.len() as u32).collect();
-            let mut batch = vec![Err(Reason::Custom(u32::MAX)); snap.len()];
-            p.filter_batch(&cx, &state, &nodes, &mut batch);
-            assert_eq!(batch, one, "{}: filter_batch differs from filter", p.name());
-            one
-        }
+    let (state, names) = match p.prepare(&cx).unwrap() {
+        Prepared::Skip => return vec![Ok(()); snap.len()],
+        // Every node fails with the rejection's reason, as the profile reports it.
+        Prepared::Reject(r) => return vec![Err(r.reason()); snap.len()],
+        Prepared::Run(state) => (state, None),
+        Prepared::RunOn(state, names) => (state, Some(names)),
+    };
+    let one: Vec<Result<(), Reason>> = (0..snap.len())
+        .map(|i| p.filter(&cx, &state, snap.node(i)))
+        .collect();
+    // The scheduler filters through `filter_batch`: it must agree with `filter`.
+    let nodes: Vec<u32> = (0..snap.len() as u32).collect();
+    let mut batch = vec![Err(Reason::Custom(u32::MAX)); snap.len()];
+    p.filter_batch(&cx, &state, &nodes, &mut batch);
+    assert_eq!(batch, one, "{}: filter_batch differs from filter", p.name());
+    // Nodes outside a narrowed set are not filtered: they fail as the profile reports them.
+    match names {
+        None => one,
+        Some(names) => one
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| {
+                if names.contains(snap.node(i).info().name()) {
+                    o
+                } else {
+                    Err(Reason::OutsidePreFilterResult)
+                }
+            })
+            .collect(),
     }
 }
 

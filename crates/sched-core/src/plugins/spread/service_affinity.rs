@@ -294,6 +294,7 @@ mod tests {
             let got = match p.prepare(&cx).unwrap() {
                 Prepared::Skip => Ok(()),
                 Prepared::Run(st) => p.filter(&cx, &st, snap.node(c.node)),
+                _ => unreachable!("ServiceAffinity neither narrows nor rejects"),
             };
             let want = if c.fits {
                 Ok(())

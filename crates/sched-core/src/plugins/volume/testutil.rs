@@ -121,6 +121,10 @@ pub(crate) fn run(
                 .map(|i| p.filter(&cx, &state, snap.node(i)))
                 .collect(),
         ),
+        // A rejection of the pod: every node fails with its reason, as the profile reports
+        // it (`rejection` gives the message).
+        Prepared::Reject(r) => (false, vec![Err(r.reason()); snap.len()]),
+        Prepared::RunOn(..) => unreachable!("the volume plugins do not narrow the nodes"),
     }
 }
 
