@@ -1105,13 +1105,14 @@ fn volume_plugins_read_the_snapshots_storage_objects() {
         serde_json::json!({"metadata": {"namespace": "default"}, "spec": {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}}),
     );
     let profile_default = profile("");
-    // The claim does not exist: every node fails, with the volume plugins' reasons.
+    // The claim does not exist: the pod is rejected before any node is filtered, with
+    // kube's text naming the claim.
     let err = profile_default
         .schedule(&mut profile_default.create_cache(), &p, &snapshot)
         .unwrap_err();
-    assert!(
-        err.to_string().contains("persistentvolumeclaim not found"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        "0/2 nodes are available: persistentvolumeclaim \"data-db-0\" not found."
     );
     // Bound to a PV in zone z2: only node b.
     let objects = sched_core::model::load_bytes(

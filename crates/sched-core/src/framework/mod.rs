@@ -130,7 +130,9 @@ pub enum Reason {
     /// A `ReadWriteOncePod` claim of the pod is in use by another pod (VolumeRestrictions).
     ReadWriteOncePodConflict,
     /// A volume of the pod cannot be resolved before any node is looked at (kube's PreFilter
-    /// rejections of the volume plugins); every node gets it.
+    /// rejections of the volume plugins): in a v1.34 profile the pod is rejected as a whole
+    /// ([`Prepared::Reject`], whose message names the object), in a v1.20 profile every node
+    /// fails with it.
     Volume(VolumeProblem),
     /// A predicate narrowed the pod's nodes to others ([`Prepared::RunOn`], kube's
     /// `PreFilterResult`): the node was not filtered. The profile's explanation names the
@@ -174,7 +176,8 @@ impl VolumeBindingConflicts {
 
 /// Why the volume plugins reject a pod on every node: a claim, volume or class it names cannot
 /// be resolved. kube's texts name the object (`persistentvolumeclaim "data" not found`); a
-/// [`Reason`] carries no text, so these name the kind only.
+/// [`Reason`] carries no text, so these name the kind only, and a v1.34 profile's
+/// [`Rejection`] carries kube's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum VolumeProblem {

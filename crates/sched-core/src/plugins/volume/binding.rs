@@ -2,8 +2,8 @@
 //! and whether unbound `WaitForFirstConsumer` claims can be bound or provisioned on the node.
 
 use crate::framework::{
-    CycleContext, KubeVersion, PluginError, Predicate, Prepared, Reason, VolumeBindingConflicts,
-    VolumeProblem,
+    CycleContext, KubeVersion, PluginError, PluginErrorKind, Predicate, Prepared, Reason,
+    Rejection, VolumeBindingConflicts, VolumeProblem,
 };
 use crate::model::{
     Node, PersistentVolume, PersistentVolumeClaim, StorageClass, TopologySelectorTerm,
@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::snapshot::{NodeRef, StorageIndex};
 
-use super::{claim_name, lookup_claim, pv_class, pv_fits_node};
+use super::{claim_name, lookup_claim, not_found, owned_by, pv_class, pv_fits_node};
 
 /// The annotation the scheduler puts on a claim it chose a node for.
 const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -41,9 +41,14 @@ const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 ///   provision are checked in turn and the first that fails decides): "node(s) did not have
 ///   enough free storage";
 /// - an unbound claim of an `Immediate` class (or of a class that does not exist, or with no
-///   class) rejects every node: "pod has unbound immediate PersistentVolumeClaims".
+///   class) rejects the pod: "pod has unbound immediate PersistentVolumeClaims".
 ///
-/// Claims that cannot be resolved reject every node with a [`Reason::Volume`]. Not done: the
+/// Claims that cannot be resolved reject the pod with a [`Reason::Volume`]: in a v1.34 profile
+/// before any node is filtered ([`Prepared::Reject`]), with kube's text naming the claim
+/// (`persistentvolumeclaim "data" not found`, `... is being deleted`, `... bound to
+/// non-existent persistentvolume "pv"`, a claim of an ephemeral volume not yet created or not
+/// the pod's), and a claim's class without a binding mode fails the attempt with an error, as
+/// in kube; a v1.20 profile fails every node with the reason instead. Not done: the
 /// in-tree to CSI translation of bound PVs' node affinity and the PreFilter node set kube derives from bound
 /// local PVs. The profile does not keep the chosen PVs for the next pods: call
 /// [`assume_volumes`] after placing a pod (and [`forget_volumes`] to undo it).
@@ -93,7 +98,7 @@ pub struct BindingState {
 }
 
 /// kube's `IsDelayBindingMode`.
-fn delay_binding(storage: &StorageIndex, pvc: &PersistentVolumeClaim) -> Result<bool, Reason> {
+fn delay_binding(storage: &StorageIndex, pvc: &PersistentVolumeClaim) -> Result<bool, Rejection> {
     let class = pvc.class();
     if class.is_empty() {
         return Ok(false);
@@ -102,16 +107,78 @@ fn delay_binding(storage: &StorageIndex, pvc: &PersistentVolumeClaim) -> Result<
         return Ok(false);
     };
     match sc.volume_binding_mode {
-        None => Err(Reason::Volume(VolumeProblem::BindingModeNotSet)),
+        None => Err(Rejection::new(
+            Reason::Volume(VolumeProblem::BindingModeNotSet),
+            format!("VolumeBindingMode not set for StorageClass \"{class}\""),
+        )),
         Some(m) => Ok(m == VolumeBindingMode::WaitForFirstConsumer),
     }
 }
 
+/// kube v1.34's `podHasPVCs`, the first half of VolumeBinding's PreFilter: every claim of the
+/// pod exists, is not `Lost`, is not being deleted and, for a generic ephemeral volume, is
+/// the pod's own; else the rejection with kube's text.
+fn check_claims_v1_34(storage: &StorageIndex, pod: &crate::model::Pod) -> Result<(), Rejection> {
+    let problem = |p, message: String| Err(Rejection::new(Reason::Volume(p), message));
+    for v in &pod.spec.volumes {
+        let Some((name, ephemeral)) = claim_name(pod, v) else {
+            continue;
+        };
+        let Some(pvc) = storage.pvc(&pod.metadata.namespace, &name) else {
+            return problem(
+                VolumeProblem::ClaimNotFound,
+                if ephemeral {
+                    format!(
+                        "waiting for ephemeral volume controller to create the \
+                         persistentvolumeclaim \"{name}\""
+                    )
+                } else {
+                    not_found("persistentvolumeclaim", &name)
+                },
+            );
+        };
+        if pvc.status.phase == "Lost" {
+            return problem(
+                VolumeProblem::ClaimLost,
+                format!(
+                    "persistentvolumeclaim \"{name}\" bound to non-existent persistentvolume \
+                     \"{}\"",
+                    pvc.spec.volume_name
+                ),
+            );
+        }
+        if pvc.metadata.deletion_timestamp.is_some() {
+            return problem(
+                VolumeProblem::ClaimBeingDeleted,
+                format!("persistentvolumeclaim \"{name}\" is being deleted"),
+            );
+        }
+        if ephemeral && !owned_by(pvc, pod) {
+            return problem(
+                VolumeProblem::ClaimNotOwnedByPod,
+                format!(
+                    "PVC {}/{} was not created for pod {}/{} (pod is not owner)",
+                    pvc.metadata.namespace,
+                    pvc.metadata.name,
+                    pod.metadata.namespace,
+                    pod.metadata.name
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The pod's claims resolved for VolumeBinding (`None`: the pod has none), or why the pod
+/// fits nowhere, worded as kube v1.34 words it.
 fn prepare_claims(
     storage: &StorageIndex,
     pod: &crate::model::Pod,
     v1_34: bool,
-) -> Result<Option<BindingState>, Reason> {
+) -> Result<Option<BindingState>, Rejection> {
+    if v1_34 {
+        check_claims_v1_34(storage, pod)?;
+    }
     let mut st = BindingState::default();
     let mut any = false;
     let mut immediate = false;
@@ -123,14 +190,25 @@ fn prepare_claims(
             continue;
         }
         any = true;
-        let pvc = lookup_claim(storage, pod, &name, ephemeral)?;
+        let pvc = lookup_claim(storage, pod, &name, ephemeral)
+            .map_err(|r| Rejection::new(r, not_found("persistentvolumeclaim", &name)))?;
         if pvc.metadata.deletion_timestamp.is_some() {
-            return Err(Reason::Volume(VolumeProblem::ClaimBeingDeleted));
+            return Err(Rejection::new(
+                Reason::Volume(VolumeProblem::ClaimBeingDeleted),
+                format!("persistentvolumeclaim \"{name}\" is being deleted"),
+            ));
         }
         if !pvc.spec.volume_name.is_empty() {
             let pv = storage.pv_index(&pvc.spec.volume_name);
             if pv.is_none() && pvc.status.phase == "Lost" {
-                return Err(Reason::Volume(VolumeProblem::ClaimLost));
+                return Err(Rejection::new(
+                    Reason::Volume(VolumeProblem::ClaimLost),
+                    format!(
+                        "persistentvolumeclaim \"{name}\" bound to non-existent \
+                         persistentvolume \"{}\"",
+                        pvc.spec.volume_name
+                    ),
+                ));
             }
             st.bound.push(pv);
         } else if delay_binding(storage, pvc)? {
@@ -154,7 +232,10 @@ fn prepare_claims(
         return Ok(None);
     }
     if immediate {
-        return Err(Reason::UnboundImmediateClaims);
+        return Err(Rejection::new(
+            Reason::UnboundImmediateClaims,
+            "pod has unbound immediate PersistentVolumeClaims",
+        ));
     }
     // kube matches the smallest requests first.
     st.unbound.sort_by_key(|u| u.claim.requested_storage());
@@ -311,8 +392,17 @@ impl Predicate for VolumeBinding {
         match prepare_claims(cx.snapshot().storage(), cx.pod(), v1_34) {
             Ok(None) => Ok(Prepared::Skip),
             Ok(Some(st)) => Ok(Prepared::Run(st)),
+            // kube v1.34 fails the attempt with an error when a class has no binding mode.
+            Err(r) if v1_34 && r.reason() == Reason::Volume(VolumeProblem::BindingModeNotSet) => {
+                Err(PluginError::new(
+                    self.name,
+                    PluginErrorKind::InvalidInput(r.message().to_string()),
+                ))
+            }
+            // kube v1.34 rejects the pod in PreFilter; v1.20 failed every node with it.
+            Err(r) if v1_34 => Ok(Prepared::Reject(r)),
             Err(r) => Ok(Prepared::Run(BindingState {
-                reject: Some(r),
+                reject: Some(r.reason()),
                 ..BindingState::default()
             })),
         }
@@ -457,7 +547,7 @@ pub fn assume_volumes(
     let Some(info) = snapshot.get(node) else {
         return Ok(AssumedVolumes::default());
     };
-    let st = match prepare_claims(snapshot.storage(), pod, v1_34)? {
+    let st = match prepare_claims(snapshot.storage(), pod, v1_34).map_err(|r| r.reason())? {
         None => return Ok(AssumedVolumes::default()),
         Some(st) => st,
     };

@@ -936,3 +936,127 @@ fn not_enough_space_text() {
          free storage; node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
     );
 }
+
+/// Kind 5, PreFilter rejections of the whole pod: kube v1.34's `wantPreFilterStatus` texts of
+/// TestVolumeBinding (the claim named), and the other checks of `podHasPVCs` and
+/// `GetPodVolumeClaims` with kube's wording. A v1.20 profile fails every node instead.
+#[test]
+fn pre_filter_rejections() {
+    let rejected = |pod: &Pod,
+                    pvcs: Vec<PersistentVolumeClaim>,
+                    pvs: Vec<PersistentVolume>,
+                    extra: Vec<StorageClass>,
+                    v: KubeVersion| {
+        let mut s = StorageObjects::new();
+        s.storage_classes = classes();
+        s.storage_classes.extend(extra);
+        s.persistent_volume_claims = pvcs;
+        s.persistent_volumes = pvs;
+        let snap = snapshot(vec![make_node("node-a", &[])], vec![], s);
+        rejection(&VolumeBinding::new(), pod, &snap, v)
+    };
+    let pod = |claims: &[&str]| pod_with_claims("pod-a", claims);
+    let not_found = VolumeProblem::ClaimNotFound;
+    assert_eq!(
+        rejected(&pod(&["pvc-a"]), vec![], vec![], vec![], V1_34),
+        Some((
+            Reason::Volume(not_found),
+            r#"persistentvolumeclaim "pvc-a" not found"#.to_string()
+        )),
+        "PVC does not exist"
+    );
+    assert_eq!(
+        rejected(
+            &pod(&["pvc-a", "pvc-b"]),
+            vec![make_pvc("pvc-a", "wait-sc", "pv-a", "")],
+            vec![],
+            vec![],
+            V1_34
+        ),
+        Some((
+            Reason::Volume(not_found),
+            r#"persistentvolumeclaim "pvc-b" not found"#.to_string()
+        )),
+        "Part of PVCs do not exist"
+    );
+    assert_eq!(
+        rejected(
+            &pod(&["pvc-a"]),
+            vec![make_pvc("pvc-a", "immediate-sc", "", "")],
+            vec![],
+            vec![],
+            V1_34
+        ),
+        Some((
+            Reason::UnboundImmediateClaims,
+            "pod has unbound immediate PersistentVolumeClaims".to_string()
+        )),
+        "immediate claims not bound"
+    );
+    let mut lost = make_pvc("pvc-a", "wait-sc", "pv-a", "");
+    lost.status.phase = "Lost".into();
+    assert_eq!(
+        rejected(&pod(&["pvc-a"]), vec![lost.clone()], vec![], vec![], V1_34),
+        Some((
+            Reason::Volume(VolumeProblem::ClaimLost),
+            r#"persistentvolumeclaim "pvc-a" bound to non-existent persistentvolume "pv-a""#
+                .to_string()
+        )),
+        "pv not found claim lost"
+    );
+    // kube v1.34 rejects a Lost claim whether or not its volume exists.
+    assert_eq!(
+        rejected(
+            &pod(&["pvc-a"]),
+            vec![lost],
+            vec![make_pv("pv-a", "wait-sc", "Bound", "", &[])],
+            vec![],
+            V1_34
+        )
+        .map(|r| r.0),
+        Some(Reason::Volume(VolumeProblem::ClaimLost))
+    );
+    let mut deleting = make_pvc("pvc-a", "wait-sc", "pv-a", "");
+    deleting.metadata.deletion_timestamp = Some("2025-01-01T00:00:00Z".into());
+    assert_eq!(
+        rejected(&pod(&["pvc-a"]), vec![deleting], vec![], vec![], V1_34).map(|r| r.1),
+        Some(r#"persistentvolumeclaim "pvc-a" is being deleted"#.to_string())
+    );
+    // A missing claim is named before a problem of another claim's class (podHasPVCs runs
+    // over every claim first).
+    assert_eq!(
+        rejected(
+            &pod(&["pvc-a", "pvc-b"]),
+            vec![make_pvc("pvc-a", "no-mode-sc", "", "")],
+            vec![],
+            vec![class("no-mode-sc", None)],
+            V1_34
+        )
+        .map(|r| r.1),
+        Some(r#"persistentvolumeclaim "pvc-b" not found"#.to_string())
+    );
+    // A class without a binding mode is an error in kube (the attempt fails, no FitError).
+    let mut s = StorageObjects::new();
+    s.storage_classes = vec![class("no-mode-sc", None)];
+    s.persistent_volume_claims = vec![make_pvc("pvc-a", "no-mode-sc", "", "")];
+    let snap = snapshot(vec![make_node("node-a", &[])], vec![], s);
+    let e = VolumeBinding::new()
+        .prepare(&CycleContext::for_version(&pod(&["pvc-a"]), &snap, V1_34))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"plugin VolumeBinding: invalid input: VolumeBindingMode not set for StorageClass "no-mode-sc""#
+    );
+    // v1.20: no rejection in PreFilter; every node fails with the reason (its FitError
+    // counts them).
+    assert_eq!(
+        rejected(
+            &pod(&["pvc-a"]),
+            vec![make_pvc("pvc-a", "immediate-sc", "", "")],
+            vec![],
+            vec![],
+            V1_20
+        ),
+        None
+    );
+}

@@ -28,6 +28,12 @@ use crate::model::{
 };
 use crate::snapshot::StorageIndex;
 
+/// kube's lister error for a missing object (`persistentvolumeclaim "data" not found`), the
+/// text kube's volume plugins reject a pod with.
+pub(crate) fn not_found(resource: &str, name: &str) -> String {
+    format!("{resource} \"{name}\" not found")
+}
+
 /// The claim a pod volume uses: `persistentVolumeClaim.claimName`, or `<pod>-<volume>` for a
 /// generic ephemeral volume (the bool). `None` for other volumes.
 pub(crate) fn claim_name(pod: &Pod, v: &Volume) -> Option<(String, bool)> {

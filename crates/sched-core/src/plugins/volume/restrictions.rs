@@ -1,9 +1,13 @@
 //! VolumeRestrictions (kube v1.34): NoDiskConflict's disk conflicts plus ReadWriteOncePod.
 
-use crate::framework::{CycleContext, PluginError, Predicate, Prepared, Reason, VolumeProblem};
+use crate::framework::{
+    CycleContext, PluginError, Predicate, Prepared, Reason, Rejection, VolumeProblem,
+};
 use crate::model::AccessMode;
 use crate::plugins::node::{DiskState, NoDiskConflict};
 use crate::snapshot::NodeRef;
+
+use super::not_found;
 
 /// kube v1.34's `VolumeRestrictions` filter. No argument.
 ///
@@ -11,9 +15,10 @@ use crate::snapshot::NodeRef;
 /// ReadWriteOncePod: when a `persistentVolumeClaim` volume of the pod names a claim with the
 /// `ReadWriteOncePod` access mode that a pod in the snapshot (on any node) already uses, every
 /// node fails with "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
-/// access mode already in-use by another pod". A claim of the pod that does not exist rejects
-/// every node.
-/// Pods without GCE PD, EBS, RBD or iSCSI volumes and without such a conflict skip it.
+/// access mode already in-use by another pod" (after the disk conflicts, as kube checks them).
+/// A claim of the pod that does not exist rejects the pod before any node is filtered
+/// ([`Prepared::Reject`]): `persistentvolumeclaim "data" not found`. Pods without GCE PD,
+/// EBS, RBD or iSCSI volumes and without such a conflict skip it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VolumeRestrictions {
     disks: NoDiskConflict,
@@ -26,7 +31,7 @@ impl VolumeRestrictions {
     }
 }
 
-/// Per-pod state: the disk state, or the reason every node fails.
+/// Per-pod state: the disk state, and whether a ReadWriteOncePod claim is in use.
 #[derive(Debug, Default)]
 pub struct RestrictionsState {
     disks: Option<DiskState>,
@@ -50,10 +55,10 @@ impl Predicate for VolumeRestrictions {
                 continue;
             };
             let Some(pvc) = storage.pvc(ns, &c.claim_name) else {
-                return Ok(Prepared::Run(RestrictionsState {
-                    disks: None,
-                    reject: Some(Reason::Volume(VolumeProblem::ClaimNotFound)),
-                }));
+                return Ok(Prepared::Reject(Rejection::new(
+                    Reason::Volume(VolumeProblem::ClaimNotFound),
+                    not_found("persistentvolumeclaim", &c.claim_name),
+                )));
             };
             if pvc
                 .spec
@@ -63,8 +68,8 @@ impl Predicate for VolumeRestrictions {
                 rwop.push(c.claim_name.as_str());
             }
         }
-        if !rwop.is_empty() {
-            let used = cx.snapshot().node_infos().iter().any(|info| {
+        let used = !rwop.is_empty()
+            && cx.snapshot().node_infos().iter().any(|info| {
                 info.pods().iter().any(|p| {
                     let p = p.pod();
                     p.metadata.namespace == *ns
@@ -75,20 +80,16 @@ impl Predicate for VolumeRestrictions {
                         })
                 })
             });
-            if used {
-                return Ok(Prepared::Run(RestrictionsState {
-                    disks: None,
-                    reject: Some(Reason::ReadWriteOncePodConflict),
-                }));
-            }
-        }
         let disks = match self.disks.prepare(cx)? {
-            Prepared::Run(d) => d,
-            _ => return Ok(Prepared::Skip),
+            Prepared::Run(d) => Some(d),
+            _ => None,
         };
+        if disks.is_none() && !used {
+            return Ok(Prepared::Skip);
+        }
         Ok(Prepared::Run(RestrictionsState {
-            disks: Some(disks),
-            reject: None,
+            disks,
+            reject: used.then_some(Reason::ReadWriteOncePodConflict),
         }))
     }
 
@@ -98,11 +99,12 @@ impl Predicate for VolumeRestrictions {
         st: &RestrictionsState,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
-        if let Some(r) = st.reject {
-            return Err(r);
+        // kube checks the disk conflicts first, then ReadWriteOncePod.
+        if let Some(d) = &st.disks {
+            self.disks.filter(cx, d, node)?;
         }
-        match &st.disks {
-            Some(d) => self.disks.filter(cx, d, node),
+        match st.reject {
+            Some(r) => Err(r),
             None => Ok(()),
         }
     }

@@ -57,6 +57,16 @@ fn access_mode_conflicts() {
         Some(Err(Reason::Volume(VolumeProblem::ClaimNotFound))),
         "failed to get PVC"
     );
+    // Kind 5: a PreFilter rejection of the whole pod, naming the claim.
+    let snap = snapshot(vec![node("node-1", &[])], vec![], StorageObjects::new());
+    assert_eq!(
+        rejection(&VolumeRestrictions::new(), &one, &snap, V1_34),
+        Some((
+            Reason::Volume(VolumeProblem::ClaimNotFound),
+            "persistentvolumeclaim \"claim-with-rwop-1\" not found".to_string()
+        )),
+        "failed to get PVC"
+    );
     assert_eq!(
         outcome(
             &one,

@@ -136,3 +136,17 @@ pub(crate) fn text(r: Reason, version: KubeVersion) -> String {
     });
     out.join("; ")
 }
+
+/// The pod's rejection by `p` in PreFilter under `version`, if any: reason and kube's text.
+pub(crate) fn rejection(
+    p: &impl Predicate,
+    pod: &Pod,
+    snap: &Snapshot,
+    version: KubeVersion,
+) -> Option<(Reason, String)> {
+    let cx = CycleContext::for_version(pod, snap, version);
+    match p.prepare(&cx).unwrap() {
+        Prepared::Reject(r) => Some((r.reason(), r.message().to_string())),
+        _ => None,
+    }
+}

@@ -2,13 +2,15 @@
 //! against the node's.
 
 use crate::framework::{
-    CycleContext, KubeVersion, PluginError, Predicate, Prepared, Reason, VolumeProblem,
+    CycleContext, KubeVersion, PluginError, Predicate, Prepared, Reason, Rejection, VolumeProblem,
 };
 use crate::model::{
     LABEL_FAILURE_DOMAIN_BETA_REGION, LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE, PersistentVolume, VolumeBindingMode,
 };
 use crate::snapshot::NodeRef;
+
+use super::not_found;
 
 /// The topology labels kube compares, in kube's order.
 const TOPOLOGY_LABELS: [&str; 4] = [
@@ -49,7 +51,10 @@ fn zones(value: &str) -> Option<Vec<String>> {
 /// v1.20 compares the same key only.
 ///
 /// A claim that cannot be resolved (missing claim, volume or class, an unbound claim with no
-/// class or of an `Immediate` class) rejects every node with a [`Reason::Volume`].
+/// class or of an `Immediate` class) rejects the pod with a [`Reason::Volume`]: in a v1.34
+/// profile before any node is filtered ([`Prepared::Reject`]) with kube's text naming the
+/// object (`persistentvolume "pv" not found`, `VolumeBindingMode not set for StorageClass
+/// "sc"`); in a v1.20 profile on every node with topology labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeZone {
     name: &'static str,
@@ -104,40 +109,69 @@ impl Predicate for VolumeZone {
         let pod = cx.pod();
         let storage = cx.snapshot().storage();
         let mut st = ZoneState::default();
-        let reject = |r| {
-            Ok(Prepared::Run(ZoneState {
-                constraints: Vec::new(),
-                reject: Some(Reason::Volume(r)),
-            }))
+        let v1_34 = cx.kube_version() >= KubeVersion::V1_34;
+        // kube v1.34 rejects the pod in PreFilter with its text; v1.20 failed the nodes.
+        let reject = |r, message: String| {
+            Ok(if v1_34 {
+                Prepared::Reject(Rejection::new(Reason::Volume(r), message))
+            } else {
+                Prepared::Run(ZoneState {
+                    constraints: Vec::new(),
+                    reject: Some(Reason::Volume(r)),
+                })
+            })
         };
         for v in &pod.spec.volumes {
             let Some(c) = &v.persistent_volume_claim else {
                 continue;
             };
             if c.claim_name.is_empty() {
-                return reject(VolumeProblem::ClaimWithoutName);
+                return reject(
+                    VolumeProblem::ClaimWithoutName,
+                    "PersistentVolumeClaim had no name".into(),
+                );
             }
             let Some(pvc) = storage.pvc(&pod.metadata.namespace, &c.claim_name) else {
-                return reject(VolumeProblem::ClaimNotFound);
+                return reject(
+                    VolumeProblem::ClaimNotFound,
+                    not_found("persistentvolumeclaim", &c.claim_name),
+                );
             };
             if pvc.spec.volume_name.is_empty() {
                 let class = pvc.class();
                 if class.is_empty() {
-                    return reject(VolumeProblem::NoVolumeNorClass);
+                    return reject(
+                        VolumeProblem::NoVolumeNorClass,
+                        "PersistentVolumeClaim had no pv name and storageClass name".into(),
+                    );
                 }
                 let Some(sc) = storage.class(class) else {
-                    return reject(VolumeProblem::StorageClassNotFound);
+                    return reject(
+                        VolumeProblem::StorageClassNotFound,
+                        not_found("storageclass.storage.k8s.io", class),
+                    );
                 };
                 match sc.volume_binding_mode {
-                    None => return reject(VolumeProblem::BindingModeNotSet),
+                    None => {
+                        return reject(
+                            VolumeProblem::BindingModeNotSet,
+                            format!("VolumeBindingMode not set for StorageClass \"{class}\""),
+                        );
+                    }
                     Some(VolumeBindingMode::WaitForFirstConsumer) => continue,
                     Some(VolumeBindingMode::Immediate) => {
-                        return reject(VolumeProblem::UnboundVolume);
+                        return reject(
+                            VolumeProblem::UnboundVolume,
+                            "PersistentVolume had no name".into(),
+                        );
                     }
                 }
             }
             let Some(pv) = storage.pv(&pvc.spec.volume_name) else {
-                return reject(VolumeProblem::VolumeNotFound);
+                return reject(
+                    VolumeProblem::VolumeNotFound,
+                    not_found("persistentvolume", &pvc.spec.volume_name),
+                );
             };
             topologies(pv, &mut st.constraints);
         }
@@ -157,7 +191,7 @@ impl Predicate for VolumeZone {
         let labels = &node.node().metadata.labels;
         let unlabelled = !TOPOLOGY_LABELS.iter().any(|k| labels.contains_key(*k));
         if let Some(r) = st.reject {
-            // v1.34 rejects in PreFilter; v1.20 looked claims up only for labelled nodes.
+            // v1.20 looked claims up only for labelled nodes (v1.34 rejects in PreFilter).
             if v1_34 || !unlabelled {
                 return Err(r);
             }

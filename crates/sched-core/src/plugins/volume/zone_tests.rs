@@ -242,6 +242,33 @@ fn with_binding() {
         ),
         ("unbound volume wait binding mode", "PVC_WaitSC", Want::Skip),
     ];
+    // Kind 5: kube's `wantPreFilterStatus`, a rejection of the whole pod. kube's test reads
+    // objects through fake listers whose not-found errors name the plural resource
+    // (`storageclasses.storage.k8s.io "Class_0" not found`); kube-scheduler's informer
+    // listers, which these texts follow, name the singular one.
+    let snap = snapshot(vec![node("host1", &node_labels)], vec![], s.clone());
+    let rejected = |claim: &str| rejection(&VolumeZone::new(), &with(claim), &snap, V1_34);
+    assert_eq!(
+        rejected("PVC_EmptySC"),
+        Some((
+            Reason::Volume(VolumeProblem::NoVolumeNorClass),
+            "PersistentVolumeClaim had no pv name and storageClass name".to_string()
+        ))
+    );
+    assert_eq!(
+        rejected("PVC_NoSC").map(|r| r.1),
+        Some("storageclass.storage.k8s.io \"Class_0\" not found".to_string())
+    );
+    assert_eq!(
+        rejected("PVC_ImmediateSC").map(|r| r.1),
+        Some("VolumeBindingMode not set for StorageClass \"Class_Immediate\"".to_string())
+    );
+    assert_eq!(rejected("PVC_WaitSC"), None);
+    assert_eq!(rejected("PVC_1"), None);
+    assert_eq!(
+        rejected("PVC_missing").map(|r| r.1),
+        Some("persistentvolumeclaim \"PVC_missing\" not found".to_string())
+    );
     for (name, claim, want) in cases {
         assert_eq!(
             outcome(&s, with(claim), &node_labels, V1_34),
