@@ -28,8 +28,8 @@ pub use pdb::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetS
 pub use quantity::{Quantity, QuantityError};
 pub(crate) use resources::has_pod_level_requests;
 pub use resources::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources, pod_limits,
-    pod_container_non_zero_requests, pod_non_zero_requests, pod_requests,
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources,
+    pod_container_non_zero_requests, pod_limits, pod_non_zero_requests, pod_requests,
 };
 pub use storage::*;
 
