@@ -274,6 +274,9 @@ struct State {
     observed: Option<LeaderElectionRecord>,
     observed_version: Option<Version>,
     observed_time: Instant,
+    /// When this elector's `create` lost to a record it has not read since: a holder exists
+    /// that it knows nothing of (cleared by the next record it reads or writes).
+    create_lost_at: Option<Instant>,
     max_transitions: Option<u64>,
     /// The largest version sequence this elector has seen (read or written).
     max_sequence: Option<u64>,
@@ -848,7 +851,9 @@ impl LeaderElector {
     }
 
     /// Step 2b: there is no record. A leader's term ends; a candidate creates the record,
-    /// but not before the lease of the holder it saw last has run out on its own clock.
+    /// but not before the lease of the holder it saw last has run out on its own clock (a
+    /// holder it never read, whose record made its own `create` fail, counts as seen then,
+    /// with this elector's lease duration).
     async fn create_record(&self, at: &Attempt) -> Result<bool, LockError> {
         if matches!(at.mode, Mode::Renew) || self.inner.config.coordinated {
             // In a coordinated election only the coordinator creates the record.
@@ -862,6 +867,15 @@ impl LeaderElector {
         {
             return Ok(false);
         }
+        // The same for a record this elector only knows from its lost `create`: it may have
+        // been deleted before any read of this elector found it, while its holder still leads
+        // (its term runs until its renewal fails), and its transitions, the fencing token
+        // where versions carry no sequence, are unknown here.
+        if let Some(lost) = locked(&self.inner.state).create_lost_at
+            && at.start < lost + self.inner.config.lease_duration
+        {
+            return Ok(false);
+        }
         let transitions = locked(&self.inner.state)
             .max_transitions
             .map_or(0, |t| t.saturating_add(1));
@@ -869,7 +883,15 @@ impl LeaderElector {
             leader_transitions: transitions,
             ..LeaderElectionRecord::new(&*self.inner.identity, at.lease_secs, at.wall)
         };
-        let v = self.inner.config.lock.create(&record).await?;
+        let v = match self.inner.config.lock.create(&record).await {
+            Ok(v) => v,
+            Err(e) => {
+                if e.is_conflict() {
+                    locked(&self.inner.state).create_lost_at = Some(self.clock().now());
+                }
+                return Err(e);
+            }
+        };
         self.end_term("the record was deleted");
         self.check_sequence(&v)?;
         let token = token_for(&v, &record);
@@ -1000,6 +1022,7 @@ impl LeaderElector {
     fn observe(&self, record: LeaderElectionRecord, version: Version) {
         let now = self.clock().now();
         let mut st = locked(&self.inner.state);
+        st.create_lost_at = None;
         if let Some(seq) = version.sequence() {
             st.max_sequence = Some(st.max_sequence.map_or(seq, |m| m.max(seq)));
         }

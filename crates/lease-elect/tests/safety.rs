@@ -1,5 +1,6 @@
 //! The safety rules behind the fault tests (`crates/lease-elect-faults`), each checked
-//! deterministically: a vanished record, sequences that go backwards, a paused leader's
+//! deterministically: a vanished record (also one known only from a lost `create`), sequences
+//! that go backwards, a paused leader's
 //! guard, the attempt timeout, and FileLock's floor, temporary file and OS-lock timeout.
 
 use std::error::Error as _;
@@ -70,6 +71,75 @@ async fn a_vanished_record_is_not_taken_before_the_last_holders_lease_ran_out() 
         "taken while a's lease ran"
     );
     SimClock::advance(Duration::from_millis(600)).await;
+    assert!(b.try_acquire_or_renew().await.unwrap());
+}
+
+/// `b`'s handle: its first `create` comes just after `a` took the lock, so it loses to a
+/// record `b` never reads.
+struct LosesFirstCreate {
+    inner: MemoryLock,
+    first: std::sync::Mutex<Option<LeaderElector>>,
+}
+
+#[lease_elect::async_trait]
+impl ResourceLock for LosesFirstCreate {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, lease_elect::Version)>, LockError> {
+        self.inner.get().await
+    }
+
+    async fn create(
+        &self,
+        record: &LeaderElectionRecord,
+    ) -> Result<lease_elect::Version, LockError> {
+        let first = self.first.lock().unwrap().take();
+        if let Some(a) = first {
+            assert!(a.try_acquire_or_renew().await.unwrap(), "a takes the lock");
+        }
+        self.inner.create(record).await
+    }
+
+    async fn update(
+        &self,
+        expected: &lease_elect::Version,
+        record: &LeaderElectionRecord,
+    ) -> Result<lease_elect::Version, LockError> {
+        self.inner.update(expected, record).await
+    }
+
+    fn identity(&self) -> &str {
+        self.inner.identity()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Seen on a real API server under load: a candidate whose `create` lost to a record it never
+/// read (the record was deleted before its next read found it) created a new one at once,
+/// while the holder's term still ran, with leaderTransitions 0, the holder's fencing token. A
+/// lost `create` now counts as having seen a holder then.
+#[tokio::test(start_paused = true)]
+async fn a_record_only_known_from_a_lost_create_is_not_taken_before_a_lease_ran_out() {
+    let store = MemoryStore::new("lost-create");
+    let a = elector(MemoryLock::new(&store, "a"));
+    let b = elector(LosesFirstCreate {
+        inner: MemoryLock::new(&store, "b"),
+        first: std::sync::Mutex::new(Some(a.clone())),
+    });
+    let lost = b.try_acquire_or_renew().await;
+    assert!(lost.as_ref().is_err_and(LockError::is_conflict), "{lost:?}");
+    assert!(a.is_leader());
+    store.clear();
+    SimClock::advance(Duration::from_millis(500)).await;
+    assert!(
+        !b.try_acquire_or_renew().await.unwrap(),
+        "taken while a's term ran"
+    );
+    SimClock::advance(Duration::from_millis(1000)).await;
+    assert!(!b.try_acquire_or_renew().await.unwrap());
+    SimClock::advance(Duration::from_millis(600)).await;
+    assert!(!a.is_leader());
     assert!(b.try_acquire_or_renew().await.unwrap());
 }
 
