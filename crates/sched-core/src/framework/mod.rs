@@ -136,7 +136,7 @@ pub enum Reason {
     Volume(VolumeProblem),
     /// A predicate narrowed the pod's nodes to others ([`Prepared::RunOn`], kube's
     /// `PreFilterResult`): the node was not filtered. The profile's explanation names the
-    /// predicates that narrowed the nodes ("node(s) didn't satisfy plugin(s) [NodeAffinity]").
+    /// predicates that narrowed the nodes ("node(s) didn't satisfy plugin(s) \[NodeAffinity\]").
     OutsidePreFilterResult,
     /// A custom predicate's code; its text comes from [`Predicate::explain`].
     Custom(u32),

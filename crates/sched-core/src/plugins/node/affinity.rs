@@ -335,7 +335,7 @@ impl RequiredState {
 /// `metadata.name In [...]` (a DaemonSet's pods do), the pod is narrowed to those nodes
 /// ([`Prepared::RunOn`], kube's `PreFilterResult`: the union over the terms of each term's
 /// intersection of its `In` lists): only they are filtered, the others fail with "node(s)
-/// didn't satisfy plugin(s) [NodeAffinity]". Terms whose lists have nothing in common reject
+/// didn't satisfy plugin(s) \[NodeAffinity\]". Terms whose lists have nothing in common reject
 /// the pod: "pod affinity terms conflict".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MatchNodeSelector {
