@@ -230,7 +230,7 @@ fn fit_error_summarizes_like_kube() {
     };
     assert_eq!(
         fit.to_string(),
-        "0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu."
+        "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
     );
     assert_eq!(fit.failures.len(), 5);
     assert_eq!(fit.failures[0].codes[0].0, "Taints");
@@ -259,7 +259,7 @@ fn fit_error_summarizes_like_kube() {
     };
     assert_eq!(
         fit.to_string(),
-        "0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 5 Insufficient cpu, 5 Insufficient memory."
+        "0/5 nodes are available: 2 node(s) had untolerated taint(s), 5 Insufficient cpu, 5 Insufficient memory."
     );
 }
 

@@ -275,10 +275,9 @@ impl Reason {
                     t.key, t.value
                 )
                 .into()),
-                (Some(t), KubeVersion::V1_34) => {
-                    out(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value).into())
-                }
-                (None, _) => out("node(s) had untolerated taint".into()),
+                // kube v1.34's TaintToleration names no taint (ErrReasonNotMatch).
+                (_, KubeVersion::V1_34) => out("node(s) had untolerated taint(s)".into()),
+                (None, KubeVersion::V1_20) => out("node(s) had untolerated taint".into()),
             },
             Reason::Unschedulable => out("node(s) were unschedulable".into()),
             Reason::NotReady => out("node(s) were not ready".into()),

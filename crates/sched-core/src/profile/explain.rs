@@ -21,7 +21,7 @@ pub struct NodeFailure {
 }
 
 /// No node can take the pod: every node's reasons, and kube's summary as `Display`
-/// ("0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu.").
+/// ("0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu.").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FitError {
     /// `namespace/name` of the pod.

@@ -65,7 +65,7 @@ fn fit_error_summary_is_kubes() {
         fit.to_string(),
         "0/5 nodes are available: 1 Insufficient memory, \
          1 node(s) didn't match Pod's node affinity/selector, \
-         1 node(s) had untolerated taint {dedicated: gpu}, \
+         1 node(s) had untolerated taint(s), \
          1 node(s) were unschedulable, 2 Insufficient cpu."
     );
 }
