@@ -619,3 +619,157 @@ async fn a_default_server_drops_newer_fields_and_an_elector_still_works() {
     assert!(elector.try_acquire_or_renew().await.expect("acquire"));
     assert!(elector.try_acquire_or_renew().await.expect("renew"));
 }
+
+/// A default v1.34 server serves no `coordination.k8s.io/v1beta1` (LeaseCandidate is a beta
+/// API, off by default): registering a candidate for coordinated election fails there (404).
+#[tokio::test]
+async fn a_default_server_serves_no_lease_candidates() {
+    use lease_elect::coordinated::{Candidate, CandidateStore};
+    let Some(factory) = leases().await else {
+        return;
+    };
+    let candidates = lease_elect_kube::LeaseCandidates::new(
+        factory.client(),
+        NAMESPACE,
+        lease_elect::testing::unique_name("cle"),
+        Duration::from_secs(60),
+    );
+    let c = Candidate::new("a", "1.34".parse().unwrap(), "1.34.4".parse().unwrap());
+    let refused = candidates
+        .register(&c)
+        .await
+        .expect_err("no LeaseCandidates");
+    assert!(
+        refused
+            .to_string()
+            .contains("the server could not find the requested resource"),
+        "{refused}"
+    );
+}
+
+// ---- the permissions of the crate docs ----
+
+/// A service account of the test namespace whose Role allows `verbs` on Leases, and a client
+/// authenticated as it (a token from the TokenRequest API).
+async fn service_account_client(factory: &Factory, verbs: &[&str]) -> kube::Client {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let pp = kube::api::PostParams::default();
+    let name = lease_elect::testing::unique_name("elector");
+    let sas: kube::Api<ServiceAccount> = factory.api();
+    let sa: ServiceAccount =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+    sas.create(&pp, &sa)
+        .await
+        .expect("create the service account");
+    let roles: kube::Api<Role> = factory.api();
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs}],
+    }))
+    .unwrap();
+    roles.create(&pp, &role).await.expect("create the role");
+    let bindings: kube::Api<RoleBinding> = factory.api();
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
+    }))
+    .unwrap();
+    bindings
+        .create(&pp, &binding)
+        .await
+        .expect("create the role binding");
+    let request: TokenRequest =
+        serde_json::from_value(serde_json::json!({"spec": {"audiences": []}})).unwrap();
+    let token = sas
+        .create_token_request(&name, &pp, &request)
+        .await
+        .expect("a token for the service account")
+        .status
+        .expect("the token")
+        .token;
+    let mut config = factory.config.clone();
+    config.auth_info.token = None;
+    config.headers.push((
+        http::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().expect("a header value"),
+    ));
+    kube::Client::try_from(config).expect("a client")
+}
+
+/// The crate docs' permissions (`get`, `watch`, `create`, `update`, `delete` on Leases) are
+/// enough for every call of the lock, its wake-ups included; without `watch` the lock still
+/// works, and a wait for a change resolves no sooner than the caller's timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_permissions_suffice() {
+    let Some(factory) = leases().await else {
+        return;
+    };
+    for watch in [true, false] {
+        let verbs: &[&str] = if watch {
+            &["get", "watch", "create", "update", "delete"]
+        } else {
+            &["get", "create", "update", "delete"]
+        };
+        let client = service_account_client(&factory, verbs).await;
+        let name = lease_elect::testing::unique_name("rbac");
+        let lock = Arc::new(lease_lock(client.clone(), &name, "a"));
+        let other = lease_lock(client.clone(), &name, "b");
+        // RBAC takes the new binding up at once, but give it a moment on a busy machine.
+        let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
+        let mut created = lock.create(&record).await;
+        for _ in 0..50 {
+            match &created {
+                Err(e) if e.to_string().contains("forbidden") => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    created = lock.create(&record).await;
+                }
+                _ => break,
+            }
+        }
+        let v1 = created.unwrap_or_else(|e| panic!("create (watch: {watch}): {e}"));
+        let (_, seen) = lock.get().await.expect("get").expect("a record");
+        assert_eq!(seen, v1);
+        let waiter = Arc::clone(&lock);
+        let wait = tokio::spawn(async move { waiter.wait_for_change(Some(&v1)).await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut changed = record.clone();
+        changed.holder_identity = "b".to_owned();
+        changed.leader_transitions = 1;
+        let v2 = other.update(&seen, &changed).await.expect("update");
+        let woken = tokio::time::timeout(Duration::from_secs(2), wait).await;
+        assert_eq!(
+            woken.is_ok(),
+            watch,
+            "a waiting handle is woken by the change exactly when it may watch"
+        );
+        other.delete(&v2).await.expect("delete");
+        assert!(lock.get().await.expect("get").is_none());
+    }
+    // Without `update` the lock cannot renew: a permanent error, not a conflict.
+    let client = service_account_client(&factory, &["get", "watch", "create"]).await;
+    let name = lease_elect::testing::unique_name("rbac-ro");
+    let lock = lease_lock(client, &name, "a");
+    let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
+    let mut created = lock.create(&record).await;
+    for _ in 0..50 {
+        match &created {
+            Err(e) if e.to_string().contains("forbidden") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                created = lock.create(&record).await;
+            }
+            _ => break,
+        }
+    }
+    let v = created.expect("create");
+    let refused = lock
+        .update(&v, &record)
+        .await
+        .expect_err("no update permission");
+    assert!(
+        !refused.is_conflict() && !refused.is_retryable(),
+        "403 is permanent: {refused}"
+    );
+}

@@ -231,7 +231,7 @@ impl std::fmt::Debug for KubeApiServer {
 }
 
 /// How long a fresh server may take to become ready (about 3 s on an idle 2-core machine).
-const START_LIMIT: Duration = Duration::from_secs(90);
+const START_LIMIT: Duration = Duration::from_secs(60);
 
 impl KubeApiServer {
     /// Starts etcd and kube-apiserver from [`binaries`] and waits until the API server is
@@ -247,12 +247,31 @@ impl KubeApiServer {
             let server = tokio::task::spawn_blocking(move || Self::spawn(&b))
                 .await
                 .map_err(|e| e.to_string())??;
-            match server.connection.wait_ready(START_LIMIT).await {
-                Ok(_) => return Ok(server),
+            // A port taken between `free_port` and the server's bind ends the server at once,
+            // and it would never be ready: give up on it as soon as its log says so.
+            let ready = tokio::select! {
+                r = server.connection.wait_ready(START_LIMIT) => r.map(|_| ()),
+                busy = server.port_taken() => Err(busy),
+            };
+            match ready {
+                Ok(()) => return Ok(server),
                 Err(e) => last = format!("{e}; log: {}", server.log_tail()),
             }
         }
         Err(last)
+    }
+
+    /// Resolves once a log of the server or its etcd says that a port was taken.
+    async fn port_taken(&self) -> String {
+        loop {
+            for log in ["kube-apiserver.log", "etcd.log"] {
+                let text = std::fs::read_to_string(self.dir.join(log)).unwrap_or_default();
+                if let Some(line) = text.lines().find(|l| l.contains("address already in use")) {
+                    return format!("{log}: {line}");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     fn spawn(bin: &Path) -> Result<KubeApiServer, String> {
