@@ -105,10 +105,13 @@ kube_reference_build() {
     local pkg=k8s.io/component-base/version
     local ldflags="-X $pkg.gitVersion=$KUBE_REFERENCE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=34"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_REFERENCE_VERSION"
-    go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/" ./cmd/oracle ./cmd/perf ./cmd/etcd \
-      && go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/kube-apiserver" \
-        k8s.io/kubernetes/cmd/kube-apiserver
-  ) || { _kr_log "go build failed in reference/"; return 1; }
+    if ! go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/" ./cmd/oracle ./cmd/perf ./cmd/etcd \
+      || ! go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/kube-apiserver" \
+        k8s.io/kubernetes/cmd/kube-apiserver; then
+      _kr_log "go build failed in reference/"
+      exit 1
+    fi
+  ) || return 1
   kube_reference_check
 }
 
