@@ -4,17 +4,23 @@
 //! that no two terms of different nodes were valid at overlapping times, that the store
 //! accepted no stale write, and that a new leader wrote within the bound.
 //!
-//! Backends: `FileLock`, etcd, Redis, PostgreSQL, `MultiLock` from Redis to PostgreSQL, and on
-//! a loopback Kubernetes API server the scenario starts (`lease_elect_kube::testing`) client-go's
+//! Backends: `FileLock`, etcd, Redis, PostgreSQL, `MultiLock` from Redis to PostgreSQL; on a
+//! loopback Kubernetes API server the scenario starts (`lease_elect_kube::testing`) client-go's
 //! ConfigMap and Endpoints annotation locks and their `configmapsleases` and `endpointsleases`
-//! multi-locks.
+//! multi-locks; and the same four and the Lease lock on a real kube-apiserver v1.34.4
+//! (`apiserver-*`, TLS and a bearer token, through the proxies like the other network
+//! backends).
 //!
-//! Every scenario runs concurrently, then the round-trip checks (the suite takes about 20 s).
+//! Every scenario runs concurrently (at most `CONCURRENT` at once), then the restarts of a real
+//! kube-apiserver together, then the round-trip checks (the suite takes about 50 s).
 //! A scenario that failed on liveness alone (a leader too slow to come, every safety check
 //! passed) runs once more on its own, and both runs are reported; a safety failure is final.
 //! The network backends use the servers of `scripts/servers.sh` (`LEASE_ELECT_ETCD_ENDPOINT`,
-//! `LEASE_ELECT_REDIS_URL`, `LEASE_ELECT_PG_URL`); a missing server is a failure, never a
-//! skip. The Redis restart runs its own `redis-server` without persistence.
+//! `LEASE_ELECT_REDIS_URL`, `LEASE_ELECT_PG_URL`, `LEASE_ELECT_KUBE_URL` with `_TOKEN` and
+//! `_CA`); a missing server is a failure, never a skip. The server restarts run servers of
+//! their own: Redis without persistence or with `appendfsync always`, etcd, PostgreSQL, and
+//! kube-apiserver with its etcd from `KUBE_REFERENCE_BIN` (the kube-apiserver or its etcd
+//! killed).
 //!
 //! Run a subset by name: `cargo test -p lease-elect-faults --test faults -- redis`.
 
@@ -29,6 +35,7 @@ use lease_elect_faults::now_us;
 use lease_elect_faults::proxy::{Mode, Proxy};
 use lease_elect_faults::servers::{self, OwnServer};
 use lease_elect_faults::store::{FencedStore, Verdict};
+use lease_elect_kube::testing::apiserver::{Connection, KubeApiServer};
 
 const REPS: usize = 3;
 /// Scenarios run at once (each runs three node processes).
@@ -46,9 +53,22 @@ enum Backend {
     Postgres,
     /// `MultiLock`: Redis primary, PostgreSQL secondary (a migration's middle stage).
     RedisPostgres,
-    /// client-go's ConfigMap annotation lock, on the loopback API server.
+    /// A Kubernetes lock on the loopback API server the scenario starts
+    /// (`lease_elect_kube::testing::ApiServer`).
+    Loopback(KubeLock),
+    /// A Kubernetes lock on a real kube-apiserver v1.34.4: the one of `scripts/servers.sh`, or
+    /// one of the scenario's own (with its etcd) for the faults that kill a server.
+    Apiserver(KubeLock),
+}
+
+/// The Kubernetes locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KubeLock {
+    /// The Lease lock.
+    Lease,
+    /// client-go's ConfigMap annotation lock.
     ConfigMap,
-    /// client-go's Endpoints annotation lock, on the loopback API server.
+    /// client-go's Endpoints annotation lock.
     Endpoints,
     /// client-go's `configmapsleases`: `MultiLock` of the ConfigMap lock and a Lease.
     ConfigMapsLeases,
@@ -56,18 +76,39 @@ enum Backend {
     EndpointsLeases,
 }
 
-impl Backend {
+impl KubeLock {
+    /// The `fault_node` backend.
     fn name(self) -> &'static str {
+        match self {
+            KubeLock::Lease => "lease",
+            KubeLock::ConfigMap => "configmap",
+            KubeLock::Endpoints => "endpoints",
+            KubeLock::ConfigMapsLeases => "configmapsleases",
+            KubeLock::EndpointsLeases => "endpointsleases",
+        }
+    }
+}
+
+impl Backend {
+    /// The scenario's name: the loopback server's locks by their own name, a real server's
+    /// with `apiserver-` before it.
+    fn name(self) -> String {
+        match self {
+            Backend::Loopback(k) => k.name().to_owned(),
+            Backend::Apiserver(k) => format!("apiserver-{}", k.name()),
+            _ => self.node_backend().to_owned(),
+        }
+    }
+
+    /// The `fault_node` backend.
+    fn node_backend(self) -> &'static str {
         match self {
             Backend::File => "file",
             Backend::Etcd => "etcd",
             Backend::Redis => "redis",
             Backend::Postgres => "postgres",
             Backend::RedisPostgres => "redis-postgres",
-            Backend::ConfigMap => "configmap",
-            Backend::Endpoints => "endpoints",
-            Backend::ConfigMapsLeases => "configmapsleases",
-            Backend::EndpointsLeases => "endpointsleases",
+            Backend::Loopback(k) | Backend::Apiserver(k) => k.name(),
         }
     }
 }
@@ -88,9 +129,13 @@ enum Fault {
     Reset,
     /// The Redis server restarts without its data.
     RestartEmpty,
-    /// The server is killed (PostgreSQL: fast shutdown) and restarted 1.5 s later with its
-    /// data; nobody may write from 1 s (the renew deadline) after the stop to the restart.
+    /// The server is killed (PostgreSQL: fast shutdown; kube-apiserver: SIGKILL, its etcd
+    /// stays) and restarted 1.5 s later with its data; nobody may write from 1 s (the renew
+    /// deadline) after the stop to the restart.
     ServerRestart,
+    /// The real API server's etcd is killed under the running kube-apiserver and restarted
+    /// 1.5 s later with its data; nobody may write from the renew deadline to the restart.
+    EtcdRestart,
     /// Another process holds the file lock's OS lock for 2.5 s.
     HeldLock,
 }
@@ -106,6 +151,7 @@ impl Fault {
             Fault::Reset => "reset",
             Fault::RestartEmpty => "restart-empty",
             Fault::ServerRestart => "server-restart",
+            Fault::EtcdRestart => "etcd-restart",
             Fault::HeldLock => "held-os-lock",
         }
     }
@@ -119,6 +165,9 @@ struct Outcome {
     /// The first run's errors, when the scenario failed on liveness alone and ran again.
     retried: Option<Vec<String>>,
     recoveries_ms: Vec<f64>,
+    /// When the recovery includes a server's start (kube-apiserver after a restart): how long
+    /// the server took to be ready, per repetition.
+    server_starts_ms: Vec<f64>,
     verdict: Verdict,
     errors: Vec<String>,
 }
@@ -194,6 +243,8 @@ struct Cluster {
     server: Option<OwnServer>,
     /// The scenario's loopback Kubernetes API server.
     api: Option<lease_elect_kube::testing::ApiServer>,
+    /// The scenario's own kube-apiserver (and etcd), for the faults that kill them.
+    kube: Option<KubeApiServer>,
 }
 
 impl Cluster {
@@ -282,19 +333,29 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
     let mut file = None;
     let mut own = None;
     let mut api = None;
+    let mut kube = None;
     let (target, upstream): (String, Option<(String, SocketAddr, String)>) = match backend {
         Backend::RedisPostgres => {
             let (redis, pg) = (env("LEASE_ELECT_REDIS_URL")?, env("LEASE_ELECT_PG_URL")?);
             (format!("{redis}|{pg}"), None)
         }
-        Backend::ConfigMap
-        | Backend::Endpoints
-        | Backend::ConfigMapsLeases
-        | Backend::EndpointsLeases => {
+        Backend::Loopback(_) => {
             let server = lease_elect_kube::testing::ApiServer::start().await;
             let url = server.url();
             api = Some(server);
             (url.clone(), Some(split_url(&url)?))
+        }
+        Backend::Apiserver(_) => {
+            // `url|token|ca-file`; the proxies replace the URL's port.
+            let target = if matches!(fault, Fault::ServerRestart | Fault::EtcdRestart) {
+                let server = KubeApiServer::start().await?;
+                let target = server.connection().to_target();
+                kube = Some(server);
+                target
+            } else {
+                Connection::from_env()?.to_target()
+            };
+            (target.clone(), Some(split_url(&target)?))
         }
         _ if matches!(fault, Fault::RestartEmpty | Fault::ServerRestart) => {
             let server = tokio::task::spawn_blocking(move || match backend {
@@ -383,7 +444,7 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
                     .map_err(|e| e.to_string())?,
             )))
         }
-        _ => Some(kube_admin(backend, &target, &name)?),
+        Backend::Loopback(k) | Backend::Apiserver(k) => Some(kube_admin(k, &target, &name).await?),
     };
     if let Some(admin) = &admin {
         // Fails early (as an error, not a skip) when the server does not answer; a server of
@@ -401,7 +462,7 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
     }
     let spec = NodeSpec {
         program: env!("CARGO_BIN_EXE_fault_node").to_owned(),
-        backend: backend.name().to_owned(),
+        backend: backend.node_backend().to_owned(),
         target: target.clone(),
         name,
         store: store.addr().to_string(),
@@ -422,23 +483,34 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
         file,
         server: own,
         api,
+        kube,
     })
 }
 
-/// The admin handle (for deleting the record) of a lock on the loopback API server.
-fn kube_admin(backend: Backend, url: &str, name: &str) -> Result<Arc<dyn ResourceLock>, String> {
+/// The admin handle (for deleting the record) of a lock on an API server: the loopback one
+/// (`target` is its URL) or a real one (`url|token|ca-file`).
+async fn kube_admin(
+    lock: KubeLock,
+    target: &str,
+    name: &str,
+) -> Result<Arc<dyn ResourceLock>, String> {
     use lease_elect_kube::{ConfigMapLock, EndpointsLock, LeaseLock};
-    let config = lease_elect_kube::kube::Config::new(url.parse().map_err(|e| format!("{e}"))?);
-    let client = lease_elect_kube::kube::Client::try_from(config).map_err(|e| e.to_string())?;
     let ns = "kube-system";
-    Ok(match backend {
-        Backend::ConfigMap => Arc::new(ConfigMapLock::new(client, ns, name, "admin")),
-        Backend::Endpoints => Arc::new(EndpointsLock::new(client, ns, name, "admin")),
-        Backend::ConfigMapsLeases => Arc::new(lease_elect::MultiLock::new(
+    let config = if target.contains('|') {
+        Connection::from_target(target)?.config(ns, None).await?
+    } else {
+        lease_elect_kube::kube::Config::new(target.parse().map_err(|e| format!("{e}"))?)
+    };
+    let client = lease_elect_kube::kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    Ok(match lock {
+        KubeLock::Lease => Arc::new(LeaseLock::new(client, ns, name, "admin")),
+        KubeLock::ConfigMap => Arc::new(ConfigMapLock::new(client, ns, name, "admin")),
+        KubeLock::Endpoints => Arc::new(EndpointsLock::new(client, ns, name, "admin")),
+        KubeLock::ConfigMapsLeases => Arc::new(lease_elect::MultiLock::new(
             ConfigMapLock::new(client.clone(), ns, name, "admin"),
             LeaseLock::new(client, ns, name, "admin"),
         )),
-        _ => Arc::new(lease_elect::MultiLock::new(
+        KubeLock::EndpointsLeases => Arc::new(lease_elect::MultiLock::new(
             EndpointsLock::new(client.clone(), ns, name, "admin"),
             LeaseLock::new(client, ns, name, "admin"),
         )),
@@ -446,11 +518,13 @@ fn kube_admin(backend: Backend, url: &str, name: &str) -> Result<Arc<dyn Resourc
 }
 
 /// One repetition: inject the fault on the current leader, measure the time to the first
-/// write of a new term, restore.
-async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
+/// write of a new term, restore. Returns the recovery (ms) and, when it includes a server's
+/// start, how long that server took to be ready (ms).
+async fn rep(c: &mut Cluster, fault: Fault) -> Result<(f64, Option<f64>), String> {
     let leader = c.wait_leader(Duration::from_secs(10)).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let limit = Duration::from_secs(8);
+    let mut server_start = None;
     let recovery = match fault {
         Fault::Kill => {
             let t0 = now_us();
@@ -536,7 +610,7 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
             })?;
             c.wait_new_term(t0, limit).await?
         }
-        Fault::ServerRestart => {
+        Fault::ServerRestart | Fault::EtcdRestart => {
             let (t0, restarted) = if let Some(api) = c.api.as_mut() {
                 // The loopback API server: its port and connections closed, its objects kept.
                 api.stop().await;
@@ -544,6 +618,28 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
                 tokio::time::sleep(Duration::from_millis(1500)).await;
                 let restarted = now_us();
                 api.restart().await;
+                (t0, restarted)
+            } else if let Some(kube) = c.kube.as_mut() {
+                let etcd = fault == Fault::EtcdRestart;
+                tokio::task::block_in_place(|| {
+                    if etcd {
+                        kube.kill_etcd();
+                    } else {
+                        kube.kill();
+                    }
+                });
+                let t0 = now_us();
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let restarted = now_us();
+                if etcd {
+                    // The API server reconnects by itself; the recovery includes that.
+                    tokio::task::block_in_place(|| kube.restart_etcd(Duration::from_secs(10)))?;
+                } else {
+                    // kube-apiserver takes seconds to be ready again (about 2.3 s on an idle
+                    // 2-core machine); the recovery includes that, and its bound allows it.
+                    let ready = kube.restart(Duration::from_secs(60)).await?;
+                    server_start = Some(ready.as_secs_f64() * 1000.0);
+                }
                 (t0, restarted)
             } else {
                 let server = c.server.as_mut().ok_or("no own server")?;
@@ -599,7 +695,7 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<f64, String> {
         }
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
-    Ok(recovery)
+    Ok((recovery, server_start))
 }
 
 async fn scenario(backend: Backend, fault: Fault) -> Outcome {
@@ -610,6 +706,7 @@ async fn scenario(backend: Backend, fault: Fault) -> Outcome {
         retried: None,
         name,
         recoveries_ms: Vec::new(),
+        server_starts_ms: Vec::new(),
         verdict: Verdict::default(),
         errors: Vec::new(),
     };
@@ -622,12 +719,16 @@ async fn scenario(backend: Backend, fault: Fault) -> Outcome {
     };
     for _ in 0..REPS {
         match rep(&mut cluster, fault).await {
-            Ok(ms) if ms <= RECOVERY_BOUND_MS => outcome.recoveries_ms.push(ms),
-            Ok(ms) => {
+            Ok((ms, start)) => {
                 outcome.recoveries_ms.push(ms);
-                outcome.errors.push(format!(
-                    "recovery took {ms:.0} ms (bound {RECOVERY_BOUND_MS} ms)"
-                ));
+                // A server's own start counts on top of the bound.
+                let bound = RECOVERY_BOUND_MS + start.unwrap_or(0.0);
+                outcome.server_starts_ms.extend(start);
+                if ms > bound {
+                    outcome
+                        .errors
+                        .push(format!("recovery took {ms:.0} ms (bound {bound:.0} ms)"));
+                }
             }
             Err(e) => {
                 outcome.errors.push(e);
@@ -669,6 +770,7 @@ async fn round_trips(backend: Backend) -> Outcome {
         retried: None,
         name: format!("{}/round-trips", backend.name()),
         recoveries_ms: Vec::new(),
+        server_starts_ms: Vec::new(),
         verdict: Verdict::default(),
         errors: Vec::new(),
     };
@@ -740,7 +842,20 @@ async fn round_trips(backend: Backend) -> Outcome {
 
 /// The scenarios, the longest (own servers to start and restart) first.
 fn scenarios() -> Vec<(Backend, Fault)> {
-    let mut all = vec![(Backend::Redis, Fault::RestartEmpty)];
+    // A real kube-apiserver of the scenario's own, killed, or its etcd killed.
+    let mut all = vec![
+        (Backend::Apiserver(KubeLock::Lease), Fault::ServerRestart),
+        (
+            Backend::Apiserver(KubeLock::ConfigMap),
+            Fault::ServerRestart,
+        ),
+        (
+            Backend::Apiserver(KubeLock::ConfigMapsLeases),
+            Fault::ServerRestart,
+        ),
+        (Backend::Apiserver(KubeLock::Lease), Fault::EtcdRestart),
+    ];
+    all.push((Backend::Redis, Fault::RestartEmpty));
     for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
         all.push((backend, Fault::ServerRestart));
     }
@@ -773,20 +888,36 @@ fn scenarios() -> Vec<(Backend, Fault)> {
         all.push((Backend::RedisPostgres, fault));
     }
     // client-go's annotation locks and their migrations to a Lease, on the loopback API
-    // server.
-    for backend in [Backend::ConfigMap, Backend::Endpoints] {
-        for fault in [Fault::Kill, Fault::Stop, Fault::Delete] {
-            all.push((backend, fault));
+    // server and on the real one (the kube-apiserver of scripts/servers.sh).
+    for server in [Backend::Loopback, Backend::Apiserver] {
+        for lock in [KubeLock::ConfigMap, KubeLock::Endpoints] {
+            for fault in [Fault::Kill, Fault::Stop, Fault::Delete] {
+                all.push((server(lock), fault));
+            }
+        }
+        for lock in [KubeLock::ConfigMapsLeases, KubeLock::EndpointsLeases] {
+            for fault in [Fault::Kill, Fault::Stop, Fault::Blackhole] {
+                all.push((server(lock), fault));
+            }
         }
     }
-    for backend in [Backend::ConfigMapsLeases, Backend::EndpointsLeases] {
-        for fault in [Fault::Kill, Fault::Stop, Fault::Blackhole] {
-            all.push((backend, fault));
-        }
+    // The Lease lock on the real server: the faults of a network backend but the 300 ms of
+    // latency. A request on a new TLS connection takes a round trip more (the handshake), so
+    // a take-over that has to open one misses the 1 s attempt timeout: alone, 2.8-4.0 s
+    // (bound 4.5 s); beside the other scenarios it missed the bound, or found no new term
+    // within 8 s, in 4 of 5 runs of the suite.
+    for fault in [
+        Fault::Kill,
+        Fault::Stop,
+        Fault::Delete,
+        Fault::Blackhole,
+        Fault::Reset,
+    ] {
+        all.push((Backend::Apiserver(KubeLock::Lease), fault));
     }
-    // The API server stopped for 1.5 s (its objects kept).
-    for backend in [Backend::ConfigMap, Backend::ConfigMapsLeases] {
-        all.push((backend, Fault::ServerRestart));
+    // The loopback API server stopped for 1.5 s (its objects kept).
+    for lock in [KubeLock::ConfigMap, KubeLock::ConfigMapsLeases] {
+        all.push((Backend::Loopback(lock), Fault::ServerRestart));
     }
     all
 }
@@ -810,22 +941,33 @@ fn main() {
     let started = std::time::Instant::now();
     let outcomes = runtime.block_on(async {
         // At most `CONCURRENT` scenarios at once: with more, the 2-core machine is saturated
-        // and the recovery times measure the queue of runnable processes.
-        let slots = Arc::new(tokio::sync::Semaphore::new(CONCURRENT));
-        let handles: Vec<_> = chosen
-            .into_iter()
-            .map(|(b, f)| {
-                let slots = Arc::clone(&slots);
-                tokio::spawn(async move {
-                    let _slot = slots.acquire_owned().await.expect("open semaphore");
-                    scenario(b, f).await
+        // and the recovery times measure the queue of runnable processes. The restarts of a
+        // real kube-apiserver come after the others, together: each start takes about 2 s of
+        // CPU, and beside the other scenarios they made those miss their bounds.
+        let heavy = |&(b, f): &(Backend, Fault)| {
+            matches!(b, Backend::Apiserver(_)) && f == Fault::ServerRestart
+        };
+        let mut outcomes: Vec<Option<Outcome>> = chosen.iter().map(|_| None).collect();
+        for phase in [false, true] {
+            let slots = Arc::new(tokio::sync::Semaphore::new(CONCURRENT));
+            let handles: Vec<_> = chosen
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| heavy(s) == phase)
+                .map(|(i, &(b, f))| {
+                    let slots = Arc::clone(&slots);
+                    let task = tokio::spawn(async move {
+                        let _slot = slots.acquire_owned().await.expect("open semaphore");
+                        scenario(b, f).await
+                    });
+                    (i, task)
                 })
-            })
-            .collect();
-        let mut outcomes = Vec::new();
-        for h in handles {
-            outcomes.push(h.await.expect("scenario task"));
+                .collect();
+            for (i, h) in handles {
+                outcomes[i] = Some(h.await.expect("scenario task"));
+            }
         }
+        let mut outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
         // A scenario that failed on liveness alone (a recovery over its bound or no leader
         // in time, with every safety check passed) runs once more on its own: on a loaded
         // machine a slow recovery can be the machine's. Both runs are reported; a safety
@@ -875,6 +1017,18 @@ fn main() {
             o.verdict.terms,
             if o.passed() { "ok" } else { "FAILED" },
         );
+        if !o.server_starts_ms.is_empty() {
+            let starts: Vec<String> = o
+                .server_starts_ms
+                .iter()
+                .map(|m| format!("{m:.0}"))
+                .collect();
+            println!(
+                "    {}: kube-apiserver ready {} ms after its restarts (included above)",
+                o.name,
+                starts.join(", ")
+            );
+        }
         if let Some(first) = &o.retried {
             for e in first {
                 println!("    {}: first run (liveness only, run again): {e}", o.name);

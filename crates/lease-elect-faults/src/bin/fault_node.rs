@@ -6,9 +6,10 @@
 //!
 //! Backends: `file`, `etcd`, `redis`, `postgres` (target: the path, endpoint or URL),
 //! `redis-postgres` (client-go's `MultiLock`, Redis primary and PostgreSQL secondary; target
-//! `<redis-url>|<pg-url>`), and over a Kubernetes API server (target: its URL) `configmap`,
-//! `endpoints` (client-go's annotation locks), `configmapsleases` and `endpointsleases` (the
-//! annotation lock as primary, a Lease as secondary).
+//! `<redis-url>|<pg-url>`), and over a Kubernetes API server `lease`, `configmap`, `endpoints`
+//! (client-go's annotation locks), `configmapsleases` and `endpointsleases` (the annotation lock
+//! as primary, a Lease as secondary); the target is the URL of the loopback API server, or
+//! `<url>|<token>|<ca-file>` for a real kube-apiserver (TLS, bearer token).
 //!
 //! It competes for the lock; while it leads it writes `W <identity> <token> <checked-µs>` to
 //! the fenced store every 20 ms, each right after `guard.lost()` (polled first in a `biased`
@@ -80,24 +81,34 @@ impl LeaderCallbacks for Node {
     }
 }
 
-/// A lock over the Kubernetes API server at `url`, in the namespace `kube-system`.
-fn kube_lock(
+/// A lock over the Kubernetes API server `target` (a URL, or `<url>|<token>|<ca-file>`), in
+/// the namespace `kube-system`.
+async fn kube_lock(
     kind: &str,
-    url: &str,
+    target: &str,
     name: &str,
     identity: &str,
     timeout: Duration,
 ) -> Result<Arc<dyn ResourceLock>, Box<dyn std::error::Error>> {
+    use lease_elect_kube::testing::apiserver::Connection;
     use lease_elect_kube::{ConfigMapLock, EndpointsLock, LeaseLock};
-    let mut config = lease_elect_kube::kube::Config::new(url.parse()?);
-    config.connect_timeout = Some(timeout);
-    config.read_timeout = Some(timeout);
-    let client = lease_elect_kube::kube::Client::try_from(config)?;
     let ns = "kube-system";
+    let config = if target.contains('|') {
+        Connection::from_target(target)?
+            .config(ns, Some(timeout))
+            .await?
+    } else {
+        let mut config = lease_elect_kube::kube::Config::new(target.parse()?);
+        config.connect_timeout = Some(timeout);
+        config.read_timeout = Some(timeout);
+        config
+    };
+    let client = lease_elect_kube::kube::Client::try_from(config)?;
     let configmap = || ConfigMapLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
     let endpoints = || EndpointsLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
     let lease = || LeaseLock::new(client.clone(), ns, name, identity).with_timeout(timeout);
     Ok(match kind {
+        "lease" => Arc::new(lease()),
         "configmap" => Arc::new(configmap()),
         "endpoints" => Arc::new(endpoints()),
         "configmapsleases" => Arc::new(lease_elect::MultiLock::new(configmap(), lease())),
@@ -110,7 +121,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 9 {
         eprintln!(
-            "usage: fault_node <file|etcd|redis|postgres|redis-postgres|configmap|endpoints|configmapsleases|endpointsleases> <target> <name> <identity> <store> <lease-s> <renew-ms> <retry-ms>"
+            "usage: fault_node <file|etcd|redis|postgres|redis-postgres|lease|configmap|endpoints|configmapsleases|endpointsleases> <target> <name> <identity> <store> <lease-s> <renew-ms> <retry-ms>"
         );
         std::process::exit(2);
     }
@@ -149,8 +160,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .build()?,
             ))
         }
-        "configmap" | "endpoints" | "configmapsleases" | "endpointsleases" => {
-            kube_lock(backend, target, name, identity, timeout)?
+        "lease" | "configmap" | "endpoints" | "configmapsleases" | "endpointsleases" => {
+            kube_lock(backend, target, name, identity, timeout).await?
         }
         other => return Err(format!("unknown backend {other}").into()),
     };
