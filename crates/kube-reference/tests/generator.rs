@@ -1,0 +1,180 @@
+//! What the differential suite's generator covers: over the CI seed range every field it
+//! promises appears (in the objects as written, so both schedulers read it).
+
+use std::collections::BTreeMap;
+
+use kube_reference::generator::{SECOND_PROFILE, generate};
+use serde_json::Value;
+
+fn has(v: &Value, path: &[&str]) -> bool {
+    let mut cur = v;
+    for p in path {
+        cur = &cur[*p];
+    }
+    match cur {
+        Value::Null => false,
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
+    }
+}
+
+#[test]
+fn the_ci_seeds_cover_every_promised_field() {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut count = |what: &'static str, yes: bool| {
+        if yes {
+            *seen.entry(what).or_default() += 1;
+        }
+    };
+    for seed in 0..300 {
+        let case = generate(seed);
+        count("config", case.config.is_some());
+        count(
+            "second profile",
+            case.config
+                .as_deref()
+                .is_some_and(|c| c.contains(SECOND_PROFILE)),
+        );
+        for node in &case.nodes {
+            count("taints", has(node, &["spec", "taints"]));
+            count(
+                "zone label",
+                has(node, &["metadata", "labels", "topology.kubernetes.io/zone"]),
+            );
+            count("images", has(node, &["status", "images"]));
+            count(
+                "extended resource",
+                has(node, &["status", "allocatable", "nvidia.com/gpu"]),
+            );
+            count("unschedulable node", has(node, &["spec", "unschedulable"]));
+        }
+        for pod in &case.pods {
+            let spec = &pod["spec"];
+            let text = spec.to_string();
+            count("init container", has(spec, &["initContainers"]));
+            count(
+                "sidecar",
+                text.contains("\"restartPolicy\":\"Always\"") && has(spec, &["initContainers"]),
+            );
+            count("overhead", has(spec, &["overhead"]));
+            count("pod-level resources", has(spec, &["resources"]));
+            count("node selector", has(spec, &["nodeSelector"]));
+            count("node affinity", has(spec, &["affinity", "nodeAffinity"]));
+            count("matchFields", text.contains("matchFields"));
+            count(
+                "toleration beyond the defaults",
+                spec["tolerations"].as_array().is_some_and(|t| t.len() > 2),
+            );
+            count("pod affinity", has(spec, &["affinity", "podAffinity"]));
+            count(
+                "pod anti-affinity",
+                has(spec, &["affinity", "podAntiAffinity"]),
+            );
+            count("namespaceSelector", text.contains("namespaceSelector"));
+            count("affinity namespaces", text.contains("\"namespaces\""));
+            count("matchLabelKeys", text.contains("matchLabelKeys"));
+            count("topology spread", has(spec, &["topologySpreadConstraints"]));
+            count("minDomains", text.contains("minDomains"));
+            count("nodeAffinityPolicy", text.contains("nodeAffinityPolicy"));
+            count("nodeTaintsPolicy", text.contains("nodeTaintsPolicy"));
+            count("ScheduleAnyway", text.contains("ScheduleAnyway"));
+            count("host port", text.contains("hostPort"));
+            count("scheduling gate", has(spec, &["schedulingGates"]));
+            count("priority", spec["priority"].as_i64().is_some_and(|p| p > 0));
+            count(
+                "preemptionPolicy Never",
+                text.contains("\"preemptionPolicy\":\"Never\""),
+            );
+            count("claim", text.contains("persistentVolumeClaim"));
+            count("generic ephemeral volume", text.contains("\"ephemeral\""));
+            count("in-tree EBS volume", text.contains("awsElasticBlockStore"));
+            count(
+                "owned by a workload",
+                has(pod, &["metadata", "ownerReferences"]),
+            );
+            count(
+                "other scheduler",
+                spec["schedulerName"] != "default-scheduler",
+            );
+        }
+        for o in &case.objects {
+            count(
+                match o["kind"].as_str().unwrap_or("") {
+                    "Namespace" => "Namespace",
+                    "Service" => "Service",
+                    "ReplicaSet" => "ReplicaSet",
+                    "StatefulSet" => "StatefulSet",
+                    "PodDisruptionBudget" => "PodDisruptionBudget",
+                    "PersistentVolume" => "PersistentVolume",
+                    "PersistentVolumeClaim" => "PersistentVolumeClaim",
+                    "StorageClass" => "StorageClass",
+                    "CSINode" => "CSINode",
+                    "CSIDriver" => "CSIDriver",
+                    "CSIStorageCapacity" => "CSIStorageCapacity",
+                    _ => "other kind",
+                },
+                true,
+            );
+            count("allowedTopologies", has(o, &["allowedTopologies"]));
+        }
+    }
+    let promised = [
+        "config",
+        "second profile",
+        "taints",
+        "zone label",
+        "images",
+        "extended resource",
+        "unschedulable node",
+        "init container",
+        "sidecar",
+        "overhead",
+        "pod-level resources",
+        "node selector",
+        "node affinity",
+        "matchFields",
+        "toleration beyond the defaults",
+        "pod affinity",
+        "pod anti-affinity",
+        "namespaceSelector",
+        "affinity namespaces",
+        "matchLabelKeys",
+        "topology spread",
+        "minDomains",
+        "nodeAffinityPolicy",
+        "nodeTaintsPolicy",
+        "ScheduleAnyway",
+        "host port",
+        "scheduling gate",
+        "priority",
+        "preemptionPolicy Never",
+        "claim",
+        "generic ephemeral volume",
+        "in-tree EBS volume",
+        "owned by a workload",
+        "other scheduler",
+        "Namespace",
+        "Service",
+        "ReplicaSet",
+        "StatefulSet",
+        "PodDisruptionBudget",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
+        "allowedTopologies",
+    ];
+    let missing: Vec<&str> = promised
+        .iter()
+        .copied()
+        .filter(|p| !seen.contains_key(p))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "never generated in seeds 0..300: {missing:?}\nseen: {seen:?}"
+    );
+    assert!(!seen.contains_key("other kind"), "{seen:?}");
+}
