@@ -66,7 +66,16 @@ lease_elect_servers_stop() {
   local dir=${LEASE_ELECT_SERVERS_DIR:-}
   [[ -n "$dir" && -d "$dir" ]] || return 0
   local pidfiles=("$dir/redis.pid" "$dir/etcd.pid" "$dir/kube-apiserver.pid" "$dir/kube-etcd.pid")
-  local p
+  local p i
+  # kube-apiserver first: its graceful shutdown writes to its etcd (it removes its own Lease
+  # and endpoint), and waits for it when that etcd is gone.
+  p=$dir/kube-apiserver.pid
+  if [[ -f "$p" ]] && kill "$(cat "$p")" 2>/dev/null; then
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$(cat "$p")" 2>/dev/null || break
+      sleep 0.05
+    done
+  fi
   for p in "${pidfiles[@]}"; do
     if [[ -f "$p" ]]; then kill "$(cat "$p")" 2>/dev/null || true; fi
   done
@@ -74,7 +83,6 @@ lease_elect_servers_stop() {
     # SIGINT = PostgreSQL's fast shutdown.
     kill -INT "$(head -1 "$dir/pg/postmaster.pid")" 2>/dev/null || true
   fi
-  local i
   for ((i = 0; i < 100; i++)); do
     local alive=0
     for p in "${pidfiles[@]}"; do
@@ -84,7 +92,7 @@ lease_elect_servers_stop() {
     ((alive)) || break
     sleep 0.05
   done
-  # Whatever did not stop within 5 s (kube-apiserver's graceful shutdown takes about a second).
+  # Whatever did not stop within 5 s.
   for p in "${pidfiles[@]}"; do
     if [[ -f "$p" ]]; then kill -KILL "$(cat "$p")" 2>/dev/null || true; fi
   done
