@@ -25,7 +25,10 @@ fn random_clusters_match_kube_v1_34() {
         Ok(o) => o,
         Err(e) => {
             let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-            assert!(!ci, "{e}; CI is set, so the differential suite fails instead of skipping");
+            assert!(
+                !ci,
+                "{e}; CI is set, so the differential suite fails instead of skipping"
+            );
             let _ = writeln!(
                 std::io::stderr().lock(),
                 "\n*** NOT RUN: {e}. Run `bash scripts/reference.sh` first (CI=1 makes this fail). ***"
