@@ -26,7 +26,7 @@ source scripts/reference.sh
 step "gofmt and go vet (reference/)"
 kube_reference_lint
 
-step "starting PostgreSQL, etcd and Redis on loopback"
+step "starting PostgreSQL, etcd, Redis and kube-apiserver (with its own etcd) on loopback"
 # shellcheck source=scripts/servers.sh
 source scripts/servers.sh
 trap lease_elect_servers_stop EXIT
