@@ -118,7 +118,8 @@ def main():
         sys.stderr.write(f"scheduler-perf: missing {kube_perf}: build it with `bash scripts/reference.sh`\n")
         sys.exit(1)
     run(["cargo", "build", "--release", "--quiet", "-p", "kube-reference", "--bin", "perf"])
-    ours_perf = os.path.join(ROOT, "target", "release", "perf")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    ours_perf = os.path.join(target, "release", "perf")
     module = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes"],
                             cwd=os.path.join(ROOT, "reference"), capture_output=True, text=True)
     if module.returncode != 0:
