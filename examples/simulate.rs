@@ -353,14 +353,16 @@ fn run() -> Result<Outcome, String> {
         let (profile, cache) = (&*profile, cache);
         match profile.schedule_and_assume(cache, pod, &mut snapshot) {
             Ok(r) => {
-                // Reserve the PersistentVolumes VolumeBinding matched there, as kube's
-                // AssumePodVolumes does, so the next pods do not count on them.
+                // Reserve the PersistentVolumes the profile's VolumeBinding matched there, as
+                // kube's AssumePodVolumes does, so its next pods do not count on them.
                 let version = if legacy {
                     KubeVersion::V1_20
                 } else {
                     KubeVersion::V1_34
                 };
-                let _ = volume::assume_volumes(&mut snapshot, pod, &r.node, version);
+                if let Some(binder) = profile.volume_binder() {
+                    let _ = volume::assume_volumes(&mut snapshot, binder, pod, &r.node, version);
+                }
                 let table = profile.last_scores(cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();

@@ -27,7 +27,7 @@ use sched_core::framework::KubeVersion;
 use sched_core::model::Pod;
 use sched_core::plugins::volume;
 use sched_core::profile::{BuildError, Cache, FitError, Profile, ScheduleError};
-use sched_core::snapshot::Snapshot;
+use sched_core::snapshot::{Snapshot, VolumeBinderId};
 
 use crate::case::{Case, CaseError};
 use crate::oracle::{NodeScores, OracleFile, PodAnswer};
@@ -241,8 +241,13 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
                 compare(&ours, answer, &mut result);
             }
         }
+        // kube's VolumeBinding of the pod's profile reserves, in its own volume binder.
+        let binder = profiles
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .and_then(|(_, p)| p.volume_binder());
         if let Some(chosen) = answer.chosen.as_deref().filter(|c| !c.is_empty())
-            && let Err(e) = assume(&mut snapshot, pod, chosen)
+            && let Err(e) = assume(&mut snapshot, binder, pod, chosen)
         {
             result.differ(Class::Error, e);
         }
@@ -251,19 +256,29 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
     Ok(results)
 }
 
-/// Places `pod` on `node` as kube did: assumed in the snapshot, then VolumeBinding's reserve
-/// (the PersistentVolumes it matched there and the claims to provision).
-fn assume(snapshot: &mut Snapshot, pod: &Pod, node: &str) -> Result<(), String> {
+/// Places `pod` on `node` as kube did: assumed in the snapshot, then the VolumeBinding reserve
+/// of the pod's profile, for that profile's volume binder `binder` (the PersistentVolumes it
+/// matched there and the claims to provision: kube's volume binder of each profile has its own
+/// assume caches). A profile without VolumeBinding reserves no volumes.
+fn assume(
+    snapshot: &mut Snapshot,
+    binder: Option<VolumeBinderId>,
+    pod: &Pod,
+    node: &str,
+) -> Result<(), String> {
     let mut placed = pod.clone();
     placed.spec.node_name = node.to_string();
     snapshot
         .assume(placed, node)
         .map_err(|e| format!("assuming the pod on kube's node {node}: {e}"))?;
-    volume::assume_volumes(snapshot, pod, node, KubeVersion::V1_34).map_err(|r| {
-        format!(
-            "reserving the pod's volumes on kube's node {node}: VolumeBinding fails there ({r:?})"
-        )
-    })?;
+    if let Some(binder) = binder {
+        volume::assume_volumes(snapshot, binder, pod, node, KubeVersion::V1_34).map_err(|r| {
+            format!(
+                "reserving the pod's volumes on kube's node {node}: VolumeBinding fails there \
+                 ({r:?})"
+            )
+        })?;
+    }
     Ok(())
 }
 

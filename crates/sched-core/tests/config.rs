@@ -1114,11 +1114,12 @@ fn volume_plugins_read_the_snapshots_storage_objects() {
         err.to_string(),
         "0/2 nodes are available: persistentvolumeclaim \"data-db-0\" not found."
     );
-    // Bound to a PV in zone z2: only node b.
+    // Bound to a PV in zone z2 (the PV controller's binding complete): only node b.
     let objects = sched_core::model::load_bytes(
         "storage.json",
         br#"{"kind": "List", "items": [
-            {"kind": "PersistentVolumeClaim", "metadata": {"name": "data-db-0", "namespace": "default"},
+            {"kind": "PersistentVolumeClaim", "metadata": {"name": "data-db-0", "namespace": "default",
+              "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
              "spec": {"volumeName": "pv-1", "storageClassName": "ssd"}},
             {"kind": "PersistentVolume", "metadata": {"name": "pv-1", "labels": {"topology.kubernetes.io/zone": "z2"}},
              "spec": {"storageClassName": "ssd", "capacity": {"storage": "10Gi"}}}]}"#,

@@ -550,9 +550,17 @@ proptest! {
             // Volumes: a placed pod with a claim holds its node's PV (VolumeBinding's Reserve
             // assumed it), no PV serves two placed pods, and a pending pod whose claim was
             // never bound holds no PV (every unreserve gave it back).
+            // (As the profile's VolumeBinding sees the PVs: with what its Reserve assumed.)
             let storage = sch.snapshot().storage();
+            let binder = sch
+                .profile("default-scheduler")
+                .and_then(|p| p.volume_binder())
+                .expect("VolumeBinding");
             let claim_of = |pv: &str| {
-                storage.pv(pv).and_then(|pv| pv.spec.claim_ref.as_ref()).map(|r| r.name.clone())
+                storage
+                    .pv_seen_by(binder, pv)
+                    .and_then(|pv| pv.spec.claim_ref.as_ref())
+                    .map(|r| r.name.clone())
             };
             for (k, n) in &placed {
                 if t.with_claim.contains(*k) {

@@ -112,8 +112,10 @@ fn check(profile: &Profile, version: KubeVersion) {
         );
         // A second pod for cache-0's claim finds the local volume taken once cache-0 is placed.
         let cache0 = by_name("cache-0");
+        let binder = profile.volume_binder().expect("VolumeBinding");
         let assumed =
-            volume::assume_volumes(&mut snapshot, &cache0, "ip-10-0-3-19", version).unwrap();
+            volume::assume_volumes(&mut snapshot, binder, &cache0, "ip-10-0-3-19", version)
+                .unwrap();
         let mut twin = cache0.clone();
         twin.spec.volumes[0]
             .persistent_volume_claim

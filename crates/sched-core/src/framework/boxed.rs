@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{CycleContext, PluginError, Predicate, Prepared, PreparedScore, Priority, Reason};
 use crate::fast_path::{FastFilter, FastScore, SEALED};
-use crate::snapshot::NodeRef;
+use crate::snapshot::{NodeRef, VolumeBinderId};
 
 /// A plugin's per-pod state with its type erased; only the plugin that prepared it reads it.
 pub(crate) struct ErasedState(Box<dyn Any + Send + Sync>);
@@ -61,6 +61,7 @@ trait DynPredicate: Send + Sync {
     );
     fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter>;
     fn explain(&self, code: u32) -> Cow<'static, str>;
+    fn volume_binder(&self) -> Option<VolumeBinderId>;
 }
 
 impl<P: Predicate> DynPredicate for P {
@@ -103,6 +104,10 @@ impl<P: Predicate> DynPredicate for P {
 
     fn explain(&self, code: u32) -> Cow<'static, str> {
         Predicate::explain(self, code)
+    }
+
+    fn volume_binder(&self) -> Option<VolumeBinderId> {
+        Predicate::volume_binder(self, SEALED)
     }
 }
 
@@ -170,6 +175,11 @@ impl BoxPredicate {
 
     pub(crate) fn explain(&self, code: u32) -> Cow<'static, str> {
         self.0.explain(code)
+    }
+
+    /// The volume binder of a built-in VolumeBinding.
+    pub(crate) fn volume_binder(&self) -> Option<VolumeBinderId> {
+        self.0.volume_binder()
     }
 }
 
@@ -346,6 +356,10 @@ impl DynPredicate for Renamed<BoxPredicate> {
 
     fn explain(&self, code: u32) -> Cow<'static, str> {
         self.inner.explain(code)
+    }
+
+    fn volume_binder(&self) -> Option<VolumeBinderId> {
+        self.inner.volume_binder()
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::{CycleContext, PluginError, Reason};
 use crate::fast_path::{FastFilter, FastScore, Sealed};
 use crate::model::Pod;
-use crate::snapshot::{NodeInfo, NodeRef};
+use crate::snapshot::{NodeInfo, NodeRef, VolumeBinderId};
 
 /// What a predicate will do for this pod (kube's PreFilter outcome).
 #[derive(Debug)]
@@ -163,6 +163,14 @@ pub trait Predicate: Send + Sync + 'static {
         seal: Sealed,
     ) -> Option<FastFilter> {
         let _ = (cx, state, seal);
+        None
+    }
+
+    /// The volume binder whose assumed PersistentVolumes and claims this predicate reads, for
+    /// the profile's Reserve (built-in VolumeBinding only; sealed).
+    #[doc(hidden)]
+    fn volume_binder(&self, seal: Sealed) -> Option<VolumeBinderId> {
+        let _ = seal;
         None
     }
 }

@@ -222,6 +222,14 @@ impl Profile {
         self.version
     }
 
+    /// The volume binder of the profile's VolumeBinding predicate (kube builds one per
+    /// profile, with its own assumed PersistentVolumes and claims): what its Reserve
+    /// ([`crate::plugins::volume::assume_volumes`]) assumes for a placed pod. `None` when the
+    /// profile has no VolumeBinding: kube's Reserve then assumes nothing.
+    pub fn volume_binder(&self) -> Option<crate::snapshot::VolumeBinderId> {
+        self.predicates.iter().find_map(|p| p.volume_binder())
+    }
+
     /// percentageOfNodesToScore (0 = adaptive).
     pub fn percentage_of_nodes_to_score(&self) -> u32 {
         self.percentage_of_nodes_to_score

@@ -658,6 +658,14 @@ impl Scheduler {
             .map(|(k, b)| (k.as_str(), b.node.as_str()))
     }
 
+    /// The profile that schedules pods of this `schedulerName`.
+    pub fn profile(&self, scheduler_name: &str) -> Option<&Profile> {
+        self.profiles
+            .iter()
+            .find(|s| s.name == scheduler_name)
+            .map(|s| &s.profile)
+    }
+
     /// Takes the events recorded since the last call.
     pub fn drain_events(&mut self) -> Vec<SchedulerEvent> {
         std::mem::take(&mut self.events)
@@ -1191,14 +1199,15 @@ impl Scheduler {
         profile: String,
         now: Duration,
     ) -> Step {
-        // VolumeBinding's Reserve: the matched PVs and claims to provision are assumed.
-        let version = self
+        // VolumeBinding's Reserve: the matched PVs and claims to provision are assumed, for
+        // the profile's VolumeBinding (kube's volume binder of that profile) only.
+        let binder = self
             .profiles
             .iter()
             .find(|s| s.name == profile)
-            .map(|s| s.profile.kube_version());
-        if let Some(version) = version {
-            match assume_volumes(&mut self.snapshot, &b.pod, &b.node, version) {
+            .and_then(|s| Some((s.profile.kube_version(), s.profile.volume_binder()?)));
+        if let Some((version, binder)) = binder {
+            match assume_volumes(&mut self.snapshot, binder, &b.pod, &b.node, version) {
                 Ok(v) => b.volumes = v,
                 Err(reason) => {
                     let plugin = "VolumeBinding".to_string();

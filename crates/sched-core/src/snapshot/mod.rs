@@ -19,7 +19,7 @@ pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
 pub use selector::CompiledSelector;
-pub use storage::StorageIndex;
+pub use storage::{StorageIndex, VolumeBinderId};
 
 use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
 pub(crate) use affinity::{AffinityIndex, CountsRef};
@@ -313,6 +313,48 @@ impl Snapshot {
         self.generation += 1;
         self.clear_memos();
         Arc::make_mut(&mut self.storage)
+    }
+
+    /// kube's PV assume cache's `Assume`: the VolumeBinding plugin of volume binder `binder`
+    /// sees `pv` in place of the informer's PersistentVolume of its name (VolumeBinding's
+    /// Reserve binding it to a claim), until [`Snapshot::restore_volume`] or the informer's
+    /// next version of it; nothing else sees it. `false` (nothing assumed) when the storage
+    /// objects have no PersistentVolume of its name.
+    pub fn assume_volume(
+        &mut self,
+        binder: VolumeBinderId,
+        pv: crate::model::PersistentVolume,
+    ) -> bool {
+        // What other plugins derive from the storage objects (the nodes' memos) reads the
+        // informer's objects only: it stays.
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage).assume_pv(binder, pv)
+    }
+
+    /// kube's PVC assume cache's `Assume` ([`Snapshot::assume_volume`] for a claim:
+    /// VolumeBinding's Reserve choosing a node to provision it on). `false` (nothing assumed)
+    /// when the storage objects have no claim of its namespace and name.
+    pub fn assume_claim(
+        &mut self,
+        binder: VolumeBinderId,
+        pvc: crate::model::PersistentVolumeClaim,
+    ) -> bool {
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage).assume_pvc(binder, pvc)
+    }
+
+    /// kube's PV assume cache's `Restore`: `binder` sees the informer's PersistentVolume of
+    /// this name again. `false` if it had assumed none.
+    pub fn restore_volume(&mut self, binder: VolumeBinderId, name: &str) -> bool {
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage).restore_pv(binder, name)
+    }
+
+    /// kube's PVC assume cache's `Restore`: `binder` sees the informer's claim again. `false`
+    /// if it had assumed none.
+    pub fn restore_claim(&mut self, binder: VolumeBinderId, namespace: &str, name: &str) -> bool {
+        self.generation += 1;
+        Arc::make_mut(&mut self.storage).restore_pvc(binder, namespace, name)
     }
 
     /// Replaces the workloads used for spreading.

@@ -59,10 +59,14 @@ fn make_pv(
     v
 }
 
-/// kube's `makePVC(name, class)`, bound to `pv` when not empty, requesting `request`.
+/// kube's `makePVC(name, class)`, bound to `pv` (`withBoundPV`: with
+/// `pv.kubernetes.io/bind-completed`) when not empty, requesting `request`.
 fn make_pvc(name: &str, class: &str, pv: &str, request: &str) -> PersistentVolumeClaim {
     let mut c = pvc_of_class(name, Some(class));
-    c.spec.volume_name = pv.into();
+    if !pv.is_empty() {
+        c = pvc(name, pv);
+        c.spec.storage_class_name = Some(class.into());
+    }
     if !request.is_empty() {
         c.spec
             .resources
@@ -503,8 +507,10 @@ fn matching_and_provisioning() {
     );
 }
 
-/// `assume_volumes` reserves the matched PV (the next pod's claim finds another one, or none)
-/// and pins a provisioned claim to the node; `forget_volumes` restores the objects exactly.
+/// `assume_volumes` reserves the matched PV for the plugin's binder (the next pod's claim
+/// finds another one, or none) and pins a provisioned claim to the node; `forget_volumes`
+/// gives them back. The informer's objects stay as they are, and a VolumeBinding with another
+/// binder (another profile's) sees none of it.
 #[test]
 fn assume_and_forget_volumes() {
     let nodes = || vec![make_node("node-a", &[]), make_node("node-b", &[])];
@@ -522,32 +528,47 @@ fn assume_and_forget_volumes() {
         make_pvc("c3", "dyn", "", "1Gi"),
     ];
     let mut snap = snapshot(nodes(), vec![], s);
-    let before: Vec<_> = snap.storage().pvs().to_vec();
+    let pvs_before: Vec<_> = snap.storage().pvs().to_vec();
+    let c3_before = snap.storage().pvc("default", "c3").unwrap().clone();
     let p1 = pod_with_claims("p1", &["c1"]);
     let p2 = pod_with_claims("p2", &["c2"]);
     let p3 = pod_with_claims("p3", &["c3"]);
     let plugin = VolumeBinding::new();
+    let other = VolumeBinding::new();
+    let binder = plugin.binder();
+    assert_ne!(binder, other.binder());
     assert_eq!(
         run(&plugin, &p2, &snap, V1_34).1,
         vec![Ok(()), conflicts(BIND)]
     );
     // Placing p1 on node-a takes pv-a: p2 fits nowhere now.
     assert_eq!(
-        assume_volumes(&mut snap, &p1, "node-b", V1_34),
+        assume_volumes(&mut snap, binder, &p1, "node-b", V1_34),
         Err(Reason::VolumeBinding(VolumeBindingConflicts(BIND)))
     );
-    let assumed = assume_volumes(&mut snap, &p1, "node-a", V1_34).unwrap();
-    assert!(!assumed.is_empty());
+    let assumed = assume_volumes(&mut snap, binder, &p1, "node-a", V1_34).unwrap();
+    assert_eq!(assumed.binder(), Some(binder));
+    assert_eq!(assumed.bindings().len(), 1);
+    let bound = snap.storage().pv_seen_by(binder, "pv-a").unwrap();
+    assert_eq!(bound, &assumed.bindings()[0]);
+    assert_eq!(bound.spec.claim_ref.as_ref().unwrap().name, "c1");
     assert_eq!(
+        bound
+            .metadata
+            .annotations
+            .get("pv.kubernetes.io/bound-by-controller")
+            .map(String::as_str),
+        Some("yes")
+    );
+    // The informer's objects, and the claim, are as they were.
+    assert_eq!(snap.storage().pvs(), &pvs_before[..]);
+    assert!(
         snap.storage()
-            .pv("pv-a")
+            .pvc("default", "c1")
             .unwrap()
             .spec
-            .claim_ref
-            .as_ref()
-            .unwrap()
-            .name,
-        "c1"
+            .volume_name
+            .is_empty()
     );
     assert_eq!(
         run(&plugin, &p2, &snap, V1_34).1,
@@ -557,20 +578,34 @@ fn assume_and_forget_volumes() {
         run(&plugin, &p1, &snap, V1_34).1,
         vec![Ok(()), conflicts(BIND)]
     );
+    // Another profile's VolumeBinding still finds pv-a available.
+    assert_eq!(
+        run(&other, &p2, &snap, V1_34).1,
+        vec![Ok(()), conflicts(BIND)]
+    );
     forget_volumes(&mut snap, assumed);
-    assert_eq!(snap.storage().pvs(), &before[..]);
+    assert!(snap.storage().assumed_pv(binder, "pv-a").is_none());
+    assert_eq!(snap.storage().pvs(), &pvs_before[..]);
     assert_eq!(
         run(&plugin, &p2, &snap, V1_34).1,
         vec![Ok(()), conflicts(BIND)]
     );
-    // A provisioned claim is pinned to its node.
-    let assumed = assume_volumes(&mut snap, &p3, "node-b", V1_34).unwrap();
+    // A provisioned claim is pinned to its node, for the binder only.
+    let assumed = assume_volumes(&mut snap, binder, &p3, "node-b", V1_34).unwrap();
+    assert_eq!(assumed.provisions().len(), 1);
     assert_eq!(
         run(&plugin, &p3, &snap, V1_34).1,
         vec![conflicts(BIND), Ok(())]
     );
+    assert_eq!(run(&other, &p3, &snap, V1_34).1, vec![Ok(()), Ok(())]);
+    assert_eq!(snap.storage().pvc("default", "c3"), Some(&c3_before));
     forget_volumes(&mut snap, assumed);
     assert_eq!(run(&plugin, &p3, &snap, V1_34).1, vec![Ok(()), Ok(())]);
+    assert!(
+        snap.storage()
+            .assumed_pvc(binder, "default", "c3")
+            .is_none()
+    );
 }
 
 /// kube v1.20's `volumebinding/volume_binding_test.go` TestVolumeBinding (CheckVolumeBinding):
@@ -641,6 +676,22 @@ fn volume_binding_v1_20() {
         outcomes(&pod(&["pvc-a"]), n(&[]), vec![], vec![], vec![], V1_20),
         Some(vec![Err(Reason::Volume(VolumeProblem::ClaimNotFound))]),
         "pvc not found"
+    );
+    // kube v1.20's binder already asked for `pv.kubernetes.io/bind-completed`: a claim whose
+    // binding is not complete is an unbound Immediate one.
+    let mut prebound = make_pvc("pvc-a", "wait-sc", "pv-a", "");
+    prebound.metadata.annotations.clear();
+    assert_eq!(
+        outcomes(
+            &pod(&["pvc-a"]),
+            n(&[]),
+            vec![prebound],
+            vec![pv_a()],
+            vec![],
+            V1_20
+        ),
+        Some(vec![Err(Reason::UnboundImmediateClaims)]),
+        "prebound claim"
     );
     assert_eq!(
         outcomes(
@@ -726,7 +777,13 @@ fn capacity_outcome(
     let mut snap = snapshot(vec![node("node1", &[("nodeKey", "node1")])], vec![], s);
     let (skipped, res) = run(&VolumeBinding::new(), &pod, &snap, V1_34);
     assert!(!skipped);
-    let provisions = match assume_volumes(&mut snap, &pod, "node1", V1_34) {
+    let provisions = match assume_volumes(
+        &mut snap,
+        VolumeBinding::new().binder(),
+        &pod,
+        "node1",
+        V1_34,
+    ) {
         Ok(a) => a
             .provisions()
             .iter()
@@ -1015,6 +1072,25 @@ fn pre_filter_rejections() {
         )
         .map(|r| r.0),
         Some(Reason::Volume(VolumeProblem::ClaimLost))
+    );
+    // A claim that names its volume but whose binding the PV controller has not completed
+    // (no `pv.kubernetes.io/bind-completed`: kube's `isPVCFullyBound`) waits as an Immediate
+    // one does, whether or not the volume is pre-bound to it.
+    let mut prebound = make_pvc("pvc-a", "wait-sc", "pv-a", "");
+    prebound.metadata.annotations.clear();
+    let mut pv_a = make_pv("pv-a", "wait-sc", "Available", "", &[]);
+    pv_a.spec.claim_ref = Some(crate::model::ClaimReference {
+        namespace: "default".into(),
+        name: "pvc-a".into(),
+        uid: String::new(),
+    });
+    assert_eq!(
+        rejected(&pod(&["pvc-a"]), vec![prebound], vec![pv_a], vec![], V1_34),
+        Some((
+            Reason::UnboundImmediateClaims,
+            "pod has unbound immediate PersistentVolumeClaims".to_string()
+        )),
+        "prebound claim"
     );
     let mut deleting = make_pvc("pvc-a", "wait-sc", "pv-a", "");
     deleting.metadata.deletion_timestamp = Some("2025-01-01T00:00:00Z".into());

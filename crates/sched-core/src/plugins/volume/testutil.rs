@@ -60,11 +60,18 @@ pub(crate) fn pv(name: &str, l: &[(&str, &str)]) -> PersistentVolume {
     pv
 }
 
+/// A claim in `default`; bound to `volume` (with the PV controller's
+/// `pv.kubernetes.io/bind-completed`, as kube's `withBoundPV`) when that is not empty.
 pub(crate) fn pvc(name: &str, volume: &str) -> PersistentVolumeClaim {
     let mut c = PersistentVolumeClaim::default();
     c.metadata.name = name.into();
     c.metadata.namespace = "default".into();
     c.spec.volume_name = volume.into();
+    if !volume.is_empty() {
+        c.metadata
+            .annotations
+            .insert("pv.kubernetes.io/bind-completed".into(), "true".into());
+    }
     c
 }
 
