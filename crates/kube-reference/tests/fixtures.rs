@@ -1,5 +1,6 @@
-//! kube-scheduler v1.34.1's answers for the recorded cases of `tests/data/kube-v1.34/`: every
-//! pod of every case must replay through sched-core's v1.34 path with no difference.
+//! kube-scheduler's answers for the recorded cases: every pod of every case of
+//! `tests/data/kube-v1.34/` (answered by kube v1.34.1) and of `tests/data/kube-v1.34.4/`
+//! (answered by kube v1.34.4) must replay through sched-core's v1.34 path with no difference.
 
 use std::path::{Path, PathBuf};
 
@@ -7,13 +8,19 @@ use kube_reference::case::Case;
 use kube_reference::oracle::OracleFile;
 use kube_reference::replay::{Class, replay};
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kube-v1.34")
+/// The folders of recorded cases, one per kube release that answered them.
+const RELEASES: [&str; 2] = ["kube-v1.34", "kube-v1.34.4"];
+
+fn cases_dir(release: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(release)
 }
 
-fn case_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .unwrap_or_else(|e| panic!("{}: {e}", cases_dir().display()))
+fn case_dirs(release: &str) -> Vec<PathBuf> {
+    let dir = cases_dir(release);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("oracle.json").exists())
         .collect();
@@ -21,15 +28,15 @@ fn case_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-#[test]
-fn every_recorded_case_replays_as_kube_v1_34_answered() {
-    let dirs = case_dirs();
-    assert_eq!(dirs.len(), 9, "the nine recorded cases");
+/// Replays every case of `dirs` and returns (pods, differing pods, the report of the
+/// differences); every case's oracle must have been answered by `version`.
+fn replay_all(dirs: &[PathBuf], version: &str) -> (usize, usize, String) {
     let mut report = String::new();
     let (mut pods, mut differing) = (0, 0);
-    for dir in &dirs {
+    for dir in dirs {
         let case = Case::read(dir).unwrap_or_else(|e| panic!("{e}"));
         let oracle = OracleFile::read(&dir.join("oracle.json")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(oracle.meta.version, version, "{}", case.name);
         let results = replay(&case, &oracle).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(results.len(), oracle.pods.len(), "{}", case.name);
         for r in &results {
@@ -40,6 +47,14 @@ fn every_recorded_case_replays_as_kube_v1_34_answered() {
             }
         }
     }
+    (pods, differing, report)
+}
+
+#[test]
+fn every_recorded_case_replays_as_kube_v1_34_answered() {
+    let dirs = case_dirs("kube-v1.34");
+    assert_eq!(dirs.len(), 9, "the nine recorded cases");
+    let (pods, differing, report) = replay_all(&dirs, "v1.34.1");
     assert!(
         differing == 0,
         "{differing} of {pods} pods differ from kube v1.34.1:{report}"
@@ -47,10 +62,22 @@ fn every_recorded_case_replays_as_kube_v1_34_answered() {
 }
 
 #[test]
+fn every_recorded_case_replays_as_kube_v1_34_4_answered() {
+    let dirs = case_dirs("kube-v1.34.4");
+    assert!(!dirs.is_empty(), "no case under tests/data/kube-v1.34.4");
+    let (pods, differing, report) = replay_all(&dirs, "v1.34.4");
+    assert!(pods > 0, "the cases have no pending pod");
+    assert!(
+        differing == 0,
+        "{differing} of {pods} pods differ from kube v1.34.4:{report}"
+    );
+}
+
+#[test]
 fn the_recorded_classes_are_the_replay_s_classes() {
     // Each case says which class of difference it was shrunk for; the replay's names are the
     // same, so a report reads against the cases.
-    for dir in case_dirs() {
+    for dir in RELEASES.iter().flat_map(|r| case_dirs(r)) {
         let text = std::fs::read_to_string(dir.join("case.json")).unwrap();
         let meta: serde_json::Value = serde_json::from_str(&text).unwrap();
         let class = meta["class"].as_str().unwrap_or_default();
