@@ -63,7 +63,8 @@ fn cycle_runs_the_sample_through_the_engine() {
             "0.000s shop/checkout default-scheduler preempts on node-c: deletes \
              batch/crawler-c1, batch/crawler-c2",
             "0.000s shop/report default-scheduler unschedulable: 0/3 nodes are available: \
-             3 Insufficient cpu.",
+             3 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are \
+             available: 3 No preemption victims found for incoming pod.",
             "0.000s batch/etl bin-packing bound to node-a",
             "0.000s shop/checkout default-scheduler bound to node-c",
         ],
@@ -86,7 +87,9 @@ fn cycle_runs_the_sample_through_the_engine() {
     assert_eq!(
         fates,
         [
-            "shop/report unschedulable: 0/3 nodes are available: 3 Insufficient cpu.",
+            "shop/report unschedulable: 0/3 nodes are available: 3 Insufficient cpu. no new \
+             claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption \
+             victims found for incoming pod.",
             "shop/canary gated",
             "batch/etl bound to node-a",
             "ml/train no profile",

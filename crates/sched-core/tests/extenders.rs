@@ -580,6 +580,7 @@ fn unresolvable_on_node1(n: &Node) -> Status {
 
 #[test]
 fn preemption_never_considers_a_node_an_extender_calls_unresolvable() {
+    use sched_core::framework::KubeVersion;
     use sched_core::scheduler::preemption::{nodes_where_preemption_might_help, resolvable};
     assert!(resolvable(&Reason::Extender {
         unresolvable: false
@@ -600,15 +601,22 @@ fn preemption_never_considers_a_node_an_extender_calls_unresolvable() {
     let Step::Unschedulable { error, .. } = s.schedule_one(now) else {
         panic!("expected a fit error")
     };
+    // Preemption tries node2 alone (nothing to remove there) and not node1 (kube v1.34 prints
+    // its message after the reasons).
     assert_eq!(
         error.to_string(),
-        r#"0/2 nodes are available: 1 FakeExtender: node "node1" failed and unresolvable, 1 FakeExtender: node "node2" failed."#
+        concat!(
+            r#"0/2 nodes are available: 1 FakeExtender: node "node1" failed and unresolvable, 1 FakeExtender: node "node2" failed."#,
+            " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        )
     );
     assert_eq!(
         error.failures[0].codes,
         [("E".to_string(), Reason::Extender { unresolvable: true })]
     );
-    let potential = nodes_where_preemption_might_help(s.snapshot(), &error);
+    let pod = resource_pod("high", "100m", 100, "");
+    let potential =
+        nodes_where_preemption_might_help(s.snapshot(), &pod, KubeVersion::V1_34, &error);
     let names: Vec<&str> = potential
         .iter()
         .map(|&i| s.snapshot().node_infos()[i].name())

@@ -301,7 +301,14 @@ fn nodes_every_extender_rejects_are_explained_with_its_messages() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(message, "0/3 nodes are available: 1 wrong zone, 2 no GPU.");
+    // Preemption tries the nodes the extender failed (nothing to remove there), not the one
+    // it failed as unresolvable; kube v1.34 prints its message after the reasons.
+    assert_eq!(
+        message,
+        "0/3 nodes are available: 1 wrong zone, 2 no GPU. no new claims to deallocate, \
+         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, \
+         2 No preemption victims found for incoming pod."
+    );
 }
 
 /// An address nothing listens on.

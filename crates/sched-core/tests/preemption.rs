@@ -846,6 +846,7 @@ fn fit_error(pod: &Pod, all: usize, statuses: &[(&str, Status)]) -> FitError {
             })
             .collect(),
         pre_filter_message: None,
+        post_filter_message: None,
     }
 }
 
@@ -1034,11 +1035,43 @@ fn kube_post_filter() {
         ),
     ];
     assert_eq!(cases.len(), 9);
+    // kube's wantStatus of the cases that nominate nobody: DefaultPreemption's FitError.
+    let messages = [
+        (
+            "pod with tied priority is still unschedulable",
+            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+        ),
+        (
+            "preemption should respect filteredNodesStatuses",
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        ),
+        (
+            "preemption should respect absent NodeToStatusReader entry meaning UnschedulableAndUnresolvable",
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        ),
+        (
+            "no candidate nodes found, no enough resource after removing low priority pods",
+            "preemption: 0/2 nodes are available: 2 Insufficient cpu.",
+        ),
+        (
+            "no candidate nodes found with mixed reasons, no lower priority pod and no enough CPU resource",
+            "preemption: 0/3 nodes are available: 1 Insufficient cpu, 2 No preemption victims found for incoming pod.",
+        ),
+        (
+            "no candidate nodes found with mixed reason, 2 UnschedulableAndUnresolvable nodes and 2 nodes don't have enough CPU resource",
+            "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
+        ),
+    ];
     for (name, pod, pods, pdbs, nodes, statuses, expected) in cases {
         let out = run_preempt(&fit(), nodes, &pod, pods, &pdbs, &statuses);
         assert_eq!(nominated(&out), expected, "{name}: {out:?}");
         if expected.is_none() {
-            assert_eq!(out, Outcome::NoCandidate, "{name}");
+            assert!(matches!(out, Outcome::NoCandidate(_)), "{name}: {out:?}");
+            let want = messages.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
+            let got = format!("preemption: {}", out.message());
+            assert_eq!(Some(got.as_str()), want, "{name}");
+        } else {
+            assert_eq!(out.message(), "", "{name}");
         }
     }
 }
@@ -1256,7 +1289,8 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
         }
     }
     // With no room elsewhere the lower-priority pod is unschedulable, and its error names
-    // node1 as full (the nominated pod counted there).
+    // node1 as full (the nominated pod counted there); preemption finds nothing to remove
+    // there (kube v1.34 prints DefaultPreemption's message after the reasons).
     let mut s = engine(fit(), vec![node_with("node1", &one)], vec![]);
     s.apply(
         ClusterEvent::PodAdd(gated(p("held").prio(MID).nominated("node1").obj())),
@@ -1267,7 +1301,8 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
         Step::Unschedulable { error, .. } => {
             assert_eq!(
                 error.to_string(),
-                "0/1 nodes are available: 1 Too many pods."
+                "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are \
+                 available: 1 No preemption victims found for incoming pod."
             )
         }
         other => panic!("{other:?}"),
@@ -1508,6 +1543,7 @@ fn kube_nodes_where_preemption_might_help() {
         .map(|n| node(n))
         .collect();
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
+    let pod = p("p").obj();
     for (name, statuses, expected) in cases {
         let error = FitError {
             pod: "/p".into(),
@@ -1521,13 +1557,64 @@ fn kube_nodes_where_preemption_might_help() {
                 })
                 .collect(),
             pre_filter_message: None,
+            post_filter_message: None,
         };
-        let got: Vec<&str> = nodes_where_preemption_might_help(&snapshot, &error)
-            .into_iter()
-            .map(|i| snapshot.node_infos()[i].name())
-            .collect();
+        let got: Vec<&str> =
+            nodes_where_preemption_might_help(&snapshot, &pod, KubeVersion::V1_34, &error)
+                .into_iter()
+                .map(|i| snapshot.node_infos()[i].name())
+                .collect();
         assert_eq!(got, expected, "{name}");
     }
+}
+
+/// kube v1.34's NodeResourcesFit calls a node unresolvable when the pod asks for more of a
+/// resource than the node has allocatable at all (`InsufficientResource.Unresolvable` in
+/// `fitsRequest`): no removal makes room there, so preemption does not try it. "Too many
+/// pods" stays resolvable; v1.20 tried every node short of a resource.
+#[test]
+fn v1_34_does_not_try_nodes_smaller_than_the_pod() {
+    let nodes = vec![
+        node_with(
+            "small",
+            &[("cpu", "200m"), ("memory", "1000"), ("pods", "1")],
+        ),
+        node_with("big", &[("cpu", "1"), ("memory", "1000"), ("pods", "1")]),
+    ];
+    let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
+    let pod = p("p").req(LARGE).obj();
+    let insufficient = |bits| Reason::Insufficient(ResourceSet(bits));
+    let error = |small: Reason| FitError {
+        pod: "/p".into(),
+        num_all_nodes: 2,
+        failures: [("small", small), ("big", insufficient(ResourceSet::CPU))]
+            .into_iter()
+            .map(|(n, r)| NodeFailure {
+                node: n.into(),
+                codes: vec![("NodeResourcesFit".into(), r)],
+                messages: vec![],
+            })
+            .collect(),
+        pre_filter_message: None,
+        post_filter_message: None,
+    };
+    let tried = |version, small| -> Vec<&str> {
+        nodes_where_preemption_might_help(&snapshot, &pod, version, &error(small))
+            .into_iter()
+            .map(|i| snapshot.node_infos()[i].name())
+            .collect()
+    };
+    // 300m asked of a 200m node: unresolvable in v1.34, also beside "Too many pods".
+    let cpu = insufficient(ResourceSet::CPU);
+    let cpu_and_pods = insufficient(ResourceSet::CPU | ResourceSet::PODS);
+    assert_eq!(tried(KubeVersion::V1_34, cpu), ["big"]);
+    assert_eq!(tried(KubeVersion::V1_34, cpu_and_pods), ["big"]);
+    assert_eq!(tried(KubeVersion::V1_20, cpu), ["small", "big"]);
+    // Memory within the node's allocatable, and pods alone: resolvable.
+    let memory = insufficient(ResourceSet::MEMORY);
+    let pods = insufficient(ResourceSet::PODS);
+    assert_eq!(tried(KubeVersion::V1_34, memory), ["small", "big"]);
+    assert_eq!(tried(KubeVersion::V1_34, pods), ["small", "big"]);
 }
 
 /// A victim already being deleted is a victim (it still holds its room) but is not listed

@@ -73,9 +73,13 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
     match sch.schedule_one(s(0)) {
         Step::Unschedulable { pod, error } => {
             assert_eq!(pod, "default/big");
+            // kube v1.34's text: PostFilter's message follows (DynamicResources has no claim
+            // to deallocate; the node is smaller than the pod, so preemption cannot help).
             assert_eq!(
                 error.to_string(),
-                "0/1 nodes are available: 1 Insufficient cpu."
+                "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, \
+                 preemption: 0/1 nodes are available: 1 Preemption is not helpful for \
+                 scheduling."
             );
         }
         other => panic!("{other:?}"),

@@ -466,9 +466,13 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
     match s.schedule_one(T0) {
         Step::Unschedulable { pod, error } => {
             assert_eq!(pod, "default/p1");
+            // kube v1.34 prints PostFilter's message after the reasons: nothing to deallocate,
+            // and storage is nothing preemption can free.
             assert_eq!(
                 error.to_string(),
-                "0/2 nodes are available: 2 node(s) did not have enough free storage."
+                "0/2 nodes are available: 2 node(s) did not have enough free storage. no new \
+                 claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not \
+                 helpful for scheduling."
             );
         }
         other => panic!("{other:?}"),

@@ -521,6 +521,42 @@ fn expand(
     out
 }
 
+impl ProfileConfig {
+    /// The plugins this profile runs at the extension point `point` (its field name in the
+    /// configuration: `"preFilter"`, `"postFilter"`, ...), in kube's order after `multiPoint`
+    /// expansion; empty for an unknown point. Plugins that `registry` does not have or that do
+    /// not extend the point are left out (compiling the configuration reports them).
+    ///
+    /// ```
+    /// use sched_core::config::{Registry, SchedulerConfiguration};
+    /// let config = SchedulerConfiguration::v1_34_default();
+    /// let post_filter = config.profiles[0].plugins_at(&Registry::v1_34(), "postFilter");
+    /// assert_eq!(post_filter, ["DynamicResources", "DefaultPreemption"]);
+    /// ```
+    pub fn plugins_at(&self, registry: &Registry, point: &str) -> Vec<String> {
+        let Some(i) = self
+            .plugins
+            .points()
+            .iter()
+            .position(|(key, _)| *key == point)
+        else {
+            return Vec::new();
+        };
+        let (bit, kind) = point::ALL[i];
+        let own = self.plugins.points()[i].1;
+        let mut problems = Vec::new();
+        expand(
+            registry,
+            &self.plugins.multi_point,
+            own,
+            bit,
+            kind,
+            point,
+            &mut problems,
+        )
+    }
+}
+
 /// A pointer for names of the legacy era.
 fn hint(name: &str) -> &'static str {
     match name {

@@ -37,6 +37,11 @@ pub struct FitError {
     /// `failures` has it as its reason. `None` otherwise, and in v1.20 profiles, whose summary
     /// counts it on every node.
     pub pre_filter_message: Option<String>,
+    /// What the PostFilter plugins said (kube v1.34's `Diagnosis.PostFilterMsg`: for a pod that
+    /// may not preempt or for which preemption found no node, "preemption: ..."), which the
+    /// summary prints after the reasons. `None` when no PostFilter plugin ran (a profile alone
+    /// runs none; the scheduling engine sets it for v1.34 profiles).
+    pub post_filter_message: Option<String>,
 }
 
 impl FitError {
@@ -61,19 +66,24 @@ impl fmt::Display for FitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0/{} nodes are available", self.num_all_nodes)?;
         if let Some(m) = &self.pre_filter_message {
-            return write!(f, ": {m}.");
-        }
-        let h = self.histogram();
-        if !h.is_empty() {
-            f.write_str(": ")?;
-            for (i, (n, m)) in h.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
+            write!(f, ": {m}.")?;
+        } else {
+            let h = self.histogram();
+            if !h.is_empty() {
+                f.write_str(": ")?;
+                for (i, (n, m)) in h.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{n} {m}")?;
                 }
-                write!(f, "{n} {m}")?;
             }
+            f.write_str(".")?;
         }
-        f.write_str(".")
+        match self.post_filter_message.as_deref() {
+            Some(m) if !m.is_empty() => write!(f, " {m}"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -171,6 +181,53 @@ impl Profile {
         )
     }
 
+    /// The node at `index` rejected for `codes` (predicate indices and reasons), with kube's
+    /// messages for them.
+    fn node_failure(
+        &self,
+        cx: &CycleContext<'_>,
+        index: usize,
+        codes: &[(usize, Reason)],
+    ) -> NodeFailure {
+        let node_ref = cx.snapshot().node(index);
+        let mut messages = Vec::new();
+        for (i, r) in codes {
+            match r {
+                Reason::Custom(code) => {
+                    messages.push(self.predicates[*i].explain(*code).into_owned())
+                }
+                _ => r.write_messages(
+                    self.version,
+                    cx.requests(),
+                    node_ref.node(),
+                    &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
+                ),
+            }
+        }
+        NodeFailure {
+            node: node_ref.info().name().to_string(),
+            codes: codes
+                .iter()
+                .map(|(i, r)| (self.predicates[*i].name().to_string(), *r))
+                .collect(),
+            messages,
+        }
+    }
+
+    /// `pod` rejected on the node at `index` of `snapshot` for `codes` (what
+    /// [`Profile::fits_on_indexed`] returned), explained as a [`FitError`] explains a node.
+    pub(crate) fn explain_node(
+        &self,
+        pod: &crate::model::Pod,
+        snapshot: &crate::snapshot::Snapshot,
+        index: usize,
+        codes: &[(u16, Reason)],
+    ) -> NodeFailure {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let codes: Vec<(usize, Reason)> = codes.iter().map(|&(i, r)| (i as usize, r)).collect();
+        self.node_failure(&cx, index, &codes)
+    }
+
     pub(super) fn fit_error(&self, cache: &Cache, cx: &CycleContext<'_>) -> FitError {
         let snapshot = cx.snapshot();
         let mut failures: Vec<(u32, u16, Reason)> = cache.scratch.failures.clone();
@@ -202,31 +259,7 @@ impl Profile {
                     codes.push((pi as usize, reason));
                 }
             }
-            let mut messages = Vec::new();
-            for (i, r) in &codes {
-                match r {
-                    Reason::Custom(code) => {
-                        messages.push(self.predicates[*i].explain(*code).into_owned())
-                    }
-                    _ => r.write_messages(
-                        self.version,
-                        cx.requests(),
-                        node_ref.node(),
-                        &mut |m: Cow<'static, str>| messages.push(m.into_owned()),
-                    ),
-                }
-            }
-            (
-                idx,
-                NodeFailure {
-                    node: node_ref.info().name().to_string(),
-                    codes: codes
-                        .into_iter()
-                        .map(|(i, r)| (self.predicates[i].name().to_string(), r))
-                        .collect(),
-                    messages,
-                },
-            )
+            (idx, self.node_failure(cx, idx as usize, &codes))
         });
         // The nodes a predicate's narrowed set left out join them in snapshot order.
         let mut failures: Vec<(u32, NodeFailure)> = failures.collect();
@@ -240,6 +273,7 @@ impl Profile {
             num_all_nodes: snapshot.len(),
             failures: failures.into_iter().map(|(_, f)| f).collect(),
             pre_filter_message: None,
+            post_filter_message: None,
         }
     }
 }

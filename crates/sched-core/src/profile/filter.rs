@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::Profile;
 use super::cache::{Cache, ChunkBuf, Outcome};
 use crate::fast_path::FastFilter;
-use crate::framework::{BoxPredicate, CycleContext, ErasedState, Reason};
+use crate::framework::{BoxPredicate, CycleContext, ErasedState, Prepared, Reason};
 
 /// The predicate index of a failure whose reason is not computed yet (see
 /// [`Profile::filter_fast`]).
@@ -101,6 +101,88 @@ fn wrap(start: usize, pos: usize, n: usize) -> usize {
 }
 
 impl Profile {
+    /// [`Profile::schedule`] where the nodes of `blocked` fail with the given predicate and
+    /// reason before any filter runs on them (nodes where the pod does not fit beside the pods
+    /// nominated there); the pod is not assumed.
+    pub(crate) fn schedule_blocked(
+        &self,
+        cache: &mut Cache,
+        pod: &crate::model::Pod,
+        snapshot: &crate::snapshot::Snapshot,
+        blocked: &[(u32, u16, Reason)],
+    ) -> Result<super::ScheduleResult, super::ScheduleError> {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        self.schedule_blocking(cache, &cx, blocked, None)
+    }
+
+    /// Which predicates skip `pod` on `snapshot` (their prepare says [`Prepared::Skip`]):
+    /// kube decides that once, at PreFilter, and its cycle state keeps it while nominated pods
+    /// are added to a node or preemption's victims are removed from it.
+    ///
+    /// # Errors
+    /// A predicate that fails to prepare.
+    pub(crate) fn skipped_predicates(
+        &self,
+        pod: &crate::model::Pod,
+        snapshot: &crate::snapshot::Snapshot,
+    ) -> Result<Vec<bool>, super::ScheduleError> {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let mut skipped = Vec::with_capacity(self.predicates.len());
+        for p in &self.predicates {
+            skipped.push(matches!(p.prepare(&cx)?, Prepared::Skip));
+        }
+        Ok(skipped)
+    }
+
+    /// [`Profile::fits_on_indexed`] with the predicates that `skipped` marks skipped whatever
+    /// their prepare says on this snapshot (see [`Profile::skipped_predicates`]).
+    ///
+    /// # Errors
+    /// A predicate that fails to prepare.
+    pub(crate) fn fits_on_skipping(
+        &self,
+        pod: &crate::model::Pod,
+        snapshot: &crate::snapshot::Snapshot,
+        index: usize,
+        skipped: &[bool],
+    ) -> Result<Result<(), Vec<(u16, Reason)>>, super::ScheduleError> {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let node = snapshot.node(index);
+        let mut prepared = Vec::with_capacity(self.predicates.len());
+        for (i, p) in self.predicates.iter().enumerate() {
+            if skipped.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            match p.prepare(&cx)? {
+                Prepared::Skip => {}
+                Prepared::Run(state) => prepared.push((i as u16, Some(state))),
+                Prepared::RunOn(state, names) => prepared.push((
+                    i as u16,
+                    names.contains(node.info().name()).then_some(state),
+                )),
+                Prepared::Reject(r) => return Ok(Err(vec![(i as u16, r.reason())])),
+            }
+        }
+        let mut reasons = Vec::new();
+        for (i, state) in &prepared {
+            let outcome = match state {
+                Some(state) => self.predicates[*i as usize].filter(&cx, state, node),
+                None => Err(Reason::OutsidePreFilterResult),
+            };
+            if let Err(r) = outcome {
+                reasons.push((*i, r));
+                if !self.always_check_all_predicates {
+                    break;
+                }
+            }
+        }
+        Ok(if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons)
+        })
+    }
+
     #[inline]
     pub(super) fn check_node(
         predicates: &[BoxPredicate],

@@ -162,6 +162,7 @@ impl Profile {
             num_all_nodes: snapshot.len(),
             failures,
             pre_filter_message: (self.version >= KubeVersion::V1_34).then_some(message),
+            post_filter_message: None,
         })
     }
 }

@@ -86,7 +86,12 @@
 //!   pod is nominated to the node, where it is tried first next time, and lower-priority
 //!   pods nominated there lose their nomination. A pod whose nominated node has a victim
 //!   still terminating does not preempt again; one for which preemption finds nothing loses
-//!   its nomination.
+//!   its nomination. Preemption runs as the profile's PostFilter plugins do ([`post_filter`]:
+//!   a configuration's DynamicResources, then DefaultPreemption with its arguments; a profile
+//!   given to [`Scheduler::new`] runs DefaultPreemption alone), and in a v1.34 profile the
+//!   FitError of [`Step::Unschedulable`] and of [`SchedulerEvent::FailedScheduling`] ends with
+//!   their message as kube's does ("... no new claims to deallocate, preemption: 0/3 nodes are
+//!   available: 3 No preemption victims found for incoming pod.").
 //! - **Nominated pods hold their node** ([`Nominator`], kube's nominator): pods nominated by
 //!   preemption or by their `status.nominatedNodeName` count, on their node, as if they ran
 //!   there when pods of lower or equal priority are filtered (kube's
@@ -120,6 +125,7 @@ mod extender;
 mod hooks;
 mod nominator;
 pub mod pdb;
+pub mod post_filter;
 pub mod preemption;
 mod queue;
 
@@ -131,6 +137,7 @@ pub use events::{ClusterEvent, EventMask, events_for};
 pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
 pub use nominator::Nominator;
+use post_filter::PostFilterPlugins;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue, Tries};
 
 use crate::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
@@ -138,6 +145,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::extender::{Extender, ExtenderBinder};
+use crate::framework::KubeVersion;
 use crate::model::{Pod, PodDisruptionBudget};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
@@ -296,39 +304,8 @@ struct Slot {
     name: String,
     profile: Profile,
     cache: Cache,
-    /// DefaultPreemption's (minCandidateNodesPercentage, minCandidateNodesAbsolute), or
-    /// `None` when the profile does not preempt.
-    preemption: Option<(i32, i32)>,
-}
-
-/// A profile's DefaultPreemption arguments, when its postFilter point runs DefaultPreemption.
-fn preemption_args(p: &crate::config::ProfileConfig) -> Option<(i32, i32)> {
-    let plugins = &p.plugins;
-    let disabled = plugins
-        .post_filter
-        .disabled
-        .iter()
-        .any(|d| d == "*" || d == "DefaultPreemption");
-    let enabled = plugins
-        .post_filter
-        .enabled
-        .iter()
-        .chain(if disabled {
-            &[][..]
-        } else {
-            &plugins.multi_point.enabled[..]
-        })
-        .any(|r| r.name == "DefaultPreemption");
-    if !enabled {
-        return None;
-    }
-    match p.args("DefaultPreemption") {
-        Some(crate::config::PluginArgs::DefaultPreemption(a)) => Some((
-            a.min_candidate_nodes_percentage,
-            a.min_candidate_nodes_absolute,
-        )),
-        _ => Some((10, 100)),
-    }
+    /// The PostFilter plugins (DefaultPreemption with its arguments, DynamicResources).
+    post_filter: PostFilterPlugins,
 }
 
 /// The configuration's extenders as HTTP extenders, the ignorable ones last (kube's
@@ -424,7 +401,7 @@ impl Scheduler {
                     cache: profile.create_cache(),
                     name,
                     profile,
-                    preemption: Some((10, 100)),
+                    post_filter: PostFilterPlugins::default_preemption(),
                 })
                 .collect(),
             queue: SchedulingQueue::new(settings),
@@ -468,7 +445,7 @@ impl Scheduler {
     #[must_use]
     pub fn with_preemption(mut self, on: bool) -> Scheduler {
         for s in &mut self.profiles {
-            s.preemption = on.then_some((10, 100));
+            s.post_filter.set_preemption(on);
         }
         self
     }
@@ -611,7 +588,7 @@ impl Scheduler {
         );
         let mut scheduler = Scheduler::new(profiles, snapshot, settings).with_preemption_seed(seed);
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
-            slot.preemption = preemption_args(p);
+            slot.post_filter = PostFilterPlugins::of(p, registry);
         }
         scheduler.extenders = http_extenders(config)?;
         Ok(scheduler)
@@ -1057,7 +1034,7 @@ impl Scheduler {
                     };
                     return self.reserve_and_permit(key, b, profile, now);
                 }
-                Err(ScheduleError::Unschedulable(error)) => {
+                Err(ScheduleError::Unschedulable(mut error)) => {
                     let mut waiting_for = EventMask::default();
                     for f in &error.failures {
                         for (_, reason) in &f.codes {
@@ -1069,17 +1046,25 @@ impl Scheduler {
                         waiting_for = EventMask::NODE_ADD;
                     }
                     self.queue.unschedulable(&key, waiting_for, now);
+                    if self.profiles[slot].post_filter.is_empty() {
+                        self.events.push(SchedulerEvent::FailedScheduling {
+                            pod: key.clone(),
+                            message: error.to_string(),
+                        });
+                        return Step::Unschedulable { pod: key, error };
+                    }
+                    let (step, message, skipped) =
+                        self.run_post_filter(slot, pod, &error, waiting_for, now);
+                    // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
+                    if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
+                        error.post_filter_message = Some(message);
+                    }
                     self.events.push(SchedulerEvent::FailedScheduling {
                         pod: key.clone(),
                         message: error.to_string(),
                     });
-                    if let Some(args) = self.profiles[slot].preemption
-                        && let Some(step) =
-                            self.run_preemption(slot, args, pod, &error, waiting_for, now)
-                    {
-                        return step;
-                    }
-                    return Step::Unschedulable { pod: key, error };
+                    self.note_skipped(&key, skipped);
+                    return step.unwrap_or(Step::Unschedulable { pod: key, error });
                 }
                 Err(error) => {
                     self.queue.backoff_after_error(&key, now);
@@ -1093,17 +1078,17 @@ impl Scheduler {
         }
     }
 
-    /// DefaultPreemption for a pod no node takes; `Some(Step::Preempt)` when it nominated
-    /// the pod to a node.
-    fn run_preemption(
+    /// The profile's PostFilter plugins (DefaultPreemption) for a pod no node takes:
+    /// `Some(Step::Preempt)` when preemption nominated the pod to a node, kube's PostFilter
+    /// message, and the extender errors passed over.
+    fn run_post_filter(
         &mut self,
         slot: usize,
-        args: (i32, i32),
         pod: Pod,
         error: &FitError,
         waiting_for: EventMask,
         now: Duration,
-    ) -> Option<Step> {
+    ) -> (Option<Step>, String, Vec<Skipped>) {
         let key = pod.key();
         // The pod as the API server has it once this scheduler's status patches landed.
         let landed = match self.nominator.node_of(&key) {
@@ -1139,25 +1124,24 @@ impl Scheduler {
             .protect(&protect)
             .candidates(&narrow);
         let rng = &mut self.preemption_rng;
-        let outcome = preemption::preempt(
+        let out = post_filter::run_post_filter(
+            &self.profiles[slot].post_filter,
             &self.profiles[slot].profile,
             &mut self.snapshot,
             landed.as_ref().unwrap_or(&pod),
             error,
-            args,
             &mut |n| rng.random_range(0..n),
             &env,
         );
         let mut skipped = skipped.into_inner();
-        if let Err(ScheduleError::Extender { extender, source }) = &outcome {
+        if let Some(Err(ScheduleError::Extender { extender, source })) = &out.preemption {
             skipped.push(Skipped {
                 extender: extender.clone(),
                 message: source.to_string(),
             });
         }
-        self.note_skipped(&key, skipped);
-        match outcome {
-            Ok(preemption::Outcome::Preempt(c)) => {
+        let step = match out.preemption {
+            Some(Ok(preemption::Outcome::Preempt(c))) => {
                 // Lower-priority pods nominated to that node may no longer fit there: their
                 // nominations are cleared (kube's prepareCandidate).
                 for other in self.nominator.lower_priority_on(&c.node, &pod) {
@@ -1181,14 +1165,16 @@ impl Scheduler {
                     node: c.node,
                 })
             }
-            Ok(preemption::Outcome::NoCandidate) => {
+            Some(Ok(preemption::Outcome::NoCandidate(_))) => {
                 // kube clears the nomination when preemption cannot help.
                 self.nominator.delete(&key);
                 None
             }
-            // Not eligible, or a plugin error: the nomination stays as it is.
-            Ok(_) | Err(_) => None,
-        }
+            // Not eligible, no candidate left by the extenders, a plugin error, or no
+            // preemption: the nomination stays as it is.
+            _ => None,
+        };
+        (step, out.message, skipped)
     }
 
     /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.

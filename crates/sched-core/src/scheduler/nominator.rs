@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::framework::Reason;
 use crate::model::Pod;
-use crate::profile::{Profile, ScheduleError};
+use crate::profile::{Cache, Profile, ScheduleError, ScheduleResult};
 use crate::snapshot::Snapshot;
 
 /// `Ok(())` when the pod fits, else the failing predicates (indices) and their reasons.
@@ -198,23 +198,54 @@ impl Nominator {
         pod: &Pod,
         index: usize,
     ) -> Result<Fit, ScheduleError> {
-        match self.fits_with_held(profile, snapshot, pod, index)? {
+        if !self.holds_on(snapshot, pod, index) {
             // Nothing held there: one pass, as kube's loop breaks after it.
-            None => profile.fits_on_indexed(pod, snapshot, index),
-            Some(Err(reasons)) => Ok(Err(reasons)),
-            Some(Ok(())) => profile.fits_on_indexed(pod, snapshot, index),
+            return profile.fits_on_indexed(pod, snapshot, index);
         }
+        let skipped = profile.skipped_predicates(pod, snapshot)?;
+        self.fits_indexed_skipping(profile, snapshot, pod, index, &skipped)
+    }
+
+    /// [`Nominator::fits_indexed`] where the predicates `skipped` marks (those that skipped
+    /// the pod at the start of its cycle, [`Profile::skipped_predicates`]) stay skipped,
+    /// whatever the pods added or removed since make their prepare say: kube keeps the
+    /// PreFilter's skips in the cycle state for the whole cycle, preemption's dry run
+    /// included.
+    pub(crate) fn fits_indexed_skipping(
+        &self,
+        profile: &Profile,
+        snapshot: &mut Snapshot,
+        pod: &Pod,
+        index: usize,
+        skipped: &[bool],
+    ) -> Result<Fit, ScheduleError> {
+        match self.fits_with_held(profile, snapshot, pod, index, skipped)? {
+            // Nothing held there: one pass, as kube's loop breaks after it.
+            None | Some(Ok(())) => profile.fits_on_skipping(pod, snapshot, index, skipped),
+            Some(Err(reasons)) => Ok(Err(reasons)),
+        }
+    }
+
+    /// Whether pods nominated to the node at `index` are held there for `pod`.
+    fn holds_on(&self, snapshot: &Snapshot, pod: &Pod, index: usize) -> bool {
+        !self.by_node.is_empty()
+            && snapshot
+                .node_infos()
+                .get(index)
+                .is_some_and(|i| !self.holding(i.name(), pod).is_empty())
     }
 
     /// The profile's predicates for `pod` on the node at `index` with the pods nominated
     /// there (priority at least the pod's, not the pod itself) assumed onto it, then forgotten
-    /// again. `None` when no such pod could be added (nothing is held there for `pod`).
+    /// again; the predicates `skipped` marks stay skipped. `None` when no such pod could be
+    /// added (nothing is held there for `pod`).
     fn fits_with_held(
         &self,
         profile: &Profile,
         snapshot: &mut Snapshot,
         pod: &Pod,
         index: usize,
+        skipped: &[bool],
     ) -> Result<Option<Fit>, ScheduleError> {
         // Nothing nominated anywhere, or nothing held on this node: no copies, no lookups.
         if self.by_node.is_empty() {
@@ -239,11 +270,36 @@ impl Nominator {
         if added.is_empty() {
             return Ok(None);
         }
-        let with = profile.fits_on_indexed(pod, snapshot, index);
+        let with = profile.fits_on_skipping(pod, snapshot, index, skipped);
         for k in &added {
             let _ = snapshot.forget(k);
         }
         with.map(Some)
+    }
+
+    /// [`Profile::schedule`] for `pod` with the pods nominated to nodes held there (kube's
+    /// filter with nominated pods, `RunFilterPluginsWithNominatedPods`, over every node): a
+    /// node where the pod does not fit beside the pods nominated there of at least its
+    /// priority is infeasible, for the reason it fails with. kube tries a pod's own nominated
+    /// node first; this is the search after that. The pod is not assumed; the snapshot is left
+    /// as it was, and the cache's score table is the cycle's
+    /// ([`Profile::last_scores`]).
+    ///
+    /// # Errors
+    /// As [`Profile::schedule`].
+    pub fn schedule(
+        &self,
+        profile: &Profile,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &mut Snapshot,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let blocked = if self.holds_any(pod) {
+            self.blocked(profile, snapshot, pod)?
+        } else {
+            Vec::new()
+        };
+        profile.schedule_blocked(cache, pod, snapshot, &blocked)
     }
 
     /// The nodes where `pod` does not fit beside the pods nominated there, each with its
@@ -266,8 +322,14 @@ impl Nominator {
             .collect();
         nodes.sort_unstable();
         let mut out = Vec::new();
+        if nodes.is_empty() {
+            return Ok(out);
+        }
+        let skipped = profile.skipped_predicates(pod, snapshot)?;
         for index in nodes {
-            if let Some(Err(reasons)) = self.fits_with_held(profile, snapshot, pod, index)? {
+            if let Some(Err(reasons)) =
+                self.fits_with_held(profile, snapshot, pod, index, &skipped)?
+            {
                 let (pi, r) = reasons[0];
                 out.push((index as u32, pi, r));
             }

@@ -47,10 +47,10 @@
 
 use super::nominator::Nominator;
 use super::pdb::violation_flags;
-use crate::framework::Reason;
-use crate::model::{Pod, PodDisruptionBudget};
-use crate::profile::{FitError, Profile, ScheduleError};
-use crate::snapshot::{PodInfo, Snapshot};
+use crate::framework::{KubeVersion, Reason, ResourceSet};
+use crate::model::{Pod, PodDisruptionBudget, Resources, pod_requests};
+use crate::profile::{FitError, NodeFailure, Profile, ScheduleError};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 use std::sync::Arc;
 
 /// A node and the pods to delete there so that the preemptor fits (kube's `Candidate` with
@@ -179,6 +179,38 @@ pub fn resolvable(reason: &Reason) -> bool {
     )
 }
 
+/// Whether the node `node` that rejected `pod` for `reason` could take it once pods are
+/// removed, as kube `version` decides: [`resolvable`], except that from v1.34 on
+/// NodeResourcesFit calls a node unresolvable when the pod asks for more of a resource than the
+/// node has allocatable at all (no removal makes room; "Too many pods" stays resolvable).
+/// `requests` are the pod's effective requests ([`crate::model::pod_requests`]).
+pub fn resolvable_on(
+    reason: &Reason,
+    version: KubeVersion,
+    requests: &Resources,
+    node: &NodeInfo,
+) -> bool {
+    if !resolvable(reason) {
+        return false;
+    }
+    let Reason::Insufficient(set) = reason else {
+        return true;
+    };
+    if version < KubeVersion::V1_34 {
+        return true;
+    }
+    let bits = set.0;
+    let a = node.allocatable();
+    let beyond = (bits & ResourceSet::CPU != 0 && requests.milli_cpu > a.milli_cpu)
+        || (bits & ResourceSet::MEMORY != 0 && requests.memory > a.memory)
+        || (bits & ResourceSet::EPHEMERAL_STORAGE != 0
+            && requests.ephemeral_storage > a.ephemeral_storage)
+        || requests.scalar.iter().enumerate().any(|(i, (name, want))| {
+            bits & ResourceSet::scalar_bit(i) != 0 && *want > a.scalar(name)
+        });
+    !beyond
+}
+
 fn priority(p: &Pod) -> i32 {
     p.spec.priority.unwrap_or(0)
 }
@@ -254,35 +286,86 @@ pub fn pod_eligible_to_preempt_others(
     Ok(())
 }
 
-/// The nodes (snapshot indices, in snapshot order) where removing pods could help `error`'s
-/// pod: those whose every reason is resolvable (kube's nodes with status `Unschedulable`).
-pub fn nodes_where_preemption_might_help(snapshot: &Snapshot, error: &FitError) -> Vec<usize> {
+/// The nodes (snapshot indices, in snapshot order) where removing pods could help `pod`, which
+/// `error` says fits nowhere: those whose every reason is resolvable there under kube
+/// `version` ([`resolvable_on`]; kube's nodes with status `Unschedulable`).
+pub fn nodes_where_preemption_might_help(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    version: KubeVersion,
+    error: &FitError,
+) -> Vec<usize> {
+    let mut requests: Option<Resources> = None;
     let mut nodes: Vec<usize> = error
         .failures
         .iter()
-        .filter(|f| f.codes.iter().all(|(_, r)| resolvable(r)))
-        .filter_map(|f| snapshot.index_of(&f.node))
+        .filter_map(|f| {
+            let index = snapshot.index_of(&f.node)?;
+            let info = &snapshot.node_infos()[index];
+            f.codes
+                .iter()
+                .all(|(_, r)| {
+                    let requests = requests.get_or_insert_with(|| pod_requests(pod));
+                    resolvable_on(r, version, requests, info)
+                })
+                .then_some(index)
+        })
         .collect();
     nodes.sort_unstable();
     nodes
 }
 
-/// A node's victims (most important first) and how many of them violate a budget.
-type NodeVictims = (Vec<Arc<Pod>>, usize);
+/// Whether the node `name` rejected the pod of `error` for reasons all resolvable there.
+fn resolvable_node(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    version: KubeVersion,
+    error: &FitError,
+    name: &str,
+) -> bool {
+    let Some(info) = snapshot.get(name) else {
+        return false;
+    };
+    let Some(f) = error.failures.iter().find(|f| f.node == name) else {
+        return false;
+    };
+    let requests = pod_requests(pod);
+    f.codes
+        .iter()
+        .all(|(_, r)| resolvable_on(r, version, &requests, info))
+}
+
+/// What the dry run found on one node.
+enum OnNode {
+    /// The victims (most important first) and how many of them violate a budget.
+    Victims(Vec<Arc<Pod>>, usize),
+    /// No pod there may be removed (kube: "No preemption victims found for incoming pod").
+    NoVictims,
+    /// The pod does not fit even with every removable pod gone: the failing predicates
+    /// (indices) and their reasons.
+    Unfit(Vec<(u16, Reason)>),
+}
+
+/// kube's status of a node where preemption found no victims.
+pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+
+/// kube's status of a node the dry run did not try (preemption could not help there).
+pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 
 /// kube's `SelectVictimsOnNode` on the node at `index`: remove every pod of lower priority
 /// (except protected ones), check the preemptor fits (beside the pods nominated there), then
 /// put back as many as possible, most important first: first those whose deletion would
 /// violate a PodDisruptionBudget, then the others. The snapshot is restored before returning.
-/// `None` when there is no pod to remove or the pod does not fit even with all of them gone;
-/// else the victims (most important first) and how many of them violate a budget.
+/// [`OnNode::NoVictims`] when there is no pod to remove, [`OnNode::Unfit`] when the pod does
+/// not fit even with all of them gone; else the victims.
 fn victims_on(
     profile: &Profile,
     snapshot: &mut Snapshot,
     pod: &Pod,
     index: usize,
     env: &Environment<'_>,
-) -> Result<Option<NodeVictims>, ScheduleError> {
+    skipped: &[bool],
+) -> Result<OnNode, ScheduleError> {
     // The pods move out of the snapshot and back as they are (no copies).
     let restore = |snapshot: &mut Snapshot, infos: Vec<PodInfo>| {
         for i in infos {
@@ -294,14 +377,16 @@ fn victims_on(
         priority(p.pod()) < priority(pod) && !env.is_protected(p.key())
     });
     if removed.is_empty() {
-        // kube: "No preemption victims found for incoming pod".
-        return Ok(None);
+        return Ok(OnNode::NoVictims);
     }
-    match env.nominator.fits_indexed(profile, snapshot, pod, index) {
+    match env
+        .nominator
+        .fits_indexed_skipping(profile, snapshot, pod, index, skipped)
+    {
         Ok(Ok(())) => {}
-        Ok(Err(_)) => {
+        Ok(Err(reasons)) => {
             restore(snapshot, removed);
-            return Ok(None);
+            return Ok(OnNode::Unfit(reasons));
         }
         Err(e) => {
             restore(snapshot, removed);
@@ -334,7 +419,10 @@ fn victims_on(
             victims.push((i, *info));
             continue;
         }
-        let fits = match env.nominator.fits_indexed(profile, snapshot, pod, index) {
+        let fits = match env
+            .nominator
+            .fits_indexed_skipping(profile, snapshot, pod, index, skipped)
+        {
             Ok(r) => r.is_ok(),
             Err(e) => {
                 failed = Some(e);
@@ -354,7 +442,7 @@ fn victims_on(
     if let Some(e) = failed {
         return Err(e);
     }
-    Ok(Some((pods, violations)))
+    Ok(OnNode::Victims(pods, violations))
 }
 
 /// kube's `calculateNumCandidates`: `nodes x percentage / 100`, at least `absolute`, at most
@@ -386,13 +474,46 @@ pub fn dry_run_preemption(
     num_candidates: usize,
     env: &Environment<'_>,
 ) -> Result<Vec<Candidate>, ScheduleError> {
+    dry_run(
+        profile,
+        snapshot,
+        pod,
+        potential,
+        offset,
+        num_candidates,
+        env,
+    )
+    .map(|(candidates, _)| candidates)
+}
+
+/// The nodes the dry run tried without finding a candidate: snapshot index, and the
+/// predicates and reasons that rejected the pod there (none: there was nothing to remove).
+type Rejected = Vec<(usize, Vec<(u16, Reason)>)>;
+
+/// [`dry_run_preemption`], also returning the nodes tried that gave no candidate.
+fn dry_run(
+    profile: &Profile,
+    snapshot: &mut Snapshot,
+    pod: &Pod,
+    potential: &[usize],
+    offset: usize,
+    num_candidates: usize,
+    env: &Environment<'_>,
+) -> Result<(Vec<Candidate>, Rejected), ScheduleError> {
     let (mut clean, mut violating) = (Vec::new(), Vec::new());
+    let mut rejected = Vec::new();
     let mut error = None;
     let n = potential.len();
+    // kube's PreFilter skips, kept through the dry run (the cycle state it clones).
+    let skipped = if n == 0 {
+        Vec::new()
+    } else {
+        profile.skipped_predicates(pod, snapshot)?
+    };
     for i in 0..n {
         let index = potential[(offset + i) % n];
-        match victims_on(profile, snapshot, pod, index, env) {
-            Ok(Some((victims, violations))) if !victims.is_empty() => {
+        match victims_on(profile, snapshot, pod, index, env, &skipped) {
+            Ok(OnNode::Victims(victims, violations)) if !victims.is_empty() => {
                 let c = Candidate {
                     node: snapshot.node_infos()[index].name().to_string(),
                     victims,
@@ -410,7 +531,11 @@ pub fn dry_run_preemption(
                     break;
                 }
             }
-            Ok(_) => {}
+            // It fits with nothing removed (the pods nominated there moved): kube counts it
+            // as an error ("expected at least one victim pod on node").
+            Ok(OnNode::Victims(..)) => {}
+            Ok(OnNode::NoVictims) => rejected.push((index, Vec::new())),
+            Ok(OnNode::Unfit(reasons)) => rejected.push((index, reasons)),
             Err(e) => {
                 error.get_or_insert(e);
             }
@@ -419,7 +544,7 @@ pub fn dry_run_preemption(
     clean.extend(violating);
     match error {
         Some(e) if clean.is_empty() => Err(e),
-        _ => Ok(clean),
+        _ => Ok((clean, rejected)),
     }
 }
 
@@ -428,10 +553,19 @@ pub fn dry_run_preemption(
 /// sum of victim priorities (each shifted by 2^31 so that more negative victims never win),
 /// then the fewest victims, then the latest earliest start among each node's
 /// highest-priority victims (a victim not started counts as now), then the first in
-/// `candidates` (kube takes the first of a map's random order).
+/// `candidates` (kube takes the first of a map's random order): the first of
+/// [`best_candidates`].
 pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
-    if candidates.len() <= 1 {
-        return candidates.first();
+    best_candidates(candidates).first().copied()
+}
+
+/// The candidates kube's `pickOneNodeForPreemption` finds equally good, in the order given:
+/// those that tie on every criterion of [`select_candidate`]. kube picks one of them at random
+/// (the first in a Go map's order); empty only when `candidates` is.
+pub fn best_candidates(candidates: &[Candidate]) -> Vec<&Candidate> {
+    let mut tied: Vec<&Candidate> = candidates.iter().collect();
+    if tied.len() <= 1 {
+        return tied;
     }
     type Key = i64;
     let scores: [&dyn Fn(&Candidate) -> Key; 4] = [
@@ -445,12 +579,13 @@ pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
         },
         &|c| -(c.victims.len() as i64),
     ];
-    let mut tied: Vec<&Candidate> = candidates.iter().collect();
     for f in scores {
-        let best = tied.iter().map(|c| f(c)).max()?;
+        let Some(best) = tied.iter().map(|c| f(c)).max() else {
+            return tied;
+        };
         tied.retain(|c| f(c) == best);
         if tied.len() == 1 {
-            return tied.first().copied();
+            return tied;
         }
     }
     // The latest earliest start time among the highest-priority victims.
@@ -462,8 +597,62 @@ pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
             .map(|p| start_key(p))
             .min()
     }
-    let latest = tied.iter().map(|c| earliest(c)).max()?;
-    tied.into_iter().find(|c| earliest(c) == latest)
+    let latest = tied.iter().map(|c| earliest(c)).max().flatten();
+    tied.retain(|c| earliest(c) == latest);
+    tied
+}
+
+/// Why preemption found no node for a pod: kube's FitError of DefaultPreemption, whose text
+/// (`Display`) follows "preemption: " in kube's PostFilter message ("0/3 nodes are available:
+/// 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for
+/// scheduling.").
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NoCandidate {
+    /// The number of nodes in the snapshot.
+    pub num_all_nodes: usize,
+    /// The nodes the dry run tried, in snapshot order, each with why it gave no candidate:
+    /// [`NO_VICTIMS`], or the reasons the pod does not fit there even with every
+    /// lower-priority pod gone. The other nodes count as [`NOT_HELPFUL`].
+    pub failures: Vec<NodeFailure>,
+}
+
+impl NoCandidate {
+    /// Count of nodes per message, sorted as kube sorts the summary ("N message" as
+    /// strings), the nodes not tried included.
+    pub fn histogram(&self) -> Vec<(usize, String)> {
+        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for f in &self.failures {
+            for m in &f.messages {
+                *counts.entry(m).or_default() += 1;
+            }
+        }
+        let absent = self.num_all_nodes.saturating_sub(self.failures.len());
+        if absent > 0 {
+            *counts.entry(NOT_HELPFUL).or_default() += absent;
+        }
+        let mut out: Vec<(String, usize, String)> = counts
+            .into_iter()
+            .map(|(m, n)| (format!("{n} {m}"), n, m.to_string()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.into_iter().map(|(_, n, m)| (n, m)).collect()
+    }
+}
+
+impl std::fmt::Display for NoCandidate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
+        let h = self.histogram();
+        for (i, (n, m)) in h.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(f, "{sep}{n} {m}")?;
+        }
+        if !h.is_empty() {
+            f.write_str(".")?;
+        }
+        Ok(())
+    }
 }
 
 /// What [`preempt`] decided.
@@ -472,10 +661,27 @@ pub fn select_candidate(candidates: &[Candidate]) -> Option<&Candidate> {
 pub enum Outcome {
     /// The pod may not preempt (kube's message); its nomination stays as it is.
     NotEligible(&'static str),
-    /// No node can take the pod even with victims gone; its nomination is cleared.
-    NoCandidate,
+    /// No node can take the pod even with victims gone (why, node by node); its nomination
+    /// is cleared.
+    NoCandidate(NoCandidate),
+    /// The dry run found candidates but the extenders that preempt left none (kube's "no
+    /// candidate node for preemption"); the nomination stays as it is.
+    NoneLeft,
     /// Delete the candidate's victims; the pod is nominated to its node.
     Preempt(Candidate),
+}
+
+impl Outcome {
+    /// kube's message for the outcome (DefaultPreemption's PostFilter status, which kube
+    /// prefixes with "preemption: "), empty when the pod preempts.
+    pub fn message(&self) -> String {
+        match self {
+            Outcome::NotEligible(why) => (*why).to_string(),
+            Outcome::NoCandidate(n) => n.to_string(),
+            Outcome::NoneLeft => "no candidate node for preemption".to_string(),
+            Outcome::Preempt(_) => String::new(),
+        }
+    }
 }
 
 /// kube's `Evaluator.Preempt` for `pod`, which `error` says fits nowhere: eligibility, the
@@ -494,28 +700,50 @@ pub fn preempt(
     offset: &mut dyn FnMut(usize) -> usize,
     env: &Environment<'_>,
 ) -> Result<Outcome, ScheduleError> {
+    let version = profile.kube_version();
     let nominated = pod.status.nominated_node_name.as_str();
-    let unresolvable = !nominated.is_empty()
-        && error
-            .failures
-            .iter()
-            .find(|f| f.node == nominated)
-            .is_none_or(|f| !f.codes.iter().all(|(_, r)| resolvable(r)));
+    let unresolvable =
+        !nominated.is_empty() && !resolvable_node(snapshot, pod, version, error, nominated);
     if let Err(why) = pod_eligible_to_preempt_others(pod, snapshot, unresolvable) {
         return Ok(Outcome::NotEligible(why));
     }
-    let potential = nodes_where_preemption_might_help(snapshot, error);
+    let potential = nodes_where_preemption_might_help(snapshot, pod, version, error);
     if potential.is_empty() {
-        return Ok(Outcome::NoCandidate);
+        return Ok(Outcome::NoCandidate(NoCandidate {
+            num_all_nodes: snapshot.len(),
+            failures: Vec::new(),
+        }));
     }
     let n = potential.len();
     let start = offset(n) % n;
     let wanted = num_candidates(n, percentage, absolute);
-    let candidates = dry_run_preemption(profile, snapshot, pod, &potential, start, wanted, env)?;
+    let (candidates, mut rejected) =
+        dry_run(profile, snapshot, pod, &potential, start, wanted, env)?;
+    if candidates.is_empty() {
+        rejected.sort_by_key(|(index, _)| *index);
+        let failures = rejected
+            .into_iter()
+            .map(|(index, reasons)| {
+                if reasons.is_empty() {
+                    NodeFailure {
+                        node: snapshot.node_infos()[index].name().to_string(),
+                        codes: Vec::new(),
+                        messages: vec![NO_VICTIMS.to_string()],
+                    }
+                } else {
+                    profile.explain_node(pod, snapshot, index, &reasons)
+                }
+            })
+            .collect();
+        return Ok(Outcome::NoCandidate(NoCandidate {
+            num_all_nodes: snapshot.len(),
+            failures,
+        }));
+    }
     let candidates = (env.candidates)(pod, snapshot, candidates)?;
     Ok(match select_candidate(&candidates) {
         Some(c) => Outcome::Preempt(c.clone()),
-        None => Outcome::NoCandidate,
+        None => Outcome::NoneLeft,
     })
 }
 
