@@ -13,6 +13,12 @@
 //! stores them (defaults applied: requests copied from limits, priorities resolved, overhead
 //! set from the runtime class), so both sides read the same thing.
 //!
+//! About a third of the cases are about preemption: most nodes filled with running pods of
+//! low priority (some of high priority, a few system-critical ones), pending pods of high
+//! priority that need room (a fifth of them with `preemptionPolicy: Never`), more
+//! PodDisruptionBudgets, pending pods nominated to a node by an earlier preemption
+//! (`status.nominatedNodeName`), and victims of it still terminating there.
+//!
 //! The same seed gives the same case, byte for byte.
 
 use std::collections::BTreeMap;
@@ -111,7 +117,25 @@ struct Universe {
     second_profile: bool,
     /// CSI driver of the storage objects.
     driver: &'static str,
+    /// Whether the case is about preemption: nodes filled with running pods, mostly of low
+    /// priority, and pending pods of high priority that need room (some that may not
+    /// preempt), with more PodDisruptionBudgets.
+    pressure: bool,
 }
+
+/// What a pod must be, beyond what the generator draws.
+#[derive(Clone, Copy, Default)]
+struct PodOpts {
+    /// The pod's cpu request in millicores (its first container's; the others request none).
+    cpu: Option<i64>,
+    /// The pod's priority class: (name, value), and whether it may preempt.
+    priority: Option<(&'static str, i32, bool)>,
+    /// A pending pod's `status.nominatedNodeName` (the index of the node).
+    nominated: Option<usize>,
+}
+
+/// Priority classes of preemption cases: (name, value).
+const LOW_CLASSES: &[(&str, i32)] = &[("", 0), ("low", 100), ("best-effort", -10)];
 
 struct Gen {
     rng: ChaCha8Rng,
@@ -125,6 +149,11 @@ struct Gen {
     objects: Vec<Value>,
     /// Claims pods may use: (namespace, name).
     claims: Vec<(String, String)>,
+    /// `ReadWriteOncePod` claims: (namespace, name), and whether a running pod uses it (only
+    /// one pod may).
+    rwop: Vec<(String, String, bool)>,
+    /// Nodes where a victim of an earlier preemption is still terminating.
+    preempting: Vec<usize>,
     /// Workloads owning pods: (namespace, app, kind, name).
     owners: Vec<(String, String, &'static str, String)>,
     serial: usize,
@@ -165,6 +194,7 @@ impl Gen {
             "ebs.csi.aws.com"
         };
         let second_profile = rng.random_bool(0.15);
+        let pressure = rng.random_bool(0.35);
         Gen {
             rng,
             seed,
@@ -175,12 +205,15 @@ impl Gen {
                 namespaces,
                 second_profile,
                 driver,
+                pressure,
             },
             node_names: Vec::new(),
             node_labels: Vec::new(),
             node_cpu_free: Vec::new(),
             objects: Vec::new(),
             claims: Vec::new(),
+            rwop: Vec::new(),
+            preempting: Vec::new(),
             owners: Vec::new(),
             serial: 0,
         }
@@ -202,6 +235,9 @@ impl Gen {
         self.storage();
         let config = self.config();
         let mut pods = Vec::new();
+        if self.u.pressure {
+            self.fill(&mut pods);
+        }
         let bound = match self.rng.random_range(0..10) {
             0 => 0,
             1..=6 => self.rng.random_range(0..=nodes.len() * 2),
@@ -213,7 +249,12 @@ impl Gen {
         }
         let pending = self.rng.random_range(1..=16);
         for _ in 0..pending {
-            pods.push(self.pod(None));
+            let opts = if self.u.pressure && self.chance(0.6) {
+                self.preemptor()
+            } else {
+                PodOpts::default()
+            };
+            pods.push(self.pod_with(None, opts));
         }
         self.pdbs();
         GenCase {
@@ -222,6 +263,84 @@ impl Gen {
             pods,
             objects: self.objects,
             config,
+        }
+    }
+
+    // ----- preemption ----------------------------------------------------------------------
+
+    /// Fills most nodes with running pods (one to four each) that leave little cpu free,
+    /// mostly of low priority, some of high priority and a few system-critical ones that no
+    /// pod may preempt.
+    fn fill(&mut self, pods: &mut Vec<Value>) {
+        for node in 0..self.node_names.len() {
+            if !self.chance(0.8) {
+                continue;
+            }
+            let slack = *self.pick(&[0, 0, 100, 250, 500]);
+            let mut room = self.node_cpu_free[node] - slack;
+            let count = self.rng.random_range(1..=4);
+            // An earlier preemption on this node: its victim (a low-priority pod) is still
+            // terminating, and its preemptor (a pending pod) is nominated here.
+            let mut terminating = self.chance(0.15);
+            for k in 0..count {
+                if room < 100 {
+                    break;
+                }
+                let cpu = if k + 1 == count {
+                    room
+                } else {
+                    (room * self.rng.random_range(20..=60) / 100).max(100)
+                };
+                room -= cpu;
+                let priority = match self.rng.random_range(0..20) {
+                    0..=13 => {
+                        let (class, value) = *self.pick(LOW_CLASSES);
+                        (class, value, true)
+                    }
+                    14..=18 => ("high", 1000, true),
+                    _ => ("system-cluster-critical", 2_000_000_000, true),
+                };
+                let opts = PodOpts {
+                    cpu: Some(cpu),
+                    priority: Some(priority),
+                    nominated: None,
+                };
+                let mut pod = self.pod_with(Some(node), opts);
+                if terminating && priority.1 < 1000 {
+                    terminating = false;
+                    pod["metadata"]["deletionTimestamp"] = json!("2026-11-27T10:59:30Z");
+                    pod["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+                    if let Some(c) = pod["status"]["conditions"].as_array_mut() {
+                        c.push(json!({"type": "DisruptionTarget", "status": "True",
+                            "reason": "PreemptionByScheduler",
+                            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+                            "lastTransitionTime": "2026-11-27T10:59:30Z"}));
+                    }
+                    self.preempting.push(node);
+                }
+                pods.push(pod);
+            }
+        }
+    }
+
+    /// A pending pod that needs room: high priority (some may not preempt), and a request
+    /// that a full node does not have free.
+    fn preemptor(&mut self) -> PodOpts {
+        let (class, value) = *self.pick(&[("high", 1000), ("high", 1000), ("critical", 100_000)]);
+        let may_preempt = !self.chance(0.2);
+        // Nominated by an earlier preemption: where a victim is still terminating, or
+        // anywhere (its victims gone since).
+        let nominated = if !self.chance(0.25) {
+            None
+        } else if !self.preempting.is_empty() && self.chance(0.6) {
+            Some(*self.pick(&self.preempting.clone()))
+        } else {
+            Some(self.rng.random_range(0..self.node_names.len()))
+        };
+        PodOpts {
+            cpu: Some(*self.pick(&[250, 500, 1000, 1500, 2000, 3000])),
+            priority: Some((class, value, may_preempt)),
+            nominated,
         }
     }
 
@@ -416,8 +535,9 @@ impl Gen {
     }
 
     fn pdbs(&mut self) {
+        let chance = if self.u.pressure { 0.6 } else { 0.3 };
         for (ns, app, _, _) in self.owners.clone() {
-            if self.chance(0.3) {
+            if self.chance(chance) {
                 let allowed = self.rng.random_range(0..=1);
                 self.objects.push(json!({
                     "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -553,6 +673,9 @@ impl Gen {
                 }
             }
             self.objects.push(pvc);
+            if access == "ReadWriteOncePod" {
+                self.rwop.push((ns.clone(), claim.clone(), false));
+            }
             self.claims.push((ns, claim));
         }
         // Available PVs no claim asked for.
@@ -758,12 +881,16 @@ impl Gen {
         }
     }
 
-    fn node_affinity(&mut self) -> Value {
+    /// A pod's node affinity. `match_fields`: whether terms may name nodes (`matchFields` on
+    /// `metadata.name`); a pod nominated to a node by preemption passed its node affinity
+    /// there, so its terms name no nodes (preemption never nominates a node outside the
+    /// pod's named ones).
+    fn node_affinity(&mut self, match_fields: bool) -> Value {
         let mut na = json!({});
         if self.chance(0.7) {
             let terms: Vec<Value> = (0..self.rng.random_range(1..=2))
                 .map(|_| {
-                    if self.chance(0.12) {
+                    if self.chance(0.12) && match_fields {
                         let k = self.rng.random_range(1..=2.min(self.node_names.len()));
                         let names: Vec<String> = (0..k)
                             .map(|_| self.pick(&self.node_names.clone()).clone())
@@ -883,14 +1010,29 @@ impl Gen {
         if self.chance(0.1) {
             vols.push(json!({"name": "config", "secret": {"secretName": "app-config"}}));
         }
+        // A ReadWriteOncePod claim runs in one pod at most.
         let ns_claims: Vec<String> = self
             .claims
             .iter()
-            .filter(|(n, _)| n == ns)
+            .filter(|(n, c)| {
+                n == ns
+                    && (pending
+                        || !self
+                            .rwop
+                            .iter()
+                            .any(|(rn, rc, used)| rn == n && rc == c && *used))
+            })
             .map(|(_, c)| c.clone())
             .collect();
         if !ns_claims.is_empty() && self.chance(if pending { 0.35 } else { 0.15 }) {
             let claim = self.pick(&ns_claims).clone();
+            if !pending {
+                for (rn, rc, used) in &mut self.rwop {
+                    if rn == ns && *rc == claim {
+                        *used = true;
+                    }
+                }
+            }
             vols.push(json!({"name": "data", "persistentVolumeClaim": {"claimName": claim}}));
         } else if pending && self.chance(0.03) {
             vols.push(json!({"name": "data", "persistentVolumeClaim": {"claimName": format!("missing-{}", hex(&mut self.rng, 4))}}));
@@ -916,6 +1058,10 @@ impl Gen {
     }
 
     fn pod(&mut self, node: Option<usize>) -> Value {
+        self.pod_with(node, PodOpts::default())
+    }
+
+    fn pod_with(&mut self, node: Option<usize>, opts: PodOpts) -> Value {
         self.serial += 1;
         let pending = node.is_none();
         let ns = self.pick(&self.u.namespaces.clone()).to_string();
@@ -957,9 +1103,26 @@ impl Gen {
         meta["labels"] = Value::Object(labels);
 
         let ncontainers = *self.pick(&[1, 1, 1, 2, 3]);
-        let containers: Vec<Value> = (0..ncontainers)
+        let mut containers: Vec<Value> = (0..ncontainers)
             .map(|i| self.container(&format!("c{i}"), i == 0))
             .collect();
+        if let Some(cpu) = opts.cpu {
+            for (i, c) in containers.iter_mut().enumerate() {
+                let r = &mut c["resources"];
+                if i == 0 {
+                    r["requests"]["cpu"] = json!(format!("{cpu}m"));
+                    if r["limits"].get("cpu").is_some() {
+                        r["limits"]["cpu"] = json!(format!("{}m", cpu * 2));
+                    }
+                } else {
+                    for part in ["requests", "limits"] {
+                        if let Some(m) = r[part].as_object_mut() {
+                            m.remove("cpu");
+                        }
+                    }
+                }
+            }
+        }
         let mut spec = json!({
             "containers": containers,
             "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
@@ -1019,7 +1182,7 @@ impl Gen {
         }
         let mut affinity = json!({});
         if self.chance(0.25) {
-            affinity["nodeAffinity"] = self.node_affinity();
+            affinity["nodeAffinity"] = self.node_affinity(opts.nominated.is_none());
         }
         if self.chance(0.15) {
             affinity["podAffinity"] = self.pod_affinity(false);
@@ -1046,12 +1209,22 @@ impl Gen {
                 .collect();
             spec["topologySpreadConstraints"] = json!(constraints);
         }
-        match self.rng.random_range(0..10) {
-            0 => {
+        let drawn = self.rng.random_range(0..10);
+        match (opts.priority, drawn) {
+            (Some((class, value, may_preempt)), _) => {
+                if !class.is_empty() {
+                    spec["priorityClassName"] = json!(class);
+                }
+                spec["priority"] = json!(value);
+                if !may_preempt {
+                    spec["preemptionPolicy"] = json!("Never");
+                }
+            }
+            (None, 0) => {
                 spec["priorityClassName"] = json!("low");
                 spec["priority"] = json!(100);
             }
-            1 | 2 => {
+            (None, 1 | 2) => {
                 spec["priorityClassName"] = json!("high");
                 spec["priority"] = json!(1000);
                 if self.chance(0.3) {
@@ -1060,11 +1233,11 @@ impl Gen {
                     spec["preemptionPolicy"] = json!("PreemptLowerPriority");
                 }
             }
-            3 if !pending => {
+            (None, 3) if !pending => {
                 spec["priorityClassName"] = json!("system-cluster-critical");
                 spec["priority"] = json!(2_000_000_000);
             }
-            _ => {
+            (None, _) => {
                 spec["priority"] = json!(0);
             }
         }
@@ -1098,6 +1271,9 @@ impl Gen {
                             "startTime": format!("2026-11-26T{:02}:{:02}:00Z", self.serial / 60 % 24, self.serial % 60),
                             "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]});
         } else {
+            if let Some(n) = opts.nominated {
+                status["nominatedNodeName"] = json!(self.node_names[n]);
+            }
             if self.chance(0.05) {
                 spec["schedulingGates"] = json!([{"name": "example.com/quota"}]);
             }

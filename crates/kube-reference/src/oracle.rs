@@ -138,6 +138,14 @@ pub enum OracleFileError {
 }
 
 impl OracleFile {
+    /// Whether the answers record kube's PostFilter outcome: the project's oracle writes it
+    /// (`postFilter`, for every pod that fits nowhere in a profile with PostFilter plugins)
+    /// with the node order (`meta.nodeOrder`); the cases recorded from kube v1.34.1 have
+    /// neither.
+    pub fn records_post_filter(&self) -> bool {
+        !self.meta.node_order.is_empty()
+    }
+
     /// Reads an `oracle.json`.
     pub fn read(path: &Path) -> Result<OracleFile, OracleFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| OracleFileError::Io {

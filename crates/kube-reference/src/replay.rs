@@ -10,23 +10,40 @@
 //! 3. when kube scored: every score plugin's weighted score per node (a plugin kube skipped in
 //!    PreScore counts 0, as it adds nothing), the totals, and the nodes tied at the top;
 //! 4. when nothing fits: the FitError text and each node's reasons, as sets;
-//! 5. (PostFilter: kube's preemption outcome is recorded in `post_filter` but not compared
-//!    yet: `compare_post_filter` is the place for it.)
+//! 5. then the profile's PostFilter plugins ([`sched_core::scheduler::post_filter`]:
+//!    DynamicResources', then DefaultPreemption with the case's PodDisruptionBudgets) against
+//!    kube's `postFilter`: the status code and message, the FitError text after PostFilter,
+//!    and the nomination. kube picks among equally good candidate nodes at random, so its
+//!    node must be one of the candidates sched-core finds equally good
+//!    ([`preemption::best_candidates`]: with at most 100 nodes where preemption might help,
+//!    every one of them is tried), and its victims sched-core's on that node.
+//!
+//! Pending pods with a `status.nominatedNodeName` are nominated there, as kube's queue
+//! nominates the pods it takes in (not gated ones), until kube places them: a pod is tried on
+//! its nominated node first (the only node feasible if it fits there, nothing scored), and
+//! every search and preemption's dry run counts the pods nominated to a node of at least the
+//! pod's priority as if they ran there ([`Nominator`]).
 //!
 //! Then the pod is assumed on kube's `chosen` node, whatever sched-core would have picked, and
 //! VolumeBinding's reserve runs for it as kube's Reserve does, so both sides go on from the
-//! same cluster. Each pod gets a [`PodResult`]: a [`Class`] and one line per difference.
+//! same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
+//! preemptor is not nominated. Each pod gets a [`PodResult`]: a [`Class`] and one line per
+//! difference.
 //!
 //! The same function serves the recorded fixtures (`tests/fixtures.rs`) and generated cases.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use sched_core::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry};
 use sched_core::framework::KubeVersion;
-use sched_core::model::Pod;
+use sched_core::model::{Pod, PodDisruptionBudget};
 use sched_core::plugins::volume;
 use sched_core::profile::{BuildError, Cache, FitError, Profile, ScheduleError};
+use sched_core::scheduler::Nominator;
+use sched_core::scheduler::post_filter::{Code, PostFilterPlugins, run_post_filter};
+use sched_core::scheduler::preemption::{self, Candidate, Environment, Outcome};
 use sched_core::snapshot::{Snapshot, VolumeBinderId};
 
 use crate::case::{Case, CaseError};
@@ -48,6 +65,9 @@ pub enum Class {
     TieSet,
     /// Nothing fits on either side, explained differently (FitError text or a node's reasons).
     Wording,
+    /// Nothing fits on either side, and PostFilter (preemption) decided differently: the
+    /// nomination, the victims, the status or its message.
+    Preemption,
     /// Gated on one side only.
     Gating,
     /// One side failed with an error (sched-core's, or one kube recorded), or the pod could not
@@ -70,6 +90,7 @@ impl Class {
             Class::Scores => "scores",
             Class::TieSet => "tie-set",
             Class::Wording => "wording",
+            Class::Preemption => "preemption",
             Class::Gating => "gating",
             Class::Error => "error",
         }
@@ -82,11 +103,12 @@ impl Class {
             Class::Exact => 0,
             Class::Gated => 1,
             Class::Wording => 2,
-            Class::Scores => 3,
-            Class::TieSet => 4,
-            Class::Feasible => 5,
-            Class::Gating => 6,
-            Class::Error => 7,
+            Class::Preemption => 3,
+            Class::Scores => 4,
+            Class::TieSet => 5,
+            Class::Feasible => 6,
+            Class::Gating => 7,
+            Class::Error => 8,
         }
     }
 }
@@ -106,6 +128,9 @@ pub struct PodResult {
     pub class: Class,
     /// One line per difference (the node, ours against kube's); empty when they agree.
     pub details: Vec<String>,
+    /// When sched-core's preemption nominates the pod: the nodes it finds equally good (kube
+    /// picks one of them at random), each with its victims (`namespace/name`, sorted).
+    pub nominations: BTreeMap<String, Vec<String>>,
 }
 
 impl PodResult {
@@ -114,6 +139,7 @@ impl PodResult {
             pod: pod.to_string(),
             class: Class::Exact,
             details: Vec::new(),
+            nominations: BTreeMap::new(),
         }
     }
 
@@ -182,9 +208,10 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
         .meta
         .percentage_of_nodes_to_score
         .map_or(100, |p| u32::try_from(p).unwrap_or(0));
-    let mut profiles: Vec<(String, Profile)> = Vec::new();
+    let registry = Registry::v1_34();
+    let mut profiles: Vec<Slot> = Vec::new();
     let builders = config
-        .builders(&Registry::v1_34())
+        .builders(&registry)
         .map_err(|source| ReplayError::Config {
             case: case.name.clone(),
             source,
@@ -200,7 +227,17 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
                 profile: name.clone(),
                 source,
             })?;
-        profiles.push((name, profile));
+        let post_filter = config
+            .profiles
+            .iter()
+            .find(|p| p.scheduler_name == name)
+            .map(|p| PostFilterPlugins::of(p, &registry))
+            .unwrap_or_default();
+        profiles.push(Slot {
+            name,
+            profile,
+            post_filter,
+        });
     }
     // kube-scheduler keeps one round-robin start index for all its profiles; so does one
     // cache shared by the profiles here.
@@ -208,6 +245,22 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
     let mut snapshot = case.snapshot_with_node_order(&oracle.meta.node_order)?;
     let pending: HashMap<String, &Pod> =
         case.cluster.pending.iter().map(|p| (p.key(), p)).collect();
+    // kube's queue nominates the pending pods it takes in (of its profiles, not gated) to
+    // their status's nominatedNodeName; a pod leaves the nominator when it is assumed. The
+    // oracle applies no PostFilter result, so nothing else changes the nominations.
+    let mut nominator = Nominator::new();
+    for pod in &case.cluster.pending {
+        let name = match pod.spec.scheduler_name.as_str() {
+            "" => DEFAULT_SCHEDULER_NAME,
+            n => n,
+        };
+        if pod.spec.scheduling_gates.is_empty() && profiles.iter().any(|s| s.name == name) {
+            nominator.add(pod.clone(), None);
+        }
+    }
+    let world = World {
+        pdbs: &case.cluster.pdbs,
+    };
 
     let mut results = Vec::with_capacity(oracle.pods.len());
     for answer in &oracle.pods {
@@ -224,9 +277,9 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
             "" => DEFAULT_SCHEDULER_NAME,
             n => n,
         };
-        match profiles.iter().find(|(name, _)| name == wanted) {
+        match profiles.iter().find(|s| s.name == wanted) {
             None => {
-                let known: Vec<&str> = profiles.iter().map(|(n, _)| n.as_str()).collect();
+                let known: Vec<&str> = profiles.iter().map(|s| s.name.as_str()).collect();
                 result.differ(
                     Class::Error,
                     format!(
@@ -236,24 +289,38 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
                     ),
                 );
             }
-            Some((_, profile)) => {
-                let ours = attempt(profile, &mut cache, pod, &snapshot);
-                compare(&ours, answer, &mut result);
+            Some(slot) => {
+                let ours = attempt(slot, &mut cache, pod, &mut snapshot, &nominator, &world);
+                compare(&ours, answer, oracle.records_post_filter(), &mut result);
             }
         }
-        // kube's VolumeBinding of the pod's profile reserves, in its own volume binder.
-        let binder = profiles
-            .iter()
-            .find(|(name, _)| name == wanted)
-            .and_then(|(_, p)| p.volume_binder());
-        if let Some(chosen) = answer.chosen.as_deref().filter(|c| !c.is_empty())
-            && let Err(e) = assume(&mut snapshot, binder, pod, chosen)
-        {
-            result.differ(Class::Error, e);
+        if let Some(chosen) = answer.chosen.as_deref().filter(|c| !c.is_empty()) {
+            nominator.delete(&answer.pod);
+            // kube's VolumeBinding of the pod's profile reserves, in its own volume binder.
+            let binder = profiles
+                .iter()
+                .find(|s| s.name == wanted)
+                .and_then(|s| s.profile.volume_binder());
+            if let Err(e) = assume(&mut snapshot, binder, pod, chosen) {
+                result.differ(Class::Error, e);
+            }
         }
         results.push(result);
     }
     Ok(results)
+}
+
+/// A profile of the case: its scheduler name, the compiled profile and its PostFilter
+/// plugins.
+struct Slot {
+    name: String,
+    profile: Profile,
+    post_filter: PostFilterPlugins,
+}
+
+/// What PostFilter reads besides the profile, the snapshot and the nominations.
+struct World<'a> {
+    pdbs: &'a [PodDisruptionBudget],
 }
 
 /// Places `pod` on `node` as kube did: assumed in the snapshot, then the VolumeBinding reserve
@@ -291,16 +358,53 @@ enum Ours {
         scored: bool,
         scores: BTreeMap<String, NodeScores>,
     },
-    /// Nothing fits.
-    Unschedulable(FitError),
+    /// Nothing fits, and what PostFilter did (`None`: the profile has no PostFilter plugin).
+    Unschedulable(FitError, Option<OursPostFilter>),
     /// Held by its scheduling gates.
     Gated(Vec<String>),
     /// Another error.
     Failed(String),
 }
 
-fn attempt(profile: &Profile, cache: &mut Cache, pod: &Pod, snapshot: &Snapshot) -> Ours {
-    match profile.schedule(cache, pod, snapshot) {
+/// sched-core's PostFilter outcome for a pod.
+#[derive(Debug)]
+struct OursPostFilter {
+    code: Code,
+    message: String,
+    /// The FitError text before PostFilter.
+    fit_error_before: String,
+    /// The FitError text after PostFilter.
+    fit_error: String,
+    /// When preemption nominates: the candidates kube could pick as well (equally good), each
+    /// node with its victims (`namespace/name`, sorted).
+    nominations: BTreeMap<String, Vec<String>>,
+}
+
+fn attempt(
+    slot: &Slot,
+    cache: &mut Cache,
+    pod: &Pod,
+    snapshot: &mut Snapshot,
+    nominator: &Nominator,
+    world: &World<'_>,
+) -> Ours {
+    let profile = &slot.profile;
+    // kube tries a pod's nominated node first (after its gates and PreFilter): if the pod
+    // fits there beside the pods nominated there, that node is the only one feasible and
+    // nothing is scored.
+    let nominated = pod.status.nominated_node_name.as_str();
+    if pod.spec.scheduling_gates.is_empty()
+        && !nominated.is_empty()
+        && let Some(index) = snapshot.index_of(nominated)
+        && let Ok(Ok(())) = nominator.fits(profile, snapshot, pod, index)
+    {
+        return Ours::Placed {
+            feasible: BTreeSet::from([nominated.to_string()]),
+            scored: false,
+            scores: BTreeMap::from([(nominated.to_string(), NodeScores::default())]),
+        };
+    }
+    match nominator.schedule(profile, cache, pod, snapshot) {
         Ok(_) => {
             let table = profile.last_scores(cache);
             let mut feasible = BTreeSet::new();
@@ -323,9 +427,59 @@ fn attempt(profile: &Profile, cache: &mut Cache, pod: &Pod, snapshot: &Snapshot)
                 scores,
             }
         }
-        Err(ScheduleError::Unschedulable(fit)) => Ours::Unschedulable(fit),
+        Err(ScheduleError::Unschedulable(fit)) => {
+            let post_filter = (!slot.post_filter.is_empty())
+                .then(|| post_filter(slot, pod, &fit, snapshot, nominator, world));
+            Ours::Unschedulable(fit, post_filter)
+        }
         Err(ScheduleError::SchedulingGated { gates, .. }) => Ours::Gated(gates),
         Err(e) => Ours::Failed(e.to_string()),
+    }
+}
+
+/// The profile's PostFilter plugins for `pod`, which `fit` says fits nowhere, with every
+/// candidate node preemption finds recorded (the dry run starts at the first node where
+/// preemption might help; with 100 of them or fewer it tries them all, as kube does).
+fn post_filter(
+    slot: &Slot,
+    pod: &Pod,
+    fit: &FitError,
+    snapshot: &mut Snapshot,
+    nominator: &Nominator,
+    world: &World<'_>,
+) -> OursPostFilter {
+    let found: RefCell<Vec<Candidate>> = RefCell::new(Vec::new());
+    let record = |_: &Pod, _: &Snapshot, candidates: Vec<Candidate>| {
+        found.borrow_mut().clone_from(&candidates);
+        Ok(candidates)
+    };
+    let env = Environment::new(nominator)
+        .pdbs(world.pdbs)
+        .candidates(&record);
+    let out = run_post_filter(
+        &slot.post_filter,
+        &slot.profile,
+        snapshot,
+        pod,
+        fit,
+        &mut |_| 0,
+        &env,
+    );
+    let mut nominations = BTreeMap::new();
+    if let Some(Ok(Outcome::Preempt(_))) = &out.preemption {
+        let found = found.borrow();
+        for c in preemption::best_candidates(&found) {
+            let mut victims = c.victim_keys();
+            victims.sort();
+            nominations.insert(c.node.clone(), victims);
+        }
+    }
+    OursPostFilter {
+        code: out.code,
+        fit_error_before: fit.to_string(),
+        fit_error: out.explain(fit).to_string(),
+        message: out.message,
+        nominations,
     }
 }
 
@@ -347,13 +501,15 @@ fn kube_outcome(answer: &PodAnswer) -> String {
 fn ours_outcome(ours: &Ours) -> String {
     match ours {
         Ours::Placed { feasible, .. } => format!("{} feasible", feasible.len()),
-        Ours::Unschedulable(fit) => format!("unschedulable: {fit}"),
+        Ours::Unschedulable(fit, _) => format!("unschedulable: {fit}"),
         Ours::Gated(gates) => format!("gated ({})", gates.join(", ")),
         Ours::Failed(e) => format!("error: {e}"),
     }
 }
 
-fn compare(ours: &Ours, kube: &PodAnswer, result: &mut PodResult) {
+/// `post_filter_recorded`: whether kube's answers record the PostFilter outcome (files of the
+/// project's oracle do; the older recorded cases do not, and their PostFilter is not compared).
+fn compare(ours: &Ours, kube: &PodAnswer, post_filter_recorded: bool, result: &mut PodResult) {
     if let Some(e) = &kube.error {
         result.differ(
             Class::Error,
@@ -396,7 +552,7 @@ fn compare(ours: &Ours, kube: &PodAnswer, result: &mut PodResult) {
         }
         // Gating was compared above.
         Ours::Gated(_) => {}
-        Ours::Unschedulable(fit) => {
+        Ours::Unschedulable(fit, post_filter) => {
             if !kube_feasible.is_empty() {
                 result.differ(
                     Class::Feasible,
@@ -409,7 +565,9 @@ fn compare(ours: &Ours, kube: &PodAnswer, result: &mut PodResult) {
                 return;
             }
             compare_fit_error(fit, kube, result);
-            compare_post_filter(fit, kube, result);
+            if post_filter_recorded {
+                compare_post_filter(post_filter.as_ref(), kube, result);
+            }
         }
         Ours::Placed {
             feasible,
@@ -546,11 +704,113 @@ fn compare_fit_error(fit: &FitError, kube: &PodAnswer, result: &mut PodResult) {
     }
 }
 
-/// The place for comparing kube's PostFilter outcome (`kube.post_filter`: DefaultPreemption's
-/// nominated node, victims and final FitError) with sched-core's preemption, and for
-/// deleting kube's victims so that both sides go on from the same cluster. Not compared yet:
-/// the replay checks scheduling decisions only.
-fn compare_post_filter(_ours: &FitError, _kube: &PodAnswer, _result: &mut PodResult) {}
+/// kube's PostFilter outcome against sched-core's: the status code and message, the FitError
+/// text after PostFilter, and the nomination (kube's node one of those sched-core finds
+/// equally good, with the same victims there).
+fn compare_post_filter(ours: Option<&OursPostFilter>, kube: &PodAnswer, result: &mut PodResult) {
+    if let Some(o) = ours {
+        result.nominations.clone_from(&o.nominations);
+    }
+    let (ours, theirs) = match (ours, &kube.post_filter) {
+        (None, None) => return,
+        (Some(o), Some(k)) => (o, k),
+        (Some(o), None) => {
+            result.differ(
+                Class::Preemption,
+                format!(
+                    "PostFilter: ours ran ({} {:?}), kube ran none",
+                    o.code, o.message
+                ),
+            );
+            return;
+        }
+        (None, Some(k)) => {
+            result.differ(
+                Class::Preemption,
+                format!(
+                    "PostFilter: ours ran none, kube's {} {:?}",
+                    k.code, k.message
+                ),
+            );
+            return;
+        }
+    };
+    if ours.code.as_str() != theirs.code {
+        result.differ(
+            Class::Preemption,
+            format!("PostFilter code: ours {}, kube {}", ours.code, theirs.code),
+        );
+    }
+    if ours.message != theirs.message {
+        result.differ(
+            Class::Preemption,
+            format!(
+                "PostFilter message: ours {:?}, kube {:?}",
+                ours.message, theirs.message
+            ),
+        );
+    }
+    // The FitError after PostFilter is the one before with PostFilter's message: compared
+    // when the one before agrees (a difference there is a wording one, reported above).
+    let before_agrees = kube.fit_error.as_deref() == Some(ours.fit_error_before.as_str());
+    match &theirs.fit_error {
+        _ if !before_agrees => {}
+        Some(k) if *k == ours.fit_error => {}
+        k => result.differ(
+            Class::Preemption,
+            format!(
+                "FitError after PostFilter: ours {:?}, kube {k:?}",
+                ours.fit_error
+            ),
+        ),
+    }
+    let ours_nodes: BTreeSet<String> = ours.nominations.keys().cloned().collect();
+    match theirs.nominated_node.as_deref().filter(|n| !n.is_empty()) {
+        None if ours.nominations.is_empty() => {
+            if !theirs.victims.is_empty() {
+                result.differ(
+                    Class::Preemption,
+                    format!(
+                        "kube deleted {} without nominating",
+                        theirs.victims.join(", ")
+                    ),
+                );
+            }
+        }
+        None => result.differ(
+            Class::Preemption,
+            format!("nominated: ours one of {}, kube none", list(&ours_nodes)),
+        ),
+        Some(node) => match ours.nominations.get(node) {
+            None => result.differ(
+                Class::Preemption,
+                format!(
+                    "nominated: ours {}, kube {node} (victims {})",
+                    if ours_nodes.is_empty() {
+                        "none".to_string()
+                    } else {
+                        format!("one of {}", list(&ours_nodes))
+                    },
+                    theirs.victims.join(", ")
+                ),
+            ),
+            Some(victims) => {
+                let mut kube_victims = theirs.victims.clone();
+                kube_victims.sort();
+                if *victims != kube_victims {
+                    result.differ(
+                        Class::Preemption,
+                        format!(
+                            "{node}: victims ours {}, kube {}",
+                            victims.join(", "),
+                            kube_victims.join(", ")
+                        ),
+                    );
+                }
+            }
+        },
+    }
+}
 
 fn list(nodes: &BTreeSet<String>) -> String {
     if nodes.is_empty() {

@@ -97,6 +97,16 @@ fn the_ci_seeds_cover_every_promised_field() {
                 "other scheduler",
                 spec["schedulerName"] != "default-scheduler",
             );
+            count("nominated pod", has(pod, &["status", "nominatedNodeName"]));
+            count(
+                "victim terminating by preemption",
+                has(pod, &["metadata", "deletionTimestamp"])
+                    && pod.to_string().contains("PreemptionByScheduler"),
+            );
+            count(
+                "negative priority",
+                spec["priority"].as_i64().is_some_and(|p| p < 0),
+            );
         }
         for o in &case.objects {
             count(
@@ -154,6 +164,9 @@ fn the_ci_seeds_cover_every_promised_field() {
         "in-tree EBS volume",
         "owned by a workload",
         "other scheduler",
+        "nominated pod",
+        "victim terminating by preemption",
+        "negative priority",
         "Namespace",
         "Service",
         "ReplicaSet",
