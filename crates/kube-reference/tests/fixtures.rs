@@ -86,7 +86,8 @@ fn the_recorded_classes_are_the_replay_s_classes() {
                 Class::Feasible,
                 Class::Scores,
                 Class::TieSet,
-                Class::Wording
+                Class::Wording,
+                Class::Preemption
             ]
             .iter()
             .any(|c| c.as_str() == class),
