@@ -1,7 +1,6 @@
-//! The differential suite: random cases ([`generator`](crate::generator)) through
-//! kube-scheduler itself ([`Oracle`]) and through sched-core ([`replay`]), every pending pod
-//! classified, and each difference either documented ([`documented`](crate::documented)) or
-//! reported.
+//! The differential suite: random cases ([`generator`]) through kube-scheduler itself
+//! ([`Oracle`]) and through sched-core ([`replay`]), every pending pod classified, and each
+//! difference either documented ([`documented`]) or reported.
 //!
 //! ```text
 //! seed -> GenCase -> case folder -> oracle (kube v1.34.4) -> oracle.json
