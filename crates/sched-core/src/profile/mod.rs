@@ -52,7 +52,7 @@ pub use extension::CycleExtension;
 use crate::fast_path::FastFilter;
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
-    BoxPredicate, BoxPriority, CycleContext, ErasedState, KubeVersion, PluginError, Prepared,
+    BoxPredicate, BoxPriority, CycleContext, ErasedState, KubeVersion, PluginError,
 };
 use crate::model::Pod;
 use crate::snapshot::{Snapshot, SnapshotError};
@@ -373,40 +373,8 @@ impl Profile {
         snapshot: &Snapshot,
         index: usize,
     ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
-        let cx = CycleContext::for_version(pod, snapshot, self.version);
-        let node = snapshot.node(index);
-        // PreFilter first, as kube: a rejection stops it, and a node outside a predicate's
-        // narrowed set fails that predicate without being filtered.
-        let mut prepared = Vec::with_capacity(self.predicates.len());
-        for (i, p) in self.predicates.iter().enumerate() {
-            match p.prepare(&cx)? {
-                Prepared::Skip => {}
-                Prepared::Run(state) => prepared.push((i as u16, Some(state))),
-                Prepared::RunOn(state, names) => prepared.push((
-                    i as u16,
-                    names.contains(node.info().name()).then_some(state),
-                )),
-                Prepared::Reject(r) => return Ok(Err(vec![(i as u16, r.reason())])),
-            }
-        }
-        let mut reasons = Vec::new();
-        for (i, state) in &prepared {
-            let outcome = match state {
-                Some(state) => self.predicates[*i as usize].filter(&cx, state, node),
-                None => Err(Reason::OutsidePreFilterResult),
-            };
-            if let Err(r) = outcome {
-                reasons.push((*i, r));
-                if !self.always_check_all_predicates {
-                    break;
-                }
-            }
-        }
-        Ok(if reasons.is_empty() {
-            Ok(())
-        } else {
-            Err(reasons)
-        })
+        // No predicate skipped beforehand: each one's prepare decides on this snapshot.
+        self.fits_on_skipping(pod, snapshot, index, &[])
     }
 
     fn schedule_with(
