@@ -668,3 +668,27 @@ pub async fn server_outage(
         leader_again_after,
     }
 }
+
+/// [`server_outage`] as the backends with a server that restarts run it: the default
+/// [`Timing`], the server down for the lease and a second more, and a leader again within
+/// [`Timing::crash_bound`] and a second more (for the restart and the clients' reconnects).
+/// Prints the report and returns it.
+///
+/// # Panics
+/// When a rule is broken.
+pub async fn server_restart_outage(
+    factory: &impl LockFactory,
+    server: &mut impl ServerControl,
+) -> OutageReport {
+    let timing = Timing::default();
+    let report = server_outage(
+        factory,
+        server,
+        timing,
+        timing.lease + Duration::from_secs(1),
+        timing.crash_bound() + Duration::from_secs(1),
+    )
+    .await;
+    println!("{report:?}");
+    report
+}

@@ -29,7 +29,8 @@
 //! The checks are also plain `pub async fn`s in [`contract`] and [`election`] so a backend
 //! can call them one by one, with its own setup around them; [`election::server_outage`]
 //! (the fault check) needs a way to stop and start the server
-//! ([`election::ServerControl`]), so backends call it themselves. [`process`] starts test
+//! ([`election::ServerControl`]), so backends call it themselves
+//! ([`election::server_restart_outage`] with the default timing). [`process`] starts test
 //! servers as child processes that never outlive the test.
 
 pub mod contract;
