@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lease_elect::ResourceLock;
 use lease_elect::testing::LockFactory;
-use lease_elect::testing::election::{ServerControl, Timing, server_outage};
+use lease_elect::testing::election::{ServerControl, Timing, server_restart_outage};
 use lease_elect::testing::process::server_missing;
 use lease_elect::testing::process::wait_for_port;
 use lease_elect_postgres::PostgresLock;
@@ -99,16 +99,7 @@ async fn fault_server_outage() {
     let factory = Factory {
         url: own.url.clone(),
     };
-    let timing = Timing::default();
-    let report = server_outage(
-        &factory,
-        &mut own,
-        timing,
-        timing.lease + Duration::from_secs(1),
-        timing.crash_bound() + Duration::from_secs(1),
-    )
-    .await;
-    println!("{report:?}");
+    server_restart_outage(&factory, &mut own).await;
 }
 
 /// Coordinated election on PostgreSQL: candidates in `PostgresCandidates`, electors and the
