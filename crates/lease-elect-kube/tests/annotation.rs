@@ -3,149 +3,33 @@
 //! `configmapsleases` and `endpointsleases` multi-locks, client-go's `tryAcquireOrRenew` table
 //! for `configmaps` and `endpoints`, and the annotation's bytes.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use common::{Kind, KubeFactory, LoopbackFactory, NAMESPACE, loopback};
 use lease_elect::testing::LockFactory;
-use lease_elect::testing::election::{ServerControl, Timing, server_outage};
 use lease_elect::{
     ElectionConfig, LeaderElectionRecord, LeaderElector, MultiLock, ResourceLock, UNKNOWN_LEADER,
 };
-use lease_elect_kube::testing::{ApiServer, Resource};
-use lease_elect_kube::{
-    AnnotationLock, AnnotationObject, ConfigMapLock, EndpointsLock, LEADER_ANNOTATION, LeaseLock,
-};
+use lease_elect_kube::testing::Resource;
+use lease_elect_kube::{ConfigMapLock, EndpointsLock, LEADER_ANNOTATION, LeaseLock};
 
-const NAMESPACE: &str = "lease-elect-test";
-
-fn client(url: &str) -> kube::Client {
-    let mut config = kube::Config::new(url.parse().expect("url"));
-    config.default_namespace = NAMESPACE.to_owned();
-    config.connect_timeout = Some(Duration::from_secs(1));
-    config.read_timeout = Some(Duration::from_secs(2));
-    kube::Client::try_from(config).expect("a kube client")
-}
-
-/// Which lock a factory opens.
-#[derive(Clone, Copy)]
-enum Kind {
-    ConfigMap,
-    Endpoints,
-    /// client-go's `configmapsleases`: a ConfigMap primary, a Lease secondary.
-    ConfigMapsLeases,
-    /// client-go's `endpointsleases`.
-    EndpointsLeases,
-}
-
-struct Factory {
-    server: Arc<tokio::sync::Mutex<ApiServer>>,
-    url: String,
-    kind: Kind,
-}
-
-fn annotation_lock<K: AnnotationObject>(url: &str, name: &str, id: &str) -> AnnotationLock<K> {
-    AnnotationLock::<K>::new(client(url), NAMESPACE, name, id).with_timeout(Duration::from_secs(2))
-}
-
-fn lease_lock(url: &str, name: &str, id: &str) -> LeaseLock {
-    LeaseLock::new(client(url), NAMESPACE, name, id).with_timeout(Duration::from_secs(2))
-}
-
-impl LockFactory for Factory {
-    async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
-        let url = &self.url;
-        match self.kind {
-            Kind::ConfigMap => Arc::new(annotation_lock::<k8s_openapi::api::core::v1::ConfigMap>(
-                url, name, identity,
-            )),
-            Kind::Endpoints => Arc::new(annotation_lock::<k8s_openapi::api::core::v1::Endpoints>(
-                url, name, identity,
-            )),
-            Kind::ConfigMapsLeases => Arc::new(MultiLock::new(
-                annotation_lock::<k8s_openapi::api::core::v1::ConfigMap>(url, name, identity),
-                lease_lock(url, name, identity),
-            )),
-            Kind::EndpointsLeases => Arc::new(MultiLock::new(
-                annotation_lock::<k8s_openapi::api::core::v1::Endpoints>(url, name, identity),
-                lease_lock(url, name, identity),
-            )),
-        }
-    }
-
-    fn time_precision(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-
-    fn notifies_changes(&self) -> bool {
-        true
-    }
-
-    async fn corrupt(&self, name: &str) -> bool {
-        let resource = match self.kind {
-            Kind::ConfigMap | Kind::ConfigMapsLeases => Resource::ConfigMap,
-            Kind::Endpoints | Kind::EndpointsLeases => Resource::Endpoints,
-        };
-        self.server
-            .lock()
-            .await
-            .modify(resource, NAMESPACE, name, |object| {
-                object["metadata"]["annotations"][LEADER_ANNOTATION] =
-                    serde_json::json!("{\"holderIdentity\":");
-            });
-        true
-    }
-}
-
-async fn factory_of(kind: Kind) -> Factory {
-    let server = ApiServer::start().await;
-    let url = server.url();
-    Factory {
-        server: Arc::new(tokio::sync::Mutex::new(server)),
-        url,
-        kind,
-    }
-}
-
-async fn configmaps() -> Option<Factory> {
-    Some(factory_of(Kind::ConfigMap).await)
-}
-
-async fn endpoints() -> Option<Factory> {
-    Some(factory_of(Kind::Endpoints).await)
-}
-
-async fn configmapsleases() -> Option<Factory> {
-    Some(factory_of(Kind::ConfigMapsLeases).await)
-}
-
-async fn endpointsleases() -> Option<Factory> {
-    Some(factory_of(Kind::EndpointsLeases).await)
-}
-
-mod configmap {
-    lease_elect::conformance_tests!(super::configmaps);
-}
-
-mod endpoints {
-    lease_elect::conformance_tests!(super::endpoints);
-}
-
-mod configmaps_leases {
-    lease_elect::conformance_tests!(super::configmapsleases);
-}
-
-mod endpoints_leases {
-    lease_elect::conformance_tests!(super::endpointsleases);
-}
+common::conformance_per_kind!(loopback:
+    configmap => ConfigMap,
+    endpoints => Endpoints,
+    configmaps_leases => ConfigMapsLeases,
+    endpoints_leases => EndpointsLeases,
+);
 
 /// A ConfigMap written by client-go (its annotation as `kubectl get cm -o json` shows it) reads
 /// as that record; our update writes client-go's bytes and keeps the data and the other
 /// annotations.
 #[tokio::test]
 async fn client_go_annotation_bytes_and_content_kept() {
-    let factory = factory_of(Kind::ConfigMap).await;
-    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-        kube::Api::namespaced(client(&factory.url), NAMESPACE);
+    let factory = LoopbackFactory::start(Kind::ConfigMap).await;
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = factory.api();
     let client_go = r#"{"holderIdentity":"master-1_6f0c2f6e","leaseDurationSeconds":15,"acquireTime":"2026-11-21T11:59:00Z","renewTime":"2026-11-21T12:00:01Z","leaderTransitions":4}"#;
     let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1",
@@ -190,43 +74,7 @@ async fn client_go_annotation_bytes_and_content_kept() {
 /// carries a uid (409).
 #[tokio::test]
 async fn put_to_a_missing_object() {
-    let factory = factory_of(Kind::Endpoints).await;
-    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-        kube::Api::namespaced(client(&factory.url), NAMESPACE);
-    let eps: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
-        kube::Api::namespaced(client(&factory.url), NAMESPACE);
-    let pp = kube::api::PostParams::default();
-    let cm: k8s_openapi::api::core::v1::ConfigMap =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}})).expect("cm");
-    let refused = cms.replace("x", &pp, &cm).await;
-    assert!(
-        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 404),
-        "{refused:?}"
-    );
-    let ep: k8s_openapi::api::core::v1::Endpoints =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}})).expect("ep");
-    eps.replace("x", &pp, &ep)
-        .await
-        .expect("a PUT without a uid creates Endpoints");
-    let ep: k8s_openapi::api::core::v1::Endpoints = serde_json::from_value(
-        serde_json::json!({"metadata": {"name": "y", "uid": "00000000-0000-0000-0000-000000000999"}}),
-    )
-    .expect("ep");
-    let refused = eps.replace("y", &pp, &ep).await;
-    assert!(
-        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 409),
-        "{refused:?}"
-    );
-    // The lock: a handle whose cached object was deleted meanwhile gets a conflict, and
-    // nothing is created.
-    let lock = factory.open("gone", "a").await;
-    let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
-    let v = lock.create(&record).await.expect("create");
-    eps.delete("gone", &kube::api::DeleteParams::default())
-        .await
-        .expect("delete");
-    assert!(lock.update(&v, &record).await.unwrap_err().is_conflict());
-    assert!(lock.get().await.expect("get").is_none());
+    common::a_put_to_a_missing_configmap_or_endpoints(loopback(Kind::Endpoints).await).await;
 }
 
 // ---- client-go's testTryAcquireOrRenew table, for "configmaps" and "endpoints" ----
@@ -256,7 +104,7 @@ fn elector(lock: Arc<dyn ResourceLock>) -> LeaderElector {
 }
 
 async fn table_case(kind: Kind, name: &str, case: &Case) {
-    let factory = factory_of(kind).await;
+    let factory = LoopbackFactory::start(kind).await;
     let plural = match kind {
         Kind::ConfigMap => "configmaps",
         _ => "endpoints",
@@ -274,8 +122,7 @@ async fn table_case(kind: Kind, name: &str, case: &Case) {
         let body = serde_json::json!({"metadata": {"name": lock_name, "annotations": annotations}});
         match kind {
             Kind::ConfigMap => {
-                let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-                    kube::Api::namespaced(client(&factory.url), NAMESPACE);
+                let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = factory.api();
                 api.create(
                     &kube::api::PostParams::default(),
                     &serde_json::from_value(body).unwrap(),
@@ -284,8 +131,7 @@ async fn table_case(kind: Kind, name: &str, case: &Case) {
                 .expect("create");
             }
             _ => {
-                let api: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
-                    kube::Api::namespaced(client(&factory.url), NAMESPACE);
+                let api: kube::Api<k8s_openapi::api::core::v1::Endpoints> = factory.api();
                 api.create(
                     &kube::api::PostParams::default(),
                     &serde_json::from_value(body).unwrap(),
@@ -416,7 +262,7 @@ async fn try_acquire_or_renew_endpoints() {
 #[tokio::test]
 async fn renew_already_acquired_object() {
     for kind in [Kind::ConfigMap, Kind::Endpoints] {
-        let factory = factory_of(kind).await;
+        let factory = LoopbackFactory::start(kind).await;
         let le = elector(factory.open("renew", "baz").await);
         assert!(le.try_acquire_or_renew().await.unwrap());
         factory.server.lock().await.clear_requests();
@@ -441,15 +287,15 @@ async fn renew_already_acquired_object() {
 /// followed; records that disagree read as the unknown leader.
 #[tokio::test]
 async fn configmapsleases_follows_an_old_client_and_reports_a_mismatch() {
-    let factory = factory_of(Kind::ConfigMapsLeases).await;
-    let old = ConfigMapLock::new(client(&factory.url), NAMESPACE, "kcm", "old");
+    let factory = LoopbackFactory::start(Kind::ConfigMapsLeases).await;
+    let old = ConfigMapLock::new(factory.client(), NAMESPACE, "kcm", "old");
     old.create(&LeaderElectionRecord::new("old", 15, SystemTime::now()))
         .await
         .expect("create");
     let multi = factory.open("kcm", "new").await;
     let (record, _) = multi.get().await.unwrap().unwrap();
     assert_eq!(record.holder_identity, "old");
-    let lease = LeaseLock::new(client(&factory.url), NAMESPACE, "kcm", "other");
+    let lease = LeaseLock::new(factory.client(), NAMESPACE, "kcm", "other");
     lease
         .create(&LeaderElectionRecord::new("other", 15, SystemTime::now()))
         .await
@@ -457,8 +303,8 @@ async fn configmapsleases_follows_an_old_client_and_reports_a_mismatch() {
     let (record, _) = multi.get().await.unwrap().unwrap();
     assert_eq!(record.holder_identity, UNKNOWN_LEADER);
     let typed = MultiLock::new(
-        EndpointsLock::new(client(&factory.url), NAMESPACE, "none", "x"),
-        LeaseLock::new(client(&factory.url), NAMESPACE, "none", "x"),
+        EndpointsLock::new(factory.client(), NAMESPACE, "none", "x"),
+        LeaseLock::new(factory.client(), NAMESPACE, "none", "x"),
     );
     assert!(typed.verify().await.unwrap().is_none());
     let mixed = MultiLock::new(old, lease);
@@ -466,46 +312,17 @@ async fn configmapsleases_follows_an_old_client_and_reports_a_mismatch() {
     assert!(err.to_string().contains("\"old\""), "{err}");
 }
 
-struct Control(Arc<tokio::sync::Mutex<ApiServer>>);
-
-impl ServerControl for Control {
-    async fn stop(&mut self) {
-        self.0.lock().await.stop().await;
-    }
-
-    async fn start(&mut self) {
-        self.0.lock().await.restart().await;
-    }
-}
-
-/// The fault check of the suite: the API server stops for longer than the lease and comes
-/// back; no two electors lead at once, and one leads again soon after.
-async fn outage(kind: Kind) {
-    let factory = factory_of(kind).await;
-    let mut control = Control(Arc::clone(&factory.server));
-    let timing = Timing::default();
-    let report = server_outage(
-        &factory,
-        &mut control,
-        timing,
-        timing.lease + Duration::from_secs(1),
-        timing.crash_bound() + Duration::from_secs(1),
-    )
-    .await;
-    println!("{report:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_server_outage_configmap() {
-    outage(Kind::ConfigMap).await;
+    common::loopback_outage(Kind::ConfigMap).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_server_outage_endpoints() {
-    outage(Kind::Endpoints).await;
+    common::loopback_outage(Kind::Endpoints).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_server_outage_configmapsleases() {
-    outage(Kind::ConfigMapsLeases).await;
+    common::loopback_outage(Kind::ConfigMapsLeases).await;
 }

@@ -9,35 +9,26 @@
 //! Also checked here, against the real server: what the loopback server of
 //! `lease_elect_kube::testing` (which the other tests of this crate use) says about it: a `PUT`
 //! to a missing object, a `PUT` that changes nothing, an unconditional `PUT`, the Lease's
-//! validation, and the fields a default v1.34 server drops.
+//! validation, and the fields a default v1.34 server drops. Those checks are written once, in
+//! `common`, and run on the loopback server too (`tests/conformance.rs`, `tests/annotation.rs`).
+
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use common::{CORRUPT_ANNOTATION, Kind, KubeFactory, NAMESPACE, is_status, lease_json, lease_lock};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace};
 use lease_elect::testing::LockFactory;
-use lease_elect::testing::election::{ServerControl, Timing, server_outage};
+use lease_elect::testing::election::{ServerControl, server_restart_outage};
 use lease_elect::testing::process::server_missing;
-use lease_elect::{LeaderElectionRecord, MultiLock, ResourceLock};
+use lease_elect::{LeaderElectionRecord, ResourceLock};
+use lease_elect_kube::LEADER_ANNOTATION;
 use lease_elect_kube::testing::apiserver::{Connection, ETCD_VAR, KubeApiServer};
-use lease_elect_kube::{AnnotationLock, AnnotationObject, LEADER_ANNOTATION, LeaseLock};
 
-const NAMESPACE: &str = "lease-elect-test";
-/// Connect and read timeout of the clients, and the locks' request timeout.
+/// Connect and read timeout of the clients.
 const TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Which lock a factory opens.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Lease,
-    ConfigMap,
-    Endpoints,
-    /// client-go's `configmapsleases`: a ConfigMap primary, a Lease secondary.
-    ConfigMapsLeases,
-    /// client-go's `endpointsleases`.
-    EndpointsLeases,
-}
 
 struct Factory {
     config: kube::Config,
@@ -56,18 +47,11 @@ impl Factory {
         ensure_namespace(&factory.client()).await;
         factory
     }
+}
 
-    /// A client of its own (its own connections), as another process would have.
+impl KubeFactory for Factory {
     fn client(&self) -> kube::Client {
         kube::Client::try_from(self.config.clone()).expect("a kube client")
-    }
-
-    fn api<K>(&self) -> kube::Api<K>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-        <K as kube::Resource>::DynamicType: Default,
-    {
-        kube::Api::namespaced(self.client(), NAMESPACE)
     }
 }
 
@@ -84,43 +68,15 @@ async fn ensure_namespace(client: &kube::Client) {
     }
 }
 
-fn annotation_lock<K: AnnotationObject>(
-    c: kube::Client,
-    name: &str,
-    id: &str,
-) -> AnnotationLock<K> {
-    AnnotationLock::<K>::new(c, NAMESPACE, name, id).with_timeout(TIMEOUT)
-}
-
-fn lease_lock(c: kube::Client, name: &str, id: &str) -> LeaseLock {
-    LeaseLock::new(c, NAMESPACE, name, id).with_timeout(TIMEOUT)
-}
-
 impl LockFactory for Factory {
+    /// The object locks of a multi-lock share one client.
     async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
         let c = self.client();
-        match self.kind {
-            Kind::Lease => Arc::new(lease_lock(c, name, identity)),
-            Kind::ConfigMap => Arc::new(annotation_lock::<ConfigMap>(c, name, identity)),
-            Kind::Endpoints => Arc::new(annotation_lock::<Endpoints>(c, name, identity)),
-            Kind::ConfigMapsLeases => Arc::new(MultiLock::new(
-                annotation_lock::<ConfigMap>(c.clone(), name, identity),
-                lease_lock(c, name, identity),
-            )),
-            Kind::EndpointsLeases => Arc::new(MultiLock::new(
-                annotation_lock::<Endpoints>(c.clone(), name, identity),
-                lease_lock(c, name, identity),
-            )),
-        }
+        self.kind.open(|| c.clone(), name, identity)
     }
 
     fn time_precision(&self) -> Duration {
-        match self.kind {
-            // MicroTime.
-            Kind::Lease => Duration::from_micros(1),
-            // client-go's JSON record (the multi-locks read their primary).
-            _ => Duration::from_secs(1),
-        }
+        self.kind.time_precision()
     }
 
     fn notifies_changes(&self) -> bool {
@@ -139,10 +95,10 @@ impl LockFactory for Factory {
         match self.kind {
             Kind::Lease => corrupt_lease_in_storage(self, name).await,
             Kind::ConfigMap | Kind::ConfigMapsLeases => {
-                set_annotation::<ConfigMap>(&self.api(), name, "{\"holderIdentity\":").await;
+                set_annotation::<ConfigMap>(&self.api(), name, CORRUPT_ANNOTATION).await;
             }
             Kind::Endpoints | Kind::EndpointsLeases => {
-                set_annotation::<Endpoints>(&self.api(), name, "{\"holderIdentity\":").await;
+                set_annotation::<Endpoints>(&self.api(), name, CORRUPT_ANNOTATION).await;
             }
         }
         true
@@ -225,41 +181,13 @@ async fn leases() -> Option<Factory> {
     shared(Kind::Lease).await
 }
 
-async fn configmaps() -> Option<Factory> {
-    shared(Kind::ConfigMap).await
-}
-
-async fn endpoints() -> Option<Factory> {
-    shared(Kind::Endpoints).await
-}
-
-async fn configmapsleases() -> Option<Factory> {
-    shared(Kind::ConfigMapsLeases).await
-}
-
-async fn endpointsleases() -> Option<Factory> {
-    shared(Kind::EndpointsLeases).await
-}
-
-mod lease {
-    lease_elect::conformance_tests!(super::leases);
-}
-
-mod configmap {
-    lease_elect::conformance_tests!(super::configmaps);
-}
-
-mod endpoints {
-    lease_elect::conformance_tests!(super::endpoints);
-}
-
-mod configmaps_leases {
-    lease_elect::conformance_tests!(super::configmapsleases);
-}
-
-mod endpoints_leases {
-    lease_elect::conformance_tests!(super::endpointsleases);
-}
+common::conformance_per_kind!(shared:
+    lease => Lease,
+    configmap => ConfigMap,
+    endpoints => Endpoints,
+    configmaps_leases => ConfigMapsLeases,
+    endpoints_leases => EndpointsLeases,
+);
 
 // ---- outages, on servers of the tests' own ----
 
@@ -332,16 +260,7 @@ async fn outage(part: Part) {
     )
     .await;
     let mut control = Control { server, part };
-    let timing = Timing::default();
-    let report = server_outage(
-        &factory,
-        &mut control,
-        timing,
-        timing.lease + Duration::from_secs(1),
-        timing.crash_bound() + Duration::from_secs(1),
-    )
-    .await;
-    println!("{report:?}");
+    server_restart_outage(&factory, &mut control).await;
 }
 
 /// kube-apiserver killed (SIGKILL) under a leader on a Lease, started again 3 s later.
@@ -373,24 +292,6 @@ async fn server_is_v1_34_4() {
     assert_eq!(info.git_version, "v1.34.4");
 }
 
-fn lease_json(name: &str, extra_meta: serde_json::Value, spec: serde_json::Value) -> Lease {
-    let mut meta = serde_json::json!({"name": name});
-    if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra_meta.as_object()) {
-        m.extend(extra.clone());
-    }
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": meta,
-        "spec": spec,
-    }))
-    .expect("a Lease")
-}
-
-fn is_status(result: &Result<impl std::fmt::Debug, kube::Error>, code: u16) -> bool {
-    matches!(result, Err(kube::Error::Api(s)) if s.code == code)
-}
-
 /// The validation the loopback server copies: `leaseDurationSeconds` <= 0 and a negative
 /// `leaseTransitions` are refused (422), and so is a Lease `PUT` without a `resourceVersion`
 /// (the Lease strategy allows no unconditional update).
@@ -412,33 +313,13 @@ async fn validation_refuses_what_the_lock_refuses() {
             .await;
         assert!(is_status(&refused, 422), "{spec}: {refused:?}");
     }
-    let spec = serde_json::json!({"holderIdentity": "x", "leaseDurationSeconds": 15});
-    api.create(&pp, &lease_json(&name, serde_json::json!({}), spec.clone()))
-        .await
-        .expect("create");
-    let refused = api
-        .replace(&name, &pp, &lease_json(&name, serde_json::json!({}), spec))
-        .await;
-    assert!(is_status(&refused, 422), "{refused:?}");
+    common::an_unconditional_lease_put_is_refused(&factory).await;
 }
 
 /// A PUT that changes nothing keeps the `resourceVersion`.
 #[tokio::test]
 async fn an_identical_put_keeps_the_resource_version() {
-    let Some(factory) = leases().await else {
-        return;
-    };
-    let lock = factory
-        .open(&lease_elect::testing::unique_name("noop"), "a")
-        .await;
-    let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
-    let v1 = lock.create(&record).await.expect("create");
-    let v2 = lock.update(&v1, &record).await.expect("identical update");
-    assert_eq!(v1, v2, "a no-op PUT keeps the resourceVersion");
-    let mut changed = record.clone();
-    changed.leader_transitions += 1;
-    let v3 = lock.update(&v2, &changed).await.expect("update");
-    assert_ne!(v3, v2);
+    common::an_identical_put_keeps_the_resource_version(leases().await).await;
 }
 
 /// A PUT to a missing Lease creates it unless the body carries `metadata.uid` (409); the
@@ -446,178 +327,28 @@ async fn an_identical_put_keeps_the_resource_version() {
 /// creates nothing.
 #[tokio::test]
 async fn a_put_to_a_missing_lease_creates_it_unless_it_carries_a_uid() {
-    let Some(factory) = leases().await else {
-        return;
-    };
-    let api: kube::Api<Lease> = factory.api();
-    let pp = kube::api::PostParams::default();
-    let spec = serde_json::json!({"holderIdentity": "x", "leaseDurationSeconds": 15});
-    let created_name = lease_elect::testing::unique_name("put-created");
-    let created = api
-        .replace(
-            &created_name,
-            &pp,
-            &lease_json(
-                &created_name,
-                serde_json::json!({"resourceVersion": "12345"}),
-                spec.clone(),
-            ),
-        )
-        .await
-        .expect("a PUT without a uid creates the Lease");
-    assert!(created.metadata.uid.is_some());
-    let refused_name = lease_elect::testing::unique_name("put-refused");
-    let refused = api
-        .replace(
-            &refused_name,
-            &pp,
-            &lease_json(
-                &refused_name,
-                serde_json::json!({"resourceVersion": "12345",
-                    "uid": "00000000-0000-0000-0000-000000000999"}),
-                spec,
-            ),
-        )
-        .await;
-    assert!(is_status(&refused, 409), "{refused:?}");
-    assert!(api.get_opt(&refused_name).await.expect("get").is_none());
-
-    let other_name = lease_elect::testing::unique_name("other");
-    let other = factory.open(&other_name, "a").await;
-    let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
-    let v = other.create(&record).await.expect("create");
-    let absent = factory
-        .open(&lease_elect::testing::unique_name("absent"), "a")
-        .await;
-    assert!(absent.update(&v, &record).await.unwrap_err().is_conflict());
-    assert!(absent.get().await.expect("get").is_none());
-    let (_, v) = other.get().await.expect("get").expect("a record");
-    api.delete(&other_name, &kube::api::DeleteParams::default())
-        .await
-        .expect("delete");
-    assert!(other.update(&v, &record).await.unwrap_err().is_conflict());
-    assert!(other.get().await.expect("get").is_none());
+    common::a_put_to_a_missing_lease_creates_it_unless_it_carries_a_uid(leases().await).await;
 }
 
 /// ConfigMaps have no create-on-update (404); Endpoints do, unless the body carries a uid
 /// (409); the annotation lock's update of a deleted object is a conflict and creates nothing.
 #[tokio::test]
 async fn a_put_to_a_missing_configmap_or_endpoints() {
-    let Some(factory) = endpoints().await else {
-        return;
-    };
-    let cms: kube::Api<ConfigMap> = factory.api();
-    let eps: kube::Api<Endpoints> = factory.api();
-    let pp = kube::api::PostParams::default();
-    let name = lease_elect::testing::unique_name("put");
-    let cm: ConfigMap =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
-    let refused = cms.replace(&name, &pp, &cm).await;
-    assert!(is_status(&refused, 404), "{refused:?}");
-    let ep: Endpoints =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
-    eps.replace(&name, &pp, &ep)
-        .await
-        .expect("a PUT without a uid creates Endpoints");
-    let other = lease_elect::testing::unique_name("put-uid");
-    let ep: Endpoints = serde_json::from_value(serde_json::json!({"metadata": {
-        "name": other, "uid": "00000000-0000-0000-0000-000000000999"}}))
-    .unwrap();
-    let refused = eps.replace(&other, &pp, &ep).await;
-    assert!(is_status(&refused, 409), "{refused:?}");
-    assert!(eps.get_opt(&other).await.expect("get").is_none());
-
-    let gone = lease_elect::testing::unique_name("gone");
-    let lock = factory.open(&gone, "a").await;
-    let record = LeaderElectionRecord::new("a", 15, SystemTime::now());
-    let v = lock.create(&record).await.expect("create");
-    eps.delete(&gone, &kube::api::DeleteParams::default())
-        .await
-        .expect("delete");
-    assert!(lock.update(&v, &record).await.unwrap_err().is_conflict());
-    assert!(lock.get().await.expect("get").is_none());
+    common::a_put_to_a_missing_configmap_or_endpoints(shared(Kind::Endpoints).await).await;
 }
 
-/// A Lease written by client-go reads as client-go reads it, and our update keeps its labels.
+/// A Lease written by client-go reads as client-go reads it, and our update keeps its labels,
+/// its duration and its MicroTime to the microsecond.
 #[tokio::test]
 async fn reads_client_go_lease_and_keeps_metadata() {
-    let Some(factory) = leases().await else {
-        return;
-    };
-    let api: kube::Api<Lease> = factory.api();
-    let name = lease_elect::testing::unique_name("kcm");
-    let lease = lease_json(
-        &name,
-        serde_json::json!({"labels": {"app": "kcm"}}),
-        serde_json::json!({
-            "holderIdentity": "master-1_6f0c2f6e-8a0e-4a5b-9f0e-7c1d3e0b2a11",
-            "leaseDurationSeconds": 15,
-            "acquireTime": "2026-11-21T11:59:00.000000Z",
-            "renewTime": "2026-11-21T12:00:01.250000Z",
-            "leaseTransitions": 4
-        }),
-    );
-    api.create(&kube::api::PostParams::default(), &lease)
-        .await
-        .expect("create");
-    let lock = factory.open(&name, "ours").await;
-    let (record, version) = lock.get().await.expect("get").expect("a record");
-    assert_eq!(
-        record.to_json().expect("json"),
-        r#"{"holderIdentity":"master-1_6f0c2f6e-8a0e-4a5b-9f0e-7c1d3e0b2a11","leaseDurationSeconds":15,"acquireTime":"2026-11-21T11:59:00Z","renewTime":"2026-11-21T12:00:01Z","leaderTransitions":4}"#
-    );
-    let mut taken = record.clone();
-    taken.holder_identity = "ours".to_owned();
-    taken.leader_transitions += 1;
-    lock.update(&version, &taken).await.expect("update");
-    let stored = api.get(&name).await.expect("get");
-    assert_eq!(
-        stored
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("app"))
-            .map(String::as_str),
-        Some("kcm"),
-        "an update keeps the Lease's labels"
-    );
-    let spec = stored.spec.expect("spec");
-    assert_eq!(spec.holder_identity.as_deref(), Some("ours"));
-    assert_eq!(spec.lease_transitions, Some(5));
-    assert_eq!(
-        spec.renew_time.map(|t| t.0.to_string()),
-        Some("2026-11-21T12:00:01.25Z".to_owned()),
-        "MicroTime kept to the microsecond"
-    );
+    common::reads_client_go_lease_and_keeps_metadata(leases().await).await;
 }
 
 /// A default v1.34 server drops `strategy` and `preferredHolder` (CoordinatedLeaderElection
 /// is off), as the loopback server's 1.20 mode does; an elector still leads and renews.
 #[tokio::test]
 async fn a_default_server_drops_newer_fields_and_an_elector_still_works() {
-    let Some(factory) = leases().await else {
-        return;
-    };
-    let name = lease_elect::testing::unique_name("newer");
-    let lock = factory.open(&name, "a").await;
-    let mut record = LeaderElectionRecord::new("b", 15, SystemTime::now());
-    record.strategy = Some("OldestEmulationVersion".to_owned());
-    record.preferred_holder = Some("b".to_owned());
-    lock.create(&record).await.expect("create");
-    let (read, _) = lock.get().await.expect("get").expect("a record");
-    assert_eq!((read.strategy, read.preferred_holder), (None, None));
-    let elector = lease_elect::LeaderElector::new(
-        lease_elect::ElectionConfig::builder()
-            .shared_lock(
-                factory
-                    .open(&lease_elect::testing::unique_name("newer"), "a")
-                    .await,
-            )
-            .build()
-            .expect("config"),
-    );
-    assert!(elector.try_acquire_or_renew().await.expect("acquire"));
-    assert!(elector.try_acquire_or_renew().await.expect("renew"));
+    common::an_elector_works_on_a_server_that_drops_newer_fields(leases().await).await;
 }
 
 /// A default v1.34 server serves no `coordination.k8s.io/v1beta1` (LeaseCandidate is a beta
