@@ -63,10 +63,14 @@ pub enum PolicyError {
         /// The value found.
         found: String,
     },
-    /// A predicate name that is neither built in nor defined by an argument.
+    /// A predicate name that is neither built in nor defined by an argument. Alone, its message
+    /// lists the known names; in [`PolicyError::Multiple`] they are listed once, after every
+    /// problem.
     #[error(
-        "`{path}.name`: unknown predicate {short:?}{hint}; known predicates: {}; a custom predicate needs an `argument` (labelsPresence or serviceAffinity)",
-        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
+        "{}; {}",
+        UnknownName::predicate(path, name, known),
+        KnownNames::Predicates(known)
+    )]
     UnknownPredicate {
         /// The entry, e.g. `predicates[3]`.
         path: String,
@@ -75,10 +79,14 @@ pub enum PolicyError {
         /// The built-in predicate names (aliases included).
         known: &'static [&'static str],
     },
-    /// A priority name that is neither built in nor defined by an argument.
+    /// A priority name that is neither built in nor defined by an argument. Alone, its message
+    /// lists the known names; in [`PolicyError::Multiple`] they are listed once, after every
+    /// problem.
     #[error(
-        "`{path}.name`: unknown priority {short:?}{hint}; known priorities: {}; a custom priority needs an `argument` (labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments)",
-        known.join(", "), short = crate::model::short_name(name), hint = did_you_mean(name, known))]
+        "{}; {}",
+        UnknownName::priority(path, name, known),
+        KnownNames::Priorities(known)
+    )]
     UnknownPriority {
         /// The entry, e.g. `priorities[1]`.
         path: String,
@@ -270,7 +278,11 @@ pub enum PolicyError {
     },
     /// Several problems, in document order (each is one of the other variants). See
     /// [`PolicyError::problems`].
-    #[error("{} problems in the policy:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
+    ///
+    /// The message stays short however many there are: one line per problem, the first
+    /// [`MAX_LISTED_PROBLEMS`] of them and a count of the rest, then the known predicate and
+    /// priority names once (when a name was unknown) rather than once per unknown name.
+    #[error("{}", ProblemList(.0))]
     Multiple(Vec<PolicyError>),
     /// Non-empty `extenders`: this crate has no HTTP extender client.
     #[error("`extenders`: HTTP extenders are not supported (found {count}); remove them")]
@@ -349,11 +361,128 @@ impl PolicyError {
     }
 }
 
-/// ` (did you mean "X"?)` when a known name is close to `name`, else nothing.
-fn did_you_mean(name: &str, known: &'static [&'static str]) -> String {
-    match super::schema::suggest(name, known) {
-        Some(s) => format!(" (did you mean {s:?}?)"),
-        None => String::new(),
+/// How many problems the message of [`PolicyError::Multiple`] lists one by one; the others are
+/// counted ("... and 12 more problems"). [`PolicyError::problems`] has them all.
+pub const MAX_LISTED_PROBLEMS: usize = 1000;
+
+/// "`predicates[3].name`: unknown predicate "X" (did you mean "Y"?)": an unknown name without
+/// the list of known ones.
+struct UnknownName<'a> {
+    path: &'a str,
+    what: &'static str,
+    name: &'a str,
+    known: &'static [&'static str],
+}
+
+impl<'a> UnknownName<'a> {
+    fn predicate(path: &'a str, name: &'a str, known: &'static [&'static str]) -> Self {
+        UnknownName {
+            path,
+            what: "predicate",
+            name,
+            known,
+        }
+    }
+
+    fn priority(path: &'a str, name: &'a str, known: &'static [&'static str]) -> Self {
+        UnknownName {
+            path,
+            what: "priority",
+            name,
+            known,
+        }
+    }
+}
+
+impl fmt::Display for UnknownName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}.name`: unknown {} {:?}",
+            self.path,
+            self.what,
+            crate::model::short_name(self.name)
+        )?;
+        match super::schema::suggest(self.name, self.known) {
+            Some(s) => write!(f, " (did you mean {s:?}?)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The known names of one list, with how to define a custom entry.
+#[derive(Clone, Copy)]
+enum KnownNames {
+    Predicates(&'static [&'static str]),
+    Priorities(&'static [&'static str]),
+}
+
+impl fmt::Display for KnownNames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (list, known, one, arguments) = match self {
+            KnownNames::Predicates(known) => (
+                "predicates",
+                known,
+                "predicate",
+                "labelsPresence or serviceAffinity",
+            ),
+            KnownNames::Priorities(known) => (
+                "priorities",
+                known,
+                "priority",
+                "labelPreference, serviceAntiAffinity or requestedToCapacityRatioArguments",
+            ),
+        };
+        write!(
+            f,
+            "known {list}: {}; a custom {one} needs an `argument` ({arguments})",
+            known.join(", ")
+        )
+    }
+}
+
+/// The message of [`PolicyError::Multiple`]: its length grows with the number of problems
+/// listed (at most [`MAX_LISTED_PROBLEMS`]), each line bounded, and the known names come once.
+struct ProblemList<'a>(&'a [PolicyError]);
+
+impl fmt::Display for ProblemList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let problems = self.0;
+        write!(f, "{} problems in the policy:", problems.len())?;
+        for p in problems.iter().take(MAX_LISTED_PROBLEMS) {
+            f.write_str("\n  - ")?;
+            match p {
+                PolicyError::UnknownPredicate { path, name, known } => {
+                    UnknownName::predicate(path, name, known).fmt(f)?;
+                }
+                PolicyError::UnknownPriority { path, name, known } => {
+                    UnknownName::priority(path, name, known).fmt(f)?;
+                }
+                other => other.fmt(f)?,
+            }
+        }
+        if let Some(rest) = problems.len().checked_sub(MAX_LISTED_PROBLEMS)
+            && rest > 0
+        {
+            write!(
+                f,
+                "\n  - ... and {rest} more problem{}",
+                if rest == 1 { "" } else { "s" }
+            )?;
+        }
+        // Every unknown name of a list is checked against the same known names.
+        let predicates = problems.iter().find_map(|p| match p {
+            PolicyError::UnknownPredicate { known, .. } => Some(KnownNames::Predicates(known)),
+            _ => None,
+        });
+        let priorities = problems.iter().find_map(|p| match p {
+            PolicyError::UnknownPriority { known, .. } => Some(KnownNames::Priorities(known)),
+            _ => None,
+        });
+        for known in [predicates, priorities].into_iter().flatten() {
+            write!(f, "\n{known}")?;
+        }
+        Ok(())
     }
 }
 

@@ -43,7 +43,9 @@
 //! Parsing is strict where kube's is lenient: an unknown key at any level is an error that names
 //! its path, lists the valid keys and suggests the one probably meant (Go's decoder ignores
 //! unknown keys and matches keys case-insensitively), and an unknown name is an error listing
-//! the known ones. Every problem of a document is reported at once, in document order.
+//! the known ones. Every problem of a document is reported at once, in document order
+//! ([`PolicyError::problems`]); the message of many problems stays short: one line each for the
+//! first [`MAX_LISTED_PROBLEMS`] and a count of the rest, the known names listed once.
 //!
 //! A name listed twice is merged as kube v1.20 merges it: predicates are a set (the same name
 //! with the same argument is one predicate), priorities a map from name to weight (the last
@@ -107,7 +109,7 @@ pub use document::{
     PriorityPolicy, RequestedToCapacityRatioArguments, ResourceSpec, ServiceAffinity,
     ServiceAntiAffinity, UtilizationShapePoint,
 };
-pub use error::PolicyError;
+pub use error::{MAX_LISTED_PROBLEMS, PolicyError};
 pub use names::{
     DEFAULT_PREDICATES, DEFAULT_PRIORITIES, KNOWN_PREDICATES, KNOWN_PRIORITIES,
     MANDATORY_PREDICATES, PredicateKind, PriorityKind,

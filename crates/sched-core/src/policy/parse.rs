@@ -1,6 +1,6 @@
 //! Reading a Policy document: every problem collected, in document order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -61,17 +61,39 @@ fn value_at<T: DeserializeOwned>(v: Value, path: &str) -> Result<T, PolicyError>
         };
         PolicyError::InvalidValue {
             path,
-            message: e.into_inner().to_string(),
+            message: bounded(e.into_inner().to_string()),
         }
     })
 }
 
-/// Whether a problem lies at or under `path`.
-fn under(problem: &str, path: &str) -> bool {
-    problem == path
-        || problem
-            .strip_prefix(path)
-            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+/// A decoder message cut to at most [`MAX_MESSAGE`] characters (serde quotes the value it
+/// refused, which can be a string of any length).
+fn bounded(mut message: String) -> String {
+    if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE) {
+        let len = message.len();
+        message.truncate(cut);
+        message.push_str(&format!("... ({len} bytes)"));
+    }
+    message
+}
+
+/// The longest decoder message kept whole, in characters.
+const MAX_MESSAGE: usize = 300;
+
+/// The paths that have a key problem at or under them: each problem's path and every
+/// enclosing path (`predicates[3].argument.x` gives `predicates`, `predicates[3]`,
+/// `predicates[3].argument` and itself), so that one lookup tells whether a value is
+/// affected, however many problems there are.
+fn affected_paths(problems: &[PolicyError]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for p in problems {
+        let path = p.path();
+        for (cut, _) in path.match_indices(['.', '[']) {
+            out.insert(path[..cut].to_string());
+        }
+        out.insert(path);
+    }
+    out
 }
 
 /// The entries of a list that parse, with their indices in the document; the others' problems
@@ -79,7 +101,7 @@ fn under(problem: &str, path: &str) -> bool {
 fn entries<T: DeserializeOwned>(
     value: &Doc,
     list: &str,
-    key_problems: &[String],
+    key_problems: &HashSet<String>,
     index: &mut Vec<usize>,
     problems: &mut Vec<PolicyError>,
 ) -> Option<Vec<T>> {
@@ -90,7 +112,7 @@ fn entries<T: DeserializeOwned>(
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = format!("{list}[{i}]");
-        if key_problems.iter().any(|p| under(p, &path)) {
+        if key_problems.contains(&path) {
             continue;
         }
         match value_at::<T>(item.to_value(), &path) {
@@ -117,7 +139,7 @@ pub(crate) fn parse(json: &str) -> Result<Policy, PolicyError> {
         return Err(PolicyError::NotAPolicy { found });
     }
     let mut problems = schema::check_keys(&doc);
-    let key_problems: Vec<String> = problems.iter().map(PolicyError::path).collect();
+    let key_problems = affected_paths(&problems);
     let mut policy = Policy::default();
     let (mut predicate_index, mut priority_index) = (Vec::new(), Vec::new());
     for (key, value) in fields {
@@ -141,7 +163,7 @@ pub(crate) fn parse(json: &str) -> Result<Policy, PolicyError> {
                 );
             }
             known if POLICY_FIELDS.contains(&known) => {
-                if key_problems.iter().any(|p| under(p, known)) {
+                if key_problems.contains(known) {
                     continue;
                 }
                 let one = Value::Object([(key.clone(), value.to_value())].into_iter().collect());
