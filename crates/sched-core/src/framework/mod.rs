@@ -90,8 +90,9 @@ pub enum Reason {
     EnforcedNodeAffinityMismatch,
     /// A GCE PD, EBS, RBD or iSCSI volume conflicts with one in use.
     DiskConflict,
-    /// The node's taint at this index of `spec.taints` is not tolerated.
-    UntoleratedTaint(u16),
+    /// The node's taint at this index of `spec.taints` is not tolerated (the first such
+    /// NoSchedule or NoExecute taint, as kube names it).
+    UntoleratedTaint(u32),
     /// The node is cordoned.
     Unschedulable,
     /// The Ready condition is not True.

@@ -102,8 +102,8 @@ pub struct Snapshot {
     /// Per bit of [`flags`], how many nodes' summaries have it set.
     flag_nodes: [usize; 32],
     /// Per node, the index in `spec.taints` of its first NoSchedule/NoExecute taint
-    /// (`u16::MAX` when none), so that a pod without tolerations is judged from dense data.
-    first_hard_taint: Vec<u16>,
+    /// (`u32::MAX` when none), so that a pod without tolerations is judged from dense data.
+    first_hard_taint: Vec<u32>,
     /// Counts per topology domain for pod affinity terms.
     affinity: AffinityIndex,
     generation: u64,
@@ -425,8 +425,8 @@ impl Snapshot {
     }
 
     /// Per node (index-aligned with [`Snapshot::summaries`]), the index in `spec.taints` of
-    /// the first NoSchedule or NoExecute taint, `u16::MAX` when there is none.
-    pub(crate) fn first_hard_taints(&self) -> &[u16] {
+    /// the first NoSchedule or NoExecute taint, `u32::MAX` when there is none.
+    pub(crate) fn first_hard_taints(&self) -> &[u32] {
         &self.first_hard_taint
     }
 
@@ -438,7 +438,7 @@ impl Snapshot {
             .taints
             .iter()
             .position(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
-            .map_or(u16::MAX, |p| u16::try_from(p).unwrap_or(u16::MAX));
+            .map_or(u32::MAX, |p| u32::try_from(p).unwrap_or(u32::MAX));
         self.soft_taint_nodes -= usize::from(self.summaries[i].prefer_no_schedule_taints > 0);
         self.soft_taint_nodes += usize::from(summary.prefer_no_schedule_taints > 0);
         if self.summaries[i].flags != summary.flags {
@@ -526,7 +526,7 @@ impl Snapshot {
         self.summaries.push(NodeSummary::default());
         self.free.push(NodeFree::default());
         self.loads.push(&NodeSummary::default());
-        self.first_hard_taint.push(u16::MAX);
+        self.first_hard_taint.push(u32::MAX);
         self.affinity.add_node(&self.infos[i]);
         self.count_node_tables(i, 1);
         self.refresh(i);

@@ -38,6 +38,13 @@ impl PodToleratesNodeTaints {
     }
 }
 
+/// A taint's index in `spec.taints` as [`Reason::UntoleratedTaint`] keeps it. A node's taints
+/// are far fewer than `u32::MAX` (each takes bytes of memory, and the API server caps an
+/// object's size), so the conversion never saturates in practice.
+fn taint_index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
 /// Per-pod state: the tolerations that can match a NoSchedule or NoExecute taint.
 #[derive(Debug, Default)]
 pub struct TaintsState(Vec<Toleration>);
@@ -59,9 +66,7 @@ impl TaintsState {
         }
         for (i, taint) in node.node().spec.taints.iter().enumerate() {
             if is_hard(taint.effect) && !tolerations_tolerate(&self.0, taint) {
-                return Err(Reason::UntoleratedTaint(
-                    u16::try_from(i).unwrap_or(u16::MAX),
-                ));
+                return Err(Reason::UntoleratedTaint(taint_index(i)));
             }
         }
         Ok(())
