@@ -22,10 +22,10 @@
 //!
 //! Pods bound to a node (spec.nodeName) form the starting state; pending pods are scheduled in
 //! file order, each assumed onto its node before the next, with the given legacy Policy (kube's
-//! default policy when none), or with the profiles of a `KubeSchedulerConfiguration`
-//! (`--config`, kube-scheduler v1.34's plugins): each pod then uses the profile its
-//! `spec.schedulerName` names, and a name no profile has is reported in the pod's place,
-//! naming the profiles there are. For each pod the output is the chosen node with the top nodes'
+//! default policy when none) as the one profile `default-scheduler` (as kube v1.20 runs it), or
+//! with the profiles of a `KubeSchedulerConfiguration` (`--config`, kube-scheduler v1.34's
+//! plugins): each pod uses the profile its `spec.schedulerName` names, and a name no profile
+//! has is reported in the pod's place, naming the profiles there are. For each pod the output is the chosen node with the top nodes'
 //! scores per priority, or why it fits nowhere: every node's reasons and kube's summary line.
 //! A pod that cannot be scheduled for another reason is reported in its place and the run goes
 //! on. Runs are deterministic for a given `--seed`. Exit status: 0, 1 when a pod failed with an
@@ -291,9 +291,11 @@ fn run() -> Result<Outcome, String> {
             profiles.push((name, profile, cache));
         }
     } else {
+        // A Policy is the default scheduler's one profile, as in kube v1.20: a pod naming
+        // another scheduler is reported as with --config.
         let profile = policy_profile(&args)?;
         let cache = profile.create_cache();
-        profiles.push((String::new(), profile, cache));
+        profiles.push((DEFAULT_SCHEDULER_NAME.to_string(), profile, cache));
     }
     let legacy = args.config.is_none();
     let pending = cluster.pending;
@@ -318,7 +320,7 @@ fn run() -> Result<Outcome, String> {
             .iter()
             .map(|(name, p, _)| format!(
                 "{}{} predicates, {} priorities",
-                if name.is_empty() {
+                if legacy {
                     String::new()
                 } else {
                     format!("profile {name}: ")
@@ -336,9 +338,7 @@ fn run() -> Result<Outcome, String> {
             "" => DEFAULT_SCHEDULER_NAME,
             n => n,
         };
-        let Some((_, profile, cache)) = profiles
-            .iter_mut()
-            .find(|(name, _, _)| legacy || name == wanted)
+        let Some((_, profile, cache)) = profiles.iter_mut().find(|(name, _, _)| name == wanted)
         else {
             let known: Vec<&str> = profiles.iter().map(|(n, _, _)| n.as_str()).collect();
             let e = format!(

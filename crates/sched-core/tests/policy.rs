@@ -1616,3 +1616,83 @@ mod properties {
         })
     }
 }
+
+/// A pending pod `ns/name` asking for `scheduler` (none: the API server's default).
+fn pod_of_scheduler(ns: &str, name: &str, scheduler: &str) -> Pod {
+    let mut pod = Pod::default();
+    pod.metadata.namespace = ns.into();
+    pod.metadata.name = name.into();
+    pod.spec.scheduler_name = scheduler.into();
+    pod.spec.containers.push(Default::default());
+    pod
+}
+
+#[test]
+fn a_policy_serves_only_the_default_scheduler_and_reports_other_pods_as_a_configuration_does() {
+    use sched_core::config::{
+        DEFAULT_SCHEDULER_NAME, Profiles, Registry, SchedulerConfiguration, UnknownProfile,
+    };
+    let profiles = Policy::kube_default().profiles().unwrap();
+    assert_eq!(
+        profiles.names().collect::<Vec<_>>(),
+        [DEFAULT_SCHEDULER_NAME]
+    );
+    // kube v1.20 schedules the pods of its own scheduler name; the API server gives a pod
+    // without one `default-scheduler`.
+    let snapshot =
+        Snapshot::from_objects(vec![parse_node(r#"{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}}"#).unwrap()], vec![]).unwrap();
+    for scheduler in ["", DEFAULT_SCHEDULER_NAME] {
+        let pod = pod_of_scheduler("shop", "web", scheduler);
+        let profile = profiles.for_pod(&pod).unwrap();
+        let mut cache = profile.create_cache();
+        assert_eq!(
+            profile.schedule(&mut cache, &pod, &snapshot).unwrap().node,
+            "n1"
+        );
+    }
+    // A pod of another scheduler is not placed: it is reported, naming the profile there is.
+    let gpu = pod_of_scheduler("ml", "train", "gpu-scheduler");
+    let err = profiles.for_pod(&gpu).unwrap_err();
+    assert_eq!(
+        err,
+        UnknownProfile {
+            pod: "ml/train".into(),
+            scheduler: "gpu-scheduler".into(),
+            known: vec![DEFAULT_SCHEDULER_NAME.into()],
+        }
+    );
+    // In the words of a configuration with the one default profile.
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    )
+    .unwrap()
+    .compile(&Registry::v1_34())
+    .unwrap();
+    assert_eq!(
+        err.to_string(),
+        config.for_pod(&gpu).unwrap_err().to_string()
+    );
+    assert_eq!(
+        err.to_string(),
+        "pod ml/train asks for scheduler \"gpu-scheduler\", which no profile has (profiles: default-scheduler)"
+    );
+
+    // A profile built from the Policy's builder, under the scheduler name kube was given.
+    let profile = Policy::kube_default()
+        .builder()
+        .unwrap()
+        .seed(1)
+        .build()
+        .unwrap();
+    let batch = Profiles::single("batch-scheduler", profile);
+    assert!(
+        batch
+            .for_pod(&pod_of_scheduler("b", "job", "batch-scheduler"))
+            .is_ok()
+    );
+    let err = batch
+        .for_pod(&pod_of_scheduler("shop", "web", ""))
+        .unwrap_err();
+    assert_eq!(err.scheduler, DEFAULT_SCHEDULER_NAME);
+    assert_eq!(err.known, ["batch-scheduler"]);
+}

@@ -409,6 +409,33 @@ pub struct Profiles {
 }
 
 impl Profiles {
+    /// One profile serving the pods of `scheduler_name`: how kube-scheduler v1.20 runs a
+    /// legacy Policy (the profile of its `--scheduler-name`, [`DEFAULT_SCHEDULER_NAME`] unless
+    /// set). [`Profiles::for_pod`] then reports a pod naming another scheduler, as for a
+    /// configuration's profiles; kube leaves such a pod to the scheduler it names.
+    /// [`Policy::profiles`](crate::policy::Policy::profiles) builds it from a Policy with the
+    /// default name.
+    ///
+    /// ```
+    /// use sched_core::config::Profiles;
+    /// use sched_core::model::Pod;
+    /// use sched_core::policy::Policy;
+    ///
+    /// let profile = Policy::kube_default().builder()?.seed(1).build()?;
+    /// let profiles = Profiles::single("batch-scheduler", profile);
+    /// let mut pod = Pod::default();
+    /// pod.spec.scheduler_name = "batch-scheduler".into();
+    /// assert!(profiles.for_pod(&pod).is_ok());
+    /// pod.spec.scheduler_name = String::new(); // default-scheduler
+    /// assert!(profiles.for_pod(&pod).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn single(scheduler_name: impl Into<String>, profile: Profile) -> Profiles {
+        Profiles {
+            profiles: vec![(scheduler_name.into(), profile)],
+        }
+    }
+
     /// The profile named `scheduler_name`.
     pub fn get(&self, scheduler_name: &str) -> Option<&Profile> {
         self.profiles

@@ -3,6 +3,7 @@
 use super::names::{PredicateKind, PriorityKind};
 use super::plan::{PolicyPlan, PredicateSpec, PriorityArgs, PrioritySpec};
 use super::{FeatureGates, Policy, PolicyError};
+use crate::config::{DEFAULT_SCHEDULER_NAME, Profiles};
 use crate::framework::{BoxPredicate, BoxPriority, KubeVersion};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
 use crate::plugins::{interpod, node, resource, spread, volume};
@@ -36,6 +37,36 @@ impl Policy {
     /// A [`PolicyError`] for the first rule the document breaks.
     pub fn compile(&self) -> Result<Profile, PolicyError> {
         Ok(self.builder()?.build()?)
+    }
+
+    /// The Policy as kube-scheduler v1.20 runs it: [`Policy::compile`]'s profile as the one
+    /// profile of the scheduler [`DEFAULT_SCHEDULER_NAME`]. kube schedules only the pods whose
+    /// `spec.schedulerName` it serves; [`Profiles::for_pod`] reports any other
+    /// ([`UnknownProfile`](crate::config::UnknownProfile)), as for the profiles of a
+    /// `KubeSchedulerConfiguration`. For another scheduler name, or a profile built from
+    /// [`Policy::builder`], use [`Profiles::single`].
+    ///
+    /// ```
+    /// use sched_core::model::Pod;
+    /// use sched_core::policy::Policy;
+    ///
+    /// let profiles = Policy::kube_default().profiles()?;
+    /// let mut pod = Pod::default();
+    /// pod.metadata.namespace = "ml".into();
+    /// pod.metadata.name = "train".into();
+    /// assert!(profiles.for_pod(&pod).is_ok()); // no name: default-scheduler
+    /// pod.spec.scheduler_name = "gpu-scheduler".into();
+    /// assert_eq!(
+    ///     profiles.for_pod(&pod).unwrap_err().to_string(),
+    ///     "pod ml/train asks for scheduler \"gpu-scheduler\", which no profile has (profiles: default-scheduler)"
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`PolicyError`] for the first rule the document breaks.
+    pub fn profiles(&self) -> Result<Profiles, PolicyError> {
+        Ok(Profiles::single(DEFAULT_SCHEDULER_NAME, self.compile()?))
     }
 }
 

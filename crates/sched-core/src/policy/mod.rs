@@ -4,6 +4,9 @@
 //! the [`Profile`](crate::profile::Profile) (or [`Policy::builder`] returns the
 //! [`ProfileBuilder`](crate::profile::ProfileBuilder) to set threads, a seed or extra
 //! plugins first), and [`Policy::plan`] shows what will be built ([`PolicyPlan`]).
+//! [`Policy::profiles`] gives the profile as kube v1.20 runs it, the one profile of
+//! `default-scheduler`: [`Profiles::for_pod`](crate::config::Profiles::for_pod) reports a pod
+//! whose `spec.schedulerName` names another scheduler rather than placing it.
 //!
 //! ```
 //! use sched_core::policy::Policy;
