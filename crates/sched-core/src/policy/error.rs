@@ -301,6 +301,14 @@ impl PolicyError {
         }
     }
 
+    /// Every problem, taken out: the list of [`PolicyError::Multiple`], else this error alone.
+    pub(crate) fn into_problems(self) -> Vec<PolicyError> {
+        match self {
+            PolicyError::Multiple(all) => all,
+            one => vec![one],
+        }
+    }
+
     /// One error for a list of problems: the problem itself when there is one, else
     /// [`PolicyError::Multiple`] (nested lists flattened).
     pub(crate) fn from_problems(problems: Vec<PolicyError>) -> PolicyError {

@@ -1,6 +1,6 @@
 //! Reading a Policy document: every problem collected, in document order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -187,7 +187,7 @@ pub(crate) fn parse(json: &str) -> Result<Policy, PolicyError> {
         Some(&predicate_index),
         Some(&priority_index),
     ) {
-        problems.extend(e.problems().iter().cloned());
+        problems.extend(e.into_problems());
     }
     if problems.is_empty() {
         return Ok(policy);
@@ -226,12 +226,8 @@ fn merge(policy: &mut Policy, part: Policy) {
 /// The problems sorted by where their paths are in the document (a stable sort: problems at
 /// one place keep their order).
 fn in_document_order(doc: &Doc, mut problems: Vec<PolicyError>) -> Vec<PolicyError> {
-    let positions: HashMap<String, usize> = doc
-        .paths()
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| (p, i))
-        .collect();
+    let wanted = affected_paths(&problems);
+    let positions = doc.positions(&wanted);
     let position = |path: &str| -> usize {
         let mut p = path;
         loop {
@@ -240,7 +236,8 @@ fn in_document_order(doc: &Doc, mut problems: Vec<PolicyError>) -> Vec<PolicyErr
             }
             match p.rfind(['.', '[']) {
                 Some(cut) => p = &p[..cut],
-                None => return positions.get("").copied().unwrap_or(0),
+                // The top of the document comes first.
+                None => return 0,
             }
         }
     };

@@ -1,6 +1,9 @@
 //! The key layout of a Policy document, checked before deserializing so that an unknown or
 //! missing key gets an error that names its path and lists the valid keys.
 
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::PolicyError;
@@ -245,16 +248,27 @@ impl Doc {
         }
     }
 
-    /// Every path in the document, in document order (`""` for the top, `a.b`, `a[0]`).
-    pub(crate) fn paths(&self) -> Vec<String> {
-        fn walk(d: &Doc, path: &mut String, out: &mut Vec<String>) {
-            out.push(path.clone());
+    /// The position in document order (`""` for the top, `a.b`, `a[0]`, ...; every value
+    /// counts) of each of the `wanted` paths the document has. Only those are kept, so the
+    /// map grows with `wanted`, not with the document.
+    pub(crate) fn positions<'w>(&self, wanted: &'w HashSet<String>) -> HashMap<&'w str, usize> {
+        fn walk<'w>(
+            d: &Doc,
+            path: &mut String,
+            wanted: &'w HashSet<String>,
+            next: &mut usize,
+            out: &mut HashMap<&'w str, usize>,
+        ) {
+            if let Some(w) = wanted.get(path.as_str()) {
+                out.insert(w, *next);
+            }
+            *next += 1;
             match d {
                 Doc::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
                         let len = path.len();
-                        path.push_str(&format!("[{i}]"));
-                        walk(item, path, out);
+                        let _ = write!(path, "[{i}]");
+                        walk(item, path, wanted, next, out);
                         path.truncate(len);
                     }
                 }
@@ -265,15 +279,15 @@ impl Doc {
                             path.push('.');
                         }
                         path.push_str(k);
-                        walk(v, path, out);
+                        walk(v, path, wanted, next, out);
                         path.truncate(len);
                     }
                 }
                 _ => {}
             }
         }
-        let mut out = Vec::new();
-        walk(self, &mut String::new(), &mut out);
+        let mut out = HashMap::with_capacity(wanted.len());
+        walk(self, &mut String::new(), wanted, &mut 0, &mut out);
         out
     }
 }
