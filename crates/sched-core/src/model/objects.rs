@@ -450,6 +450,26 @@ pub struct TopologySpreadConstraint {
     pub node_taints_policy: Option<NodeInclusionPolicy>,
 }
 
+impl TopologySpreadConstraint {
+    /// The selector kube v1.34 counts pods with for `pod`'s constraint: the `labelSelector`
+    /// with a `key In (value)` requirement for each of `matchLabelKeys` the pod has a label
+    /// for (kube's `mergeLabelSetWithSelector`). An absent selector stays absent (kube's
+    /// `labels.Nothing()` has no requirements to merge), so the keys are ignored then.
+    pub(crate) fn selector_for(&self, pod: &Pod) -> Option<LabelSelector> {
+        let mut merged = self.label_selector.clone()?;
+        for k in &self.match_label_keys {
+            if let Some(v) = pod.metadata.labels.get(k) {
+                merged.match_expressions.push(LabelSelectorRequirement {
+                    key: k.clone(),
+                    operator: LabelSelectorOperator::In,
+                    values: vec![v.clone()],
+                });
+            }
+        }
+        Some(merged)
+    }
+}
+
 /// A container (`spec.containers[]` or `spec.initContainers[]`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

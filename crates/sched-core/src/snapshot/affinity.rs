@@ -13,12 +13,17 @@
 //!   required affinity terms, as some pod in the snapshot has them): how many pods matching it
 //!   are in each domain of the keys those pods' terms use. An incoming pod whose terms are
 //!   written as an existing pod's (replicas of one workload) reads its counts from there;
-//!   other pods' terms are matched against every pod as before.
+//!   other pods' terms are matched against every pod as before. A pod's topology spread
+//!   constraints register matchers too (the pods of its namespace that the constraint's
+//!   selector matches, pods being deleted left out, per domain of its topology key), so that
+//!   PodTopologySpread reads the counts of its replicas' constraints instead of counting
+//!   every node's pods.
 //!
 //! Domains are dense per key: every topology key in use has a column with each node's domain,
 //! so reading a count is two array loads. Matchers and groups live while a pod in the snapshot
 //! has them (reference counts), so adding and removing a pod are exact inverses.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -49,6 +54,8 @@ struct KeyColumn {
     /// Per domain: its value and its nodes (none: free, on `free`).
     domains: Vec<(Sym, Vec<u32>)>,
     free: Vec<u32>,
+    /// The nodes with the key.
+    with_key: u32,
 }
 
 impl KeyColumn {
@@ -75,6 +82,7 @@ impl KeyColumn {
             }
         };
         self.domains[d as usize].1.push(node);
+        self.with_key += 1;
         d
     }
 
@@ -87,6 +95,7 @@ impl KeyColumn {
         let (value, nodes) = &mut self.domains[d as usize];
         if let Some(at) = nodes.iter().position(|&n| n == node) {
             nodes.swap_remove(at);
+            self.with_key -= 1;
         }
         if nodes.is_empty() {
             let value = *value;
@@ -184,6 +193,9 @@ enum NsSpec {
 struct SpecTerm {
     namespaces: NsSpec,
     selector: Option<LabelSelector>,
+    /// Pods being deleted left out (a spread constraint's selection; pod affinity terms
+    /// count them).
+    live: bool,
 }
 
 impl SpecTerm {
@@ -199,7 +211,25 @@ impl SpecTerm {
         Some(SpecTerm {
             namespaces,
             selector: term.label_selector.clone(),
+            live: false,
         })
+    }
+
+    /// The selection of a spread constraint of a pod in `owner` with this (merged) selector:
+    /// the pods of `owner` it matches, pods being deleted left out.
+    fn spread(selector: &LabelSelector, owner: &str) -> SpecTerm {
+        SpecTerm {
+            namespaces: NsSpec::Names(vec![owner.to_string()]),
+            selector: Some(selector.clone()),
+            live: true,
+        }
+    }
+
+    /// Whether this is the selection of a spread constraint with `selector` in `owner`.
+    fn is_spread(&self, selector: &LabelSelector, owner: &str) -> bool {
+        self.live
+            && matches!(&self.namespaces, NsSpec::Names(n) if n.len() == 1 && n[0] == owner)
+            && self.selector.as_ref() == Some(selector)
     }
 
     /// Whether `term` of a pod in `owner` selects as this one does.
@@ -212,7 +242,7 @@ impl SpecTerm {
             (NsSpec::Names(names), None) => *names == term.namespaces,
             _ => false,
         };
-        ns_same && self.selector == term.label_selector
+        !self.live && ns_same && self.selector == term.label_selector
     }
 }
 
@@ -235,28 +265,41 @@ fn spec_hash(terms: &[PodAffinityTerm], owner: &str) -> Option<u64> {
                 }
             }
         }
-        match &t.label_selector {
-            None => h.write_u8(3),
-            Some(s) => {
-                h.write_u8(4);
-                for (k, v) in &s.match_labels {
-                    k.hash(&mut h);
-                    v.hash(&mut h);
-                }
-                h.write_u8(5);
-                for r in &s.match_expressions {
-                    r.key.hash(&mut h);
-                    r.operator.hash(&mut h);
-                    for v in &r.values {
-                        v.hash(&mut h);
-                    }
-                    h.write_u8(6);
-                }
-            }
-        }
+        hash_selector(&mut h, t.label_selector.as_ref());
         h.write_u8(7);
     }
     Some(h.finish())
+}
+
+/// Hashes the selection of a spread constraint ([`SpecTerm::spread`]).
+fn spread_hash(selector: &LabelSelector, owner: &str) -> u64 {
+    let mut h = FixedState::default().build_hasher();
+    h.write_u8(8);
+    owner.hash(&mut h);
+    hash_selector(&mut h, Some(selector));
+    h.finish()
+}
+
+fn hash_selector(h: &mut impl Hasher, selector: Option<&LabelSelector>) {
+    match selector {
+        None => h.write_u8(3),
+        Some(s) => {
+            h.write_u8(4);
+            for (k, v) in &s.match_labels {
+                k.hash(h);
+                v.hash(h);
+            }
+            h.write_u8(5);
+            for r in &s.match_expressions {
+                r.key.hash(h);
+                r.operator.hash(h);
+                for v in &r.values {
+                    v.hash(h);
+                }
+                h.write_u8(6);
+            }
+        }
+    }
 }
 
 /// A conjunction of term selections some pod in the snapshot has, with its counts.
@@ -266,6 +309,8 @@ struct Matcher {
     spec: Vec<SpecTerm>,
     /// Per term: all namespaces, or these interned ones; and the selector.
     compiled: Vec<(Option<Vec<Sym>>, CompiledSelector)>,
+    /// Pods being deleted left out ([`SpecTerm::live`]).
+    live: bool,
     /// Pods that registered it (once per use).
     refs: u32,
     /// Per topology key: how many registrations use it, the counts, and how many of those
@@ -276,11 +321,12 @@ struct Matcher {
 impl Matcher {
     #[inline]
     fn matches(&self, p: &PodInfo) -> bool {
-        self.compiled.iter().all(|(ns, sel)| {
-            ns.as_ref()
-                .is_none_or(|ids| ids.contains(&p.namespace_id()))
-                && sel.matches(p.labels())
-        })
+        (!self.live || !p.pod().is_terminating())
+            && self.compiled.iter().all(|(ns, sel)| {
+                ns.as_ref()
+                    .is_none_or(|ids| ids.contains(&p.namespace_id()))
+                    && sel.matches(p.labels())
+            })
     }
 }
 
@@ -370,8 +416,69 @@ fn terms_of(a: Option<&PodAffinity>) -> impl Iterator<Item = &PodAffinityTerm> {
     })
 }
 
+/// The selections a pod's own spread constraints count, with their topology keys: each
+/// constraint with a `labelSelector`, merged with its `matchLabelKeys` as kube v1.34 does
+/// ([`TopologySpreadConstraint::selector_for`]).
+fn spread_selections(pod: &Pod) -> impl Iterator<Item = (Cow<'_, LabelSelector>, &str)> {
+    pod.spec.topology_spread_constraints.iter().filter_map(|c| {
+        let selector = if c.match_label_keys.is_empty() {
+            Cow::Borrowed(c.label_selector.as_ref()?)
+        } else {
+            Cow::Owned(c.selector_for(pod)?)
+        };
+        Some((selector, c.topology_key.as_str()))
+    })
+}
+
 impl AffinityIndex {
     // ----- reading (the plugins) -----
+
+    /// The counts per domain of `key` of the pods in `owner` that `selector` matches, pods
+    /// being deleted left out (a spread constraint's selection); `None` when no pod in the
+    /// snapshot has a spread constraint with this selection and key.
+    pub(crate) fn spread_counts(
+        &self,
+        selector: &LabelSelector,
+        owner: &str,
+        key: Option<Sym>,
+    ) -> Option<CountsRef> {
+        let key = key?;
+        let m = self.find_spread(selector, owner, spread_hash(selector, owner))?;
+        self.matchers[m as usize]
+            .as_ref()?
+            .keys
+            .iter()
+            .find(|(k, ..)| *k == key)
+            .map(|&(_, _, id, _)| self.counts_ref(id))
+    }
+
+    /// A count's domains (those with a node), each with its value and count.
+    pub(crate) fn domains(&self, c: CountsRef) -> impl Iterator<Item = (Sym, u32)> + '_ {
+        let per_domain = &self.counts[c.id as usize].per_domain;
+        self.columns[c.slot as usize]
+            .domains
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, nodes))| !nodes.is_empty())
+            .map(|(d, &(value, _))| (value, per_domain.get(d).copied().unwrap_or(0)))
+    }
+
+    /// The count in the domain with this value, `None` when no node has it.
+    pub(crate) fn count_of_value(&self, c: CountsRef, value: Sym) -> Option<u32> {
+        let d = *self.columns[c.slot as usize].domain_of.get(&value)?;
+        Some(
+            self.counts[c.id as usize]
+                .per_domain
+                .get(d as usize)
+                .copied()
+                .unwrap_or(0),
+        )
+    }
+
+    /// The number of nodes with a count's topology key.
+    pub(crate) fn nodes_with_key(&self, c: CountsRef) -> usize {
+        self.columns[c.slot as usize].with_key as usize
+    }
 
     /// The groups of terms of the pods in the snapshot.
     pub(crate) fn groups(&self) -> impl Iterator<Item = GroupView<'_>> {
@@ -625,8 +732,8 @@ impl AffinityIndex {
         infos: &[NodeInfo],
         interner: &mut Interner,
     ) {
+        let owner = p.pod().metadata.namespace.as_str();
         if p.has_affinity() {
-            let owner = p.pod().metadata.namespace.as_str();
             for_each_spec(p.pod(), |terms, required| {
                 self.register(terms, required, owner, infos, interner)
             });
@@ -634,14 +741,20 @@ impl AffinityIndex {
                 self.new_group(p, infos, interner);
             }
         }
+        for (selector, key) in spread_selections(p.pod()) {
+            self.register_spread(&selector, key, owner, infos, interner);
+        }
         self.count_pod(p, node, true);
     }
 
     /// A pod leaves the node at `node` (the reverse of [`AffinityIndex::add_pod`]).
     pub(crate) fn remove_pod(&mut self, p: &PodInfo, node: usize, interner: &Interner) {
         self.count_pod(p, node, false);
+        let owner = p.pod().metadata.namespace.as_str();
+        for (selector, key) in spread_selections(p.pod()) {
+            self.unregister_spread(&selector, key, owner, interner);
+        }
         if p.has_affinity() {
-            let owner = p.pod().metadata.namespace.as_str();
             for_each_spec(p.pod(), |terms, required| {
                 self.unregister(terms, required, owner, interner)
             });
@@ -774,95 +887,135 @@ impl AffinityIndex {
         let m = match self.find_matcher(terms, owner, hash) {
             Some(m) => m,
             None => {
-                let spec: Vec<SpecTerm> = terms
+                let spec = terms
                     .iter()
                     .filter_map(|t| SpecTerm::of(t, owner))
                     .collect();
-                let compiled = spec
-                    .iter()
-                    .map(|s| {
-                        let ns = match &s.namespaces {
-                            NsSpec::All => None,
-                            NsSpec::Names(names) => {
-                                Some(names.iter().map(|n| interner.intern(n)).collect())
-                            }
-                        };
-                        (
-                            ns,
-                            CompiledSelector::compile_interning(s.selector.as_ref(), interner),
-                        )
-                    })
-                    .collect();
-                let matcher = Matcher {
-                    hash,
-                    spec,
-                    compiled,
-                    refs: 0,
-                    keys: Vec::new(),
-                };
-                let m = match self.free_matchers.pop() {
-                    Some(m) => {
-                        self.matchers[m as usize] = Some(matcher);
-                        m
-                    }
-                    None => {
-                        self.matchers.push(Some(matcher));
-                        (self.matchers.len() - 1) as u32
-                    }
-                };
-                self.matcher_of.entry(hash).or_default().push(m);
-                m
+                self.new_matcher(hash, spec, interner)
             }
         };
+        if let Some(matcher) = self.matchers[m as usize].as_mut() {
+            matcher.refs += 1;
+        }
+        for t in terms {
+            let key = interner.intern(&t.topology_key);
+            self.use_key(m, key, required, infos);
+        }
+    }
+
+    /// Registers a spread constraint of a pod in `owner` with this (merged) selector and
+    /// topology key.
+    fn register_spread(
+        &mut self,
+        selector: &LabelSelector,
+        key: &str,
+        owner: &str,
+        infos: &[NodeInfo],
+        interner: &mut Interner,
+    ) {
+        let hash = spread_hash(selector, owner);
+        let m = match self.find_spread(selector, owner, hash) {
+            Some(m) => m,
+            None => self.new_matcher(hash, vec![SpecTerm::spread(selector, owner)], interner),
+        };
+        if let Some(matcher) = self.matchers[m as usize].as_mut() {
+            matcher.refs += 1;
+        }
+        let key = interner.intern(key);
+        self.use_key(m, key, false, infos);
+    }
+
+    fn find_spread(&self, selector: &LabelSelector, owner: &str, hash: u64) -> Option<u32> {
+        self.matcher_of.get(&hash)?.iter().copied().find(|&m| {
+            self.matchers[m as usize].as_ref().is_some_and(|matcher| {
+                matcher.spec.len() == 1 && matcher.spec[0].is_spread(selector, owner)
+            })
+        })
+    }
+
+    /// A matcher for this selection, with no use yet.
+    fn new_matcher(&mut self, hash: u64, spec: Vec<SpecTerm>, interner: &mut Interner) -> u32 {
+        let compiled = spec
+            .iter()
+            .map(|s| {
+                let ns = match &s.namespaces {
+                    NsSpec::All => None,
+                    NsSpec::Names(names) => {
+                        Some(names.iter().map(|n| interner.intern(n)).collect())
+                    }
+                };
+                (
+                    ns,
+                    CompiledSelector::compile_interning(s.selector.as_ref(), interner),
+                )
+            })
+            .collect();
+        let matcher = Matcher {
+            hash,
+            live: spec.iter().any(|s| s.live),
+            spec,
+            compiled,
+            refs: 0,
+            keys: Vec::new(),
+        };
+        let m = match self.free_matchers.pop() {
+            Some(m) => {
+                self.matchers[m as usize] = Some(matcher);
+                m
+            }
+            None => {
+                self.matchers.push(Some(matcher));
+                (self.matchers.len() - 1) as u32
+            }
+        };
+        self.matcher_of.entry(hash).or_default().push(m);
+        m
+    }
+
+    /// One use more of matcher `m` with topology key `key`: a new key counts the pods already
+    /// in the snapshot.
+    fn use_key(&mut self, m: u32, key: Sym, required: bool, infos: &[NodeInfo]) {
         let Some(matcher) = self.matchers[m as usize].as_mut() else {
             return;
         };
-        matcher.refs += 1;
-        for t in terms {
-            let key = interner.intern(&t.topology_key);
-            let Some(matcher) = self.matchers[m as usize].as_mut() else {
-                return;
-            };
-            let id = match matcher.keys.iter_mut().find(|(k, ..)| *k == key) {
-                Some(entry) => {
-                    entry.1 += 1;
-                    entry.3 += u32::from(required);
-                    entry.2
-                }
-                None => {
-                    // A new key: count the pods already in the snapshot.
-                    let slot = self.slot(key, infos);
-                    let id = self.new_counts(slot);
-                    let AffinityIndex {
-                        columns,
-                        node_flags,
-                        counts,
-                        matchers,
-                        ..
-                    } = self;
-                    let Some(matcher) = matchers[m as usize].as_mut() else {
-                        return;
-                    };
-                    matcher.keys.push((key, 1, id, u32::from(required)));
-                    let col = &columns[slot as usize];
-                    let c = &mut counts[id as usize];
-                    for (i, info) in infos.iter().enumerate() {
-                        let d = col.node_domain[i];
-                        if d == NO_DOMAIN {
-                            continue;
-                        }
-                        for p in info.pods() {
-                            if matcher.matches(p) {
-                                bump(c, col, node_flags, d, true);
-                            }
+        let id = match matcher.keys.iter_mut().find(|(k, ..)| *k == key) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.3 += u32::from(required);
+                entry.2
+            }
+            None => {
+                let slot = self.slot(key, infos);
+                let id = self.new_counts(slot);
+                let AffinityIndex {
+                    columns,
+                    node_flags,
+                    counts,
+                    matchers,
+                    ..
+                } = self;
+                let Some(matcher) = matchers[m as usize].as_mut() else {
+                    return;
+                };
+                matcher.keys.push((key, 1, id, u32::from(required)));
+                let col = &columns[slot as usize];
+                let c = &mut counts[id as usize];
+                for (i, info) in infos.iter().enumerate() {
+                    let d = col.node_domain[i];
+                    if d == NO_DOMAIN {
+                        continue;
+                    }
+                    for p in info.pods() {
+                        if matcher.matches(p) {
+                            bump(c, col, node_flags, d, true);
                         }
                     }
-                    id
                 }
-            };
-            if required {
-                self.want_flag(id);
+                id
             }
+        };
+        if required {
+            self.want_flag(id);
         }
     }
 
@@ -880,51 +1033,77 @@ impl AffinityIndex {
         let Some(m) = self.find_matcher(terms, owner, hash) else {
             return;
         };
-        let mut freed = Vec::new();
-        let mut unflagged = Vec::new();
+        for t in terms {
+            // The key was interned when the pod registered.
+            self.release_key(m, interner.get(&t.topology_key), required);
+        }
+        self.release_use(m);
+    }
+
+    /// The reverse of [`AffinityIndex::register_spread`].
+    fn unregister_spread(
+        &mut self,
+        selector: &LabelSelector,
+        key: &str,
+        owner: &str,
+        interner: &Interner,
+    ) {
+        let Some(m) = self.find_spread(selector, owner, spread_hash(selector, owner)) else {
+            return;
+        };
+        self.release_key(m, interner.get(key), false);
+        self.release_use(m);
+    }
+
+    /// One use less of matcher `m` with topology key `key` (the reverse of
+    /// [`AffinityIndex::use_key`]).
+    fn release_key(&mut self, m: u32, key: Option<Sym>, required: bool) {
         let Some(matcher) = self.matchers[m as usize].as_mut() else {
             return;
         };
-        for t in terms {
-            // The key was interned when the pod registered.
-            let key = interner.get(&t.topology_key);
-            let Some(pos) = matcher.keys.iter().position(|(k, ..)| Some(*k) == key) else {
-                continue;
-            };
-            let entry = &mut matcher.keys[pos];
-            entry.1 -= 1;
-            if required {
-                entry.3 -= 1;
-                if entry.3 == 0 {
-                    unflagged.push(entry.2);
-                }
-            }
-            if entry.1 == 0 {
-                freed.push(matcher.keys.swap_remove(pos).2);
-            }
+        let Some(pos) = matcher.keys.iter().position(|(k, ..)| Some(*k) == key) else {
+            return;
+        };
+        let entry = &mut matcher.keys[pos];
+        entry.1 -= 1;
+        let id = entry.2;
+        let unflag = required && {
+            entry.3 -= 1;
+            entry.3 == 0
+        };
+        let freed = entry.1 == 0;
+        if freed {
+            matcher.keys.swap_remove(pos);
         }
-        matcher.refs -= 1;
-        let gone = matcher.refs == 0;
-        for id in unflagged {
+        if unflag {
             self.release_flag(id);
         }
-        for id in freed {
+        if freed {
             self.free_counts(id);
         }
-        if gone {
-            if let Some(matcher) = self.matchers[m as usize].take() {
-                for (_, _, id, _) in matcher.keys {
-                    self.free_counts(id);
-                }
-                if let Some(list) = self.matcher_of.get_mut(&matcher.hash) {
-                    list.retain(|&x| x != m);
-                    if list.is_empty() {
-                        self.matcher_of.remove(&matcher.hash);
-                    }
+    }
+
+    /// One registration less of matcher `m`, dropped with its counts after the last.
+    fn release_use(&mut self, m: u32) {
+        let Some(matcher) = self.matchers[m as usize].as_mut() else {
+            return;
+        };
+        matcher.refs -= 1;
+        if matcher.refs > 0 {
+            return;
+        }
+        if let Some(matcher) = self.matchers[m as usize].take() {
+            for (_, _, id, _) in matcher.keys {
+                self.free_counts(id);
+            }
+            if let Some(list) = self.matcher_of.get_mut(&matcher.hash) {
+                list.retain(|&x| x != m);
+                if list.is_empty() {
+                    self.matcher_of.remove(&matcher.hash);
                 }
             }
-            self.free_matchers.push(m);
         }
+        self.free_matchers.push(m);
     }
 }
 
@@ -983,7 +1162,9 @@ pub(crate) mod tests {
                 NsSpec::All => true,
                 NsSpec::Names(n) => n.contains(&p.metadata.namespace),
             };
-            ns_ok && selector::matches_opt(t.selector.as_ref(), &p.metadata.labels)
+            ns_ok
+                && !(t.live && p.is_terminating())
+                && selector::matches_opt(t.selector.as_ref(), &p.metadata.labels)
         })
     }
 
@@ -1088,6 +1269,14 @@ pub(crate) mod tests {
                     *e.2.entry(t.topology_key.clone()).or_insert(0) += 1;
                 }
             });
+            for (sel, key) in spread_selections(p.pod()) {
+                let spec = vec![SpecTerm::spread(&sel, owner)];
+                let e = specs
+                    .entry(format!("{spec:?}"))
+                    .or_insert_with(|| (spec, 0, BTreeMap::new()));
+                e.1 += 1;
+                *e.2.entry(key.to_string()).or_insert(0) += 1;
+            }
         }
         let live: Vec<&Matcher> = index.matchers.iter().flatten().collect();
         if live.len() != specs.len() {
@@ -1120,6 +1309,21 @@ pub(crate) mod tests {
         }
         // Columns: each node's domain is its label value.
         for col in &index.columns {
+            let with_key = infos
+                .iter()
+                .filter(|i| {
+                    i.node()
+                        .metadata
+                        .labels
+                        .contains_key(interner.resolve(col.key))
+                })
+                .count();
+            if col.with_key as usize != with_key {
+                return Err(format!(
+                    "{} nodes with the key, {with_key} expected",
+                    col.with_key
+                ));
+            }
             for (n, info) in infos.iter().enumerate() {
                 let want = info.node().metadata.labels.get(interner.resolve(col.key));
                 let d = col.node_domain[n];

@@ -1,7 +1,9 @@
 //! The snapshot's counts per topology domain under random churn: they equal a recount after
 //! every change (pods added, removed, assumed and forgotten, taken off and put back as
-//! preemption does; nodes added, removed and relabelled), assume and forget are exact inverses, and both plugins decide with them as
-//! by matching every existing pod (their direct form), in kube v1.20's and v1.34's forms.
+//! preemption does; nodes added, removed and relabelled; pods marked as being deleted), assume
+//! and forget are exact inverses, and the plugins that read them (InterPodAffinity, and
+//! PodTopologySpread through the spread constraints' counts) decide as by matching every
+//! existing pod (their direct form), in kube v1.20's and v1.34's forms.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -11,6 +13,7 @@ use crate::framework::{
     CycleContext, KubeVersion, Predicate, Prepared, PreparedScore, Priority, Reason,
 };
 use crate::model::{Node, Pod};
+use crate::plugins::spread::PodTopologySpread;
 use crate::snapshot::Snapshot;
 
 const KEYS: [&str; 4] = ["kubernetes.io/hostname", "zone", "rack", "missing"];
@@ -18,13 +21,36 @@ const KEYS: [&str; 4] = ["kubernetes.io/hostname", "zone", "rack", "missing"];
 /// A term: selector kind, topology key, namespace mode.
 type TermSpec = (u8, u8, u8);
 
+/// A spread constraint: selector kind, topology key, maxSkew, whether `ScheduleAnyway`,
+/// whether `matchLabelKeys: [app]`.
+type SpreadSpec = (u8, u8, u8, bool, bool);
+
 /// A pod: namespace, app label, and terms as (kind: 0 required affinity, 1 required anti, 2
-/// preferred affinity, 3 preferred anti; weight; term).
+/// preferred affinity, 3 preferred anti; weight; term), and spread constraints.
 #[derive(Clone, Debug)]
 struct PodSpec {
     ns: u8,
     app: u8,
     terms: Vec<(u8, u8, TermSpec)>,
+    spread: Vec<SpreadSpec>,
+}
+
+fn spread(c: SpreadSpec) -> Value {
+    let (sel, key, skew, anyway, keys) = c;
+    let mut v = json!({
+        "maxSkew": 1 + skew % 3,
+        "topologyKey": KEYS[key as usize % 4],
+        "whenUnsatisfiable": if anyway { "ScheduleAnyway" } else { "DoNotSchedule" },
+    });
+    match sel % 7 {
+        5 => {}
+        6 => v["labelSelector"] = json!({}),
+        k => v["labelSelector"] = term((k, 0, 0))["labelSelector"].clone(),
+    }
+    if keys {
+        v["matchLabelKeys"] = json!(["app"]);
+    }
+    v
 }
 
 fn term(t: TermSpec) -> Value {
@@ -86,6 +112,10 @@ fn pod(name: &str, s: &PodSpec) -> Pod {
     if !s.terms.is_empty() {
         v["spec"]["affinity"] = aff;
     }
+    if !s.spread.is_empty() {
+        v["spec"]["topologySpreadConstraints"] =
+            Value::Array(s.spread.iter().map(|&c| spread(c)).collect());
+    }
     serde_json::from_value(v).expect("test pod")
 }
 
@@ -109,6 +139,8 @@ enum Op {
     Forget(u16),
     AddNode(Option<u8>, Option<u8>),
     RemoveNode(u8),
+    /// A bound pod gets a deletion timestamp.
+    Terminate(u16),
     Relabel(u8, Option<u8>, Option<u8>),
 }
 
@@ -117,8 +149,18 @@ fn term_spec() -> impl Strategy<Value = (u8, u8, TermSpec)> {
 }
 
 fn pod_spec() -> impl Strategy<Value = PodSpec> {
-    (0u8..2, 0u8..3, prop::collection::vec(term_spec(), 0..3))
-        .prop_map(|(ns, app, terms)| PodSpec { ns, app, terms })
+    (
+        0u8..2,
+        0u8..3,
+        prop::collection::vec(term_spec(), 0..3),
+        prop::collection::vec((0u8..7, 0u8..4, 0u8..3, any::<bool>(), any::<bool>()), 0..3),
+    )
+        .prop_map(|(ns, app, terms, spread)| PodSpec {
+            ns,
+            app,
+            terms,
+            spread,
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -129,6 +171,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u16>().prop_map(Op::Forget),
         1 => (any::<Option<u8>>(), any::<Option<u8>>()).prop_map(|(z, r)| Op::AddNode(z, r)),
         1 => any::<u8>().prop_map(Op::RemoveNode),
+        1 => any::<u16>().prop_map(Op::Terminate),
         1 => (any::<u8>(), any::<Option<u8>>(), any::<Option<u8>>())
             .prop_map(|(n, z, r)| Op::Relabel(n, z, r)),
     ]
@@ -195,6 +238,19 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
                 // The pod may have left with its node.
                 let _ = snap.remove_pod(&key);
             }
+            Op::Terminate(w) if !bound.is_empty() => {
+                let key = &bound[*w as usize % bound.len()];
+                let pod = snap
+                    .node_infos()
+                    .iter()
+                    .flat_map(|i| i.pods())
+                    .find(|p| p.key() == key.as_str())
+                    .map(|p| p.pod().clone());
+                if let Some(mut pod) = pod {
+                    pod.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
+                    snap.update_pod(pod).expect("update");
+                }
+            }
             Op::Forget(w) if !assumed.is_empty() => {
                 let key = assumed.remove(*w as usize % assumed.len());
                 let _ = snap.forget(&key);
@@ -221,15 +277,15 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
 }
 
 /// The predicate's answer per node (`None`: skipped), and whether its fast form agrees.
-fn filter_all(
-    p: &MatchInterPodAffinity,
+fn filter_all<P: Predicate>(
+    p: &P,
     cx: &CycleContext<'_>,
     snap: &Snapshot,
 ) -> Result<Option<Vec<Result<(), Reason>>>, TestCaseError> {
     let state = match p.prepare(cx) {
         Ok(Prepared::Skip) => return Ok(None),
         Ok(Prepared::Run(s)) => s,
-        Ok(_) => unreachable!("InterPodAffinity neither narrows nor rejects in PreFilter"),
+        Ok(_) => unreachable!("neither plugin narrows nor rejects in PreFilter"),
         Err(e) => return Ok(Some(vec![Err(Reason::Custom(e.to_string().len() as u32))])),
     };
     let out: Vec<_> = (0..snap.len())
@@ -249,7 +305,7 @@ fn filter_all(
 }
 
 /// The priority's normalized scores over all nodes, and whether it was a constant.
-fn score_all(p: &InterPodAffinityPriority, cx: &CycleContext<'_>, snap: &Snapshot) -> String {
+fn score_all<P: Priority>(p: &P, cx: &CycleContext<'_>, snap: &Snapshot) -> String {
     let feasible: Vec<u32> = (0..snap.len() as u32).collect();
     match p.prepare(cx, &feasible) {
         Ok(PreparedScore::Constant(c)) => format!("constant {c}"),
@@ -283,6 +339,7 @@ proptest! {
         copy_of in any::<u16>(),
         hard in 0i32..3,
         ignore in any::<bool>(),
+        pinned in any::<u8>(),
     ) {
         let snap = churn(&ops)?;
         // Incoming pods: random ones, and a replica of an existing pod (same terms, so the
@@ -304,6 +361,12 @@ proptest! {
             p.spec.node_name.clear();
             pods.push(p);
         }
+        // Some pods with a node selector (the spread counts hold only for pods without one).
+        for (i, p) in pods.iter_mut().enumerate() {
+            if pinned & (1 << (i % 8)) != 0 {
+                p.spec.node_selector.insert("zone".into(), format!("z{}", i % 3));
+            }
+        }
         let counted = MatchInterPodAffinity::new();
         let direct = MatchInterPodAffinity::new().direct();
         let priority = InterPodAffinityPriority::new(hard)
@@ -311,6 +374,8 @@ proptest! {
         let priority_direct = InterPodAffinityPriority::new(hard)
             .ignoring_preferred_terms_of_existing_pods(ignore)
             .direct();
+        let spread = PodTopologySpread::new();
+        let spread_direct = PodTopologySpread::new().direct();
         for p in &pods {
             for version in [KubeVersion::V1_20, KubeVersion::V1_34] {
                 let cx = CycleContext::for_version(p, &snap, version);
@@ -323,6 +388,16 @@ proptest! {
                     score_all(&priority, &cx, &snap),
                     score_all(&priority_direct, &cx, &snap),
                     "score, pod {:?}", p.metadata.name
+                );
+                prop_assert_eq!(
+                    filter_all(&spread, &cx, &snap)?,
+                    filter_all(&spread_direct, &cx, &snap)?,
+                    "spread filter, pod {:?}", p.metadata.name
+                );
+                prop_assert_eq!(
+                    score_all(&spread, &cx, &snap),
+                    score_all(&spread_direct, &cx, &snap),
+                    "spread score, pod {:?}", p.metadata.name
                 );
             }
         }
@@ -337,6 +412,7 @@ fn replicas_read_the_counts_through_node_flags() {
         ns: 0,
         app: 0,
         terms: vec![(1, 0, (0, 0, 2))],
+        spread: Vec::new(),
     };
     let nodes: Vec<Node> = (0..3).map(|i| node(i, Some(0), None)).collect();
     let mut existing = pod("p0", &spec);
@@ -357,5 +433,84 @@ fn replicas_read_the_counts_through_node_flags() {
     assert_eq!(
         p.filter(&cx, &state, snap.node(1)),
         Err(Reason::PodAntiAffinityRulesNotMatch)
+    );
+}
+
+/// A replica of a workload with a spread constraint reads the snapshot's counts (a test that
+/// the counts are taken, not only that they are right), and a pod with a required node
+/// selector, whose counts they are not, counts node by node.
+#[test]
+fn spread_replicas_read_the_counts() {
+    let spec = PodSpec {
+        ns: 0,
+        app: 0,
+        terms: Vec::new(),
+        spread: vec![(0, 1, 0, false, true)],
+    };
+    let nodes: Vec<Node> = (0..3).map(|i| node(i, Some(i as u8), None)).collect();
+    let mut existing = pod("p0", &spec);
+    existing.spec.node_name = "n1".into();
+    let snap = Snapshot::from_objects(nodes, vec![existing]).expect("snapshot");
+    snap.check_affinity_index().expect("counts");
+    let plugin = PodTopologySpread::new();
+    let incoming = pod("p1", &spec);
+    let cx = CycleContext::new(&incoming, &snap);
+    let Ok(Prepared::Run(state)) = Predicate::prepare(&plugin, &cx) else {
+        panic!("the filter runs for a pod with a DoNotSchedule constraint");
+    };
+    assert!(state.is_indexed());
+    // maxSkew 1: the zone with the replica is full until the others catch up.
+    let passes: Vec<bool> = (0..3)
+        .map(|i| plugin.filter(&cx, &state, snap.node(i)).is_ok())
+        .collect();
+    assert_eq!(passes, [true, false, true]);
+    let mut pinned = pod("p2", &spec);
+    pinned.spec.node_selector.insert("zone".into(), "z1".into());
+    let cx = CycleContext::new(&pinned, &snap);
+    let Ok(Prepared::Run(state)) = Predicate::prepare(&plugin, &cx) else {
+        panic!("the filter runs");
+    };
+    assert!(!state.is_indexed());
+}
+
+/// Constraints on two keys count only the nodes with both: a node without the second key
+/// keeps its pods out of the first key's counts, so the snapshot's counts (over every node with
+/// the key) are not read while some node lacks one.
+#[test]
+fn spread_counts_on_two_keys_leave_out_nodes_without_both() {
+    let spec = PodSpec {
+        ns: 0,
+        app: 0,
+        terms: Vec::new(),
+        // zone and rack, DoNotSchedule, maxSkew 1, app = a.
+        spread: vec![(0, 1, 0, false, false), (0, 2, 0, false, false)],
+    };
+    let nodes = vec![
+        node(0, Some(0), Some(0)),
+        node(1, Some(0), None),
+        node(2, Some(1), Some(1)),
+    ];
+    let existing: Vec<Pod> = (0..2)
+        .map(|i| {
+            let mut p = pod(&format!("p{i}"), &spec);
+            p.spec.node_name = "n1".into();
+            p
+        })
+        .collect();
+    let snap = Snapshot::from_objects(nodes, existing).expect("snapshot");
+    snap.check_affinity_index().expect("counts");
+    let plugin = PodTopologySpread::new();
+    let incoming = pod("in", &spec);
+    let cx = CycleContext::new(&incoming, &snap);
+    let Ok(Prepared::Run(state)) = Predicate::prepare(&plugin, &cx) else {
+        panic!("the filter runs");
+    };
+    assert!(!state.is_indexed());
+    let outcome: Vec<Result<(), Reason>> = (0..3)
+        .map(|i| plugin.filter(&cx, &state, snap.node(i)))
+        .collect();
+    assert_eq!(
+        outcome,
+        [Ok(()), Err(Reason::TopologySpreadMissingLabel), Ok(())]
     );
 }

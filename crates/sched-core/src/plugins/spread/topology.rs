@@ -13,7 +13,7 @@ use crate::model::{
 };
 use crate::plugins::interpod::selector::{self, CompiledSelector};
 use crate::plugins::node::{RequiredState, TaintsState};
-use crate::snapshot::{LabelIds, NodeRef, Snapshot, Sym};
+use crate::snapshot::{CountsRef, LabelIds, NodeRef, Snapshot, Sym};
 
 use super::selector_spread::default_selector;
 
@@ -62,6 +62,8 @@ pub struct PodTopologySpread {
     defaults: DefaultConstraints,
     /// The default constraints as a list (the system ones written out), built once.
     default_list: Vec<TopologySpreadConstraint>,
+    /// Count every node's pods even where the snapshot's counts would do (the tests).
+    direct: bool,
 }
 
 impl Default for PodTopologySpread {
@@ -90,7 +92,30 @@ impl PodTopologySpread {
         PodTopologySpread {
             defaults,
             default_list,
+            direct: false,
         }
+    }
+
+    /// Counts every node's pods for every pod scheduled, ignoring the snapshot's counts: the
+    /// direct computation the tests compare the counts with.
+    #[cfg(test)]
+    #[must_use]
+    pub(crate) fn direct(mut self) -> Self {
+        self.direct = true;
+        self
+    }
+
+    /// The snapshot's counts for the constraints, unless counting directly ([`indexed`]).
+    fn indexed(
+        &self,
+        cx: &CycleContext<'_>,
+        constraints: &[Constraint],
+        eligibility: &Eligibility,
+    ) -> Option<Vec<CountsRef>> {
+        if self.direct {
+            return None;
+        }
+        indexed(cx, constraints, eligibility)
     }
 
     /// Without default constraints: only the pod's own constraints count.
@@ -132,11 +157,14 @@ impl PodTopologySpread {
                     )
                     .with_source(e));
                 }
-                let mut sel = c.label_selector.clone();
-                if version != KubeVersion::V1_20 && !c.match_label_keys.is_empty() {
-                    sel = with_match_label_keys(sel, &c.match_label_keys, pod);
-                }
-                out.push(Constraint::new(c, sel.as_ref(), pod, snapshot, version));
+                let sel = if version != KubeVersion::V1_20 && !c.match_label_keys.is_empty() {
+                    c.selector_for(pod)
+                } else {
+                    c.label_selector.clone()
+                };
+                let mut constraint = Constraint::new(c, sel.as_ref(), pod, snapshot, version);
+                constraint.selection = sel;
+                out.push(constraint);
             }
             return Ok(out);
         }
@@ -178,29 +206,6 @@ fn system_defaults() -> Vec<TopologySpreadConstraint> {
         .collect()
 }
 
-/// kube's `mergeLabelSetWithSelector`: the pod's values of `keys` (those it has) as exact
-/// pairs, plus the selector's requirements. An absent selector (kube's `labels.Nothing()`, which
-/// has no requirements to merge) stays absent: v1.34 ignores the keys then.
-fn with_match_label_keys(
-    sel: Option<LabelSelector>,
-    keys: &[String],
-    pod: &Pod,
-) -> Option<LabelSelector> {
-    let mut merged = sel?;
-    for k in keys {
-        if let Some(v) = pod.metadata.labels.get(k) {
-            merged
-                .match_expressions
-                .push(crate::model::LabelSelectorRequirement {
-                    key: k.clone(),
-                    operator: crate::model::LabelSelectorOperator::In,
-                    values: vec![v.clone()],
-                });
-        }
-    }
-    Some(merged)
-}
-
 /// One constraint resolved for the pod.
 #[derive(Debug, Default)]
 struct Constraint {
@@ -215,6 +220,9 @@ struct Constraint {
     min_domains: usize,
     honor_affinity: bool,
     honor_taints: bool,
+    /// The selector as written on the pod (merged with `matchLabelKeys` where the version
+    /// does), by which the snapshot's counts are found; `None` for default constraints.
+    selection: Option<LabelSelector>,
     /// The constraint's topology key and resolved selector, as given, for the tests.
     #[cfg(test)]
     source: (String, Option<LabelSelector>),
@@ -250,6 +258,7 @@ impl Constraint {
             },
             honor_affinity: !current || c.node_affinity_policy != Some(NodeInclusionPolicy::Ignore),
             honor_taints: current && c.node_taints_policy == Some(NodeInclusionPolicy::Honor),
+            selection: None,
             #[cfg(test)]
             source: (c.topology_key.clone(), sel.cloned()),
         }
@@ -301,12 +310,58 @@ impl Eligibility {
     }
 }
 
+/// The snapshot's counts for every constraint ([`Snapshot::affinity_index`]: the pods of
+/// the pod's namespace its selector matches, pods being deleted left out, per domain of its
+/// key, kept current as pods come and go), when they are exactly what counting every node's
+/// pods would give: every node with the key counts (the pod has no required node affinity,
+/// or the constraint ignores it; the constraint ignores taints), a node with one constraint's
+/// key has the others' (one key, or every node has every key), and some pod in the snapshot
+/// has a constraint with the same selection and key (replicas of one workload). `None`
+/// otherwise: the plugin counts node by node.
+fn indexed(
+    cx: &CycleContext<'_>,
+    constraints: &[Constraint],
+    eligibility: &Eligibility,
+) -> Option<Vec<CountsRef>> {
+    let snapshot = cx.snapshot();
+    let index = snapshot.affinity_index();
+    let namespace = &cx.pod().metadata.namespace;
+    let mut out = Vec::with_capacity(constraints.len());
+    for c in constraints {
+        if c.selector.is_nothing()
+            || c.honor_taints
+            || (c.honor_affinity && eligibility.affinity.is_some())
+        {
+            return None;
+        }
+        out.push(index.spread_counts(c.selection.as_ref()?, namespace, c.key)?);
+    }
+    let one_key = constraints.iter().all(|c| c.key == constraints[0].key);
+    if !one_key
+        && out
+            .iter()
+            .any(|&r| index.nodes_with_key(r) != snapshot.len())
+    {
+        return None;
+    }
+    Some(out)
+}
+
+/// Matching pods per domain of one constraint.
+#[derive(Debug)]
+enum Counts {
+    /// Counted node by node, by domain value.
+    Counted(HashMap<Sym, i64>),
+    /// The snapshot's counts ([`indexed`]).
+    Indexed(CountsRef),
+}
+
 /// What the filter computed for a pod.
 #[derive(Debug, Default)]
 pub struct FilterState {
     constraints: Vec<Constraint>,
-    /// Per constraint: matching pods per domain (value id).
-    counts: Vec<HashMap<Sym, i64>>,
+    /// Per constraint: matching pods per domain.
+    counts: Vec<Counts>,
     /// Per constraint: the global minimum the skew is measured from.
     minimum: Vec<i64>,
 }
@@ -323,41 +378,11 @@ impl Predicate for PodTopologySpread {
         if constraints.is_empty() {
             return Ok(Prepared::Skip);
         }
-        let snapshot = cx.snapshot();
         let eligibility = Eligibility::of(cx);
-        let namespace = &cx.pod().metadata.namespace;
-        let mut counts: Vec<HashMap<Sym, i64>> = vec![HashMap::new(); constraints.len()];
-        for i in 0..snapshot.len() {
-            let node = snapshot.node(i);
-            let labels = node.info().labels();
-            if !has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (c, counts) in constraints.iter().zip(counts.iter_mut()) {
-                if !eligibility.counts(cx, c, node) {
-                    continue;
-                }
-                let Some(value) = c.key.and_then(|k| labels.get(k)) else {
-                    continue;
-                };
-                *counts.entry(value).or_insert(0) += count_matching(node, &c.selector, namespace);
-            }
-        }
-        let minimum = constraints
-            .iter()
-            .zip(&counts)
-            .map(|(c, counts)| {
-                if counts.len() < c.min_domains {
-                    0
-                } else {
-                    counts
-                        .values()
-                        .copied()
-                        .min()
-                        .unwrap_or(i64::from(i32::MAX))
-                }
-            })
-            .collect();
+        let (counts, minimum) = match self.indexed(cx, &constraints, &eligibility) {
+            Some(refs) => indexed_minimum(cx, &constraints, refs),
+            None => counted_minimum(cx, &constraints, &eligibility),
+        };
         Ok(Prepared::Run(FilterState {
             constraints,
             counts,
@@ -367,7 +392,7 @@ impl Predicate for PodTopologySpread {
 
     fn filter(
         &self,
-        _cx: &CycleContext<'_>,
+        cx: &CycleContext<'_>,
         st: &FilterState,
         node: NodeRef<'_>,
     ) -> Result<(), Reason> {
@@ -376,7 +401,14 @@ impl Predicate for PodTopologySpread {
             let Some(value) = c.key.and_then(|k| labels.get(k)) else {
                 return Err(Reason::TopologySpreadMissingLabel);
             };
-            let matching = st.counts[i].get(&value).copied().unwrap_or(0);
+            let matching = match &st.counts[i] {
+                Counts::Counted(counts) => counts.get(&value).copied().unwrap_or(0),
+                Counts::Indexed(r) => cx
+                    .snapshot()
+                    .affinity_index()
+                    .count(*r, node.index())
+                    .map_or(0, i64::from),
+            };
             let skew = matching + i64::from(c.self_match) - st.minimum[i];
             if skew > c.max_skew {
                 return Err(Reason::TopologySpreadConstraintsNotMatch);
@@ -386,8 +418,79 @@ impl Predicate for PodTopologySpread {
     }
 }
 
+/// The global minimum of a constraint over its domains' counts: 0 with fewer domains than
+/// `minDomains`, `i32::MAX` without any domain (kube's initial value).
+fn global_minimum(c: &Constraint, domains: usize, min: Option<i64>) -> i64 {
+    if domains < c.min_domains {
+        0
+    } else {
+        min.unwrap_or(i64::from(i32::MAX))
+    }
+}
+
+/// The filter's counts and minimums from the snapshot's counts.
+fn indexed_minimum(
+    cx: &CycleContext<'_>,
+    constraints: &[Constraint],
+    refs: Vec<CountsRef>,
+) -> (Vec<Counts>, Vec<i64>) {
+    let index = cx.snapshot().affinity_index();
+    let minimum = constraints
+        .iter()
+        .zip(&refs)
+        .map(|(c, &r)| {
+            let (mut domains, mut min) = (0, None::<i64>);
+            for (_, n) in index.domains(r) {
+                domains += 1;
+                min = Some(min.map_or(i64::from(n), |m| m.min(i64::from(n))));
+            }
+            global_minimum(c, domains, min)
+        })
+        .collect();
+    (refs.into_iter().map(Counts::Indexed).collect(), minimum)
+}
+
+/// The filter's counts and minimums, counting the pods of every node that counts (kube's
+/// PreFilter).
+fn counted_minimum(
+    cx: &CycleContext<'_>,
+    constraints: &[Constraint],
+    eligibility: &Eligibility,
+) -> (Vec<Counts>, Vec<i64>) {
+    let snapshot = cx.snapshot();
+    let namespace = &cx.pod().metadata.namespace;
+    let mut counts: Vec<HashMap<Sym, i64>> = vec![HashMap::new(); constraints.len()];
+    for i in 0..snapshot.len() {
+        let node = snapshot.node(i);
+        let labels = node.info().labels();
+        if !has_all_keys(labels, constraints) {
+            continue;
+        }
+        for (c, counts) in constraints.iter().zip(counts.iter_mut()) {
+            if !eligibility.counts(cx, c, node) {
+                continue;
+            }
+            let Some(value) = c.key.and_then(|k| labels.get(k)) else {
+                continue;
+            };
+            *counts.entry(value).or_insert(0) += count_matching(node, &c.selector, namespace);
+        }
+    }
+    let minimum = constraints
+        .iter()
+        .zip(&counts)
+        .map(|(c, counts)| global_minimum(c, counts.len(), counts.values().copied().min()))
+        .collect();
+    (counts.into_iter().map(Counts::Counted).collect(), minimum)
+}
+
 #[cfg(test)]
 impl FilterState {
+    /// Whether every constraint reads the snapshot's counts.
+    pub(crate) fn is_indexed(&self) -> bool {
+        self.counts.iter().all(|c| matches!(c, Counts::Indexed(_)))
+    }
+
     /// For the tests: per constraint, the constraint and its matching pods per domain (domain
     /// names resolved), and the global minimum the skew is measured from.
     fn view(
@@ -398,7 +501,17 @@ impl FilterState {
             .iter()
             .zip(&self.counts)
             .zip(&self.minimum)
-            .map(|((c, counts), &min)| (c, resolve_counts(counts, snapshot), min))
+            .map(|((c, counts), &min)| {
+                let counts = match counts {
+                    Counts::Counted(counts) => resolve_counts(counts, snapshot),
+                    Counts::Indexed(r) => snapshot
+                        .affinity_index()
+                        .domains(*r)
+                        .map(|(v, n)| (snapshot.interner().resolve(v).to_string(), i64::from(n)))
+                        .collect(),
+                };
+                (c, counts, min)
+            })
             .collect()
     }
 }
@@ -511,19 +624,36 @@ impl Priority for PodTopologySpread {
             .collect();
         let eligibility = Eligibility::of(cx);
         let namespace = cx.pod().metadata.namespace.clone();
-        for i in 0..snapshot.len() {
-            let node = snapshot.node(i);
-            let labels = node.info().labels();
-            if require_all && !has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (c, counts) in constraints.iter().zip(counts.iter_mut()) {
-                if c.hostname || !eligibility.counts(cx, c, node) {
-                    continue;
+        // Default constraints have no selection, so `indexed` holds only with every key
+        // required.
+        match self.indexed(cx, &constraints, &eligibility) {
+            Some(refs) => {
+                let index = snapshot.affinity_index();
+                for ((c, counts), r) in constraints.iter().zip(counts.iter_mut()).zip(refs) {
+                    if c.hostname {
+                        continue;
+                    }
+                    for (&value, n) in counts.iter_mut() {
+                        *n += index.count_of_value(r, value).map_or(0, i64::from);
+                    }
                 }
-                let value = c.key.and_then(|k| labels.get(k)).unwrap_or(empty);
-                if let Some(n) = counts.get_mut(&value) {
-                    *n += count_matching(node, &c.selector, &namespace);
+            }
+            None => {
+                for i in 0..snapshot.len() {
+                    let node = snapshot.node(i);
+                    let labels = node.info().labels();
+                    if require_all && !has_all_keys(labels, &constraints) {
+                        continue;
+                    }
+                    for (c, counts) in constraints.iter().zip(counts.iter_mut()) {
+                        if c.hostname || !eligibility.counts(cx, c, node) {
+                            continue;
+                        }
+                        let value = c.key.and_then(|k| labels.get(k)).unwrap_or(empty);
+                        if let Some(n) = counts.get_mut(&value) {
+                            *n += count_matching(node, &c.selector, &namespace);
+                        }
+                    }
                 }
             }
         }
@@ -547,6 +677,7 @@ impl Priority for PodTopologySpread {
             let Some(value) = c.key.and_then(|k| labels.get(k)) else {
                 continue;
             };
+            // Per node, as kube counts it (not per domain: two nodes may share a hostname).
             let count = if c.hostname {
                 count_matching(node, &c.selector, &st.namespace)
             } else {
