@@ -30,9 +30,11 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use foldhash::fast::FixedState;
 
 use super::intern::{Interner, LabelIds, Sym};
+use super::namespaces::NamespaceLabels;
 use super::node_info::{NodeInfo, PodInfo};
 use super::selector::CompiledSelector;
 use crate::model::{LabelSelector, Pod, PodAffinity, PodAffinityTerm};
+use crate::plugins::interpod::selector::matches as selector_matches;
 
 /// A node without the topology key.
 const NO_DOMAIN: u32 = u32::MAX;
@@ -181,11 +183,39 @@ struct TermGroup {
     keys: Vec<(Sym, u32)>,
 }
 
-/// The namespaces of a tracked term: every namespace, or these names (as interned ids).
+/// The namespaces of a tracked term: every namespace, these names, or these names and the
+/// namespaces whose labels a (non-empty) `namespaceSelector` matches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum NsSpec {
     All,
     Names(Vec<String>),
+    Selected {
+        names: Vec<String>,
+        selector: LabelSelector,
+    },
+}
+
+impl NsSpec {
+    /// The namespaces as interned ids (`None`: every namespace), the selected ones as
+    /// `namespaces` labels them now.
+    fn resolve(&self, namespaces: &NamespaceLabels, interner: &mut Interner) -> Option<Vec<Sym>> {
+        match self {
+            NsSpec::All => None,
+            NsSpec::Names(names) => Some(names.iter().map(|n| interner.intern(n)).collect()),
+            NsSpec::Selected { names, selector } => {
+                let mut ids: Vec<Sym> = names.iter().map(|n| interner.intern(n)).collect();
+                for (n, labels) in namespaces.iter() {
+                    if selector_matches(selector, labels) {
+                        let id = interner.intern(n);
+                        if !ids.contains(&id) {
+                            ids.push(id);
+                        }
+                    }
+                }
+                Some(ids)
+            }
+        }
+    }
 }
 
 /// A term's pod selection as written: what pods it counts, whatever its topology key.
@@ -199,12 +229,14 @@ struct SpecTerm {
 }
 
 impl SpecTerm {
-    /// The selection of `term` of a pod in `owner`, when it does not depend on namespace
-    /// labels (no `namespaceSelector`, or an empty one).
+    /// The selection of `term` of a pod in `owner`.
     fn of(term: &PodAffinityTerm, owner: &str) -> Option<SpecTerm> {
         let namespaces = match &term.namespace_selector {
             Some(s) if s.match_labels.is_empty() && s.match_expressions.is_empty() => NsSpec::All,
-            Some(_) => return None,
+            Some(s) => NsSpec::Selected {
+                names: term.namespaces.clone(),
+                selector: s.clone(),
+            },
             None if term.namespaces.is_empty() => NsSpec::Names(vec![owner.to_string()]),
             None => NsSpec::Names(term.namespaces.clone()),
         };
@@ -240,6 +272,9 @@ impl SpecTerm {
                 names.len() == 1 && names[0] == owner
             }
             (NsSpec::Names(names), None) => *names == term.namespaces,
+            (NsSpec::Selected { names, selector }, Some(s)) => {
+                *names == term.namespaces && selector == s
+            }
             _ => false,
         };
         !self.live && ns_same && self.selector == term.label_selector
@@ -253,7 +288,13 @@ fn spec_hash(terms: &[PodAffinityTerm], owner: &str) -> Option<u64> {
     for t in terms {
         match &t.namespace_selector {
             Some(s) if s.match_labels.is_empty() && s.match_expressions.is_empty() => h.write_u8(1),
-            Some(_) => return None,
+            Some(s) => {
+                h.write_u8(10);
+                for n in &t.namespaces {
+                    n.hash(&mut h);
+                }
+                hash_selector(&mut h, Some(s));
+            }
             None if t.namespaces.is_empty() => {
                 h.write_u8(2);
                 owner.hash(&mut h);
@@ -311,6 +352,9 @@ struct Matcher {
     compiled: Vec<(Option<Vec<Sym>>, CompiledSelector)>,
     /// Pods being deleted left out ([`SpecTerm::live`]).
     live: bool,
+    /// Whether a term selects namespaces by their labels ([`NsSpec::Selected`]), so that the
+    /// namespaces it covers change with them.
+    by_labels: bool,
     /// Pods that registered it (once per use).
     refs: u32,
     /// Per topology key: how many registrations use it, the counts, and how many of those
@@ -495,8 +539,18 @@ impl AffinityIndex {
         terms: &[PodAffinityTerm],
         owner: &str,
         key: Option<Sym>,
+        by_snapshot_labels: bool,
     ) -> Option<CountsRef> {
         let key = key?;
+        if !by_snapshot_labels
+            && terms.iter().any(|t| {
+                t.namespace_selector
+                    .as_ref()
+                    .is_some_and(|s| !s.match_labels.is_empty() || !s.match_expressions.is_empty())
+            })
+        {
+            return None;
+        }
         let hash = spec_hash(terms, owner)?;
         let candidates = self.matcher_of.get(&hash)?;
         for &m in candidates {
@@ -723,6 +777,60 @@ impl AffinityIndex {
         self.recompute_node_flags(i);
     }
 
+    /// The namespaces' labels changed: every matcher that selects namespaces by their labels
+    /// covers the namespaces they select now, its counts recounted where that changed.
+    pub(crate) fn relabel_namespaces(
+        &mut self,
+        infos: &[NodeInfo],
+        namespaces: &NamespaceLabels,
+        interner: &mut Interner,
+    ) {
+        for m in 0..self.matchers.len() {
+            let Some(matcher) = self.matchers[m].as_ref().filter(|m| m.by_labels) else {
+                continue;
+            };
+            let compiled: Vec<_> = matcher
+                .spec
+                .iter()
+                .zip(&matcher.compiled)
+                .map(|(s, (_, sel))| (s.namespaces.resolve(namespaces, interner), sel.clone()))
+                .collect();
+            if compiled == matcher.compiled {
+                continue;
+            }
+            self.recount_matcher(m, infos, false);
+            if let Some(matcher) = self.matchers[m].as_mut() {
+                matcher.compiled = compiled;
+            }
+            self.recount_matcher(m, infos, true);
+        }
+    }
+
+    /// Counts (or uncounts) every pod the matcher at `m` selects in each of its counts.
+    fn recount_matcher(&mut self, m: usize, infos: &[NodeInfo], up: bool) {
+        let AffinityIndex {
+            columns,
+            node_flags,
+            counts,
+            matchers,
+            ..
+        } = self;
+        let Some(matcher) = matchers[m].as_ref() else {
+            return;
+        };
+        for (node, info) in infos.iter().enumerate() {
+            for p in info.pods() {
+                if matcher.matches(p) {
+                    for &(_, _, id, _) in &matcher.keys {
+                        let c = &mut counts[id as usize];
+                        let col = &columns[c.slot as usize];
+                        bump(c, col, node_flags, col.node_domain[node], up);
+                    }
+                }
+            }
+        }
+    }
+
     /// A pod joins the node at `node`: its terms are registered (a new matcher counts the
     /// pods already here), then the pod is counted. Call before the pod is on the node.
     pub(crate) fn add_pod(
@@ -730,19 +838,20 @@ impl AffinityIndex {
         p: &PodInfo,
         node: usize,
         infos: &[NodeInfo],
+        namespaces: &NamespaceLabels,
         interner: &mut Interner,
     ) {
         let owner = p.pod().metadata.namespace.as_str();
         if p.has_affinity() {
             for_each_spec(p.pod(), |terms, required| {
-                self.register(terms, required, owner, infos, interner)
+                self.register(terms, required, owner, infos, namespaces, interner)
             });
             if !self.group_of.contains_key(&p.affinity_id()) {
                 self.new_group(p, infos, interner);
             }
         }
         for (selector, key) in spread_selections(p.pod()) {
-            self.register_spread(&selector, key, owner, infos, interner);
+            self.register_spread(&selector, key, owner, infos, namespaces, interner);
         }
         self.count_pod(p, node, true);
     }
@@ -879,6 +988,7 @@ impl AffinityIndex {
         required: bool,
         owner: &str,
         infos: &[NodeInfo],
+        namespaces: &NamespaceLabels,
         interner: &mut Interner,
     ) {
         let Some(hash) = spec_hash(terms, owner) else {
@@ -891,7 +1001,7 @@ impl AffinityIndex {
                     .iter()
                     .filter_map(|t| SpecTerm::of(t, owner))
                     .collect();
-                self.new_matcher(hash, spec, interner)
+                self.new_matcher(hash, spec, namespaces, interner)
             }
         };
         if let Some(matcher) = self.matchers[m as usize].as_mut() {
@@ -911,12 +1021,18 @@ impl AffinityIndex {
         key: &str,
         owner: &str,
         infos: &[NodeInfo],
+        namespaces: &NamespaceLabels,
         interner: &mut Interner,
     ) {
         let hash = spread_hash(selector, owner);
         let m = match self.find_spread(selector, owner, hash) {
             Some(m) => m,
-            None => self.new_matcher(hash, vec![SpecTerm::spread(selector, owner)], interner),
+            None => self.new_matcher(
+                hash,
+                vec![SpecTerm::spread(selector, owner)],
+                namespaces,
+                interner,
+            ),
         };
         if let Some(matcher) = self.matchers[m as usize].as_mut() {
             matcher.refs += 1;
@@ -934,18 +1050,18 @@ impl AffinityIndex {
     }
 
     /// A matcher for this selection, with no use yet.
-    fn new_matcher(&mut self, hash: u64, spec: Vec<SpecTerm>, interner: &mut Interner) -> u32 {
+    fn new_matcher(
+        &mut self,
+        hash: u64,
+        spec: Vec<SpecTerm>,
+        namespaces: &NamespaceLabels,
+        interner: &mut Interner,
+    ) -> u32 {
         let compiled = spec
             .iter()
             .map(|s| {
-                let ns = match &s.namespaces {
-                    NsSpec::All => None,
-                    NsSpec::Names(names) => {
-                        Some(names.iter().map(|n| interner.intern(n)).collect())
-                    }
-                };
                 (
-                    ns,
+                    s.namespaces.resolve(namespaces, interner),
                     CompiledSelector::compile_interning(s.selector.as_ref(), interner),
                 )
             })
@@ -953,6 +1069,9 @@ impl AffinityIndex {
         let matcher = Matcher {
             hash,
             live: spec.iter().any(|s| s.live),
+            by_labels: spec
+                .iter()
+                .any(|s| matches!(s.namespaces, NsSpec::Selected { .. })),
             spec,
             compiled,
             refs: 0,
@@ -1156,11 +1275,18 @@ pub(crate) mod tests {
         Ok(out)
     }
 
-    fn selects(spec: &[SpecTerm], p: &Pod) -> bool {
+    fn selects(spec: &[SpecTerm], p: &Pod, namespaces: &NamespaceLabels) -> bool {
         spec.iter().all(|t| {
+            let ns = &p.metadata.namespace;
             let ns_ok = match &t.namespaces {
                 NsSpec::All => true,
-                NsSpec::Names(n) => n.contains(&p.metadata.namespace),
+                NsSpec::Names(n) => n.contains(ns),
+                NsSpec::Selected { names, selector } => {
+                    names.contains(ns)
+                        || namespaces
+                            .labels_of(ns)
+                            .is_some_and(|l| selector::matches(selector, l))
+                }
             };
             ns_ok
                 && !(t.live && p.is_terminating())
@@ -1224,6 +1350,7 @@ pub(crate) mod tests {
     pub(crate) fn check(
         index: &AffinityIndex,
         infos: &[NodeInfo],
+        namespaces: &NamespaceLabels,
         interner: &Interner,
         row_flags: impl Fn(usize) -> u32,
     ) -> Result<(), String> {
@@ -1298,7 +1425,9 @@ pub(crate) mod tests {
                 ));
             }
             for &(k, _, id, _) in &m.keys {
-                let want = recount(infos, interner.resolve(k), |p| selects(spec, p.pod()));
+                let want = recount(infos, interner.resolve(k), |p| {
+                    selects(spec, p.pod(), namespaces)
+                });
                 let have = dump(index, id, interner)?;
                 if want != have {
                     return Err(format!(

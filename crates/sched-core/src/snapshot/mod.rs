@@ -264,6 +264,14 @@ impl Snapshot {
     /// (`with_namespace_labels`) reads those instead.
     pub fn set_namespace_labels(&mut self, namespaces: NamespaceLabels) {
         self.namespaces = namespaces;
+        self.namespaces_changed();
+    }
+
+    /// Terms that select namespaces by their labels cover other namespaces now.
+    fn namespaces_changed(&mut self) {
+        self.affinity
+            .relabel_namespaces(&self.infos, &self.namespaces, &mut self.interner);
+        self.sync_affinity_flags();
         self.generation += 1;
     }
 
@@ -273,13 +281,14 @@ impl Snapshot {
             namespace.metadata.name.clone(),
             namespace.metadata.labels.clone(),
         );
-        self.generation += 1;
+        self.namespaces_changed();
     }
 
     /// Forgets a deleted Namespace; `false` if it was not known.
     pub fn remove_namespace(&mut self, name: &str) -> bool {
-        self.generation += 1;
-        self.namespaces.remove(name).is_some()
+        let known = self.namespaces.remove(name).is_some();
+        self.namespaces_changed();
+        known
     }
 
     /// The namespaces' labels (what `namespaceSelector` in pod affinity terms reads).
@@ -455,9 +464,13 @@ impl Snapshot {
     /// Checks the affinity index against a recount from the nodes and pods.
     #[cfg(test)]
     pub(crate) fn check_affinity_index(&self) -> Result<(), String> {
-        affinity::tests::check(&self.affinity, &self.infos, &self.interner, |n| {
-            self.free[n].flags
-        })
+        affinity::tests::check(
+            &self.affinity,
+            &self.infos,
+            &self.namespaces,
+            &self.interner,
+            |n| self.free[n].flags,
+        )
     }
 
     /// The affinity index's contents, by content (for comparing states).
@@ -620,7 +633,7 @@ impl Snapshot {
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.affinity
-            .add_pod(&info, i, &self.infos, &mut self.interner);
+            .add_pod(&info, i, &self.infos, &self.namespaces, &mut self.interner);
         self.sync_affinity_flags();
         self.infos[i].add_pod(info);
         self.refresh(i);

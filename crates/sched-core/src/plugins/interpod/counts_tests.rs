@@ -63,12 +63,17 @@ fn term(t: TermSpec) -> Value {
         _ => json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
     };
     let mut t = json!({"labelSelector": selector, "topologyKey": KEYS[key as usize % 4]});
-    match ns % 5 {
+    match ns % 6 {
         0 => {}
         1 => t["namespaces"] = json!(["ns-0"]),
         2 => t["namespaces"] = json!(["ns-0", "ns-1"]),
         3 => t["namespaceSelector"] = json!({}),
-        _ => t["namespaceSelector"] = json!({"matchLabels": {"team": "x"}}),
+        4 => t["namespaceSelector"] = json!({"matchLabels": {"team": "x"}}),
+        _ => {
+            t["namespaces"] = json!(["ns-1"]);
+            t["namespaceSelector"] =
+                json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["x"]}]});
+        }
     }
     t
 }
@@ -141,11 +146,13 @@ enum Op {
     RemoveNode(u8),
     /// A bound pod gets a deletion timestamp.
     Terminate(u16),
+    /// Namespace `ns-{0}` labelled `team: x` (`Some(true)`), `team: y`, or deleted.
+    Namespace(u8, Option<bool>),
     Relabel(u8, Option<u8>, Option<u8>),
 }
 
 fn term_spec() -> impl Strategy<Value = (u8, u8, TermSpec)> {
-    (0u8..4, 0u8..100, (0u8..5, 0u8..4, 0u8..5))
+    (0u8..4, 0u8..100, (0u8..5, 0u8..4, 0u8..6))
 }
 
 fn pod_spec() -> impl Strategy<Value = PodSpec> {
@@ -172,6 +179,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<Option<u8>>(), any::<Option<u8>>()).prop_map(|(z, r)| Op::AddNode(z, r)),
         1 => any::<u8>().prop_map(Op::RemoveNode),
         1 => any::<u16>().prop_map(Op::Terminate),
+        1 => (0u8..2, any::<Option<bool>>()).prop_map(|(n, l)| Op::Namespace(n, l)),
         1 => (any::<u8>(), any::<Option<u8>>(), any::<Option<u8>>())
             .prop_map(|(n, z, r)| Op::Relabel(n, z, r)),
     ]
@@ -249,6 +257,22 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
                 if let Some(mut pod) = pod {
                     pod.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
                     snap.update_pod(pod).expect("update");
+                }
+            }
+            Op::Namespace(n, labels) => {
+                let name = format!("ns-{n}");
+                match labels {
+                    Some(x) => {
+                        let team = if *x { "x" } else { "y" };
+                        let ns: crate::model::Namespace = serde_json::from_value(
+                            json!({"metadata": {"name": name, "labels": {"team": team}}}),
+                        )
+                        .expect("namespace");
+                        snap.upsert_namespace(&ns);
+                    }
+                    None => {
+                        snap.remove_namespace(&name);
+                    }
                 }
             }
             Op::Forget(w) if !assumed.is_empty() => {

@@ -139,6 +139,8 @@ impl Predicate for MatchInterPodAffinity {
         {
             return Ok(Prepared::Skip);
         }
+        // The snapshot's counts follow the snapshot's namespace labels.
+        let by_snapshot_labels = self.namespaces.is_empty();
         // The plugin's own namespace labels, else the snapshot's.
         let namespaces: &NamespaceLabels = if self.namespaces.is_empty() {
             snapshot.namespace_labels()
@@ -201,7 +203,9 @@ impl Predicate for MatchInterPodAffinity {
             } else {
                 affinity
                     .iter()
-                    .map(|t| index.matcher_counts(aff_terms, own_ns, t.topology_key))
+                    .map(|t| {
+                        index.matcher_counts(aff_terms, own_ns, t.topology_key, by_snapshot_labels)
+                    })
                     .collect::<Option<Vec<_>>>()
             };
             let none_match = match &dense {
@@ -231,7 +235,12 @@ impl Predicate for MatchInterPodAffinity {
             let dense = if self.direct || k >= CountedHere::MAX {
                 None
             } else {
-                index.matcher_counts(std::slice::from_ref(written), own_ns, t.topology_key)
+                index.matcher_counts(
+                    std::slice::from_ref(written),
+                    own_ns,
+                    t.topology_key,
+                    by_snapshot_labels,
+                )
             };
             match dense {
                 Some(c) => {

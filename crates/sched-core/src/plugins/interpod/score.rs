@@ -179,6 +179,8 @@ impl Priority for InterPodAffinityPriority {
             return Ok(PreparedScore::Constant(0));
         }
         let name = self.name();
+        // The snapshot's counts follow the snapshot's namespace labels.
+        let by_snapshot_labels = self.namespaces.is_empty();
         // The plugin's own namespace labels, else the snapshot's.
         let ns: &NamespaceLabels = if self.namespaces.is_empty() {
             snapshot.namespace_labels()
@@ -230,7 +232,12 @@ impl Priority for InterPodAffinityPriority {
             let dense = if self.direct || k >= CountedHere::MAX {
                 None
             } else {
-                index.matcher_counts(std::slice::from_ref(written), own_ns, t.topology_key)
+                index.matcher_counts(
+                    std::slice::from_ref(written),
+                    own_ns,
+                    t.topology_key,
+                    by_snapshot_labels,
+                )
             };
             match dense {
                 Some(c) => add_dense(&mut st.dense, index, c, weight),
