@@ -958,3 +958,69 @@ fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
             .is_none()
     );
 }
+
+fn reserves(ledger: &Ledger) -> (usize, usize) {
+    (
+        ledger.0.0.load(Ordering::SeqCst),
+        ledger.0.1.load(Ordering::SeqCst),
+    )
+}
+
+/// Schedules `name` (allowed by Permit) and takes its `Step::Bind`.
+fn handed_out(sch: &mut Scheduler, name: &str) {
+    sch.apply(ClusterEvent::PodAdd(pod(name, 100, 0, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Bind { .. }));
+}
+
+#[test]
+fn a_pod_deleted_while_its_bind_runs_is_unreserved_once() {
+    let (mut sch, ledger) = hooked();
+    handed_out(&mut sch, "p");
+    sch.apply(ClusterEvent::PodDelete("default/p".into()), s(1));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    // The bind's result, when it comes, changes nothing more.
+    sch.finish_binding("default/p", Err("pods \"p\" not found".into()), s(2));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.queue().position("default/p"), None);
+}
+
+#[test]
+fn a_pod_deleted_after_permit_allowed_it_is_unreserved_once() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
+    assert!(sch.allow("default/gang-0", "Gang"));
+    sch.apply(ClusterEvent::PodDelete("default/gang-0".into()), s(1));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert!(matches!(sch.schedule_one(s(2)), Step::Idle { .. }));
+    sch.finish_binding("default/gang-0", Ok(()), s(3));
+    assert_eq!(reserves(&ledger), (1, 1));
+}
+
+#[test]
+fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::NodeAdd(node("n2", 4)), s(0));
+    handed_out(&mut sch, "p");
+    let placed = sch.snapshot().node_of("default/p").expect("assumed").to_string();
+    let other = if placed == "n1" { "n2" } else { "n1" };
+    let mut elsewhere = pod("p", 100, 0, false);
+    elsewhere.spec.node_name = other.into();
+    sch.apply(ClusterEvent::PodUpdate(elsewhere), s(1));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().node_of("default/p"), Some(other));
+    // Our bind lost: its error changes nothing more.
+    sch.finish_binding("default/p", Err("conflict".into()), s(2));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().node_of("default/p"), Some(other));
+}
+
+#[test]
+fn a_pod_bound_and_then_deleted_is_not_unreserved() {
+    let (mut sch, ledger) = hooked();
+    handed_out(&mut sch, "p");
+    sch.finish_binding("default/p", Ok(()), s(1));
+    sch.apply(ClusterEvent::PodDelete("default/p".into()), s(2));
+    assert_eq!(reserves(&ledger), (1, 0));
+}
