@@ -228,6 +228,29 @@ impl sched_core::scheduler::PermitPlugin for WaitForPriority2 {
     }
 }
 
+/// Counts each pod's reserves and unreserves.
+#[derive(Clone, Default)]
+struct PodLedger(std::sync::Arc<std::sync::Mutex<BTreeMap<String, (usize, usize)>>>);
+
+impl PodLedger {
+    fn counts(&self) -> BTreeMap<String, (usize, usize)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl sched_core::scheduler::ReservePlugin for PodLedger {
+    fn name(&self) -> &str {
+        "PodLedger"
+    }
+    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), String> {
+        self.0.lock().unwrap().entry(pod.key()).or_default().0 += 1;
+        Ok(())
+    }
+    fn unreserve(&self, pod: &Pod, _node: &str) {
+        self.0.lock().unwrap().entry(pod.key()).or_default().1 += 1;
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Action {
     AddPod {
@@ -358,7 +381,12 @@ proptest! {
     #[test]
     fn the_cycle_never_binds_twice_nor_loses_a_pod(actions in actions()) {
         // Pods of priority 2 wait at Permit (up to 3 s) until allowed.
-        let mut sch = scheduler(vec![node("node-0", 2)]).with_permit(WaitForPriority2);
+        let ledger = PodLedger::default();
+        let mut sch = scheduler(vec![node("node-0", 2)])
+            .with_permit(WaitForPriority2)
+            .with_reserve(ledger.clone());
+        // Per pod: the binds that succeeded.
+        let mut bound_ok: BTreeMap<String, usize> = BTreeMap::new();
         let mut t = Truth::default();
         t.nodes.insert("node-0".into(), 2);
         let mut now = Duration::ZERO;
@@ -496,6 +524,7 @@ proptest! {
                     };
                     t.binding.remove(&key);
                     if *ok {
+                        *bound_ok.entry(key.clone()).or_default() += 1;
                         if t.with_claim.contains(&key) {
                             t.claim_kept.insert(key.clone());
                         }
@@ -527,6 +556,22 @@ proptest! {
                     t.confirmed.insert(key);
                     sch.apply(ClusterEvent::PodUpdate(p), now);
                 }
+            }
+            // Every Reserve has exactly one unreserve or one successful bind, or its pod is
+            // still placed and not bound (held, allowed, or its bind running).
+            for (key, (reserves, unreserves)) in ledger.counts() {
+                let open = usize::from(
+                    t.waiting.contains_key(&key)
+                        || t.allowed.contains_key(&key)
+                        || t.binding.contains_key(&key),
+                );
+                let ok = bound_ok.get(&key).copied().unwrap_or(0);
+                prop_assert_eq!(
+                    reserves,
+                    unreserves + ok + open,
+                    "{}: {} reserves, {} unreserves, {} binds, {} open after {:?}",
+                    key, reserves, unreserves, ok, open, a
+                );
             }
             // The snapshot holds exactly the pods bound or being bound on nodes that exist.
             let placed: BTreeMap<&String, &String> = t
@@ -1003,7 +1048,11 @@ fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
     sch.apply(ClusterEvent::NodeAdd(node("n2", 4)), s(0));
     handed_out(&mut sch, "p");
-    let placed = sch.snapshot().node_of("default/p").expect("assumed").to_string();
+    let placed = sch
+        .snapshot()
+        .node_of("default/p")
+        .expect("assumed")
+        .to_string();
     let other = if placed == "n1" { "n2" } else { "n1" };
     let mut elsewhere = pod("p", 100, 0, false);
     elsewhere.spec.node_name = other.into();

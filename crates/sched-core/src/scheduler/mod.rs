@@ -527,6 +527,20 @@ impl Scheduler {
             .on_event(EventMask::PV_UPDATE | EventMask::PVC_UPDATE, now);
     }
 
+    /// Gives back what a placed pod's Reserve took: every Reserve plugin unreserves it (in
+    /// reverse order) and VolumeBinding's assumed volumes are forgotten. The one release of a
+    /// placed pod that will not be bound by this scheduler, whatever ended it: a Reserve
+    /// error, a Permit rejection or timeout, a failed bind, the pod deleted before its bind
+    /// finished (waiting on Permit, allowed, or handed out), or bound elsewhere meanwhile.
+    /// Its entry leaves `waiting` / `binding` first, so that a bind result arriving later
+    /// finds nothing to release again: each Reserve has one unreserve or one bind.
+    fn release(&mut self, pod: &Pod, node: &str, volumes: AssumedVolumes, now: Duration) {
+        for r in self.reserve.iter().rev() {
+            r.unreserve(pod, node);
+        }
+        self.forget_volumes(volumes, now);
+    }
+
     /// Unreserves and forgets a placed pod, and requeues it: into the unschedulable pool
     /// (a Permit rejection) or with backoff (a Reserve error).
     fn undo(
@@ -538,10 +552,7 @@ impl Scheduler {
         unschedulable: bool,
         now: Duration,
     ) {
-        for r in self.reserve.iter().rev() {
-            r.unreserve(&b.pod, &b.node);
-        }
-        self.forget_volumes(b.volumes, now);
+        self.release(&b.pod, &b.node, b.volumes, now);
         if self.snapshot.node_of(key).is_some()
             && let Err(e) = self.snapshot.forget(key)
         {
@@ -823,14 +834,14 @@ impl Scheduler {
                 self.queue.delete(&key);
                 self.nominator.delete(&key);
                 if let Some(w) = self.waiting.remove(&key) {
-                    for r in self.reserve.iter().rev() {
-                        r.unreserve(&w.binding.pod, &w.binding.node);
-                    }
-                    self.forget_volumes(w.binding.volumes, now);
+                    let b = w.binding;
+                    self.release(&b.pod, &b.node, b.volumes, now);
                 }
+                // Allowed by Permit, or handed out and its bind not finished: kube's bind
+                // would fail and unreserve.
                 self.ready.retain(|(k, _)| *k != key);
                 if let Some(b) = self.binding.remove(&key) {
-                    self.forget_volumes(b.volumes, now);
+                    self.release(&b.pod, &b.node, b.volumes, now);
                 }
                 self.unconfirmed.remove(&key);
                 if self.snapshot.node_of(&key).is_some() {
@@ -889,8 +900,12 @@ impl Scheduler {
             }
             Some(_) => {
                 // Bound elsewhere than assumed (another scheduler won): the truth replaces it.
+                // A bind of ours still running will fail, as kube's would, and unreserve.
                 self.unconfirmed.remove(&key);
-                self.binding.remove(&key);
+                self.ready.retain(|(k, _)| *k != key);
+                if let Some(b) = self.binding.remove(&key) {
+                    self.release(&b.pod, &b.node, b.volumes, now);
+                }
                 self.snapshot
                     .remove_pod(&key)
                     .and_then(|_| self.snapshot.add_pod(pod))
@@ -1301,10 +1316,7 @@ impl Scheduler {
                 });
             }
             Err(message) => {
-                for r in self.reserve.iter().rev() {
-                    r.unreserve(&b.pod, &b.node);
-                }
-                self.forget_volumes(b.volumes, now);
+                self.release(&b.pod, &b.node, b.volumes, now);
                 // Forget the assumed pod; it is gone already when its node was deleted.
                 if self.snapshot.node_of(pod).is_some()
                     && let Err(e) = self.snapshot.forget(pod)
