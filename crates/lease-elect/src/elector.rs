@@ -277,6 +277,10 @@ struct State {
     /// When this elector's `create` lost to a record it has not read since: a holder exists
     /// that it knows nothing of (cleared by the next record it reads or writes).
     create_lost_at: Option<Instant>,
+    /// When a read of this elector first found no record since the last record it read or
+    /// wrote: the record is absent (cleared by the next record it reads or writes). The state
+    /// a wait for a change starts from then is "no record", not the last version seen.
+    absent_since: Option<Instant>,
     max_transitions: Option<u64>,
     /// The largest version sequence this elector has seen (read or written).
     max_sequence: Option<u64>,
@@ -628,7 +632,16 @@ impl LeaderElector {
             {
                 wake = expiry;
             }
-            let seen = locked(&self.inner.state).observed_version.clone();
+            // The state the wait starts from: no record when the last read found none (a wait
+            // on the version seen before would return at once, the record being gone).
+            let seen = {
+                let st = locked(&self.inner.state);
+                if st.absent_since.is_some() {
+                    None
+                } else {
+                    st.observed_version.clone()
+                }
+            };
             let use_hint = matches!(result, Ok(false));
             tokio::select! {
                 () = clock.sleep_until(wake) => {}
@@ -732,6 +745,7 @@ impl LeaderElector {
             return Ok(renewed);
         }
         let Some((current, version)) = self.inner.config.lock.get().await? else {
+            self.observe_absent();
             return self.create_record(&at).await;
         };
         self.observe(current.clone(), version.clone());
@@ -1017,12 +1031,21 @@ impl LeaderElector {
         .then(|| st.observed_time + rec.lease_duration())
     }
 
+    /// Records that a read found no record (the first such read since a record was seen
+    /// starts the absence).
+    fn observe_absent(&self) {
+        let now = self.clock().now();
+        let mut st = locked(&self.inner.state);
+        st.absent_since.get_or_insert(now);
+    }
+
     /// Records what was read or written; the observed time moves only when the version
     /// changes (expiry runs from the last change this elector saw).
     fn observe(&self, record: LeaderElectionRecord, version: Version) {
         let now = self.clock().now();
         let mut st = locked(&self.inner.state);
         st.create_lost_at = None;
+        st.absent_since = None;
         if let Some(seq) = version.sequence() {
             st.max_sequence = Some(st.max_sequence.map_or(seq, |m| m.max(seq)));
         }

@@ -692,3 +692,132 @@ pub async fn server_restart_outage(
     println!("{report:?}");
     report
 }
+
+/// What an [`absent_record`] check measured.
+#[derive(Clone, Debug)]
+pub struct AbsentReport {
+    /// Lock requests per second of each waiting candidate while the record was held.
+    pub held_requests_per_sec: Vec<f64>,
+    /// Lock requests per second of each waiting candidate while the record was absent.
+    pub absent_requests_per_sec: Vec<f64>,
+    /// From the delete until a new leader led.
+    pub new_leader_after: Duration,
+    /// `false` when the backend does not support `delete` (nothing was checked).
+    pub checked: bool,
+}
+
+/// The record deleted under a live leader while two candidates wait: the leader's term ends at
+/// its next renewal, nobody creates the record before the lease it last saw ran out, the
+/// candidates meanwhile send requests at the retry rate (at most twice the number of retry
+/// periods in the window, plus two), not in a loop, and one of them leads within
+/// [`Timing::crash_bound`] (plus a lease, for the elector's wait for an absent record).
+/// Terms never overlap, tokens strictly increase.
+///
+/// Requests are the calls the electors make through [`ResourceLock`] (`get`, `create`,
+/// `update`, `delete`), counted by [`CountingLock`]; a backend's own reads inside
+/// `wait_for_change` are not counted.
+///
+/// # Panics
+/// When a rule is broken.
+pub async fn absent_record(factory: &impl LockFactory, timing: Timing) -> AbsentReport {
+    let mut e = Election::new(factory, timing);
+    for id in ["a0", "a1", "a2"] {
+        e.join(id).await;
+    }
+    let (leader, _) = e
+        .await_single_leader(timing.lease + timing.crash_bound(), "first election")
+        .await;
+    let candidates: Vec<usize> = (0..e.participants.len()).filter(|&i| i != leader).collect();
+    let counts = |e: &Election<'_, _>| -> Vec<u64> {
+        candidates
+            .iter()
+            .map(|&i| e.participants[i].lock.requests())
+            .collect()
+    };
+    let rates = |before: &[u64], after: &[u64], secs: f64| -> Vec<f64> {
+        before
+            .iter()
+            .zip(after)
+            .map(|(b, a)| (a - b) as f64 / secs)
+            .collect()
+    };
+
+    // While the record is held.
+    let window = timing.lease.saturating_sub(timing.retry * 2);
+    let before = counts(&e);
+    let start = std::time::Instant::now();
+    tokio::time::sleep(window).await;
+    let held_requests_per_sec = rates(&before, &counts(&e), start.elapsed().as_secs_f64());
+
+    // Delete the record under the live leader (retried while renewals move its version).
+    let reader = factory.open(&e.name, "deleter").await;
+    let mut tries = 0;
+    loop {
+        let (_, version) = get_retrying(reader.as_ref())
+            .await
+            .expect("get before the delete")
+            .expect("a record before the delete");
+        match reader.delete(&version).await {
+            Ok(()) => break,
+            Err(LockError::Unsupported(_)) => {
+                e.stop_all().await;
+                return AbsentReport {
+                    held_requests_per_sec,
+                    absent_requests_per_sec: Vec::new(),
+                    new_leader_after: Duration::ZERO,
+                    checked: false,
+                };
+            }
+            Err(err) => {
+                tries += 1;
+                assert!(tries < 20, "the delete kept failing: {err}");
+            }
+        }
+    }
+    let deleted_at = std::time::Instant::now();
+
+    // While the record is absent: nobody may lead before the candidates' wait ran out, and
+    // nobody may send requests in a loop.
+    let before = counts(&e);
+    let start = std::time::Instant::now();
+    while start.elapsed() < window {
+        let terms = lock_terms(&e.terms).len();
+        assert!(
+            e.leaders().iter().all(|&i| i == leader) && terms == 1,
+            "a new term started {:?} after the record was deleted under a live leader: {:?}",
+            deleted_at.elapsed(),
+            lock_terms(&e.terms)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let after = counts(&e);
+    let absent_requests_per_sec = rates(&before, &after, secs);
+    let periods = secs / timing.retry.as_secs_f64();
+    for ((&i, b), a) in candidates.iter().zip(&before).zip(&after) {
+        let sent = a - b;
+        assert!(
+            (sent as f64) <= 2.0 * periods + 2.0,
+            "{} sent {sent} requests in {secs:.2} s while the record was absent: more than twice \
+             the {periods:.1} retry periods (held: {held_requests_per_sec:?} per second)",
+            e.participants[i].identity
+        );
+    }
+
+    let (next, _) = e
+        .await_single_leader(
+            timing.lease + timing.crash_bound(),
+            "a leader after the delete",
+        )
+        .await;
+    let new_leader_after = deleted_at.elapsed();
+    assert_ne!(next, leader, "the deposed leader ran out of its `run`");
+    e.stop_all().await;
+    e.check_terms();
+    AbsentReport {
+        held_requests_per_sec,
+        absent_requests_per_sec,
+        new_leader_after,
+        checked: true,
+    }
+}

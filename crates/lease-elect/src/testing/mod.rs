@@ -138,7 +138,9 @@ fn nanos_to_duration(n: u128) -> Duration {
 
 /// Generates the whole suite for a backend: [`contract_tests!`](crate::contract_tests) plus
 /// `conformance_election`, which runs [`election::election`] with the default
-/// [`election::Timing`] and prints what it measured.
+/// [`election::Timing`] and prints what it measured, and `conformance_absent_record`, which
+/// runs [`election::absent_record`] (the record deleted under a live leader: no request
+/// storm, no second leader) the same way.
 ///
 /// ```ignore
 /// lease_elect::conformance_tests!(my_factory);
@@ -154,6 +156,19 @@ macro_rules! conformance_tests {
                 return;
             };
             let report = $crate::testing::election::election(
+                &factory,
+                $crate::testing::election::Timing::default(),
+            )
+            .await;
+            println!("{report:?}");
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn conformance_absent_record() {
+            let Some(factory) = $factory().await else {
+                return;
+            };
+            let report = $crate::testing::election::absent_record(
                 &factory,
                 $crate::testing::election::Timing::default(),
             )
