@@ -206,7 +206,9 @@ impl LeaderGuard {
 ///
 /// `on_started_leading` returns the leader's work as a future. [`LeaderElector::run`] polls
 /// it next to the renew loop and drops it when the term ends, so the work cannot outlive
-/// leadership; await [`LeaderGuard::lost`] to stop at a clean point first. If the work
+/// leadership: before every poll of the work it checks the term against the clock, so a
+/// leader woken after its renew deadline (a stopped process, a starved executor) does not
+/// poll its work again even when the renew loop's timer has not fired yet; await [`LeaderGuard::lost`] to stop at a clean point first. If the work
 /// finishes early, the elector keeps leading until cancelled or deposed.
 #[async_trait]
 pub trait LeaderCallbacks: Send + Sync {
@@ -564,6 +566,10 @@ impl LeaderElector {
 
     /// `run`'s leading step: polls the leader's work next to the renew loop until the term
     /// is lost or `shutdown` resolves.
+    ///
+    /// Every poll of the work is preceded by a look at the term on the clock: after any
+    /// await (a paused process, a starved executor) the renew loop's timer may not have fired
+    /// yet though the renew deadline has passed, and the work then gets no further poll.
     async fn lead<C: LeaderCallbacks + ?Sized>(
         &self,
         guard: &LeaderGuard,
@@ -575,16 +581,25 @@ impl LeaderElector {
         let mut work_done = false;
         let renew = self.renew_loop(guard, callbacks);
         let mut renew = pin!(renew);
-        loop {
-            tokio::select! {
-                // The loss first: after a pause that made several branches ready, the work
-                // must not get another poll.
-                biased;
-                () = &mut renew => return RunOutcome::LostLeadership,
-                () = &mut work, if !work_done => work_done = true,
-                () = &mut shutdown => return RunOutcome::Cancelled,
+        std::future::poll_fn(|cx| {
+            // The loss first: after a pause that made several branches ready, the work must
+            // not get another poll.
+            if renew.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(RunOutcome::LostLeadership);
             }
-        }
+            if !guard.is_valid() {
+                self.end_term_if(&guard.term, "renew deadline passed");
+                return Poll::Ready(RunOutcome::LostLeadership);
+            }
+            if !work_done && work.as_mut().poll(cx).is_ready() {
+                work_done = true;
+            }
+            if shutdown.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(RunOutcome::Cancelled);
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// `run`'s last step: ends the term, and releases the lock after a cancellation when so

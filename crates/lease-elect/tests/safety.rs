@@ -1,15 +1,17 @@
 //! The safety rules behind the fault tests (`crates/lease-elect-faults`), each checked
 //! deterministically: a vanished record (also one known only from a lost `create`), sequences
 //! that go backwards, a paused leader's
-//! guard, the attempt timeout, and FileLock's floor, temporary file and OS-lock timeout.
+//! guard and its work after waking, the attempt timeout, and FileLock's floor, temporary file and OS-lock timeout.
 
 use std::error::Error as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lease_elect::{
-    ConfigError, ElectionConfig, FileLock, LeaderElectionRecord, LeaderElector, LockBusy,
-    LockError, MemoryLock, MemoryStore, ResourceLock, SequenceRegression, SimClock,
+    Clock, ConfigError, ElectionConfig, FileLock, Instant, LeaderElectionRecord, LeaderElector,
+    LockBusy, LockError, MemoryLock, MemoryStore, ResourceLock, RunOutcome, SequenceRegression,
+    SimClock, Sleep, on_leading,
 };
 
 fn temp_path(name: &str) -> PathBuf {
@@ -249,4 +251,102 @@ fn client_go_compatible_mode_refuses_a_margin_under_one_second() {
     assert_eq!(build(2, 1000, 200, true), None, "a margin of 1 s");
     assert_eq!(build(2, 1500, 1000, true), None, "a retry period of 1 s");
     assert_eq!(build(15, 10_000, 2000, true), None, "client-go's defaults");
+}
+
+/// A clock whose readings can jump ahead while the timers already set keep their old
+/// instants: a process woken from SIGSTOP, whose timers have not fired yet when its first
+/// task runs.
+#[derive(Clone, Default)]
+struct JumpingClock {
+    inner: lease_elect::TokioClock,
+    jumped: Arc<Mutex<Duration>>,
+}
+
+impl JumpingClock {
+    fn jump(&self, by: Duration) {
+        *self.jumped.lock().unwrap() += by;
+    }
+}
+
+impl Clock for JumpingClock {
+    fn now(&self) -> Instant {
+        self.inner.now() + *self.jumped.lock().unwrap()
+    }
+
+    fn wall(&self) -> SystemTime {
+        self.inner.wall() + *self.jumped.lock().unwrap()
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Sleep {
+        // A timer for `deadline` fires after the time left now: a later jump does not make
+        // it fire early.
+        self.inner
+            .sleep(deadline.saturating_duration_since(self.now()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_woken_after_its_deadline_does_not_poll_its_work_again() {
+    let store = MemoryStore::new("woken");
+    let clock = JumpingClock::default();
+    let a = LeaderElector::new(
+        ElectionConfig::builder()
+            .lock(MemoryLock::new(&store, "a"))
+            .clock(clock.clone())
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_secs(1))
+            .retry_period(Duration::from_millis(200))
+            .build()
+            .unwrap(),
+    );
+    // The leader's work writes once per message, without looking at its guard.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let writes = Arc::new(Mutex::new(Vec::new()));
+    let work = {
+        let writes = Arc::clone(&writes);
+        on_leading(move |guard| {
+            let (rx, writes) = (Arc::clone(&rx), Arc::clone(&writes));
+            async move {
+                while rx.lock().await.recv().await.is_some() {
+                    writes.lock().unwrap().push(guard.token());
+                }
+            }
+        })
+    };
+    let run = tokio::spawn({
+        let a = a.clone();
+        async move { a.run(&work, std::future::pending()).await }
+    });
+    while !a.is_leader() {
+        tokio::task::yield_now().await;
+    }
+    tx.send(()).unwrap();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        writes.lock().unwrap().len(),
+        1,
+        "the leader writes while it leads"
+    );
+
+    // The process sleeps past its renew deadline; on waking, the message is there before
+    // any of its timers has fired.
+    clock.jump(Duration::from_secs(3));
+    tx.send(()).unwrap();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        writes.lock().unwrap().len(),
+        1,
+        "no write after the term ended on the clock"
+    );
+    let outcome = tokio::time::timeout(Duration::from_millis(1), run)
+        .await
+        .expect("run returns on waking, before any timer")
+        .unwrap();
+    assert_eq!(outcome, RunOutcome::LostLeadership);
+    assert!(!a.is_leader());
 }
