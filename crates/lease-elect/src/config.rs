@@ -101,6 +101,7 @@ pub struct ElectionConfig {
     pub(crate) attempt_timeout: Duration,
     pub(crate) release_on_cancel: bool,
     pub(crate) coordinated: bool,
+    pub(crate) absent_record_wait: bool,
     pub(crate) name: String,
     pub(crate) seed: Option<u64>,
     pub(crate) hooks: crate::metrics::Hooks,
@@ -116,6 +117,7 @@ impl fmt::Debug for ElectionConfig {
             .field("retry_period", &self.retry_period)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("release_on_cancel", &self.release_on_cancel)
+            .field("absent_record_wait", &self.absent_record_wait)
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
@@ -183,6 +185,13 @@ impl ElectionConfig {
         self.coordinated
     }
 
+    /// Whether a candidate waits one lease duration before it creates a record it found
+    /// missing (see [`ElectionConfigBuilder::absent_record_wait`]).
+    #[must_use]
+    pub fn absent_record_wait(&self) -> bool {
+        self.absent_record_wait
+    }
+
     /// The election's name, for logs (defaults to the lock's description).
     #[must_use]
     pub fn name(&self) -> &str {
@@ -202,6 +211,7 @@ pub struct ElectionConfigBuilder {
     attempt_timeout: Option<Duration>,
     release_on_cancel: bool,
     coordinated: bool,
+    absent_record_wait: bool,
     name: Option<String>,
     seed: Option<u64>,
     client_go_compatible: bool,
@@ -220,6 +230,7 @@ impl Default for ElectionConfigBuilder {
             attempt_timeout: None,
             release_on_cancel: false,
             coordinated: false,
+            absent_record_wait: true,
             name: None,
             seed: None,
             client_go_compatible: false,
@@ -313,6 +324,27 @@ impl ElectionConfigBuilder {
         self
     }
 
+    /// Wait one lease duration before creating a missing record (default on).
+    ///
+    /// A candidate that finds no record creates it only after its reads have found none for
+    /// one lease duration (and after the lease of the last holder it saw ran out), waking
+    /// on lock changes and at the retry period meanwhile. The record may have been deleted
+    /// under a live leader this candidate never saw (a process started after the delete) or
+    /// whose last renewals it missed; that leader's term ends at its next renewal, which
+    /// fails, and at the latest at its renew deadline, which is shorter than the lease. So a
+    /// deleted record cannot give two leaders at once, with electors whose clocks run at the
+    /// same rate and who share the lease duration.
+    ///
+    /// The price of that safety: the first election on a lock that has no record yet takes
+    /// one lease duration (plus up to a retry period), as does a new election after a
+    /// delete. Turn it off (client-go's behaviour: create at once) only when nothing can
+    /// delete the record while a leader runs, or when the first election must be instant
+    /// and two leaders for a moment are acceptable.
+    pub fn absent_record_wait(mut self, yes: bool) -> Self {
+        self.absent_record_wait = yes;
+        self
+    }
+
     /// A name for logs (default: the lock's description).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -356,6 +388,7 @@ impl ElectionConfigBuilder {
             attempt_timeout,
             release_on_cancel,
             coordinated,
+            absent_record_wait,
             name,
             seed,
             client_go_compatible,
@@ -418,6 +451,7 @@ impl ElectionConfigBuilder {
             attempt_timeout,
             release_on_cancel,
             coordinated,
+            absent_record_wait,
             name,
             seed,
             hooks,

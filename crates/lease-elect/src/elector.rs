@@ -208,8 +208,9 @@ impl LeaderGuard {
 /// it next to the renew loop and drops it when the term ends, so the work cannot outlive
 /// leadership: before every poll of the work it checks the term against the clock, so a
 /// leader woken after its renew deadline (a stopped process, a starved executor) does not
-/// poll its work again even when the renew loop's timer has not fired yet; await [`LeaderGuard::lost`] to stop at a clean point first. If the work
-/// finishes early, the elector keeps leading until cancelled or deposed.
+/// poll its work again even when the renew loop's timer has not fired yet. Await
+/// [`LeaderGuard::lost`] to stop at a clean point first. If the work finishes early, the
+/// elector keeps leading until cancelled or deposed.
 #[async_trait]
 pub trait LeaderCallbacks: Send + Sync {
     /// This elector started leading; run the leader's work.
@@ -247,7 +248,8 @@ pub struct OnLeading<F>(F);
 ///     println!("leading with token {}", guard.token());
 ///     guard.lost().await;
 /// });
-/// elector.run(&work, tokio::time::sleep(std::time::Duration::from_secs(5))).await;
+/// // Simulated time: the first term starts after one lease (15 s) without a record.
+/// elector.run(&work, tokio::time::sleep(std::time::Duration::from_secs(20))).await;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -310,7 +312,11 @@ struct Inner {
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
 /// let store = MemoryStore::new("example");
 /// let elector = LeaderElector::new(
-///     ElectionConfig::builder().lock(MemoryLock::new(&store, "a")).build()?,
+///     ElectionConfig::builder()
+///         .lock(MemoryLock::new(&store, "a"))
+///         // Create the missing record at once (by default a candidate waits a lease first).
+///         .absent_record_wait(false)
+///         .build()?,
 /// );
 /// assert!(elector.try_acquire_or_renew().await?);
 /// assert!(elector.is_leader());
@@ -641,11 +647,13 @@ impl LeaderElector {
             let now = clock.now();
             let factor = 1.0 + locked(&self.inner.rng).random::<f64>() * (JITTER_FACTOR - 1.0);
             let mut wake = now + self.inner.config.retry_period.mul_f64(factor);
-            if let Some(expiry) = self.observed_expiry()
-                && expiry > now
-                && expiry < wake
+            for expiry in [self.observed_expiry(), self.absent_expiry()]
+                .into_iter()
+                .flatten()
             {
-                wake = expiry;
+                if expiry > now && expiry < wake {
+                    wake = expiry;
+                }
             }
             // The state the wait starts from: no record when the last read found none (a wait
             // on the version seen before would return at once, the record being gone).
@@ -884,14 +892,24 @@ impl LeaderElector {
     /// holder it never read, whose record made its own `create` fail, counts as seen then,
     /// with this elector's lease duration).
     async fn create_record(&self, at: &Attempt) -> Result<bool, LockError> {
+        // A term cannot be renewed without its record: it ends, in every mode.
+        self.end_term("the record was deleted");
         if matches!(at.mode, Mode::Renew) || self.inner.config.coordinated {
             // In a coordinated election only the coordinator creates the record.
-            self.end_term("the record was deleted");
             return Ok(false);
         }
         // A record that disappears does not end the lease of the holder this elector saw
         // last: wait until that lease has run out on this elector's clock.
         if let Some(expiry) = self.observed_expiry()
+            && at.start < expiry
+        {
+            return Ok(false);
+        }
+        // A record this elector finds missing may have been deleted under a live leader it
+        // never saw (or whose last renewals it missed): that leader's term runs until its
+        // next renewal fails, at most its renew deadline after its last one, which came
+        // before the delete. Create it only after finding it missing for a whole lease.
+        if let Some(expiry) = self.absent_expiry()
             && at.start < expiry
         {
             return Ok(false);
@@ -921,7 +939,6 @@ impl LeaderElector {
                 return Err(e);
             }
         };
-        self.end_term("the record was deleted");
         self.check_sequence(&v)?;
         let token = token_for(&v, &record);
         self.observe(record, v);
@@ -1036,6 +1053,18 @@ impl LeaderElector {
 
     fn guard_for(&self, term: Arc<Term>) -> LeaderGuard {
         LeaderGuard::new(term, self.clock().clone(), self.inner.identity.clone())
+    }
+
+    /// When this elector may create a record it found missing: one lease duration after its
+    /// first read that found none ([`ElectionConfigBuilder::absent_record_wait`]).
+    ///
+    /// [`ElectionConfigBuilder::absent_record_wait`]: crate::ElectionConfigBuilder::absent_record_wait
+    fn absent_expiry(&self) -> Option<Instant> {
+        if !self.inner.config.absent_record_wait {
+            return None;
+        }
+        let since = locked(&self.inner.state).absent_since?;
+        Some(since + self.inner.config.lease_duration)
     }
 
     fn observed_expiry(&self) -> Option<Instant> {

@@ -246,6 +246,9 @@ async fn release_on_cancellation_while_renewing() {
     let config = ElectionConfig::builder()
         .lock(lock.clone())
         .clock(SimClock::new())
+        // client-go creates a missing record at once, as this port expects (the wait
+        // for a missing record, on by default, is checked in tests/safety.rs).
+        .absent_record_wait(false)
         .lease_duration(Duration::from_secs(15))
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_secs(1))
@@ -310,6 +313,9 @@ async fn leader_loses_leadership_at_the_renew_deadline() {
     let config = ElectionConfig::builder()
         .lock(lock.clone())
         .clock(clock.clone())
+        // client-go creates a missing record at once, as this port expects (the wait
+        // for a missing record, on by default, is checked in tests/safety.rs).
+        .absent_record_wait(false)
         .seed(1)
         .build()
         .unwrap();
@@ -418,6 +424,9 @@ async fn candidate_wakes_at_the_exact_expiry_instant() {
         ElectionConfig::builder()
             .lock(lock)
             .clock(SimClock::new())
+            // client-go creates a missing record at once, as this port expects (the wait
+            // for a missing record, on by default, is checked in tests/safety.rs).
+            .absent_record_wait(false)
             .seed(3)
             .build()
             .unwrap(),
@@ -631,6 +640,9 @@ async fn shared_lock_can_be_chosen_at_run_time() {
         ElectionConfig::builder()
             .shared_lock(lock)
             .clock(SimClock::new())
+            // client-go creates a missing record at once, as this port expects (the wait
+            // for a missing record, on by default, is checked in tests/safety.rs).
+            .absent_record_wait(false)
             .build()
             .unwrap(),
     );

@@ -130,6 +130,8 @@ async fn file_lock_release_is_handed_over_by_polling() {
     let config = |id: &str| {
         ElectionConfig::builder()
             .lock(FileLock::new(&path, id).with_poll_interval(Duration::from_millis(20)))
+            // The first term at once: this checks the hand-over after a release.
+            .absent_record_wait(false)
             .build()
             .unwrap()
     };
@@ -186,6 +188,8 @@ async fn memory_lock_release_wakes_waiters_at_once() {
         ElectionConfig::builder()
             .lock(MemoryLock::new(&store, id))
             .clock(SimClock::new())
+            // The first term at once: this checks the hand-over after a release.
+            .absent_record_wait(false)
             .seed(5)
             .build()
             .unwrap()

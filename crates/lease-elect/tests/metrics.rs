@@ -20,6 +20,8 @@ fn config(lock: CountingLock, name: &str, metrics: &ElectionMetrics) -> Election
         .renew_deadline(base.renew_deadline())
         .retry_period(base.retry_period())
         .seed(7)
+        // The first term at once, as the expected metrics assume (client-go's behaviour).
+        .absent_record_wait(false)
         .name(name)
         .metrics(metrics)
         .build()

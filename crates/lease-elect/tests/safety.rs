@@ -35,6 +35,10 @@ fn elector(lock: impl ResourceLock + 'static) -> LeaderElector {
             .lease_duration(Duration::from_secs(2))
             .renew_deadline(Duration::from_secs(1))
             .retry_period(Duration::from_millis(200))
+            // These checks are about the rules that hold without the wait for a missing
+            // record (the last holder's lease, a lost create, sequences); that wait has
+            // checks of its own below.
+            .absent_record_wait(false)
             .build()
             .unwrap(),
     )
@@ -293,6 +297,8 @@ async fn a_leader_woken_after_its_deadline_does_not_poll_its_work_again() {
         ElectionConfig::builder()
             .lock(MemoryLock::new(&store, "a"))
             .clock(clock.clone())
+            // The first term at once: this checks a leader woken after its deadline.
+            .absent_record_wait(false)
             .lease_duration(Duration::from_secs(2))
             .renew_deadline(Duration::from_secs(1))
             .retry_period(Duration::from_millis(200))
@@ -349,4 +355,109 @@ async fn a_leader_woken_after_its_deadline_does_not_poll_its_work_again() {
         .unwrap();
     assert_eq!(outcome, RunOutcome::LostLeadership);
     assert!(!a.is_leader());
+}
+
+fn waiting_elector(lock: impl ResourceLock + 'static, wait: bool) -> LeaderElector {
+    LeaderElector::new(
+        ElectionConfig::builder()
+            .lock(lock)
+            .clock(SimClock::new())
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_secs(1))
+            .retry_period(Duration::from_millis(200))
+            .absent_record_wait(wait)
+            .build()
+            .unwrap(),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_candidate_that_finds_no_record_creates_it_only_after_a_lease() {
+    let store = MemoryStore::new("fresh");
+    let a = waiting_elector(MemoryLock::new(&store, "a"), true);
+    assert!(a.config().absent_record_wait(), "on by default");
+    // The first election on a fresh lock: one lease.
+    assert!(!a.try_acquire_or_renew().await.unwrap());
+    SimClock::advance(Duration::from_millis(1900)).await;
+    assert!(!a.try_acquire_or_renew().await.unwrap());
+    SimClock::advance(Duration::from_millis(100)).await;
+    assert!(a.try_acquire_or_renew().await.unwrap());
+
+    // The record is deleted under the live leader; a process started afterwards never saw
+    // a holder. Without the wait it would lead beside `a`.
+    store.clear();
+    let hasty = waiting_elector(MemoryLock::new(&store, "hasty"), false);
+    let fresh = waiting_elector(MemoryLock::new(&store, "fresh"), true);
+    assert!(!fresh.try_acquire_or_renew().await.unwrap());
+    assert!(hasty.try_acquire_or_renew().await.unwrap());
+    assert!(
+        a.is_leader() && hasty.is_leader(),
+        "two leaders without the wait"
+    );
+    hasty.release().await.unwrap();
+    store.clear();
+    // `a`'s renewal finds the record gone and ends its term; `fresh` waits its lease out
+    // from its first read that found no record.
+    SimClock::advance(Duration::from_millis(200)).await;
+    assert!(!a.try_acquire_or_renew().await.unwrap());
+    assert!(!a.is_leader());
+    SimClock::advance(Duration::from_millis(1700)).await;
+    assert!(
+        !fresh.try_acquire_or_renew().await.unwrap(),
+        "before its lease"
+    );
+    SimClock::advance(Duration::from_millis(100)).await;
+    assert!(fresh.try_acquire_or_renew().await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_candidate_waiting_for_a_missing_record_retries_at_the_retry_period() {
+    let store = MemoryStore::new("absent-rate");
+    store.force(LeaderElectionRecord::new("gone", 2, SystemTime::now()));
+    let counted = Arc::new(lease_elect::testing::election::CountingLock::new(Arc::new(
+        MemoryLock::new(&store, "b"),
+    )));
+    let b = LeaderElector::new(
+        ElectionConfig::builder()
+            .shared_lock(Arc::clone(&counted) as Arc<dyn ResourceLock>)
+            .clock(SimClock::new())
+            .lease_duration(Duration::from_secs(10))
+            .renew_deadline(Duration::from_secs(6))
+            .retry_period(Duration::from_millis(200))
+            .seed(3)
+            .build()
+            .unwrap(),
+    );
+    let acquiring = tokio::spawn({
+        let b = b.clone();
+        async move { b.acquire(&on_leading(|_| async {})).await.token() }
+    });
+    // In steps, so that the acquire loop runs at each of its instants.
+    let run_for = |d: Duration| async move {
+        for _ in 0..d.as_millis() / 10 {
+            SimClock::advance(Duration::from_millis(10)).await;
+        }
+    };
+    run_for(Duration::from_millis(500)).await;
+    assert_eq!(b.leader().as_deref(), Some("gone"));
+    store.clear();
+    let before = counted.requests();
+    // Nine simulated seconds without a record (`b` creates it 10 s, its lease, after its
+    // first read that found none): 45 retry periods, fewer with the jitter of up to 1.2 x.
+    run_for(Duration::from_secs(9)).await;
+    let sent = counted.requests() - before;
+    assert!(
+        (30..=50).contains(&sent),
+        "{sent} requests in 9 s without a record at a 0.2 s retry period"
+    );
+    assert!(!b.is_leader());
+    run_for(Duration::from_secs(2)).await;
+    let token = tokio::time::timeout(Duration::from_secs(1), acquiring)
+        .await
+        .expect("b leads once the lease it saw and its wait ran out")
+        .unwrap();
+    assert!(
+        token.0 > 1,
+        "the token continues above the deleted record's"
+    );
 }

@@ -76,6 +76,9 @@ fn config(lock: Arc<dyn crate::ResourceLock>, timing: Timing, coordinated: bool)
         .retry_period(timing.retry)
         .release_on_cancel(true)
         .coordinated(coordinated)
+        // The coordinator's own election on a fresh lock at once: this check times the
+        // coordinated election, not a first election.
+        .absent_record_wait(false)
         .build()
         .expect("a valid timing")
 }

@@ -126,6 +126,9 @@ pub fn sim_config(lock: impl ResourceLock + 'static, lease: u64) -> ElectionConf
     ElectionConfig::builder()
         .lock(lock)
         .clock(SimClock::new())
+        // client-go creates a missing record at once, as the ported tests expect (the wait
+        // for a missing record, on by default, is checked in tests/safety.rs).
+        .absent_record_wait(false)
         .lease_duration(Duration::from_secs(lease))
         .renew_deadline(Duration::from_secs(lease * 2 / 3))
         .retry_period(Duration::from_secs(lease / 7).max(Duration::from_secs(1)))
