@@ -98,6 +98,8 @@ fn elector(lock: Arc<dyn ResourceLock>) -> LeaderElector {
             .lease_duration(Duration::from_secs(10))
             .renew_deadline(Duration::from_secs(5))
             .retry_period(Duration::from_secs(1))
+            // client-go creates a missing object at once, as these ported cases expect.
+            .absent_record_wait(false)
             .build()
             .expect("config"),
     )
