@@ -425,6 +425,7 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
         )),
         Backend::Redis => Some(Arc::new(
             lease_elect_redis::RedisLock::builder(&target, &name, "admin")
+                .allow_without_persistence(true)
                 .build()
                 .map_err(|e| e.to_string())?,
         )),
@@ -437,6 +438,7 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
             let (redis, pg) = target.split_once('|').ok_or("two URLs")?;
             Some(Arc::new(lease_elect::MultiLock::new(
                 lease_elect_redis::RedisLock::builder(redis, &name, "admin")
+                    .allow_without_persistence(true)
                     .build()
                     .map_err(|e| e.to_string())?,
                 lease_elect_postgres::PostgresLock::builder(pg, &name, "admin")
@@ -799,6 +801,7 @@ async fn round_trips(backend: Backend) -> Outcome {
             ),
             Backend::Redis => Arc::new(
                 lease_elect_redis::RedisLock::builder(&url, &name, "a")
+                    .allow_without_persistence(true)
                     .build()
                     .map_err(|e| e.to_string())?,
             ),

@@ -23,6 +23,8 @@ struct Factory {
 impl Factory {
     fn redis(&self, name: &str, identity: &str) -> RedisLock {
         RedisLock::builder(&self.redis, name, identity)
+            // scripts/servers.sh runs Redis without persistence.
+            .allow_without_persistence(true)
             .build()
             .expect("build a RedisLock")
     }
@@ -76,6 +78,8 @@ fn elector(lock: impl ResourceLock + 'static) -> LeaderElector {
             .lease_duration(Duration::from_secs(2))
             .renew_deadline(Duration::from_secs(1))
             .retry_period(Duration::from_millis(200))
+            // The first term at once: this checks the migration's stages, step by step.
+            .absent_record_wait(false)
             .build()
             .expect("config"),
     )

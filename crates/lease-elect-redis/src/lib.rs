@@ -29,14 +29,28 @@
 //! one atomic step on the server.
 //!
 //! # Durability
-//! The lock is only as durable as the server. Run Redis with the append-only file
-//! (`appendonly yes`, ideally `appendfsync always`): a server restarted without its data
-//! forgets the record *and* the version counter. Each handle therefore remembers the highest
-//! version it has seen and passes it to every write: a counter below it is first moved above
-//! it, so a handle never hands out a version at or below one it has seen (a read that finds a
-//! lower version logs a warning). A handle started after the loss knows no floor; the
-//! elector's own check ([`lease_elect::SequenceRegression`]) and its wait for the last seen
-//! holder's lease cover the electors that saw the old record.
+//! The lock is only as durable as the server. On its first connection a handle reads the
+//! server's persistence configuration (`CONFIG GET appendonly` and `CONFIG GET save`) and
+//! refuses a server with neither the append-only file nor RDB snapshots: every call then fails
+//! with a permanent [`LockError::Backend`] whose source is a [`NoPersistence`] saying why,
+//! unless the caller opted in with
+//! [`allow_without_persistence`](RedisLockBuilder::allow_without_persistence). A server that
+//! does not let the handle read its configuration (`CONFIG` renamed or not permitted) is
+//! refused the same way. With RDB snapshots alone a restart goes back to the last snapshot,
+//! so the counter can go back by the writes since (the handle logs a warning).
+//!
+//! What the fencing tokens guarantee, then: with the append-only file they strictly increase
+//! over every write, also across deletes and restarts (to the last fsync: use
+//! `appendfsync always` for every write). A server restarted without its data (no
+//! persistence, opted in; or a lost append-only file) forgets the record *and* the version
+//! counter. Each handle therefore remembers the highest version it has seen and passes it to
+//! every write: a counter below it is first moved above it, so a handle never hands out a
+//! version at or below one it has seen (a read that finds a lower version logs a warning). A
+//! handle started after the loss knows no floor: its tokens can repeat an earlier term's. The
+//! elector's own check ([`lease_elect::SequenceRegression`]) covers the electors that saw the
+//! old record, and its wait for a missing record
+//! ([`absent_record_wait`](lease_elect::ElectionConfigBuilder::absent_record_wait)) keeps a
+//! fresh process from leading while the old leader's term runs.
 //!
 //! # Errors
 //! Connection, I/O and timeout errors, and a server that is still loading its data, are
@@ -108,9 +122,20 @@ pub struct RedisLockBuilder {
     identity: String,
     prefix: String,
     timeout: Duration,
+    allow_without_persistence: bool,
 }
 
 impl RedisLockBuilder {
+    /// Accept a server without persistence (neither `appendonly yes` nor RDB snapshots; the
+    /// default refuses it, see the [crate docs](crate#durability)). Such a server restarted
+    /// loses the record and the version counter: a process started afterwards can get the
+    /// fencing token of a leader that still runs, and fenced resources then accept both. Only
+    /// for tests, or where nothing is fenced by these tokens.
+    pub fn allow_without_persistence(mut self, yes: bool) -> Self {
+        self.allow_without_persistence = yes;
+        self
+    }
+
     /// The prefix of the lock's keys and channel. Default `lease-elect:`.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -146,6 +171,7 @@ impl RedisLockBuilder {
                 client,
                 conn: tokio::sync::OnceCell::new(),
                 timeout: self.timeout,
+                allow_without_persistence: self.allow_without_persistence,
                 feed: Arc::new(ChangeFeed::new()),
                 listener: OnceLock::new(),
                 floor: AtomicU64::new(0),
@@ -154,6 +180,32 @@ impl RedisLockBuilder {
         })
     }
 }
+
+/// A Redis server that keeps nothing across a restart (or whose configuration cannot be read),
+/// refused by a [`RedisLock`] that was not told to
+/// [allow it](RedisLockBuilder::allow_without_persistence): the source of the permanent
+/// [`LockError::Backend`] its calls then fail with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoPersistence {
+    /// The lock's description (the server and the lock's name).
+    pub server: String,
+    /// What was found.
+    pub detail: String,
+}
+
+impl std::fmt::Display for NoPersistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refusing {}: {}; without persistence a restarted server forgets the record and \
+             the version counter, so a new leader can get the fencing token of one that still \
+             runs (enable appendonly, or opt in with allow_without_persistence)",
+            self.server, self.detail
+        )
+    }
+}
+
+impl std::error::Error for NoPersistence {}
 
 /// A [`ResourceLock`] on a Redis server; see the [crate docs](crate) for the storage layout.
 ///
@@ -173,6 +225,8 @@ struct Inner {
     /// Created on first use (it needs a running Tokio runtime); reconnects by itself.
     conn: tokio::sync::OnceCell<ConnectionManager>,
     timeout: Duration,
+    /// Whether a server without persistence is accepted.
+    allow_without_persistence: bool,
     /// What the change listener reports, and the last read (the shared wait piece).
     feed: Arc<ChangeFeed>,
     /// The change listener: a task subscribed to the lock's channel, started by the first
@@ -235,6 +289,7 @@ impl RedisLock {
             identity: identity.into(),
             prefix: "lease-elect:".to_owned(),
             timeout: Duration::from_secs(2),
+            allow_without_persistence: false,
         }
     }
 
@@ -253,11 +308,53 @@ impl RedisLock {
                     .set_response_timeout(Some(self.inner.timeout))
                     .set_number_of_retries(1)
                     .set_max_delay(Duration::from_millis(100));
-                ConnectionManager::new_lazy_with_config(self.inner.client.clone(), config)
-                    .map_err(classify)
+                let mut conn =
+                    ConnectionManager::new_lazy_with_config(self.inner.client.clone(), config)
+                        .map_err(classify)?;
+                if !self.inner.allow_without_persistence {
+                    self.check_persistence(&mut conn).await?;
+                }
+                Ok(conn)
             })
             .await
             .cloned()
+    }
+
+    /// Reads the server's persistence configuration; a server without any is refused.
+    async fn check_persistence(&self, conn: &mut ConnectionManager) -> Result<(), LockError> {
+        let mut setting = async |name: &str| -> Result<String, LockError> {
+            let reply: Vec<String> = match self
+                .bounded(redis::cmd("CONFIG").arg("GET").arg(name).query_async(conn))
+                .await
+            {
+                Err(LockError::Backend {
+                    source,
+                    retryable: false,
+                }) => {
+                    return Err(LockError::permanent(NoPersistence {
+                        server: self.inner.describe.clone(),
+                        detail: format!("its configuration cannot be read ({source})"),
+                    }));
+                }
+                r => r?,
+            };
+            Ok(reply.get(1).cloned().unwrap_or_default())
+        };
+        let appendonly = setting("appendonly").await?;
+        let save = setting("save").await?;
+        if appendonly == "yes" {
+            return Ok(());
+        }
+        if save.trim().is_empty() {
+            let error = NoPersistence {
+                server: self.inner.describe.clone(),
+                detail: "it runs with appendonly no and save \"\"".to_owned(),
+            };
+            tracing::error!(lock = %self.inner.describe, %error, "refusing the Redis server");
+            return Err(LockError::permanent(error));
+        }
+        tracing::warn!(lock = %self.inner.describe, save = %save, "Redis keeps RDB snapshots but no append-only file: a restart goes back to the last snapshot, and fencing tokens with it");
+        Ok(())
     }
 
     async fn bounded<T>(

@@ -7,13 +7,13 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lease_elect::ResourceLock;
 use lease_elect::testing::LockFactory;
 use lease_elect::testing::election::{ServerControl, Timing, server_restart_outage};
 use lease_elect::testing::process::{
     ServerCommand, ServerProcess, find_program, free_port, server_missing, wait_for_port,
 };
-use lease_elect_redis::RedisLock;
+use lease_elect::{LockError, ResourceLock};
+use lease_elect_redis::{NoPersistence, RedisLock};
 
 struct Factory {
     url: String,
@@ -23,6 +23,9 @@ impl LockFactory for Factory {
     async fn open(&self, name: &str, identity: &str) -> Arc<dyn ResourceLock> {
         Arc::new(
             RedisLock::builder(&self.url, name, identity)
+                // scripts/servers.sh runs Redis without persistence: accepted here; its
+                // refusal is checked in redis_without_persistence_is_refused.
+                .allow_without_persistence(true)
                 .build()
                 .expect("build a RedisLock"),
         )
@@ -151,6 +154,8 @@ async fn versions_stay_above_the_highest_seen_after_the_data_is_lost() {
     };
     let name = lease_elect::testing::unique_name("redis-floor");
     let lock = RedisLock::builder(&factory.url, &name, "a")
+        // The server loses its data on purpose here.
+        .allow_without_persistence(true)
         .build()
         .expect("build a RedisLock");
     let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
@@ -196,4 +201,34 @@ async fn coordinated_election() {
     )
     .await;
     println!("{report:?}");
+}
+
+/// The shared server of `scripts/servers.sh` runs without persistence (`--save ''
+/// --appendonly no`): a handle that did not opt in refuses it on its first call, saying why,
+/// and the error is permanent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_without_persistence_is_refused() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let name = lease_elect::testing::unique_name("redis-no-persistence");
+    let lock = RedisLock::builder(&factory.url, &name, "a")
+        .build()
+        .expect("build a RedisLock");
+    let err = lock.get().await.expect_err("a server without persistence");
+    assert!(!err.is_retryable(), "{err}");
+    let LockError::Backend { source, .. } = &err else {
+        panic!("expected a backend error, got {err}");
+    };
+    let refusal = source
+        .downcast_ref::<NoPersistence>()
+        .expect("a NoPersistence source");
+    assert!(refusal.detail.contains("appendonly no"), "{refusal}");
+    assert!(refusal.to_string().contains("allow_without_persistence"));
+    // Nothing was written.
+    let opted_in = RedisLock::builder(&factory.url, &name, "b")
+        .allow_without_persistence(true)
+        .build()
+        .expect("build a RedisLock");
+    assert!(opted_in.get().await.expect("get").is_none());
 }

@@ -140,6 +140,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "redis" => Arc::new(
             lease_elect_redis::RedisLock::builder(target, name, identity)
                 .timeout(timeout)
+                // The suite runs Redis with and without persistence on purpose (a restart
+                // without data); its fenced store judges what that allows.
+                .allow_without_persistence(true)
                 .build()?,
         ),
         "postgres" => Arc::new(
@@ -154,6 +157,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(lease_elect::MultiLock::new(
                 lease_elect_redis::RedisLock::builder(redis, name, identity)
                     .timeout(timeout)
+                    .allow_without_persistence(true)
                     .build()?,
                 lease_elect_postgres::PostgresLock::builder(pg, name, identity)
                     .timeout(timeout)
