@@ -129,6 +129,9 @@ enum Fault {
     Reset,
     /// The Redis server restarts without its data.
     RestartEmpty,
+    /// A candidate is killed, the record deleted under the leader, and a fresh process (one
+    /// that never saw a holder) started in the candidate's place.
+    DeleteFresh,
     /// The server is killed (PostgreSQL: fast shutdown; kube-apiserver: SIGKILL, its etcd
     /// stays) and restarted 1.5 s later with its data; nobody may write from 1 s (the renew
     /// deadline) after the stop to the restart.
@@ -150,6 +153,7 @@ impl Fault {
             Fault::Blackhole => "blackhole",
             Fault::Reset => "reset",
             Fault::RestartEmpty => "restart-empty",
+            Fault::DeleteFresh => "delete-record-fresh-process",
             Fault::ServerRestart => "server-restart",
             Fault::EtcdRestart => "etcd-restart",
             Fault::HeldLock => "held-os-lock",
@@ -562,6 +566,14 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<(f64, Option<f64>), String
             c.delete_record().await?;
             c.wait_new_term(t0, limit).await?
         }
+        Fault::DeleteFresh => {
+            let fresh = (leader + 1) % c.nodes.len();
+            c.nodes[fresh].kill().await;
+            let t0 = now_us();
+            c.delete_record().await?;
+            c.replace(fresh);
+            c.wait_new_term(t0, limit).await?
+        }
         Fault::Latency => {
             for p in c.proxies.iter().flatten() {
                 p.set(Mode::Latency(Duration::from_millis(300)));
@@ -862,7 +874,13 @@ fn scenarios() -> Vec<(Backend, Fault)> {
     for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
         all.push((backend, Fault::ServerRestart));
     }
-    for fault in [Fault::Kill, Fault::Stop, Fault::Delete, Fault::HeldLock] {
+    for fault in [
+        Fault::Kill,
+        Fault::Stop,
+        Fault::Delete,
+        Fault::DeleteFresh,
+        Fault::HeldLock,
+    ] {
         all.push((Backend::File, fault));
     }
     for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
@@ -870,6 +888,7 @@ fn scenarios() -> Vec<(Backend, Fault)> {
             Fault::Kill,
             Fault::Stop,
             Fault::Delete,
+            Fault::DeleteFresh,
             Fault::Latency,
             Fault::Blackhole,
             Fault::Reset,
@@ -913,6 +932,7 @@ fn scenarios() -> Vec<(Backend, Fault)> {
         Fault::Kill,
         Fault::Stop,
         Fault::Delete,
+        Fault::DeleteFresh,
         Fault::Blackhole,
         Fault::Reset,
     ] {
