@@ -142,6 +142,39 @@ fn round_robin_gives_every_node_a_turn() {
     assert_eq!(s.next_start_index(), 260);
 }
 
+/// kube v1.34's findNodesThatPassFilters stops at the first feasible node beyond the
+/// `numFeasibleNodesToFind` it needs (and drops it), so the nodes rejected before that one are
+/// processed too: they are explained, counted as evaluated and advance the start index.
+#[test]
+fn the_search_ends_at_the_first_feasible_node_too_many() {
+    // 300 nodes, adaptive: 48 % = 144 feasible nodes to find; the even nodes fit.
+    let snapshot = cluster(300);
+    let mut s = Profile::builder()
+        .predicate(predicate_fn("EvenNodes", |_, n| {
+            let i: usize = n.name()["node-".len()..].parse().unwrap();
+            if i % 2 == 0 {
+                Ok(())
+            } else {
+                Err(Reason::Custom(1))
+            }
+        }))
+        .priority(priority_fn("Zero", |_, _| 0), 1)
+        .threads(1)
+        .seed(1)
+        .build_worker()
+        .unwrap();
+    // node-0 .. node-286 hold the 144 even nodes; node-288 is one too many, so node-287 is the
+    // last node processed: 144 feasible and 144 rejected.
+    let r = s.schedule(&pod("p0"), &snapshot).unwrap();
+    assert_eq!((r.feasible_nodes, r.evaluated_nodes), (144, 288));
+    assert_eq!(s.next_start_index(), 288);
+    // From node-288: the 6 even nodes up to node-298, then node-0 .. node-274; node-276 is
+    // one too many.
+    let r = s.schedule(&pod("p1"), &snapshot).unwrap();
+    assert_eq!((r.feasible_nodes, r.evaluated_nodes), (144, 288));
+    assert_eq!(s.next_start_index(), 276);
+}
+
 #[test]
 fn one_feasible_node_skips_scoring() {
     let snapshot = cluster(5);

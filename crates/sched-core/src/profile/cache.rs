@@ -132,9 +132,12 @@ impl Scratch {
     /// Takes the `blocked` nodes (snapshot index, predicate index, reason) out of a filter
     /// pass that started at `start` over `n` nodes and processed `processed` positions: a
     /// blocked node that passed becomes a failure with its blocked reason, one that failed
-    /// takes its blocked reason (kube's filter with nominated pods fails first); then only
-    /// the first `to_find` feasible nodes in evaluation order are kept, with the failures
-    /// before the last of them. Returns the positions processed up to that node.
+    /// takes its blocked reason (kube's filter with nominated pods fails first). Then, when
+    /// more than `to_find` feasible nodes are left, the first one too many ends the search as
+    /// it ends kube's (which drops that node): only the first `to_find` feasible nodes in
+    /// evaluation order are kept, with the failures before the dropped one. Returns the
+    /// positions processed before it (kube's processed nodes), or `processed` when the
+    /// search found no node too many.
     pub(super) fn apply_blocked(
         &mut self,
         blocked: &[(u32, u16, Reason)],
@@ -161,10 +164,10 @@ impl Scratch {
             return processed;
         }
         let pos = |idx: u32| (idx as usize + n - start) % n;
-        let cut = pos(self.feasible[to_find - 1]);
+        let cut = pos(self.feasible[to_find]);
         self.feasible.truncate(to_find);
-        self.failures.retain(|f| pos(f.0) <= cut);
-        cut + 1
+        self.failures.retain(|f| pos(f.0) < cut);
+        cut
     }
 }
 

@@ -181,6 +181,22 @@ impl Profile {
         )
     }
 
+    /// The snapshot indices of the nodes the last cycle run with `cache` evaluated (kube's
+    /// processed nodes: the feasible ones it kept and those its filters rejected, which
+    /// decide where the next cycle starts), ascending. None when PreFilter rejected the pod.
+    pub fn last_evaluated(&self, cache: &Cache) -> Vec<usize> {
+        let s = &cache.scratch;
+        let mut nodes: Vec<usize> = s
+            .feasible
+            .iter()
+            .map(|&i| i as usize)
+            .chain(s.failures.iter().map(|f| f.0 as usize))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    }
+
     /// The node at `index` rejected for `codes` (predicate indices and reasons), with kube's
     /// messages for them.
     fn node_failure(

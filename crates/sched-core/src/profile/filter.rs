@@ -308,9 +308,10 @@ impl Profile {
 
     /// Filters the nodes the predicates narrowed the cycle to (the cache's `narrowed`, kube's
     /// `findNodesThatPassFilters` over a PreFilterResult's nodes): from position
-    /// `next_start_index % len` of that list on, in batches, until `to_find` nodes fit. A node
-    /// of `blocked` fails with its blocked reason (kube's filter with nominated pods fails
-    /// first). Returns the nodes processed.
+    /// `next_start_index % len` of that list on, in batches, until one node more than
+    /// `to_find` fits, which is dropped as kube drops it. A node of `blocked` fails with its
+    /// blocked reason (kube's filter with nominated pods fails first). Returns the nodes
+    /// processed (the dropped one not counted).
     pub(super) fn filter_narrowed(
         &self,
         cache: &mut Cache,
@@ -329,7 +330,7 @@ impl Profile {
             let start = cache.next_start_index % len;
             let buf = &mut s.seq;
             'search: while pos < len {
-                let needed = to_find - s.feasible.len();
+                let needed = to_find + 1 - s.feasible.len();
                 let batch = needed.clamp(8, SEQ_BATCH).min(len - pos);
                 buf.nodes.clear();
                 buf.nodes
@@ -347,12 +348,12 @@ impl Profile {
                         None => *o,
                     };
                     match outcome {
-                        Ok(()) => {
-                            s.feasible.push(idx);
-                            if s.feasible.len() >= to_find {
-                                break 'search;
-                            }
+                        Ok(()) if s.feasible.len() == to_find => {
+                            // One too many: kube stops here and drops it.
+                            pos -= 1;
+                            break 'search;
                         }
+                        Ok(()) => s.feasible.push(idx),
                         Err((pi, r)) => s.failures.push((idx, pi, r)),
                     }
                 }

@@ -435,10 +435,12 @@ impl Profile {
             cache.next_start_index = (start + processed) % n;
         } else {
             let to_find = to_find(n);
+            // kube's search goes on until it finds one feasible node more than it needs, which
+            // it drops: the nodes rejected before that one count as processed (and explained).
             // Blocked nodes are filtered like the others, then taken out: look for as many
-            // more feasible nodes as there are blocked ones, and cut after the `to_find`-th
-            // one left.
-            let find = (to_find + blocked.len()).min(n);
+            // more feasible nodes as there are blocked ones, and cut before the
+            // `to_find + 1`-th one left.
+            let find = (to_find + 1 + blocked.len()).min(n);
             let fast = if !self.fast_path || self.always_check_all_predicates || active.is_empty() {
                 None
             } else {
@@ -453,11 +455,9 @@ impl Profile {
             } else {
                 self.filter_sequential(cache, cx, active, start, find)
             };
-            if !blocked.is_empty() {
-                processed = cache
-                    .scratch
-                    .apply_blocked(blocked, start, n, to_find, processed);
-            }
+            processed = cache
+                .scratch
+                .apply_blocked(blocked, start, n, to_find, processed);
             cache.next_start_index = (start + processed) % n;
         }
 

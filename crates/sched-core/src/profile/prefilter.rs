@@ -25,6 +25,9 @@ impl Profile {
     ) -> Result<(), ScheduleError> {
         active.clear();
         let s = &mut cache.scratch;
+        // A pod rejected here evaluates no node.
+        s.feasible.clear();
+        s.failures.clear();
         s.narrowing.clear();
         s.narrowed.clear();
         let mut names: Option<BTreeSet<String>> = None;
