@@ -72,6 +72,28 @@ impl Cache {
         self.next_start_index
     }
 
+    /// Counts the node at snapshot index `index`, rejected for predicate `predicate` and
+    /// `reason` before the last cycle's search (a pod's nominated node, which kube tries
+    /// first), as processed by that cycle when the search did not reach it: kube's processed
+    /// nodes are the feasible ones plus every node with a status, so the next cycle starts
+    /// one node further (of `n` in the snapshot). Returns whether it was counted.
+    pub(crate) fn count_tried_first(
+        &mut self,
+        n: usize,
+        index: usize,
+        predicate: u16,
+        reason: Reason,
+    ) -> bool {
+        let s = &mut self.scratch;
+        let idx = index as u32;
+        if n == 0 || s.feasible.contains(&idx) || s.failures.iter().any(|f| f.0 == idx) {
+            return false;
+        }
+        s.failures.push((idx, predicate, reason));
+        self.next_start_index = (self.next_start_index + 1) % n;
+        true
+    }
+
     /// The scratch buffers and the tie-breaking RNG, for a pass that selects as it scores.
     pub(super) fn scratch_and_rng(&mut self) -> (&mut Scratch, &mut dyn RngCore) {
         let rng: &mut dyn RngCore = match &mut self.rng {

@@ -281,9 +281,11 @@ impl Nominator {
     /// filter with nominated pods, `RunFilterPluginsWithNominatedPods`, over every node): a
     /// node where the pod does not fit beside the pods nominated there of at least its
     /// priority is infeasible, for the reason it fails with. kube tries a pod's own nominated
-    /// node first; this is the search after that. The pod is not assumed; the snapshot is left
-    /// as it was, and the cache's score table is the cycle's
-    /// ([`Profile::last_scores`]).
+    /// node first; this is the search after that, and a nominated node in the snapshot where
+    /// the pod does not fit counts as processed by it (kube's start index moves past it too,
+    /// and [`Profile::last_evaluated`] lists it) even when the search stops before reaching
+    /// it. The pod is not assumed; the snapshot is left as it was, and the cache's score table
+    /// is the cycle's ([`Profile::last_scores`]).
     ///
     /// # Errors
     /// As [`Profile::schedule`].
@@ -299,7 +301,19 @@ impl Nominator {
         } else {
             Vec::new()
         };
-        profile.schedule_blocked(cache, pod, snapshot, &blocked)
+        let mut result = profile.schedule_blocked(cache, pod, snapshot, &blocked);
+        // kube's evaluateNominatedNode left the nominated node's status in the cycle's
+        // diagnosis (after PreFilter passed: the search evaluated something).
+        if let Some(index) = snapshot.index_of(&pod.status.nominated_node_name)
+            && !profile.last_evaluated(cache).is_empty()
+            && let Ok(Err(reasons)) = self.fits_indexed(profile, snapshot, pod, index)
+            && let Some(&(predicate, reason)) = reasons.first()
+            && cache.count_tried_first(snapshot.len(), index, predicate, reason)
+            && let Ok(r) = &mut result
+        {
+            r.evaluated_nodes += 1;
+        }
+        result
     }
 
     /// The nodes where `pod` does not fit beside the pods nominated there, each with its
