@@ -121,6 +121,10 @@ struct Universe {
     /// priority, and pending pods of high priority that need room (some that may not
     /// preempt), with more PodDisruptionBudgets.
     pressure: bool,
+    /// Whether the case is a large one ([`is_large`]): more than 100 nodes, a configuration
+    /// that sets the percentage of nodes to score, and pending pods in a row that may not
+    /// preempt.
+    large: bool,
 }
 
 /// What a pod must be, beyond what the generator draws.
@@ -134,11 +138,30 @@ struct PodOpts {
     nominated: Option<usize>,
 }
 
+/// One seed in this many gives a large case ([`is_large`]).
+pub const LARGE_EVERY: u64 = 12;
+
+/// What `aux`'s seed is the case's seed xor'ed with.
+const AUX_STREAM: u64 = 0x5eed_a0c5_0000_0001;
+
+/// Whether the seed's case is a large one: every [`LARGE_EVERY`]th seed (11, 23, 35, ...)
+/// gives 101 to 400 nodes, kube's adaptive percentage of nodes to score (50 - nodes/125 %,
+/// at least 100 nodes) or a percentage the configuration sets (globally or for the profile),
+/// and 8 to 24 pending pods in a row, so kube's rotating start index decides which nodes each
+/// pod's search evaluates. Their pending pods may not preempt (kube's dry run on more than
+/// 100 nodes starts at a random node).
+pub fn is_large(seed: u64) -> bool {
+    seed % LARGE_EVERY == LARGE_EVERY - 1
+}
+
 /// Priority classes of preemption cases: (name, value).
 const LOW_CLASSES: &[(&str, i32)] = &[("", 0), ("low", 100), ("best-effort", -10)];
 
 struct Gen {
     rng: ChaCha8Rng,
+    /// A second stream for what later versions of the generator added, so that adding it left
+    /// the earlier draws, and the cases without it, as they were.
+    aux: ChaCha8Rng,
     seed: u64,
     u: Universe,
     node_names: Vec<String>,
@@ -195,7 +218,15 @@ impl Gen {
         };
         let second_profile = rng.random_bool(0.15);
         let pressure = rng.random_bool(0.35);
+        // A large case is not about preemption: kube's dry run on more than 100 nodes starts
+        // at a random node (and the replay cannot follow a random pick).
+        let large = is_large(seed);
+        let pressure = pressure && !large;
+        // The draws of large cases come from their own stream, so the other seeds' cases stay
+        // what they were.
+        let aux = ChaCha8Rng::seed_from_u64(seed ^ AUX_STREAM);
         Gen {
+            aux,
             rng,
             seed,
             u: Universe {
@@ -206,6 +237,7 @@ impl Gen {
                 second_profile,
                 driver,
                 pressure,
+                large,
             },
             node_names: Vec::new(),
             node_labels: Vec::new(),
@@ -239,6 +271,7 @@ impl Gen {
             self.fill(&mut pods);
         }
         let bound = match self.rng.random_range(0..10) {
+            _ if self.u.large => self.aux.random_range(0..=nodes.len()),
             0 => 0,
             1..=6 => self.rng.random_range(0..=nodes.len() * 2),
             _ => self.rng.random_range(nodes.len()..=nodes.len() * 4),
@@ -247,14 +280,26 @@ impl Gen {
             let node = self.rng.random_range(0..nodes.len());
             pods.push(self.pod(Some(node)));
         }
-        let pending = self.rng.random_range(1..=16);
+        let mut pending = self.rng.random_range(1..=16);
+        if self.u.large {
+            pending = self.aux.random_range(8..=24);
+        }
         for _ in 0..pending {
-            let opts = if self.u.pressure && self.chance(0.6) {
+            let mut opts = if self.u.pressure && self.chance(0.6) {
                 self.preemptor()
             } else {
                 PodOpts::default()
             };
-            pods.push(self.pod_with(None, opts));
+            if self.u.large && self.aux.random_bool(0.15) {
+                // Nominated earlier: kube tries that node first, and counts it as processed
+                // when it does not fit there, whether or not the search reaches it.
+                opts.nominated = Some(self.aux.random_range(0..nodes.len()));
+            }
+            let mut pod = self.pod_with(None, opts);
+            if self.u.large {
+                pod["spec"]["preemptionPolicy"] = json!("Never");
+            }
+            pods.push(pod);
         }
         self.pdbs();
         GenCase {
@@ -364,7 +409,9 @@ impl Gen {
     }
 
     fn nodes(&mut self) -> Vec<Value> {
-        let n = match self.rng.random_range(0..20) {
+        let drawn = self.rng.random_range(0..20);
+        let n = match drawn {
+            _ if self.u.large => self.aux.random_range(101..=400),
             0 => 1,
             1..=10 => self.rng.random_range(2..=8),
             11..=17 => self.rng.random_range(9..=24),
@@ -374,7 +421,11 @@ impl Gen {
     }
 
     fn node(&mut self, i: usize) -> Value {
-        let name = self.node_name(i);
+        let mut name = self.node_name(i);
+        // Random parts can repeat (GKE's four hex digits among hundreds of nodes): draw again.
+        while self.node_names.contains(&name) {
+            name = self.node_name(i);
+        }
         let zone = self.u.zones[i % self.u.zones.len()].clone();
         let mut labels = Map::new();
         labels.insert("kubernetes.io/hostname".into(), json!(name));
@@ -714,7 +765,7 @@ impl Gen {
     // ----- configuration -----------------------------------------------------------------
 
     fn config(&mut self) -> Option<String> {
-        if !self.u.second_profile && !self.chance(0.35) {
+        if !self.u.second_profile && !self.chance(0.35) && !self.u.large {
             return None;
         }
         let mut plugin_config = Vec::new();
@@ -755,8 +806,18 @@ impl Gen {
             );
         }
         let mut text = String::from(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n",
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
         );
+        if self.u.large {
+            // Mostly kube's adaptive percentage; some a fixed one, globally or for the profile.
+            let global = *[0, 0, 0, 0, 10, 30, 60].choose(&mut self.aux).unwrap_or(&0);
+            text += &format!("percentageOfNodesToScore: {global}\n");
+        }
+        text += "profiles:\n- schedulerName: default-scheduler\n";
+        if self.u.large && self.aux.random_bool(0.2) {
+            let own = *[20, 40, 70].choose(&mut self.aux).unwrap_or(&40);
+            text += &format!("  percentageOfNodesToScore: {own}\n");
+        }
         text += &plugins;
         if !plugin_config.is_empty() {
             text += "  pluginConfig:\n";

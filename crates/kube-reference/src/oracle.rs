@@ -79,6 +79,16 @@ pub struct PodAnswer {
     pub chosen: Option<String>,
     /// How many nodes kube's search looked at (feasible plus rejected).
     pub evaluated_nodes: Option<usize>,
+    /// Where kube's search for feasible nodes started in `meta.nodeOrder` (kube's
+    /// `nextStartNodeIndex` before the pod). `None` for a gated pod and in older files.
+    pub start_index: Option<usize>,
+    /// Where the next pod's search starts (the index after the pod: advanced by the nodes
+    /// processed, modulo the number of nodes).
+    pub next_start_index: Option<usize>,
+    /// The nodes kube's search processed, in its order, each once: the feasible nodes it
+    /// kept and those its filters rejected (a nominated node tried first included). `None`
+    /// in older files.
+    pub evaluated: Option<Vec<String>>,
     /// When nothing fits: kube's FitError text before PostFilter ran.
     pub fit_error: Option<String>,
     /// When nothing fits: every node's reasons.

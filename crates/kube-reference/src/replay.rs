@@ -57,6 +57,9 @@ pub enum Class {
     Exact,
     /// Gated by its scheduling gates on both sides.
     Gated,
+    /// The search for feasible nodes started elsewhere or evaluated other nodes (with a
+    /// percentage of nodes to score below 100: kube's rotating start index).
+    Evaluated,
     /// Different feasible nodes (one side may have none).
     Feasible,
     /// The same feasible nodes, different scores or totals, the same nodes tied at the top.
@@ -86,6 +89,7 @@ impl Class {
         match self {
             Class::Exact => "exact",
             Class::Gated => "gated",
+            Class::Evaluated => "evaluated",
             Class::Feasible => "feasible",
             Class::Scores => "scores",
             Class::TieSet => "tie-set",
@@ -106,9 +110,10 @@ impl Class {
             Class::Preemption => 3,
             Class::Scores => 4,
             Class::TieSet => 5,
-            Class::Feasible => 6,
-            Class::Gating => 7,
-            Class::Error => 8,
+            Class::Evaluated => 6,
+            Class::Feasible => 7,
+            Class::Gating => 8,
+            Class::Error => 9,
         }
     }
 }
@@ -290,8 +295,15 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
                 );
             }
             Some(slot) => {
+                let start = cache.next_start_index();
                 let ours = attempt(slot, &mut cache, pod, &mut snapshot, &nominator, &world);
                 compare(&ours, answer, oracle.records_post_filter(), &mut result);
+                let search = Search {
+                    start,
+                    next: cache.next_start_index(),
+                    evaluated: ours.evaluated(slot, &cache, pod, &snapshot),
+                };
+                compare_search(&search, answer, &mut result);
             }
         }
         if let Some(chosen) = answer.chosen.as_deref().filter(|c| !c.is_empty()) {
@@ -364,6 +376,88 @@ enum Ours {
     Gated(Vec<String>),
     /// Another error.
     Failed(String),
+}
+
+impl Ours {
+    /// The nodes sched-core's search evaluated for `pod` (the last cycle's of `cache`; the
+    /// nominated node alone when the pod fits there), by name.
+    fn evaluated(
+        &self,
+        slot: &Slot,
+        cache: &Cache,
+        pod: &Pod,
+        snapshot: &Snapshot,
+    ) -> BTreeSet<String> {
+        match self {
+            Ours::Placed {
+                feasible,
+                scored: false,
+                ..
+            } if feasible.len() == 1
+                && feasible.contains(pod.status.nominated_node_name.as_str()) =>
+            {
+                feasible.clone()
+            }
+            Ours::Placed { .. } | Ours::Unschedulable(..) => slot
+                .profile
+                .last_evaluated(cache)
+                .into_iter()
+                .map(|i| snapshot.node_infos()[i].name().to_string())
+                .collect(),
+            Ours::Gated(_) | Ours::Failed(_) => BTreeSet::new(),
+        }
+    }
+}
+
+/// Where sched-core's search for a pod started and ended, and what it evaluated.
+struct Search {
+    /// The start index before the pod.
+    start: usize,
+    /// The start index after it.
+    next: usize,
+    /// The nodes evaluated.
+    evaluated: BTreeSet<String>,
+}
+
+/// sched-core's search against kube's, when kube recorded its own (the start index before and
+/// after the pod, the nodes its search processed): they must be the same.
+fn compare_search(ours: &Search, kube: &PodAnswer, result: &mut PodResult) {
+    if kube.gated.is_some() || kube.error.is_some() {
+        return;
+    }
+    if let Some(k) = kube.start_index
+        && k != ours.start
+    {
+        result.differ(
+            Class::Evaluated,
+            format!("search start: ours node {}, kube node {k}", ours.start),
+        );
+    }
+    if let Some(k) = kube.next_start_index
+        && k != ours.next
+    {
+        result.differ(
+            Class::Evaluated,
+            format!("next search start: ours node {}, kube node {k}", ours.next),
+        );
+    }
+    if let Some(k) = &kube.evaluated {
+        let theirs: BTreeSet<String> = k.iter().cloned().collect();
+        if theirs != ours.evaluated {
+            let only_ours: BTreeSet<String> = ours.evaluated.difference(&theirs).cloned().collect();
+            let only_kube: BTreeSet<String> = theirs.difference(&ours.evaluated).cloned().collect();
+            result.differ(
+                Class::Evaluated,
+                format!(
+                    "evaluated: {} nodes ours, {} kube; only ours {}; only kube {}",
+                    ours.evaluated.len(),
+                    theirs.len(),
+                    list(&only_ours),
+                    list(&only_kube)
+                ),
+            );
+        }
+    }
 }
 
 /// sched-core's PostFilter outcome for a pod.

@@ -28,9 +28,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"sched-lease/reference/internal/kube"
@@ -88,6 +90,9 @@ type podAnswer struct {
 	Tied           []string              `json:"tied"`
 	Chosen         *string               `json:"chosen"`
 	EvaluatedNodes *int                  `json:"evaluatedNodes,omitempty"`
+	StartIndex     *int                  `json:"startIndex,omitempty"`
+	NextStartIndex *int                  `json:"nextStartIndex,omitempty"`
+	Evaluated      []string              `json:"evaluated,omitempty"`
 	FitError       *string               `json:"fitError,omitempty"`
 	Reasons        map[string][]string   `json:"reasons,omitempty"`
 	PreFilterMsg   *string               `json:"preFilterMsg,omitempty"`
@@ -131,6 +136,10 @@ func runCase(dir, target string, opts kube.Options) error {
 		return err
 	}
 	cfg := c.Config
+	if !c.PercentageSet && opts.Percentage != nil {
+		// kube's defaulting gave the configuration 0 (adaptive); the file set nothing.
+		cfg.PercentageOfNodesToScore = opts.Percentage
+	}
 	var configName *string
 	if c.ConfigFile != "" {
 		configName = &c.ConfigFile
@@ -201,6 +210,17 @@ func runCase(dir, target string, opts kube.Options) error {
 
 // decide runs one pending pod through kube and assumes it where kube put it.
 func decide(inst *kube.Instance, fw framework.Framework, pod *v1.Pod) (podAnswer, error) {
+	rec := &filterRecorder{Framework: fw}
+	a, err := schedule(inst, fw, rec, pod)
+	if a.StartIndex != nil {
+		a.Evaluated = rec.evaluated(a.Feasible)
+	}
+	return a, err
+}
+
+// schedule is decide with kube's SchedulePod given rec, the profile fw recording its filter
+// calls.
+func schedule(inst *kube.Instance, fw framework.Framework, rec *filterRecorder, pod *v1.Pod) (podAnswer, error) {
 	ctx := inst.Context()
 	a := podAnswer{Pod: kube.PodKey(pod), Feasible: []string{}, Tied: []string{}, Scores: map[string]nodeScores{}}
 	for _, pl := range fw.PreEnqueuePlugins() {
@@ -213,7 +233,11 @@ func decide(inst *kube.Instance, fw framework.Framework, pod *v1.Pod) (podAnswer
 	inst.Capture.ResetScores()
 	state := framework.NewCycleState()
 	state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
-	result, err := inst.Sched.SchedulePod(ctx, fw, state, pod)
+	start := inst.NextStartNodeIndex()
+	a.StartIndex = &start
+	result, err := inst.Sched.SchedulePod(ctx, rec, state, pod)
+	next := inst.NextStartNodeIndex()
+	a.NextStartIndex = &next
 	if err != nil {
 		var fitErr *framework.FitError
 		if !errors.As(err, &fitErr) {
@@ -269,6 +293,50 @@ func decide(inst *kube.Instance, fw framework.Framework, pod *v1.Pod) (podAnswer
 		a.Error = &msg
 	}
 	return a, nil
+}
+
+// filterRecorder is the profile as kube's SchedulePod sees it, recording each node kube runs
+// the filters on (with nominated pods), in kube's order, and whether the node passed; every
+// call goes to the profile itself.
+type filterRecorder struct {
+	framework.Framework
+	mu    sync.Mutex
+	calls []filterCall
+}
+
+type filterCall struct {
+	node   string
+	passed bool
+}
+
+func (r *filterRecorder) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, info fwk.NodeInfo) *fwk.Status {
+	st := r.Framework.RunFilterPluginsWithNominatedPods(ctx, state, pod, info)
+	r.mu.Lock()
+	r.calls = append(r.calls, filterCall{node: info.Node().Name, passed: st.IsSuccess()})
+	r.mu.Unlock()
+	return st
+}
+
+// evaluated lists the nodes kube's search processed, in its order, each once: those that
+// failed and the feasible ones it kept (a node that passed after kube had found enough is
+// dropped by kube and not counted; a nominated node tried first and again is listed once).
+func (r *filterRecorder) evaluated(feasible []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := map[string]bool{}
+	for _, n := range feasible {
+		kept[n] = true
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, c := range r.calls {
+		if seen[c.node] || (c.passed && !kept[c.node]) {
+			continue
+		}
+		seen[c.node] = true
+		out = append(out, c.node)
+	}
+	return out
 }
 
 // unschedulable fills the answer of a pod that fits nowhere: kube's FitError, every node's

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"sigs.k8s.io/yaml"
 )
 
 // Case is a case folder: nodes.json (nodes), pods.json (pods in order: pods with
@@ -22,6 +23,9 @@ type Case struct {
 	Config *schedconfig.KubeSchedulerConfiguration
 	// ConfigFile is "config.yaml" when the case has one.
 	ConfigFile string
+	// PercentageSet says whether the configuration file sets the global
+	// percentageOfNodesToScore (kube's defaulting fills it with 0, adaptive, otherwise).
+	PercentageSet bool
 }
 
 // ReadCase reads a case folder. An object of a kind the scheduler does not expect in a file
@@ -62,7 +66,27 @@ func ReadCase(dir string) (*Case, error) {
 		return nil, err
 	}
 	c.Config = cfg
+	if configPath != "" {
+		if c.PercentageSet, err = setsPercentage(configPath); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// setsPercentage says whether the KubeSchedulerConfiguration file sets percentageOfNodesToScore
+// at its top level.
+func setsPercentage(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	_, ok := top["percentageOfNodesToScore"]
+	return ok, nil
 }
 
 // Objects lists every object of the case: nodes, pods, the others.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -179,6 +180,13 @@ func (inst *Instance) NodeOrder() ([]string, error) {
 		names = append(names, ni.Node().Name)
 	}
 	return names, nil
+}
+
+// NextStartNodeIndex is where kube's next search for feasible nodes starts in the node order
+// (the scheduler's unexported nextStartNodeIndex, read, never written: each search advances it
+// by the nodes it processed, so successive pods start where the last one stopped).
+func (inst *Instance) NextStartNodeIndex() int {
+	return int(reflect.ValueOf(inst.Sched).Elem().FieldByName("nextStartNodeIndex").Int())
 }
 
 // Framework is the profile a pod names, or nil.
