@@ -152,7 +152,7 @@ fn the_search_ends_at_the_first_feasible_node_too_many() {
     let mut s = Profile::builder()
         .predicate(predicate_fn("EvenNodes", |_, n| {
             let i: usize = n.name()["node-".len()..].parse().unwrap();
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 Ok(())
             } else {
                 Err(Reason::Custom(1))
