@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use kube_reference::generator::{SECOND_PROFILE, generate};
+use kube_reference::generator::{SECOND_PROFILE, generate, is_large};
 use serde_json::Value;
 
 fn has(v: &Value, path: &[&str]) -> bool {
@@ -30,6 +30,13 @@ fn the_ci_seeds_cover_every_promised_field() {
     for seed in 0..300 {
         let case = generate(seed);
         count("config", case.config.is_some());
+        count("more than 100 nodes", case.nodes.len() > 100);
+        count(
+            "percentageOfNodesToScore",
+            case.config
+                .as_deref()
+                .is_some_and(|c| c.contains("percentageOfNodesToScore")),
+        );
         count(
             "second profile",
             case.config
@@ -179,6 +186,8 @@ fn the_ci_seeds_cover_every_promised_field() {
         "CSIDriver",
         "CSIStorageCapacity",
         "allowedTopologies",
+        "more than 100 nodes",
+        "percentageOfNodesToScore",
     ];
     let missing: Vec<&str> = promised
         .iter()
@@ -190,4 +199,25 @@ fn the_ci_seeds_cover_every_promised_field() {
         "never generated in seeds 0..300: {missing:?}\nseen: {seen:?}"
     );
     assert!(!seen.contains_key("other kind"), "{seen:?}");
+}
+
+/// The large cases: every 12th seed, more than 100 nodes (kube's minFeasibleNodesToFind), a
+/// configuration setting the percentage of nodes to score, several pending pods in a row that
+/// may not preempt; the other seeds stay at 60 nodes at most.
+#[test]
+fn large_cases_search_below_every_node() {
+    for seed in 0..120 {
+        let case = generate(seed);
+        if !is_large(seed) {
+            assert!(case.nodes.len() <= 60, "seed {seed}");
+            continue;
+        }
+        assert!((101..=400).contains(&case.nodes.len()), "seed {seed}");
+        let config = case.config.as_deref().expect("a configuration");
+        assert!(config.contains("percentageOfNodesToScore: "), "seed {seed}");
+        assert!(case.pending() >= 8, "seed {seed}");
+        for pod in case.pods.iter().filter(|p| p["spec"]["nodeName"].is_null()) {
+            assert_eq!(pod["spec"]["preemptionPolicy"], "Never", "seed {seed}");
+        }
+    }
 }
