@@ -38,7 +38,8 @@ pub struct Meta {
     pub pending_pods: usize,
     /// The configuration file of the case, when it has one.
     pub config: Option<String>,
-    /// The percentage of nodes to score kube used (0: adaptive). `None` in older files.
+    /// The global percentage of nodes to score kube used (0: adaptive; a profile's own in the
+    /// configuration wins for its pods). `None` in older files.
     pub percentage_of_nodes_to_score: Option<i32>,
     /// Nodes in the order kube's snapshot lists them (its zone-interleaved node tree), which
     /// decides, with a percentage below 100, which nodes a pod's search evaluates.

@@ -2,8 +2,10 @@
 //!
 //! [`replay`] schedules the pending pods of a [`Case`] in the order of its [`OracleFile`]:
 //! each with the profile its `schedulerName` names (the case's configuration compiled with
-//! [`Registry::v1_34`]), every node scored unless the oracle says what percentage kube used,
-//! on one thread. It compares sched-core's answer with kube's:
+//! [`Registry::v1_34`]) with the percentage of nodes to score the configuration sets (the
+//! profile's, else the global one), else the one the oracle says kube used (every node when it
+//! says none), on one thread. It compares sched-core's answer with kube's, the nodes each
+//! search evaluated included:
 //!
 //! 1. a gated pod must be gated on both sides (scheduling gates);
 //! 2. the feasible nodes, as sets;
@@ -208,7 +210,8 @@ const SEED: u64 = 1;
 /// profile. A pod that cannot be replayed is a [`Class::Error`] result instead.
 pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, ReplayError> {
     let config = case.configuration();
-    // kube ran with this percentage when the oracle records it (0: adaptive), else 100.
+    // kube ran with this percentage where the configuration sets none, when the oracle
+    // records it (0: adaptive), else 100.
     let percentage = oracle
         .meta
         .percentage_of_nodes_to_score
@@ -222,10 +225,17 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
             source,
         })?;
     for (name, builder) in builders {
+        // A percentage the configuration sets (the profile's, else the global one) is kube's.
+        let configured = config
+            .profiles
+            .iter()
+            .find(|p| p.scheduler_name == name)
+            .and_then(|p| p.percentage_of_nodes_to_score)
+            .or(config.percentage_of_nodes_to_score);
         let profile = builder
             .threads(1)
             .seed(SEED)
-            .percentage_of_nodes_to_score(percentage)
+            .percentage_of_nodes_to_score(configured.unwrap_or(percentage))
             .build()
             .map_err(|source| ReplayError::Profile {
                 case: case.name.clone(),

@@ -165,16 +165,14 @@ func runCase(dir, target string, opts kube.Options) error {
 		Parallelism:  opts.Parallelism,
 		NodeOrder:    order,
 	}
+	// The global percentage (a profile's own, in the configuration, wins for its pods).
+	m.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
+	if m.PercentageOfNodesToScore == nil {
+		m.PercentageOfNodesToScore = opts.Percentage
+	}
 	for _, p := range cfg.Profiles {
 		m.Profiles = append(m.Profiles, p.SchedulerName)
 		fw := inst.Sched.Profiles[p.SchedulerName]
-		m.PercentageOfNodesToScore = fw.PercentageOfNodesToScore()
-		if m.PercentageOfNodesToScore == nil {
-			m.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
-		}
-		if m.PercentageOfNodesToScore == nil {
-			m.PercentageOfNodesToScore = opts.Percentage
-		}
 		plugins := []scorePlugin{}
 		for _, pl := range fw.ListPlugins().Score.Enabled {
 			plugins = append(plugins, scorePlugin{Name: pl.Name, Weight: pl.Weight})
