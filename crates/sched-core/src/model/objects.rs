@@ -297,9 +297,37 @@ pub struct PodStatus {
     /// When the kubelet started the pod (RFC 3339), which preemption compares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
-    /// Conditions; preemption reads `DisruptionTarget` (a victim the scheduler is deleting).
+    /// Conditions; preemption reads `DisruptionTarget` (a victim the scheduler is deleting),
+    /// and the requests `PodResizePending` (a resize the kubelet found `Infeasible`).
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<PodCondition>,
+    /// The containers' statuses: with in-place resize (on by default since kube v1.33), the
+    /// resources a running container has and was allocated, which count in its node's
+    /// requests ([`crate::model::pod_requests`]).
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub container_statuses: Vec<ContainerStatus>,
+    /// The init containers' statuses (a sidecar's resources, as the containers').
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub init_container_statuses: Vec<ContainerStatus>,
+}
+
+/// A container's status (`status.containerStatuses[]`): what the scheduler reads of it, the
+/// resources of an in-place resize.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerStatus {
+    /// The container's name.
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    /// The resources the container runs with (`None` when the kubelet reports none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// The resources the node allocated to the container.
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub allocated_resources: ResourceList,
 }
 
 /// A pod condition (`status.conditions[]`): its type, status and reason.
@@ -503,7 +531,7 @@ impl Container {
 }
 
 /// `resources` of a container.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceRequirements {
     /// Requests.

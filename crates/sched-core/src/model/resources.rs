@@ -1,6 +1,6 @@
 //! Resource arithmetic: a pod's requests and a node's allocatable, in integers as kube keeps them.
 
-use super::{Pod, ResourceList};
+use super::{ContainerStatus, Pod, ResourceList};
 
 /// Name of an extended or other scalar resource (e.g. `nvidia.com/gpu`, `hugepages-2Mi`).
 pub type ResourceName = String;
@@ -192,6 +192,9 @@ impl Resources {
 
 /// The pod's effective requests, as kube-scheduler computes them for fitting
 /// (`resourcehelper.PodRequests`):
+/// - each container's requests as resized in place: with a status reporting its resources, the
+///   larger of spec, status and allocation (kube v1.34's `InPlacePodVerticalScaling`, on by
+///   default; only status and allocation when the resize is `Infeasible`);
 /// - the containers' requests summed;
 /// - init containers run one after another: while the i-th runs, the native sidecars started
 ///   before it (init containers with `restartPolicy: Always`) run too, so the pod needs at least
@@ -211,16 +214,22 @@ pub fn pod_requests(pod: &Pod) -> Resources {
 }
 
 /// The containers' and init containers' requests combined as kube does (see [`pod_requests`]),
-/// each container's requests read through `of`.
+/// each container's requests ([`container_requests`]) read through `of`.
 fn aggregate_requests(pod: &Pod, of: impl Fn(&ResourceList) -> Resources) -> Resources {
     let mut sum = Resources::default();
     for c in &pod.spec.containers {
-        sum.add(&of(&c.resources.requests));
+        sum.add(&of(&container_requests(pod, c, status_of(pod, &c.name))));
     }
     let mut sidecars = Resources::default();
     let mut init: Option<Resources> = None;
     for c in &pod.spec.init_containers {
-        let own = of(&c.resources.requests);
+        // Only a sidecar's status counts (a plain init container's resources cannot change).
+        let status = if c.is_restartable() {
+            status_of(pod, &c.name)
+        } else {
+            None
+        };
+        let own = of(&container_requests(pod, c, status));
         let running = if c.is_restartable() {
             sum.add(&own);
             sidecars.add(&own);
@@ -241,6 +250,68 @@ fn aggregate_requests(pod: &Pod, of: impl Fn(&ResourceList) -> Resources) -> Res
         sum.set_max(init);
     }
     sum
+}
+
+/// A container's status among the pod's (kube looks both lists up by name, an init
+/// container's status winning).
+fn status_of<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
+    pod.status
+        .init_container_statuses
+        .iter()
+        .find(|s| s.name == name)
+        .or_else(|| {
+            pod.status
+                .container_statuses
+                .iter()
+                .find(|s| s.name == name)
+        })
+}
+
+/// A container's requests as kube v1.34 counts them with in-place resize
+/// (`InPlacePodVerticalScaling`, on by default; component-helpers' `determineContainerReqs`):
+/// with a status that reports the container's resources, the larger of the spec's requests,
+/// the status's and the allocated resources, resource by resource, or only the status's and
+/// the allocated ones when the pod's resize is `Infeasible` (the `PodResizePending`
+/// condition's reason); the spec's requests otherwise.
+fn container_requests<'a>(
+    pod: &Pod,
+    c: &'a crate::model::Container,
+    status: Option<&'a ContainerStatus>,
+) -> std::borrow::Cow<'a, ResourceList> {
+    use std::borrow::Cow;
+    let Some(cs) = status else {
+        return Cow::Borrowed(&c.resources.requests);
+    };
+    let Some(actual) = &cs.resources else {
+        return Cow::Borrowed(&c.resources.requests);
+    };
+    let infeasible = pod
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason == "Infeasible");
+    let mut out = if infeasible {
+        actual.requests.clone()
+    } else {
+        let mut out = c.resources.requests.clone();
+        max_into(&mut out, &actual.requests);
+        out
+    };
+    max_into(&mut out, &cs.allocated_resources);
+    Cow::Owned(out)
+}
+
+/// kube's `max` of resource lists: every resource of either, at the larger quantity.
+fn max_into(list: &mut ResourceList, other: &ResourceList) {
+    for (name, q) in other {
+        let larger = list
+            .get(name)
+            .is_none_or(|have| (q.milli_value(), q.value()) > (have.milli_value(), have.value()));
+        if larger {
+            list.insert(name.clone(), q.clone());
+        }
+    }
 }
 
 /// Pod-level CPU and memory requests replace the containers' (kube supports those two).
@@ -329,6 +400,45 @@ mod tests {
         let mut c = Container::default();
         c.resources.requests = list(pairs);
         c
+    }
+
+    /// kube v1.34's `determineContainerReqs`: a running container resized in place counts
+    /// the larger of its spec, status and allocated resources; with an `Infeasible` resize,
+    /// the spec is left out; without a reported status, the spec alone counts.
+    #[test]
+    fn resized_containers_count_the_larger_of_spec_status_and_allocation() {
+        use crate::model::{ContainerStatus, PodCondition, ResourceRequirements};
+        let mut pod = Pod::default();
+        let mut c = container(&[("cpu", "2"), ("memory", "1Gi")]);
+        c.name = "app".into();
+        pod.spec.containers = vec![c];
+        let status = |cpu: &str, mem: &str, alloc: &[(&str, &str)]| ContainerStatus {
+            name: "app".into(),
+            resources: Some(ResourceRequirements {
+                requests: list(&[("cpu", cpu), ("memory", mem)]),
+                ..ResourceRequirements::default()
+            }),
+            allocated_resources: list(alloc),
+        };
+        // Resized down, not yet applied: the spec's cpu, the status's memory.
+        pod.status.container_statuses = vec![status("3", "512Mi", &[("cpu", "1")])];
+        let r = pod_requests(&pod);
+        assert_eq!((r.milli_cpu, r.memory), (3000, 1 << 30));
+        pod.status.container_statuses = vec![status("1", "2Gi", &[("cpu", "1500m")])];
+        let r = pod_requests(&pod);
+        assert_eq!((r.milli_cpu, r.memory), (2000, 2 << 30));
+        // Infeasible: the status and the allocation only.
+        pod.status.conditions.push(PodCondition {
+            type_: "PodResizePending".into(),
+            status: "True".into(),
+            reason: "Infeasible".into(),
+        });
+        let r = pod_requests(&pod);
+        assert_eq!((r.milli_cpu, r.memory), (1500, 2 << 30));
+        // No resources reported: the spec.
+        pod.status.container_statuses[0].resources = None;
+        let r = pod_requests(&pod);
+        assert_eq!((r.milli_cpu, r.memory), (2000, 1 << 30));
     }
 
     #[test]
