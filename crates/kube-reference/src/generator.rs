@@ -762,6 +762,75 @@ impl Gen {
         pv
     }
 
+    /// A running pod resized in place (kube v1.34's InPlacePodVerticalScaling, on by default):
+    /// its containers' statuses report the resources they run with and were allocated, which
+    /// differ from the spec's requests (a resize up still in progress, one done down, one the
+    /// kubelet deferred or found infeasible: the `PodResizePending` condition), and so do its
+    /// sidecars'. The node's requests count the larger of spec, status and allocation (for
+    /// an infeasible resize, of status and allocation).
+    fn resized(&mut self, spec: &Value, status: &mut Value) {
+        let entry = |rng: &mut ChaCha8Rng, c: &Value| -> Value {
+            let requests = &c["resources"]["requests"];
+            let mut actual = Map::new();
+            let mut allocated = Map::new();
+            for (name, unit) in [("cpu", "m"), ("memory", "Mi")] {
+                let spec_q = match name {
+                    "cpu" => requests[name].as_str().map(cpu_millis),
+                    _ => requests[name].as_str().map(mebibytes),
+                };
+                let base = spec_q.unwrap_or(if name == "cpu" { 100 } else { 128 });
+                // Smaller, equal or larger than the spec's, for the status and the allocation.
+                let pick = |rng: &mut ChaCha8Rng| -> i64 {
+                    let factor = *[1, 2, 2, 4, 4, 4, 8].choose(rng).unwrap_or(&4);
+                    (base * factor / 4).max(1)
+                };
+                if spec_q.is_some() || rng.random_bool(0.3) {
+                    actual.insert(name.into(), json!(format!("{}{unit}", pick(rng))));
+                }
+                if rng.random_bool(0.8) {
+                    allocated.insert(name.into(), json!(format!("{}{unit}", pick(rng))));
+                }
+            }
+            let mut e = json!({"name": c["name"], "ready": true, "restartCount": 0,
+                "image": c["image"], "imageID": "", "started": true,
+                "state": {"running": {"startedAt": "2026-11-26T10:00:00Z"}}});
+            if rng.random_bool(0.9) {
+                e["resources"] = json!({"requests": actual});
+            }
+            if !allocated.is_empty() {
+                e["allocatedResources"] = json!(allocated);
+            }
+            e
+        };
+        let containers: Vec<Value> = spec["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| entry(&mut self.aux, c))
+            .collect();
+        let sidecars: Vec<Value> = spec["initContainers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["restartPolicy"] == "Always")
+            .map(|c| entry(&mut self.aux, c))
+            .collect();
+        status["containerStatuses"] = json!(containers);
+        if !sidecars.is_empty() {
+            status["initContainerStatuses"] = json!(sidecars);
+        }
+        if let Some(reason) = *[None, None, Some("Deferred"), Some("Infeasible")]
+            .choose(&mut self.aux)
+            .unwrap_or(&None)
+            && let Some(c) = status["conditions"].as_array_mut()
+        {
+            c.push(
+                json!({"type": "PodResizePending", "status": "True", "reason": reason,
+                "lastTransitionTime": "2026-11-26T10:05:00Z"}),
+            );
+        }
+    }
+
     // ----- configuration -----------------------------------------------------------------
 
     fn config(&mut self) -> Option<String> {
@@ -1331,6 +1400,9 @@ impl Gen {
             status = json!({"phase": "Running", "qosClass": "Burstable",
                             "startTime": format!("2026-11-26T{:02}:{:02}:00Z", self.serial / 60 % 24, self.serial % 60),
                             "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]});
+            if self.aux.random_bool(0.12) {
+                self.resized(&spec, &mut status);
+            }
         } else {
             if let Some(n) = opts.nominated {
                 status["nominatedNodeName"] = json!(self.node_names[n]);
