@@ -66,6 +66,11 @@ fn the_ci_seeds_cover_every_promised_field() {
             );
             count("overhead", has(spec, &["overhead"]));
             count("pod-level resources", has(spec, &["resources"]));
+            count(
+                "resized in place",
+                has(pod, &["status", "containerStatuses"])
+                    && pod["status"].to_string().contains("allocatedResources"),
+            );
             count("node selector", has(spec, &["nodeSelector"]));
             count("node affinity", has(spec, &["affinity", "nodeAffinity"]));
             count("matchFields", text.contains("matchFields"));
@@ -188,6 +193,7 @@ fn the_ci_seeds_cover_every_promised_field() {
         "allowedTopologies",
         "more than 100 nodes",
         "percentageOfNodesToScore",
+        "resized in place",
     ];
     let missing: Vec<&str> = promised
         .iter()
