@@ -303,8 +303,10 @@ impl Nominator {
         };
         let mut result = profile.schedule_blocked(cache, pod, snapshot, &blocked);
         // kube's evaluateNominatedNode left the nominated node's status in the cycle's
-        // diagnosis (after PreFilter passed: the search evaluated something).
-        if let Some(index) = snapshot.index_of(&pod.status.nominated_node_name)
+        // diagnosis (after PreFilter passed: the search ran and evaluated something; a gated
+        // pod never gets there).
+        if matches!(&result, Ok(_) | Err(ScheduleError::Unschedulable(_)))
+            && let Some(index) = snapshot.index_of(&pod.status.nominated_node_name)
             && !profile.last_evaluated(cache).is_empty()
             && let Ok(Err(reasons)) = self.fits_indexed(profile, snapshot, pod, index)
             && let Some(&(predicate, reason)) = reasons.first()
