@@ -753,6 +753,14 @@ impl Gen {
         } else {
             let driver = self.u.driver;
             pv["spec"]["csi"] = json!({"driver": driver, "volumeHandle": format!("vol-{}", hex(&mut self.rng, 12)), "fsType": "ext4"});
+            if self.u.provider == "gke" && self.aux.random_bool(0.3) {
+                // An in-tree GCE PD volume (migrated to the CSI driver for volume limits).
+                let handle = pv["spec"]["csi"]["volumeHandle"].clone();
+                if let Some(spec) = pv["spec"].as_object_mut() {
+                    spec.remove("csi");
+                }
+                pv["spec"]["gcePersistentDisk"] = json!({"pdName": handle, "fsType": "ext4"});
+            }
             if self.chance(0.8) {
                 let zone = self.pick(&self.u.zones.clone()).clone();
                 pv["spec"]["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}});
@@ -1183,6 +1191,18 @@ impl Gen {
         }
         if self.u.provider == "aws" && self.chance(0.05) {
             vols.push(json!({"name": "ebs", "awsElasticBlockStore": {"volumeID": format!("vol-{}", self.rng.random_range(0..3)), "fsType": "ext4"}}));
+        }
+        if self.aux.random_bool(0.08) {
+            // Other in-tree volumes, a few disks shared among pods (VolumeRestrictions:
+            // read-only or not; NodeVolumeLimits through CSI migration).
+            let k = self.aux.random_range(0..3);
+            let ro = self.aux.random_bool(0.35);
+            vols.push(match self.aux.random_range(0..4) {
+                0 => json!({"name": "pd", "gcePersistentDisk": {"pdName": format!("pd-{k}"), "fsType": "ext4", "readOnly": ro}}),
+                1 => json!({"name": "rbd", "rbd": {"monitors": ["10.0.0.1:6789"], "image": format!("img-{k}"), "pool": "rbd", "user": "admin", "keyring": "/etc/ceph/keyring", "readOnly": ro}}),
+                2 => json!({"name": "iscsi", "iscsi": {"targetPortal": "10.0.0.2:3260", "iqn": "iqn.2026-11.com.example:storage", "lun": k, "iscsiInterface": "default", "fsType": "ext4", "readOnly": ro}}),
+                _ => json!({"name": "azure", "azureDisk": {"diskName": format!("disk-{k}"), "diskURI": format!("/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/disk-{k}"), "kind": "Managed", "cachingMode": "ReadWrite", "fsType": "ext4", "readOnly": ro}}),
+            });
         }
         (vols, claims_made)
     }
