@@ -233,6 +233,21 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// Container statuses, without those that report no resources (which pod requests ignore).
+fn resized<'de, D>(d: D) -> Result<Vec<ContainerStatus>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let mut statuses: Vec<ContainerStatus> = nullable(d)?;
+    statuses.retain(|s| s.resources.is_some() || !s.allocated_resources.is_empty());
+    if statuses.is_empty() {
+        // Gives the buffer back.
+        return Ok(Vec::new());
+    }
+    statuses.shrink_to_fit();
+    Ok(statuses)
+}
+
 /// A pod toleration (`spec.tolerations[]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -304,10 +319,13 @@ pub struct PodStatus {
     /// The containers' statuses: with in-place resize (on by default since kube v1.33), the
     /// resources a running container has and was allocated, which count in its node's
     /// requests ([`crate::model::pod_requests`]).
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    /// Only the statuses that report resources are kept (most pods have none: loading a
+    /// cluster keeps nothing of them).
+    #[serde(deserialize_with = "resized", skip_serializing_if = "Vec::is_empty")]
     pub container_statuses: Vec<ContainerStatus>,
-    /// The init containers' statuses (a sidecar's resources, as the containers').
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    /// The init containers' statuses (a sidecar's resources, as the containers'), kept as
+    /// `container_statuses` are.
+    #[serde(deserialize_with = "resized", skip_serializing_if = "Vec::is_empty")]
     pub init_container_statuses: Vec<ContainerStatus>,
 }
 
