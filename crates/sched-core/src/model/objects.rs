@@ -879,6 +879,25 @@ pub struct LabelSelector {
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
+impl LabelSelector {
+    /// Whether these labels satisfy every requirement (an empty selector matches everything):
+    /// kube's `LabelSelectorAsSelector(...).Matches`.
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| {
+                let got = labels.get(&r.key);
+                match r.operator {
+                    LabelSelectorOperator::In => got.is_some_and(|v| r.values.contains(v)),
+                    LabelSelectorOperator::NotIn => got.is_none_or(|v| !r.values.contains(v)),
+                    LabelSelectorOperator::Exists => got.is_some(),
+                    LabelSelectorOperator::DoesNotExist => got.is_none(),
+                }
+            })
+    }
+}
+
 /// Operator of a label selector requirement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LabelSelectorOperator {

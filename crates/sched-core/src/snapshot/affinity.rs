@@ -34,7 +34,6 @@ use super::namespaces::NamespaceLabels;
 use super::node_info::{NodeInfo, PodInfo};
 use super::selector::CompiledSelector;
 use crate::model::{LabelSelector, Pod, PodAffinity, PodAffinityTerm};
-use crate::plugins::interpod::selector::matches as selector_matches;
 
 /// A node without the topology key.
 const NO_DOMAIN: u32 = u32::MAX;
@@ -205,7 +204,7 @@ impl NsSpec {
             NsSpec::Selected { names, selector } => {
                 let mut ids: Vec<Sym> = names.iter().map(|n| interner.intern(n)).collect();
                 for (n, labels) in namespaces.iter() {
-                    if selector_matches(selector, labels) {
+                    if selector.matches(labels) {
                         let id = interner.intern(n);
                         if !ids.contains(&id) {
                             ids.push(id);

@@ -23,18 +23,7 @@ pub struct InvalidSelector(pub String);
 
 /// Whether `sel` matches `labels`. An empty selector matches everything.
 pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    sel.match_labels
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v))
-        && sel.match_expressions.iter().all(|r| {
-            let got = labels.get(&r.key);
-            match r.operator {
-                LabelSelectorOperator::In => got.is_some_and(|v| r.values.contains(v)),
-                LabelSelectorOperator::NotIn => got.is_none_or(|v| !r.values.contains(v)),
-                LabelSelectorOperator::Exists => got.is_some(),
-                LabelSelectorOperator::DoesNotExist => got.is_none(),
-            }
-        })
+    sel.matches(labels)
 }
 
 /// Like [`matches()`], where a missing selector matches nothing.
