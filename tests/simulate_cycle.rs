@@ -2,17 +2,9 @@
 //! scheduling engine with the two profiles of `examples/data/scheduler-config.yaml`, and the
 //! usage errors of the mode.
 
-use std::process::{Command, Output};
+mod common;
 
-/// Runs the example (built by cargo if needed) with these arguments.
-fn simulate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO"))
-        .args(["run", "--quiet", "--example", "simulate", "--"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs")
-}
+use common::simulate;
 
 const CYCLE: &[&str] = &[
     "--objects",

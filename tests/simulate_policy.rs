@@ -2,17 +2,9 @@
 //! `default-scheduler` (as kube v1.20 runs it), so a pod naming another scheduler is reported
 //! in the words `--config` uses, not placed.
 
-use std::process::{Command, Output};
+mod common;
 
-/// Runs the example (built by cargo if needed) with these arguments.
-fn simulate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO"))
-        .args(["run", "--quiet", "--example", "simulate", "--"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs")
-}
+use common::simulate;
 
 /// `examples/data/cycle.json` has a pod for `bin-packing` (batch/etl) and one for
 /// `gpu-scheduler` (ml/train); the others ask for `default-scheduler`.

@@ -28,20 +28,9 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 fn elector(lock: impl ResourceLock + 'static) -> LeaderElector {
-    LeaderElector::new(
-        ElectionConfig::builder()
-            .lock(lock)
-            .clock(SimClock::new())
-            .lease_duration(Duration::from_secs(2))
-            .renew_deadline(Duration::from_secs(1))
-            .retry_period(Duration::from_millis(200))
-            // These checks are about the rules that hold without the wait for a missing
-            // record (the last holder's lease, a lost create, sequences); that wait has
-            // checks of its own below.
-            .absent_record_wait(false)
-            .build()
-            .unwrap(),
-    )
+    // These checks are about the rules that hold without the wait for a missing record (the
+    // last holder's lease, a lost create, sequences); that wait has checks of its own below.
+    waiting_elector(lock, false)
 }
 
 #[test]

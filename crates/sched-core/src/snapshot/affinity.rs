@@ -407,6 +407,21 @@ impl<'a> GroupView<'a> {
     }
 }
 
+/// Puts `item` in a freed slot of `slots` (its index from `free`), else in a new one; returns
+/// the index.
+fn put_in_free_slot<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            slots[i as usize] = Some(item);
+            i
+        }
+        None => {
+            slots.push(Some(item));
+            (slots.len() - 1) as u32
+        }
+    }
+}
+
 /// The counts per topology domain of a [`super::Snapshot`] (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AffinityIndex {
@@ -943,16 +958,7 @@ impl AffinityIndex {
             anti_affinity,
             keys,
         };
-        let g = match self.free_groups.pop() {
-            Some(g) => {
-                self.groups[g as usize] = Some(group);
-                g
-            }
-            None => {
-                self.groups.push(Some(group));
-                (self.groups.len() - 1) as u32
-            }
-        };
+        let g = put_in_free_slot(&mut self.groups, &mut self.free_groups, group);
         self.group_of.insert(p.affinity_id(), g);
     }
 
@@ -1076,16 +1082,7 @@ impl AffinityIndex {
             refs: 0,
             keys: Vec::new(),
         };
-        let m = match self.free_matchers.pop() {
-            Some(m) => {
-                self.matchers[m as usize] = Some(matcher);
-                m
-            }
-            None => {
-                self.matchers.push(Some(matcher));
-                (self.matchers.len() - 1) as u32
-            }
-        };
+        let m = put_in_free_slot(&mut self.matchers, &mut self.free_matchers, matcher);
         self.matcher_of.entry(hash).or_default().push(m);
         m
     }
