@@ -1073,3 +1073,33 @@ fn a_pod_bound_and_then_deleted_is_not_unreserved() {
     sch.apply(ClusterEvent::PodDelete("default/p".into()), s(2));
     assert_eq!(reserves(&ledger), (1, 0));
 }
+
+/// kube keeps one start index (`nextStartNodeIndex`) for all its profiles: a pod of one
+/// profile starts its search where the previous pod of any profile stopped.
+#[test]
+fn profiles_share_the_start_index() {
+    let nodes: Vec<Node> = (0..250).map(|i| node(&format!("n{i:03}"), 8)).collect();
+    let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         percentageOfNodesToScore: 10\nprofiles:\n- schedulerName: default-scheduler\n\
+         - schedulerName: other\n",
+    )
+    .unwrap();
+    let mut sch = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap();
+    // Every node fits: each search stops after this many nodes.
+    let step = sched_core::profile::num_feasible_nodes_to_find(250, 10) as usize;
+    assert!(step < 250);
+    let mut starts = Vec::new();
+    for (i, profile) in ["default-scheduler", "other", "default-scheduler"]
+        .into_iter()
+        .enumerate()
+    {
+        let mut p = pod(&format!("p{i}"), 100, 0, false);
+        p.spec.scheduler_name = profile.into();
+        sch.apply(ClusterEvent::PodAdd(p), s(0));
+        assert!(matches!(sch.schedule_one(s(0)), Step::Bind { .. }));
+        starts.push(sch.next_start_index());
+    }
+    assert_eq!(starts, [step, 2 * step % 250, 3 * step % 250]);
+}

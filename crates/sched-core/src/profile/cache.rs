@@ -72,6 +72,12 @@ impl Cache {
         self.next_start_index
     }
 
+    /// Sets the round-robin index the next cycle starts filtering at (kube keeps one index
+    /// for all its profiles: a scheduler with several caches carries it from one to the next).
+    pub(crate) fn set_next_start_index(&mut self, index: usize) {
+        self.next_start_index = index;
+    }
+
     /// Counts the node at snapshot index `index`, rejected for predicate `predicate` and
     /// `reason` before the last cycle's search (a pod's nominated node, which kube tries
     /// first), as processed by that cycle when the search did not reach it: kube's processed

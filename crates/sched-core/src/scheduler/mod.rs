@@ -372,6 +372,9 @@ pub struct Scheduler {
     preemption_rng: ChaCha8Rng,
     /// Scheduler extenders, in order, for every profile.
     extenders: Vec<Arc<dyn Extender>>,
+    /// kube's `nextStartNodeIndex`: one for every profile, carried into the cache of the
+    /// profile that schedules the next pod and back out of it.
+    next_start_index: usize,
 }
 
 impl std::fmt::Debug for dyn ReservePlugin {
@@ -416,7 +419,15 @@ impl Scheduler {
             pdbs: Vec::new(),
             preemption_rng: ChaCha8Rng::seed_from_u64(0),
             extenders: Vec::new(),
+            next_start_index: 0,
         }
+    }
+
+    /// The round-robin index the next pod's search starts at, one for every profile as in
+    /// kube-scheduler (`nextStartNodeIndex`); it matters when a percentage of nodes to score
+    /// stops the search early.
+    pub fn next_start_index(&self) -> usize {
+        self.next_start_index
     }
 
     /// Seeds the generator of preemption's dry-run offset (kube's random
@@ -1012,6 +1023,7 @@ impl Scheduler {
                 Ok(Vec::new())
             };
             let s = &mut self.profiles[slot];
+            s.cache.set_next_start_index(self.next_start_index);
             let mut skipped = Vec::new();
             let result = blocked.and_then(|blocked| {
                 if self.extenders.is_empty() {
@@ -1036,6 +1048,7 @@ impl Scheduler {
             });
             self.note_skipped(&key, skipped);
             let s = &mut self.profiles[slot];
+            self.next_start_index = s.cache.next_start_index();
             match result {
                 Ok(r) => {
                     self.nominator.delete(&key);
