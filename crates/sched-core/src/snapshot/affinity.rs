@@ -812,16 +812,17 @@ impl AffinityIndex {
             if compiled == matcher.compiled {
                 continue;
             }
-            self.recount_matcher(m, infos, false);
+            self.count_selected(m, None, infos, false);
             if let Some(matcher) = self.matchers[m].as_mut() {
                 matcher.compiled = compiled;
             }
-            self.recount_matcher(m, infos, true);
+            self.count_selected(m, None, infos, true);
         }
     }
 
-    /// Counts (or uncounts) every pod the matcher at `m` selects in each of its counts.
-    fn recount_matcher(&mut self, m: usize, infos: &[NodeInfo], up: bool) {
+    /// Counts (or uncounts) every pod the matcher at `m` selects in each of its counts, or in
+    /// the count `only`.
+    fn count_selected(&mut self, m: usize, only: Option<u32>, infos: &[NodeInfo], up: bool) {
         let AffinityIndex {
             columns,
             node_flags,
@@ -836,6 +837,9 @@ impl AffinityIndex {
             for p in info.pods() {
                 if matcher.matches(p) {
                     for &(_, _, id, _) in &matcher.keys {
+                        if only.is_some_and(|o| o != id) {
+                            continue;
+                        }
                         let c = &mut counts[id as usize];
                         let col = &columns[c.slot as usize];
                         bump(c, col, node_flags, col.node_domain[node], up);
@@ -1102,30 +1106,10 @@ impl AffinityIndex {
             None => {
                 let slot = self.slot(key, infos);
                 let id = self.new_counts(slot);
-                let AffinityIndex {
-                    columns,
-                    node_flags,
-                    counts,
-                    matchers,
-                    ..
-                } = self;
-                let Some(matcher) = matchers[m as usize].as_mut() else {
-                    return;
-                };
-                matcher.keys.push((key, 1, id, u32::from(required)));
-                let col = &columns[slot as usize];
-                let c = &mut counts[id as usize];
-                for (i, info) in infos.iter().enumerate() {
-                    let d = col.node_domain[i];
-                    if d == NO_DOMAIN {
-                        continue;
-                    }
-                    for p in info.pods() {
-                        if matcher.matches(p) {
-                            bump(c, col, node_flags, d, true);
-                        }
-                    }
+                if let Some(matcher) = self.matchers[m as usize].as_mut() {
+                    matcher.keys.push((key, 1, id, u32::from(required)));
                 }
+                self.count_selected(m as usize, Some(id), infos, true);
                 id
             }
         };
