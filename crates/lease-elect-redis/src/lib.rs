@@ -17,9 +17,12 @@
 //! - the key `lease-elect:{NAME}`: a string `VERSION\nRECORD`, where `VERSION` is a decimal
 //!   write sequence and `RECORD` the [`LeaderElectionRecord`] in client-go's JSON annotation
 //!   format (times to the second);
-//! - the key `lease-elect:{NAME}:seq`: the counter that hands out versions (`INCR`). It is
-//!   never deleted, so versions strictly increase over every write, also across deletes; they
-//!   carry a [`Version::sequence`], from which fencing tokens are derived;
+//! - the key `lease-elect:{NAME}:seq`: the counter that hands out versions. Each write takes
+//!   the largest of the counter plus one, the server's clock in microseconds (`TIME`) and the
+//!   handle's floor (below), and leaves the counter there. The key is never deleted, so
+//!   versions strictly increase over every write, also across deletes; they carry a
+//!   [`Version::sequence`], from which fencing tokens are derived (Redis 5 or later: the
+//!   scripts read the clock after a write);
 //! - the pub/sub channel `lease-elect:{NAME}`, on which every write publishes its version.
 //!   A handle that waits for a change keeps one pub/sub connection subscribed to it.
 //!
@@ -36,19 +39,24 @@
 //! unless the caller opted in with
 //! [`allow_without_persistence`](RedisLockBuilder::allow_without_persistence). A server that
 //! does not let the handle read its configuration (`CONFIG` renamed or not permitted) is
-//! refused the same way. With RDB snapshots alone a restart goes back to the last snapshot,
-//! so the counter can go back by the writes since (the handle logs a warning).
+//! refused the same way. With RDB snapshots alone a restart goes back to the last snapshot (the
+//! handle logs a warning).
 //!
 //! What the fencing tokens guarantee, then: with the append-only file they strictly increase
 //! over every write, also across deletes and restarts (to the last fsync: use
 //! `appendfsync always` for every write). A server restarted without its data (no
 //! persistence, opted in; or a lost append-only file) forgets the record *and* the version
-//! counter. Each handle therefore remembers the highest version it has seen and passes it to
-//! every write: a counter below it is first moved above it, so a handle never hands out a
-//! version at or below one it has seen (a read that finds a lower version logs a warning). A
-//! handle started after the loss knows no floor: its tokens can repeat an earlier term's. The
-//! elector's own check ([`lease_elect::SequenceRegression`]) covers the electors that saw the
-//! old record, and its wait for a missing record
+//! counter; a restart from an RDB snapshot alone goes back to the snapshot's counter. Two
+//! things keep versions going up anyway:
+//! - every version is at least the server's clock in microseconds when it was written, and
+//!   the clock has moved on during the restart: the first version after it is above every
+//!   earlier one as long as the server's clock never goes back;
+//! - each handle remembers the highest version it has seen and passes it to every write: the
+//!   version is above it, so a handle never hands out a version at or below one it has seen
+//!   (a read that finds a lower version logs a warning), whatever the clock did.
+//!
+//! The elector's own check ([`lease_elect::SequenceRegression`]) refuses a term below a
+//! sequence it saw, and its wait for a missing record
 //! ([`absent_record_wait`](lease_elect::ElectionConfigBuilder::absent_record_wait)) keeps a
 //! fresh process from leading while the old leader's term runs.
 //!
@@ -71,20 +79,31 @@ use lease_elect::{ChangeFeed, LeaderElectionRecord, LockError, ResourceLock, Ver
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Client, RedisError, Script};
 
-// ARGV[3] (create) and ARGV[4] (update) are the highest version the handle has seen: a
-// counter below it (a server restarted without its data) is moved above it first.
-const CREATE: &str = r"
-local seq = redis.call('INCR', KEYS[2])
-local floor = tonumber(ARGV[3])
-if seq <= floor then
-  seq = floor + 1
-  redis.call('SET', KEYS[2], seq)
+// The next version, in both scripts: the largest of the counter's next value (`INCR`), the
+// server's clock in microseconds (`TIME`) and ARGV[FLOOR] + 1, the highest version the handle
+// has seen; the counter is moved to it. Versions are written with `%d` (Lua's numbers are
+// doubles and would print large ones with an exponent); they stay exact below 2^53.
+const NEXT_VERSION: &str = r"
+local function next_version(floor_arg)
+  local counted = redis.call('INCR', KEYS[2])
+  local t = redis.call('TIME')
+  local seq = math.max(counted, tonumber(t[1]) * 1000000 + tonumber(t[2]),
+                       tonumber(floor_arg) + 1)
+  if seq ~= counted then
+    redis.call('SET', KEYS[2], string.format('%d', seq))
+  end
+  return string.format('%d', seq)
 end
+";
+
+// ARGV[3] is the highest version the handle has seen.
+const CREATE: &str = r"
+local seq = next_version(ARGV[3])
 if not redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[1], 'NX') then
   return -1
 end
 redis.call('PUBLISH', ARGV[2], seq)
-return seq
+return tonumber(seq)
 ";
 
 const UPDATE: &str = r"
@@ -92,15 +111,11 @@ local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 local nl = string.find(cur, '\n', 1, true)
 if not nl or string.sub(cur, 1, nl - 1) ~= ARGV[1] then return -1 end
-local seq = redis.call('INCR', KEYS[2])
-local floor = tonumber(ARGV[4])
-if seq <= floor then
-  seq = floor + 1
-  redis.call('SET', KEYS[2], seq)
-end
+-- ARGV[4] is the highest version the handle has seen.
+local seq = next_version(ARGV[4])
 redis.call('SET', KEYS[1], seq .. '\n' .. ARGV[2])
 redis.call('PUBLISH', ARGV[3], seq)
-return seq
+return tonumber(seq)
 ";
 
 const DELETE: &str = r"
@@ -112,6 +127,14 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'deleted')
 return 0
 ";
+
+static CREATE_SCRIPT: OnceLock<Script> = OnceLock::new();
+static UPDATE_SCRIPT: OnceLock<Script> = OnceLock::new();
+
+/// The script `body` with [`NEXT_VERSION`] before it, built once (its hash is computed then).
+fn script(cell: &'static OnceLock<Script>, body: &str) -> &'static Script {
+    cell.get_or_init(|| Script::new(&format!("{NEXT_VERSION}{body}")))
+}
 
 /// Builds a [`RedisLock`]; see [`RedisLock::builder`].
 #[derive(Debug)]
@@ -477,8 +500,7 @@ impl ResourceLock for RedisLock {
     async fn create(&self, record: &LeaderElectionRecord) -> Result<Version, LockError> {
         let body = encode(record)?;
         let mut conn = self.conn().await?;
-        let script = Script::new(CREATE);
-        let mut inv = script.key(&self.inner.key);
+        let mut inv = script(&CREATE_SCRIPT, CREATE).key(&self.inner.key);
         inv.key(&self.inner.seq_key)
             .arg(body)
             .arg(&self.inner.channel)
@@ -496,8 +518,7 @@ impl ResourceLock for RedisLock {
     ) -> Result<Version, LockError> {
         let body = encode(record)?;
         let mut conn = self.conn().await?;
-        let script = Script::new(UPDATE);
-        let mut inv = script.key(&self.inner.key);
+        let mut inv = script(&UPDATE_SCRIPT, UPDATE).key(&self.inner.key);
         inv.key(&self.inner.seq_key)
             .arg(expected.tag())
             .arg(body)

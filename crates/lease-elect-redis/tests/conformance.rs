@@ -181,6 +181,75 @@ async fn versions_stay_above_the_highest_seen_after_the_data_is_lost() {
     );
 }
 
+/// A server that lost its data: a handle started afterwards, which never saw a version, still
+/// writes above every earlier version (the counter starts again at the server's clock), and a
+/// counter set back below the clock (an RDB snapshot's) is moved past it.
+#[tokio::test]
+async fn a_fresh_handle_writes_above_a_lost_counter() {
+    let Some(factory) = factory().await else {
+        return;
+    };
+    let name = lease_elect::testing::unique_name("redis-fresh");
+    let open = |identity: &str| {
+        RedisLock::builder(&factory.url, &name, identity)
+            .allow_without_persistence(true)
+            .build()
+            .expect("build a RedisLock")
+    };
+    let record = lease_elect::LeaderElectionRecord::new("a", 15, std::time::SystemTime::now());
+    let old = open("a");
+    let mut last = old.create(&record).await.expect("create");
+    for _ in 0..3 {
+        let next = old.update(&last, &record).await.expect("update");
+        assert!(next.sequence() > last.sequence(), "{next:?} after {last:?}");
+        last = next;
+    }
+    let client = redis::Client::open(factory.url.as_str()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let record_key = format!("lease-elect:{{{name}}}");
+    let seq_key = format!("lease-elect:{{{name}}}:seq");
+    let _: () = redis::cmd("DEL")
+        .arg(&record_key)
+        .arg(&seq_key)
+        .query_async(&mut conn)
+        .await
+        .expect("DEL");
+    let fresh = open("b");
+    let created = fresh.create(&record).await.expect("create after the loss");
+    assert!(
+        created.sequence() > last.sequence(),
+        "a fresh handle wrote {created:?} after {last:?}"
+    );
+    // A counter set back (a restart from an older snapshot) keeps no version from going back.
+    let _: () = redis::cmd("SET")
+        .arg(&seq_key)
+        .arg(5)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let updated = open("c")
+        .update(&created, &record)
+        .await
+        .expect("update after the counter went back");
+    assert!(
+        updated.sequence() > created.sequence(),
+        "{updated:?} after {created:?}"
+    );
+    let stored: String = redis::cmd("GET")
+        .arg(&seq_key)
+        .query_async(&mut conn)
+        .await
+        .expect("GET");
+    assert_eq!(
+        stored.parse::<u64>().ok(),
+        updated.sequence(),
+        "the counter is left at the version written"
+    );
+}
+
 /// Coordinated election on Redis: candidates in `RedisCandidates`, electors and the
 /// coordinator on `RedisLock`s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
