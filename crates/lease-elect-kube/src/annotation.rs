@@ -13,6 +13,7 @@ use lease_elect::{LeaderElectionRecord, LockError, ResourceLock, Version};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::ResourceVersions;
 use crate::call;
 use crate::object::Target;
 
@@ -70,8 +71,8 @@ pub type EndpointsLock = AnnotationLock<Endpoints>;
 ///   writes (`{"holderIdentity":"a","leaseDurationSeconds":15,"acquireTime":"…Z",
 ///   "renewTime":"…Z","leaderTransitions":0}`, times in seconds), so electors of this crate
 ///   and client-go electors of that era share one lock.
-/// - The version is the object's `metadata.resourceVersion` (no sequence: fencing tokens come
-///   from `leaderTransitions`).
+/// - The version is the object's `metadata.resourceVersion`, read as the Lease lock reads
+///   it ([`ResourceVersions`]): by default comparable, and fencing tokens come from it.
 /// - No object is no record. An object without the annotation reads as an empty record
 ///   (nobody holds it), as in client-go, so a candidate takes it over at once. An annotation
 ///   that is not a record is [`LockError::Corrupt`].
@@ -124,6 +125,15 @@ impl<K: AnnotationObject> AnnotationLock<K> {
         self
     }
 
+    /// How the object's `resourceVersion` is read: [`ResourceVersions::Comparable`] (the
+    /// default; fencing tokens from it) or [`ResourceVersions::Opaque`] (tokens from
+    /// `leaderTransitions`).
+    #[must_use]
+    pub fn with_resource_versions(mut self, versions: ResourceVersions) -> Self {
+        self.t.versions = versions;
+        self
+    }
+
     /// The object's namespace.
     #[must_use]
     pub fn namespace(&self) -> &str {
@@ -152,20 +162,11 @@ impl<K: AnnotationObject> AnnotationLock<K> {
     }
 
     fn version_of(&self, object: &K) -> Result<Version, LockError> {
-        object
-            .meta()
-            .resource_version
-            .as_deref()
-            .filter(|rv| !rv.is_empty())
-            .map(Version::new)
-            .ok_or_else(|| LockError::Corrupt {
-                detail: format!(
-                    "{}: the {} has no resourceVersion",
-                    self.t.describe,
-                    K::NAME
-                ),
-                source: None,
-            })
+        self.t.versions.version(
+            object.meta().resource_version.as_deref(),
+            &self.t.describe,
+            K::NAME,
+        )
     }
 
     /// The record in `object`'s annotation; an empty record when there is none.

@@ -28,9 +28,13 @@
 //! | `leaderTransitions` | `leaseTransitions` |
 //! | `strategy`, `preferredHolder` | `strategy`, `preferredHolder` (written only when set) |
 //!
-//! The version is the Lease's `metadata.resourceVersion` (opaque, no
-//! [`sequence`](lease_elect::Version::sequence); fencing tokens come from
-//! `leaseTransitions`). `create` is a `POST` (409 AlreadyExists is a conflict), `update` a
+//! The version is the Lease's `metadata.resourceVersion`. By default it is read as a
+//! comparable resource version (Kubernetes 1.35's rule, KEP-5504, and what every API server on
+//! etcd hands out) and also serves as the version's
+//! [`sequence`](lease_elect::Version::sequence): fencing tokens are then the resource versions
+//! of the writes that began the terms, and keep increasing when somebody deletes the Lease
+//! and a new one is created. With [`ResourceVersions::Opaque`] it is compared for equality
+//! only and fencing tokens come from `leaseTransitions`, which a deleted Lease loses. `create` is a `POST` (409 AlreadyExists is a conflict), `update` a
 //! `PUT` carrying the expected `resourceVersion` and the Lease's `metadata.uid` (409 Conflict is
 //! a conflict), `delete` a `DELETE` with a `resourceVersion` precondition. An update keeps the
 //! Lease's other metadata (labels, annotations, owner references) as last read.
@@ -77,6 +81,7 @@ pub use annotation::{
     AnnotationLock, AnnotationObject, ConfigMapLock, EndpointsLock, LEADER_ANNOTATION,
 };
 pub use candidates::LeaseCandidates;
+pub use object::ResourceVersions;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -186,6 +191,15 @@ impl LeaseLock {
         self
     }
 
+    /// How the Lease's `resourceVersion` is read: [`ResourceVersions::Comparable`] (the
+    /// default; fencing tokens from it) or [`ResourceVersions::Opaque`] (tokens from
+    /// `leaseTransitions`).
+    #[must_use]
+    pub fn with_resource_versions(mut self, versions: ResourceVersions) -> Self {
+        self.t.versions = versions;
+        self
+    }
+
     /// The Lease's namespace.
     #[must_use]
     pub fn namespace(&self) -> &str {
@@ -214,16 +228,11 @@ impl LeaseLock {
     }
 
     fn version_of(&self, lease: &Lease) -> Result<Version, LockError> {
-        lease
-            .metadata
-            .resource_version
-            .as_deref()
-            .filter(|rv| !rv.is_empty())
-            .map(Version::new)
-            .ok_or_else(|| LockError::Corrupt {
-                detail: format!("{}: the Lease has no resourceVersion", self.t.describe),
-                source: None,
-            })
+        self.t.versions.version(
+            lease.metadata.resource_version.as_deref(),
+            &self.t.describe,
+            "Lease",
+        )
     }
 
     /// The metadata for a write: the Lease's as last seen when that is the expected version
