@@ -1,6 +1,7 @@
 //! Fault tests on real servers: three `fault_node` processes per scenario (lease 2 s, renew
 //! deadline 1 s, retry 0.2 s) compete for one lock and, while leading, write to a fenced store
-//! that judges them. Each scenario injects one fault on one backend, `REPS` times, and checks
+//! that judges them. Each scenario injects one fault on one backend, 3 times (or
+//! `LEASE_FAULTS_REPS`, the long run: 10), and checks
 //! that no two terms of different nodes were valid at overlapping times, that the store
 //! accepted no stale write, and that a new leader wrote within the bound.
 //!
@@ -37,7 +38,14 @@ use lease_elect_faults::servers::{self, OwnServer};
 use lease_elect_faults::store::{FencedStore, Verdict};
 use lease_elect_kube::testing::apiserver::{Connection, KubeApiServer};
 
-const REPS: usize = 3;
+/// Repetitions of each scenario: 3, or `LEASE_FAULTS_REPS` (the long run: 10).
+fn reps() -> usize {
+    std::env::var("LEASE_FAULTS_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(3)
+}
 /// Scenarios run at once (each runs three node processes).
 const CONCURRENT: usize = 26;
 const NODES: usize = 3;
@@ -129,6 +137,9 @@ enum Fault {
     Reset,
     /// The Redis server restarts without its data.
     RestartEmpty,
+    /// A candidate is killed, the Redis server restarts without its data, and a fresh process
+    /// (one that never saw a holder or a version) is started in the candidate's place.
+    RestartEmptyFresh,
     /// A candidate is killed, the record deleted under the leader, and a fresh process (one
     /// that never saw a holder) started in the candidate's place.
     DeleteFresh,
@@ -153,6 +164,7 @@ impl Fault {
             Fault::Blackhole => "blackhole",
             Fault::Reset => "reset",
             Fault::RestartEmpty => "restart-empty",
+            Fault::RestartEmptyFresh => "restart-empty-fresh-process",
             Fault::DeleteFresh => "delete-record-fresh-process",
             Fault::ServerRestart => "server-restart",
             Fault::EtcdRestart => "etcd-restart",
@@ -361,7 +373,11 @@ async fn setup(backend: Backend, fault: Fault, tag: &str) -> Result<Cluster, Str
             };
             (target.clone(), Some(split_url(&target)?))
         }
-        _ if matches!(fault, Fault::RestartEmpty | Fault::ServerRestart) => {
+        _ if matches!(
+            fault,
+            Fault::RestartEmpty | Fault::RestartEmptyFresh | Fault::ServerRestart
+        ) =>
+        {
             let server = tokio::task::spawn_blocking(move || match backend {
                 Backend::Redis => servers::redis(fault == Fault::ServerRestart),
                 Backend::Etcd => servers::etcd(),
@@ -611,7 +627,11 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<(f64, Option<f64>), String
             }
             c.wait_new_term(t0, limit).await?
         }
-        Fault::RestartEmpty => {
+        Fault::RestartEmpty | Fault::RestartEmptyFresh => {
+            let fresh = (fault == Fault::RestartEmptyFresh).then(|| (leader + 1) % c.nodes.len());
+            if let Some(slot) = fresh {
+                c.nodes[slot].kill().await;
+            }
             let server = c.server.as_mut().ok_or("no own server")?;
             let t0 = now_us();
             tokio::task::block_in_place(|| -> Result<(), String> {
@@ -622,6 +642,9 @@ async fn rep(c: &mut Cluster, fault: Fault) -> Result<(f64, Option<f64>), String
                     .map_err(|e| format!("restart: {e}"))?;
                 server.wait_ready(Duration::from_secs(10))
             })?;
+            if let Some(slot) = fresh {
+                c.replace(slot);
+            }
             c.wait_new_term(t0, limit).await?
         }
         Fault::ServerRestart | Fault::EtcdRestart => {
@@ -731,7 +754,7 @@ async fn scenario(backend: Backend, fault: Fault) -> Outcome {
             return outcome;
         }
     };
-    for _ in 0..REPS {
+    for _ in 0..reps() {
         match rep(&mut cluster, fault).await {
             Ok((ms, start)) => {
                 outcome.recoveries_ms.push(ms);
@@ -871,6 +894,7 @@ fn scenarios() -> Vec<(Backend, Fault)> {
         (Backend::Apiserver(KubeLock::Lease), Fault::EtcdRestart),
     ];
     all.push((Backend::Redis, Fault::RestartEmpty));
+    all.push((Backend::Redis, Fault::RestartEmptyFresh));
     for backend in [Backend::Etcd, Backend::Redis, Backend::Postgres] {
         all.push((backend, Fault::ServerRestart));
     }
@@ -1020,7 +1044,7 @@ fn main() {
         outcomes
     });
     println!(
-        "{:<30} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6}",
+        "{:<44} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6}",
         "scenario", "reps", "median ms", "recoveries ms", "overlaps", "stale", "accepted", "terms"
     );
     println!("(round-trips: the times of get and update calls through 150 ms of latency)");
@@ -1028,7 +1052,7 @@ fn main() {
     for o in &outcomes {
         let recoveries: Vec<String> = o.recoveries_ms.iter().map(|m| format!("{m:.0}")).collect();
         println!(
-            "{:<30} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6} {}",
+            "{:<44} {:>5} {:>10} {:<28} {:>8} {:>6} {:>8} {:>6} {}",
             o.name,
             o.recoveries_ms.len(),
             o.median()
