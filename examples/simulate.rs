@@ -270,6 +270,18 @@ fn run() -> Result<Outcome, String> {
     for line in cluster.report.to_string().lines() {
         eprintln!("simulate: {line}");
     }
+    let dra = &cluster.dra;
+    if !dra.is_empty() {
+        eprintln!(
+            "simulate: loaded {} DeviceClasses, {} ResourceSlices, {} ResourceClaims and {} \
+             ResourceClaimTemplates; dynamic resource allocation is not evaluated: a pod with \
+             resourceClaims is reported in its place",
+            dra.device_classes.len(),
+            dra.resource_slices.len(),
+            dra.resource_claims.len(),
+            dra.resource_claim_templates.len()
+        );
+    }
     if args.cycle {
         return run_cycle(&args, cluster);
     }

@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::load_error::{LoadError, LoadErrorKind, Position};
-use super::{Namespace, Node, Pod, PodDisruptionBudget, Role, StorageObjects, Workload};
+use super::{
+    DraObjects, Namespace, Node, Pod, PodDisruptionBudget, Role, StorageObjects, Workload,
+};
 
 /// Where a loaded object came from: its file and index.
 #[derive(Clone, Debug, Default)]
@@ -34,6 +36,9 @@ pub struct ClusterObjects {
     pub storage: StorageObjects,
     /// PodDisruptionBudgets, for preemption.
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, for dynamic
+    /// resource allocation.
+    pub dra: DraObjects,
     /// How many objects of each other kind (ConfigMap, Deployment, ...) were read and left out.
     pub other_kinds: BTreeMap<String, usize>,
     node_origins: Vec<Origin>,
@@ -106,6 +111,7 @@ impl ClusterObjects {
         self.namespaces.extend(other.namespaces);
         self.storage.extend(other.storage);
         self.pdbs.extend(other.pdbs);
+        self.dra.extend(other.dra);
         for (kind, n) in other.other_kinds {
             *self.other_kinds.entry(kind).or_default() += n;
         }
@@ -146,6 +152,7 @@ impl ClusterObjects {
             namespaces,
             storage,
             pdbs,
+            dra,
             other_kinds,
             node_origins,
             pod_origins,
@@ -232,6 +239,7 @@ impl ClusterObjects {
             namespaces,
             storage,
             pdbs,
+            dra,
             report,
         })
     }
@@ -258,6 +266,8 @@ pub struct Cluster {
     /// PodDisruptionBudgets (for the scheduling engine's preemption,
     /// [`ClusterEvent::PdbAdd`](crate::scheduler::ClusterEvent::PdbAdd)).
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// Dynamic resource allocation objects.
+    pub dra: DraObjects,
     /// What was left out, and why.
     pub report: LoadReport,
 }

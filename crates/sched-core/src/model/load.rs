@@ -16,9 +16,10 @@ use serde_json::value::RawValue;
 use super::load_error::{LoadError, LoadErrorKind, Position, short};
 use super::objects::nullable;
 use super::{
-    ClusterObjects, CsiDriver, CsiNode, CsiStorageCapacity, LabelSelector, Namespace, Node,
-    NodeSpec, NodeStatus, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod,
-    PodDisruptionBudget, PodSpec, PodStatus, ResourceList, StorageClass, Workload, WorkloadKind,
+    ClusterObjects, CsiDriver, CsiNode, CsiStorageCapacity, DeviceClass, LabelSelector, Namespace,
+    Node, NodeSpec, NodeStatus, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod,
+    PodDisruptionBudget, PodSpec, PodStatus, ResourceClaim, ResourceClaimTemplate, ResourceList,
+    ResourceSlice, StorageClass, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -381,6 +382,22 @@ impl Ctx<'_> {
                         let pdb: PodDisruptionBudget = self.named(kind, at, raw)?;
                         out.pdbs.push(pdb);
                     }
+                    "DeviceClass" => {
+                        let c: DeviceClass = self.named(kind, at, raw)?;
+                        out.dra.device_classes.push(c);
+                    }
+                    "ResourceSlice" => {
+                        let s: ResourceSlice = self.named(kind, at, raw)?;
+                        out.dra.resource_slices.push(s);
+                    }
+                    "ResourceClaim" => {
+                        let c: ResourceClaim = self.named(kind, at, raw)?;
+                        out.dra.resource_claims.push(c);
+                    }
+                    "ResourceClaimTemplate" => {
+                        let t: ResourceClaimTemplate = self.named(kind, at, raw)?;
+                        out.dra.resource_claim_templates.push(t);
+                    }
                     other => match workload_kind(other) {
                         Some(kind) => out.workloads.push(self.workload(kind, at, raw)?),
                         None => *out.other_kinds.entry(other.to_string()).or_default() += 1,
@@ -408,6 +425,10 @@ impl Ctx<'_> {
                 "PodDisruptionBudget" => "PodDisruptionBudget",
                 "CSIDriver" => "CSIDriver",
                 "CSIStorageCapacity" => "CSIStorageCapacity",
+                "DeviceClass" => "DeviceClass",
+                "ResourceSlice" => "ResourceSlice",
+                "ResourceClaim" => "ResourceClaim",
+                "ResourceClaimTemplate" => "ResourceClaimTemplate",
                 _ => "CSINode",
             };
             return Err(self.err(LoadErrorKind::EmptyName { kind, at }));
@@ -639,7 +660,11 @@ has_meta!(
     StorageClass,
     CsiNode,
     CsiDriver,
-    CsiStorageCapacity
+    CsiStorageCapacity,
+    DeviceClass,
+    ResourceSlice,
+    ResourceClaim,
+    ResourceClaimTemplate
 );
 
 /// Objects whose values Kubernetes' API validation would refuse.

@@ -9,6 +9,7 @@
 //! Quantities ("500m", "1Gi", "1.5", "2e3") are parsed by [`Quantity`].
 
 mod cluster;
+mod dra;
 mod load;
 mod load_error;
 mod namespace;
@@ -19,6 +20,7 @@ mod resources;
 mod storage;
 
 pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
+pub use dra::*;
 pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
 pub(crate) use load_error::short as short_name;
 pub use load_error::{LoadError, LoadErrorKind, Position};

@@ -327,6 +327,9 @@ pub struct PodStatus {
     /// `container_statuses` are.
     #[serde(deserialize_with = "resized", skip_serializing_if = "Vec::is_empty")]
     pub init_container_statuses: Vec<ContainerStatus>,
+    /// The claims made from templates for the pod's `spec.resourceClaims`.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
 }
 
 /// A container's status (`status.containerStatuses[]`): what the scheduler reads of it, the
@@ -424,7 +427,8 @@ pub struct PodSpec {
     /// Gates that keep the pod out of scheduling while any is present.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub scheduling_gates: Vec<PodSchedulingGate>,
-    /// Dynamic resource claims (DRA), which this crate does not evaluate.
+    /// Dynamic resource claims (DRA); see [`crate::model::DraObjects`] for the objects they
+    /// name.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<PodResourceClaim>,
 }
@@ -438,13 +442,34 @@ pub struct PodSchedulingGate {
     pub name: String,
 }
 
-/// A dynamic resource claim of the pod (`spec.resourceClaims[]`); only its name is kept.
+/// A dynamic resource claim of the pod (`spec.resourceClaims[]`): exactly one of a claim's
+/// name and a template's name is set.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct PodResourceClaim {
     /// The claim's name in the pod.
     #[serde(deserialize_with = "nullable")]
     pub name: String,
+    /// A ResourceClaim of the pod's namespace the pod uses (shared with other pods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_claim_name: Option<String>,
+    /// A ResourceClaimTemplate of the pod's namespace; a claim of the pod's own is made from
+    /// it and named in `status.resourceClaimStatuses`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// The claim made for a pod's [`PodResourceClaim`] from a template
+/// (`status.resourceClaimStatuses[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodResourceClaimStatus {
+    /// The claim's name in the pod.
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    /// The ResourceClaim made for it; none when no claim was needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_claim_name: Option<String>,
 }
 
 /// What to do with a pod that would break a [`TopologySpreadConstraint`].
