@@ -36,11 +36,7 @@ impl LockFactory for Factory {
     }
 
     async fn corrupt(&self, name: &str) -> bool {
-        let client = redis::Client::open(self.url.as_str()).expect("url");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect");
+        let mut conn = raw_connection(self.url.as_str()).await;
         let key = format!("lease-elect:{{{name}}}");
         let _: () = redis::cmd("SET")
             .arg(&key)
@@ -50,6 +46,15 @@ impl LockFactory for Factory {
             .expect("SET");
         true
     }
+}
+
+/// A plain connection to the server at `url`, for what a test does behind the lock's back.
+async fn raw_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
 }
 
 /// Starts `redis-server` on a free port (with the append-only file when `dir` is given).
@@ -163,11 +168,7 @@ async fn versions_stay_above_the_highest_seen_after_the_data_is_lost() {
     for _ in 0..3 {
         last = lock.update(&last, &record).await.expect("update");
     }
-    let client = redis::Client::open(factory.url.as_str()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = raw_connection(factory.url.as_str()).await;
     let _: () = redis::cmd("DEL")
         .arg(format!("lease-elect:{{{name}}}"))
         .arg(format!("lease-elect:{{{name}}}:seq"))
@@ -204,11 +205,7 @@ async fn a_fresh_handle_writes_above_a_lost_counter() {
         assert!(next.sequence() > last.sequence(), "{next:?} after {last:?}");
         last = next;
     }
-    let client = redis::Client::open(factory.url.as_str()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = raw_connection(factory.url.as_str()).await;
     let record_key = format!("lease-elect:{{{name}}}");
     let seq_key = format!("lease-elect:{{{name}}}:seq");
     let _: () = redis::cmd("DEL")
