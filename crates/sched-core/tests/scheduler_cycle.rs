@@ -283,6 +283,16 @@ enum Action {
     /// The Permit plugin allows the first waiting pod.
     Allow,
     Confirm,
+    /// Deletes the first pod in a stage: 0 held at Permit, 1 allowed, 2 being bound, 3 bound
+    /// and not confirmed, 4 pending.
+    DeleteInStage {
+        stage: u8,
+    },
+    /// Another scheduler binds the first pod held at Permit (0), allowed (1) or being bound
+    /// (2) to another node where it fits: the informer reports it there.
+    BindElsewhere {
+        stage: u8,
+    },
 }
 
 fn actions() -> impl Strategy<Value = Vec<Action>> {
@@ -310,6 +320,8 @@ fn actions() -> impl Strategy<Value = Vec<Action>> {
         any::<bool>().prop_map(|ok| Action::FinishBind { ok }),
         Just(Action::Confirm),
         Just(Action::Allow),
+        (0u8..5).prop_map(|stage| Action::DeleteInStage { stage }),
+        (0u8..3).prop_map(|stage| Action::BindElsewhere { stage }),
     ];
     prop::collection::vec(a, 1..80)
 }
@@ -429,8 +441,24 @@ proptest! {
                         sch.apply(ClusterEvent::PodUpdate(p.clone()), now);
                     }
                 }
-                Action::DeletePod { id } => {
-                    let key = format!("default/p{id}");
+                Action::DeletePod { .. } | Action::DeleteInStage { .. } => {
+                    let key = match a {
+                        Action::DeletePod { id } => format!("default/p{id}"),
+                        Action::DeleteInStage { stage } => {
+                            let bound: BTreeSet<&String> = t.bound.keys()
+                                .filter(|k| !t.confirmed.contains(*k)).collect();
+                            let first = match stage {
+                                0 => t.waiting.keys().next(),
+                                1 => t.allowed.keys().next(),
+                                2 => t.binding.keys().next(),
+                                3 => bound.into_iter().next(),
+                                _ => t.pending.iter().next(),
+                            };
+                            let Some(k) = first else { continue };
+                            k.clone()
+                        }
+                        _ => unreachable!(),
+                    };
                     if t.pods.remove(&key).is_some() {
                         t.pending.remove(&key);
                         t.binding.remove(&key);
@@ -542,6 +570,41 @@ proptest! {
                         t.waiting.remove(&key);
                         t.allowed.insert(key, node);
                     }
+                }
+                Action::BindElsewhere { stage } => {
+                    let first = match stage {
+                        0 => t.waiting.iter().next(),
+                        1 => t.allowed.iter().next(),
+                        _ => t.binding.iter().next(),
+                    };
+                    let Some((key, placed)) = first.map(|(k, n)| (k.clone(), n.clone())) else {
+                        continue;
+                    };
+                    let cpu = sched_core::model::pod_requests(&t.pods[&key]).milli_cpu;
+                    let free = |name: &String| {
+                        let used: i64 = sch.snapshot().get(name).map_or(0, |info| {
+                            info.pods().iter().map(|p| {
+                                sched_core::model::pod_requests(p.pod()).milli_cpu
+                            }).sum()
+                        });
+                        i64::from(t.nodes[name]) * 1000 - used
+                    };
+                    let Some(other) = t.nodes.keys()
+                        .find(|n| **n != placed && free(n) >= cpu).cloned() else {
+                        continue;
+                    };
+                    t.waiting.remove(&key);
+                    t.allowed.remove(&key);
+                    t.binding.remove(&key);
+                    t.orphaned.remove(&key);
+                    // Its claim is not bound here: the other scheduler's volumes are not
+                    // modelled, so the pod leaves the volume checks.
+                    t.with_claim.remove(&key);
+                    t.bound.insert(key.clone(), other.clone());
+                    t.confirmed.insert(key.clone());
+                    let mut p = t.pods[&key].clone();
+                    p.spec.node_name = other;
+                    sch.apply(ClusterEvent::PodUpdate(p), now);
                 }
                 Action::Confirm => {
                     let Some((key, node)) = t.bound.iter()
@@ -1063,6 +1126,47 @@ fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
     sch.finish_binding("default/p", Err("conflict".into()), s(2));
     assert_eq!(reserves(&ledger), (1, 1));
     assert_eq!(sch.snapshot().node_of("default/p"), Some(other));
+}
+
+#[test]
+fn a_pod_deleted_while_held_at_permit_is_unreserved_once() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
+    sch.apply(ClusterEvent::PodDelete("default/gang-0".into()), s(1));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().pod_count(), 0);
+    assert_eq!(sch.waiting().count(), 0);
+    // Neither an allow nor the wait's end finds it again.
+    assert!(!sch.allow("default/gang-0", "Gang"));
+    assert!(matches!(
+        sch.schedule_one(s(60)),
+        Step::Idle { until: None }
+    ));
+    assert_eq!(reserves(&ledger), (1, 1));
+}
+
+#[test]
+fn a_pod_held_at_permit_and_bound_elsewhere_is_unreserved_once() {
+    let (mut sch, ledger) = hooked();
+    sch.apply(ClusterEvent::NodeAdd(node("n2", 4)), s(0));
+    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    let Step::Waiting { node: placed, .. } = sch.schedule_one(s(0)) else {
+        panic!("held at Permit")
+    };
+    let other = if placed == "n1" { "n2" } else { "n1" };
+    let mut elsewhere = pod("gang-0", 100, 0, false);
+    elsewhere.spec.node_name = other.into();
+    sch.apply(ClusterEvent::PodUpdate(elsewhere), s(1));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().node_of("default/gang-0"), Some(other));
+    // The wait's end does not forget the pod bound elsewhere.
+    assert!(matches!(
+        sch.schedule_one(s(60)),
+        Step::Idle { until: None }
+    ));
+    assert_eq!(reserves(&ledger), (1, 1));
+    assert_eq!(sch.snapshot().node_of("default/gang-0"), Some(other));
 }
 
 #[test]

@@ -120,6 +120,7 @@
 //! handed out as a step), no custom victim eligibility or ordering hooks, and pods being
 //! bound or held at Permit are never victims (kube rejects a waiting pod it preempts).
 
+mod binding;
 mod events;
 mod extender;
 mod hooks;
@@ -129,10 +130,10 @@ pub mod post_filter;
 pub mod preemption;
 mod queue;
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use binding::AssumedPods;
 pub use events::{ClusterEvent, EventMask, events_for};
 pub use extender::{ExtenderCycle, Skipped};
 pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
@@ -147,7 +148,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::extender::{Extender, ExtenderBinder};
 use crate::framework::KubeVersion;
 use crate::model::{Pod, PodDisruptionBudget};
-use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
+use crate::plugins::volume::AssumedVolumes;
 use crate::profile::{Cache, FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
 
@@ -276,28 +277,6 @@ pub enum SchedulerEvent {
     },
 }
 
-/// A pod assumed on a node that Permit plugins hold.
-#[derive(Clone, Debug)]
-struct Waiting {
-    binding: Binding,
-    profile: String,
-    /// Permit plugins that have not allowed it yet.
-    waiting_on: Vec<String>,
-    deadline: Duration,
-}
-
-/// A pod assumed on a node and handed out for binding.
-#[derive(Clone, Debug)]
-struct Binding {
-    node: String,
-    /// The queue's counts for the pod, to requeue it with them.
-    tries: Tries,
-    /// The pod as it was queued, to requeue it if the bind fails after its node went away.
-    pod: Pod,
-    /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
-    volumes: AssumedVolumes,
-}
-
 /// One profile and its worker cache.
 #[derive(Debug)]
 struct Slot {
@@ -353,17 +332,11 @@ pub struct Scheduler {
     snapshot: Snapshot,
     profiles: Vec<Slot>,
     queue: SchedulingQueue,
-    /// Assumed pods handed out for binding, awaiting `finish_binding`.
-    binding: HashMap<String, Binding>,
-    /// Pods bound by this scheduler that the informer has not yet reported bound.
-    unconfirmed: HashMap<String, String>,
+    /// Placed pods from their Reserve to the informer's report of them bound.
+    assumed: AssumedPods,
     events: Vec<SchedulerEvent>,
     reserve: Vec<Arc<dyn ReservePlugin>>,
     permit: Vec<Arc<dyn PermitPlugin>>,
-    /// Pods Permit plugins hold.
-    waiting: HashMap<String, Waiting>,
-    /// Pods every Permit plugin allowed, to hand out for binding: (pod, profile).
-    ready: VecDeque<(String, String)>,
     /// Pods nominated to a node (kube's nominator).
     nominator: Nominator,
     /// PodDisruptionBudgets by `namespace/name`, in key order.
@@ -408,13 +381,10 @@ impl Scheduler {
                 })
                 .collect(),
             queue: SchedulingQueue::new(settings),
-            binding: HashMap::new(),
-            unconfirmed: HashMap::new(),
+            assumed: AssumedPods::default(),
             events: Vec::new(),
             reserve: Vec::new(),
             permit: Vec::new(),
-            waiting: HashMap::new(),
-            ready: VecDeque::new(),
             nominator: Nominator::new(),
             pdbs: Vec::new(),
             preemption_rng: ChaCha8Rng::seed_from_u64(0),
@@ -491,98 +461,6 @@ impl Scheduler {
         self
     }
 
-    /// Pods held by Permit plugins, with the node each is assumed on.
-    pub fn waiting(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.waiting
-            .iter()
-            .map(|(k, w)| (k.as_str(), w.binding.node.as_str()))
-    }
-
-    /// The Permit plugin `plugin` allows the waiting pod `pod`; once every plugin that made it
-    /// wait has allowed it, the next [`Scheduler::schedule_one`] hands it out as
-    /// [`Step::Bind`]. Returns whether the pod was waiting on that plugin.
-    pub fn allow(&mut self, pod: &str, plugin: &str) -> bool {
-        let Some(w) = self.waiting.get_mut(pod) else {
-            return false;
-        };
-        let Some(i) = w.waiting_on.iter().position(|p| p == plugin) else {
-            return false;
-        };
-        w.waiting_on.remove(i);
-        if w.waiting_on.is_empty() {
-            let w = self.waiting.remove(pod).expect("present");
-            self.binding.insert(pod.to_string(), w.binding);
-            self.ready.push_back((pod.to_string(), w.profile));
-        }
-        true
-    }
-
-    /// The Permit plugin `plugin` rejects the waiting pod `pod`: it is unreserved, forgotten
-    /// and waits in the unschedulable pool. Returns whether the pod was waiting.
-    pub fn reject(&mut self, pod: &str, plugin: &str, reason: &str, now: Duration) -> bool {
-        let Some(w) = self.waiting.remove(pod) else {
-            return false;
-        };
-        self.undo(w.binding, pod, plugin, reason, true, now);
-        true
-    }
-
-    /// Undoes VolumeBinding's Reserve: the PVs and claims it assumed are free again, which
-    /// can help pods that found no volume (kube waits for the next storage event there).
-    fn forget_volumes(&mut self, volumes: AssumedVolumes, now: Duration) {
-        if volumes.is_empty() {
-            return;
-        }
-        forget_volumes(&mut self.snapshot, volumes);
-        self.queue
-            .on_event(EventMask::PV_UPDATE | EventMask::PVC_UPDATE, now);
-    }
-
-    /// Gives back what a placed pod's Reserve took: every Reserve plugin unreserves it (in
-    /// reverse order) and VolumeBinding's assumed volumes are forgotten. The one release of a
-    /// placed pod that will not be bound by this scheduler, whatever ended it: a Reserve
-    /// error, a Permit rejection or timeout, a failed bind, the pod deleted before its bind
-    /// finished (waiting on Permit, allowed, or handed out), or bound elsewhere meanwhile.
-    /// Its entry leaves `waiting` / `binding` first, so that a bind result arriving later
-    /// finds nothing to release again: each Reserve has one unreserve or one bind.
-    fn release(&mut self, pod: &Pod, node: &str, volumes: AssumedVolumes, now: Duration) {
-        for r in self.reserve.iter().rev() {
-            r.unreserve(pod, node);
-        }
-        self.forget_volumes(volumes, now);
-    }
-
-    /// Unreserves and forgets a placed pod, and requeues it: into the unschedulable pool
-    /// (a Permit rejection) or with backoff (a Reserve error).
-    fn undo(
-        &mut self,
-        b: Binding,
-        key: &str,
-        plugin: &str,
-        reason: &str,
-        unschedulable: bool,
-        now: Duration,
-    ) {
-        self.release(&b.pod, &b.node, b.volumes, now);
-        if self.snapshot.node_of(key).is_some()
-            && let Err(e) = self.snapshot.forget(key)
-        {
-            self.reject_event(format!("pod {key}"), e);
-        }
-        self.events.push(SchedulerEvent::FailedScheduling {
-            pod: key.to_string(),
-            message: format!("{plugin}: {reason}"),
-        });
-        // What the pod held is free again (for the others: the pod itself is requeued after).
-        self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
-        if unschedulable {
-            self.queue
-                .requeue_unschedulable(b.pod, b.tries, EventMask::ALL, now);
-        } else {
-            self.queue.requeue_with_backoff(b.pod, b.tries, now);
-        }
-    }
-
     /// A scheduler from a `KubeSchedulerConfiguration`: its profiles (one thread each, ties
     /// broken by an RNG seeded with `seed`) and its backoff settings.
     ///
@@ -650,13 +528,6 @@ impl Scheduler {
         &self.queue
     }
 
-    /// Pods handed out for binding and not yet finished.
-    pub fn binding(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.binding
-            .iter()
-            .map(|(k, b)| (k.as_str(), b.node.as_str()))
-    }
-
     /// The profile that schedules pods of this `schedulerName`.
     pub fn profile(&self, scheduler_name: &str) -> Option<&Profile> {
         self.profiles
@@ -713,11 +584,7 @@ impl Scheduler {
             }
             ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
                 Ok(pods) => {
-                    // Pods being bound there stay in `binding`: their bind's result still
-                    // decides (a failed one requeues them). Bound pods leave with the node.
-                    for p in pods {
-                        self.unconfirmed.remove(&p.key());
-                    }
+                    self.node_gone(&pods);
                     self.queue.on_event(EventMask::NODE_DELETE, now);
                 }
                 Err(e) => self.reject_event(format!("node {name}"), e),
@@ -844,17 +711,9 @@ impl Scheduler {
             ClusterEvent::PodDelete(key) => {
                 self.queue.delete(&key);
                 self.nominator.delete(&key);
-                if let Some(w) = self.waiting.remove(&key) {
-                    let b = w.binding;
-                    self.release(&b.pod, &b.node, b.volumes, now);
-                }
-                // Allowed by Permit, or handed out and its bind not finished: kube's bind
-                // would fail and unreserve.
-                self.ready.retain(|(k, _)| *k != key);
-                if let Some(b) = self.binding.remove(&key) {
-                    self.release(&b.pod, &b.node, b.volumes, now);
-                }
-                self.unconfirmed.remove(&key);
+                // Held at Permit, allowed, or handed out and its bind not finished: kube's
+                // bind would fail and unreserve.
+                self.leave(&key, now);
                 if self.snapshot.node_of(&key).is_some() {
                     match self.snapshot.remove_pod(&key) {
                         Ok(_) => {
@@ -893,14 +752,13 @@ impl Scheduler {
         // Bound.
         self.queue.delete(&key);
         self.nominator.delete(&key);
+        let ours = self.reported_bound(&key, &pod.spec.node_name, now);
         let result = match self.snapshot.node_of(&key) {
             Some(node) if node == pod.spec.node_name => {
                 // Our assumed pod confirmed, or a bound pod changed. The informer's first report
                 // of a pod bound is an add for the queue (kube's AssignedPodAdd), even though
                 // the snapshot had it assumed: it does not wake pods waiting for a pod's
                 // update (a scale-down), such as pods short of resources.
-                let ours =
-                    self.unconfirmed.remove(&key).is_some() | self.binding.remove(&key).is_some();
                 self.snapshot.update_pod(pod).map(|()| {
                     if ours {
                         EventMask::ASSIGNED_POD_ADD
@@ -911,12 +769,6 @@ impl Scheduler {
             }
             Some(_) => {
                 // Bound elsewhere than assumed (another scheduler won): the truth replaces it.
-                // A bind of ours still running will fail, as kube's would, and unreserve.
-                self.unconfirmed.remove(&key);
-                self.ready.retain(|(k, _)| *k != key);
-                if let Some(b) = self.binding.remove(&key) {
-                    self.release(&b.pod, &b.node, b.volumes, now);
-                }
                 self.snapshot
                     .remove_pod(&key)
                     .and_then(|_| self.snapshot.add_pod(pod))
@@ -938,172 +790,156 @@ impl Scheduler {
     /// Runs one scheduling attempt: the next pod of the queue through its profile. A placed
     /// pod is assumed into the snapshot and returned as [`Step::Bind`].
     pub fn schedule_one(&mut self, now: Duration) -> Step {
-        // Permit waits that ran out are rejections.
-        if let Some(key) = self
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.deadline <= now)
-            .min_by_key(|(k, w)| (w.deadline, k.as_str()))
-            .map(|(k, _)| k.clone())
-        {
-            let w = self.waiting.remove(&key).expect("present");
-            let plugin = w.waiting_on.first().cloned().unwrap_or_default();
-            let reason = "rejected due to timeout after waiting at permit".to_string();
-            self.undo(w.binding, &key, &plugin, &reason, true, now);
-            return Step::Rejected {
-                pod: key,
-                plugin,
-                reason,
-            };
-        }
-        // Pods every Permit plugin allowed.
-        if let Some((pod, profile)) = self.ready.pop_front()
-            && let Some(b) = self.binding.get(&pod)
-        {
-            return Step::Bind {
-                node: b.node.clone(),
-                volumes: b.volumes.clone(),
-                extender_binder: self.binder_for(&b.pod, &b.node),
-                pod,
-                profile,
-            };
+        // Permit waits that ran out are rejections; pods every Permit plugin allowed go out.
+        if let Some(step) = self.lifecycle_step(now) {
+            return step;
         }
         loop {
             let Some(pod) = self.queue.pop(now) else {
-                let waits = self.waiting.values().map(|w| w.deadline).min();
-                let until = match (self.queue.next_wakeup(), waits) {
+                let until = match (self.queue.next_wakeup(), self.assumed.next_deadline()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
                 return Step::Idle { until };
             };
             let key = pod.key();
-            let Some(slot) = self.slot_of(&pod) else {
-                self.queue.done(&key);
-                continue;
-            };
-            if pod.is_terminating() {
-                self.queue.done(&key);
-                continue;
-            }
-            // A nominated pod is tried on its node first (kube's evaluateNominatedNode), with
-            // the pods nominated there before it held.
-            if let Some(node) = self.nominator.node_of(&key).map(str::to_string)
-                && let Some(index) = self.snapshot.index_of(&node)
-                && matches!(
-                    self.nominator.fits_indexed(
-                        &self.profiles[slot].profile,
-                        &mut self.snapshot,
-                        &pod,
-                        index
-                    ),
-                    Ok(Ok(()))
-                )
-                && (self.extenders.is_empty()
-                    || ExtenderCycle::new(&self.extenders).pass(&pod, &self.snapshot, index))
-                && self.snapshot.assume(pod.clone(), &node).is_ok()
-            {
-                self.nominator.delete(&key);
-                let tries = self.queue.done(&key).unwrap_or_default();
-                let profile = self.profiles[slot].name.clone();
-                let b = Binding {
-                    node,
-                    tries,
-                    pod,
-                    volumes: AssumedVolumes::default(),
-                };
-                return self.reserve_and_permit(key, b, profile, now);
-            }
-            // Nodes where the pod does not fit beside the pods nominated there count as
-            // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
-            let blocked = if self.nominator.holds_any(&pod) {
-                self.nominator
-                    .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
-            } else {
-                Ok(Vec::new())
-            };
-            let s = &mut self.profiles[slot];
-            s.cache.set_next_start_index(self.next_start_index);
-            let mut skipped = Vec::new();
-            let result = blocked.and_then(|blocked| {
-                if self.extenders.is_empty() {
-                    s.profile.schedule_and_assume_blocking(
-                        &mut s.cache,
-                        &pod,
-                        &mut self.snapshot,
-                        &blocked,
-                    )
-                } else {
-                    let mut ext = ExtenderCycle::new(&self.extenders);
-                    let r = s.profile.assume_after(
-                        &mut s.cache,
-                        &pod,
-                        &mut self.snapshot,
-                        &blocked,
-                        Some(&mut ext),
-                    );
-                    skipped = ext.take_skipped();
-                    r
-                }
-            });
-            self.note_skipped(&key, skipped);
-            let s = &mut self.profiles[slot];
-            self.next_start_index = s.cache.next_start_index();
-            match result {
-                Ok(r) => {
-                    self.nominator.delete(&key);
-                    let tries = self.queue.done(&key).unwrap_or_default();
-                    let profile = s.name.clone();
-                    let b = Binding {
-                        node: r.node.clone(),
-                        tries,
-                        pod,
-                        volumes: AssumedVolumes::default(),
-                    };
-                    return self.reserve_and_permit(key, b, profile, now);
-                }
-                Err(ScheduleError::Unschedulable(mut error)) => {
-                    let mut waiting_for = EventMask::default();
-                    for f in &error.failures {
-                        for (_, reason) in &f.codes {
-                            waiting_for = waiting_for | events_for(reason);
-                        }
-                    }
-                    if error.failures.is_empty() {
-                        // No node at all.
-                        waiting_for = EventMask::NODE_ADD;
-                    }
-                    self.queue.unschedulable(&key, waiting_for, now);
-                    if self.profiles[slot].post_filter.is_empty() {
-                        self.events.push(SchedulerEvent::FailedScheduling {
-                            pod: key.clone(),
-                            message: error.to_string(),
-                        });
-                        return Step::Unschedulable { pod: key, error };
-                    }
-                    let (step, message, skipped) =
-                        self.run_post_filter(slot, pod, &error, waiting_for, now);
-                    // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
-                    if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
-                        error.post_filter_message = Some(message);
-                    }
-                    self.events.push(SchedulerEvent::FailedScheduling {
-                        pod: key.clone(),
-                        message: error.to_string(),
-                    });
-                    self.note_skipped(&key, skipped);
-                    return step.unwrap_or(Step::Unschedulable { pod: key, error });
-                }
-                Err(error) => {
-                    self.queue.backoff_after_error(&key, now);
-                    self.events.push(SchedulerEvent::FailedScheduling {
-                        pod: key.clone(),
-                        message: error.to_string(),
-                    });
-                    return Step::Failed { pod: key, error };
+            match self.slot_of(&pod) {
+                Some(slot) if !pod.is_terminating() => return self.attempt(slot, key, pod, now),
+                _ => {
+                    self.queue.done(&key);
                 }
             }
         }
+    }
+
+    /// One attempt for a popped pod of profile `slot`: its nominated node first, then every
+    /// node; a placed pod goes on to Reserve and Permit.
+    fn attempt(&mut self, slot: usize, key: String, pod: Pod, now: Duration) -> Step {
+        if let Some(node) = self.nominated_fit(slot, &key, &pod) {
+            return self.placed(slot, key, pod, node, now);
+        }
+        // Nodes where the pod does not fit beside the pods nominated there count as
+        // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
+        let blocked = if self.nominator.holds_any(&pod) {
+            self.nominator
+                .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
+        } else {
+            Ok(Vec::new())
+        };
+        let s = &mut self.profiles[slot];
+        s.cache.set_next_start_index(self.next_start_index);
+        let mut skipped = Vec::new();
+        let result = blocked.and_then(|blocked| {
+            if self.extenders.is_empty() {
+                s.profile.schedule_and_assume_blocking(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                )
+            } else {
+                let mut ext = ExtenderCycle::new(&self.extenders);
+                let r = s.profile.assume_after(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                    Some(&mut ext),
+                );
+                skipped = ext.take_skipped();
+                r
+            }
+        });
+        self.note_skipped(&key, skipped);
+        self.next_start_index = self.profiles[slot].cache.next_start_index();
+        match result {
+            Ok(r) => self.placed(slot, key, pod, r.node, now),
+            Err(ScheduleError::Unschedulable(error)) => {
+                self.unschedulable(slot, key, pod, error, now)
+            }
+            Err(error) => {
+                self.queue.backoff_after_error(&key, now);
+                self.events.push(SchedulerEvent::FailedScheduling {
+                    pod: key.clone(),
+                    message: error.to_string(),
+                });
+                Step::Failed { pod: key, error }
+            }
+        }
+    }
+
+    /// A nominated pod is tried on its node first (kube's evaluateNominatedNode), with the
+    /// pods nominated there before it held: the node, with the pod assumed there, if it fits.
+    fn nominated_fit(&mut self, slot: usize, key: &str, pod: &Pod) -> Option<String> {
+        let node = self.nominator.node_of(key)?.to_string();
+        let index = self.snapshot.index_of(&node)?;
+        let fits = matches!(
+            self.nominator.fits_indexed(
+                &self.profiles[slot].profile,
+                &mut self.snapshot,
+                pod,
+                index
+            ),
+            Ok(Ok(()))
+        ) && (self.extenders.is_empty()
+            || ExtenderCycle::new(&self.extenders).pass(pod, &self.snapshot, index));
+        (fits && self.snapshot.assume(pod.clone(), &node).is_ok()).then_some(node)
+    }
+
+    /// The pod is assumed on `node`: it leaves the queue and its nomination, and goes on to
+    /// Reserve and Permit.
+    fn placed(&mut self, slot: usize, key: String, pod: Pod, node: String, now: Duration) -> Step {
+        self.nominator.delete(&key);
+        let tries = self.queue.done(&key).unwrap_or_default();
+        let placement = binding::Placement {
+            pod,
+            node,
+            profile: self.profiles[slot].name.clone(),
+            tries,
+            volumes: Default::default(),
+        };
+        self.reserve_and_permit(key, placement, now)
+    }
+
+    /// No node takes the pod: it waits for an event that can help it, and the profile's
+    /// PostFilter plugins (preemption) may nominate it to a node.
+    fn unschedulable(
+        &mut self,
+        slot: usize,
+        key: String,
+        pod: Pod,
+        mut error: FitError,
+        now: Duration,
+    ) -> Step {
+        let mut waiting_for = EventMask::default();
+        for f in &error.failures {
+            for (_, reason) in &f.codes {
+                waiting_for = waiting_for | events_for(reason);
+            }
+        }
+        if error.failures.is_empty() {
+            // No node at all.
+            waiting_for = EventMask::NODE_ADD;
+        }
+        self.queue.unschedulable(&key, waiting_for, now);
+        if self.profiles[slot].post_filter.is_empty() {
+            self.events.push(SchedulerEvent::FailedScheduling {
+                pod: key.clone(),
+                message: error.to_string(),
+            });
+            return Step::Unschedulable { pod: key, error };
+        }
+        let (step, message, skipped) = self.run_post_filter(slot, pod, &error, waiting_for, now);
+        // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
+        if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
+            error.post_filter_message = Some(message);
+        }
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.clone(),
+            message: error.to_string(),
+        });
+        self.note_skipped(&key, skipped);
+        step.unwrap_or(Step::Unschedulable { pod: key, error })
     }
 
     /// The profile's PostFilter plugins (DefaultPreemption) for a pod no node takes:
@@ -1128,12 +964,7 @@ impl Scheduler {
             _ => None,
         };
         // Pods still being bound or held at Permit are not victims.
-        let busy: std::collections::HashSet<&str> = self
-            .binding
-            .keys()
-            .chain(self.waiting.keys())
-            .map(String::as_str)
-            .collect();
+        let busy = self.assumed.busy();
         let protect = |k: &str| busy.contains(k);
         // kube's callExtenders: the extenders that preempt narrow the candidates.
         let skipped = std::cell::RefCell::new(Vec::new());
@@ -1203,147 +1034,5 @@ impl Scheduler {
             _ => None,
         };
         (step, out.message, skipped)
-    }
-
-    /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.
-    fn reserve_and_permit(
-        &mut self,
-        key: String,
-        mut b: Binding,
-        profile: String,
-        now: Duration,
-    ) -> Step {
-        // VolumeBinding's Reserve: the matched PVs and claims to provision are assumed, for
-        // the profile's VolumeBinding (kube's volume binder of that profile) only.
-        let binder = self
-            .profiles
-            .iter()
-            .find(|s| s.name == profile)
-            .and_then(|s| Some((s.profile.kube_version(), s.profile.volume_binder()?)));
-        if let Some((version, binder)) = binder {
-            match assume_volumes(&mut self.snapshot, binder, &b.pod, &b.node, version) {
-                Ok(v) => b.volumes = v,
-                Err(reason) => {
-                    let plugin = "VolumeBinding".to_string();
-                    let mut messages = Vec::new();
-                    if let Some(info) = self.snapshot.get(&b.node) {
-                        reason.write_messages(
-                            version,
-                            &crate::model::Resources::default(),
-                            info.node(),
-                            &mut |m| messages.push(m.into_owned()),
-                        );
-                    }
-                    let reason = messages.join(", ");
-                    self.undo(b, &key, &plugin, &reason, false, now);
-                    return Step::Rejected {
-                        pod: key,
-                        plugin,
-                        reason,
-                    };
-                }
-            }
-        }
-        let reserve = self.reserve.clone();
-        for r in &reserve {
-            if let Err(reason) = r.reserve(&b.pod, &b.node) {
-                let plugin = r.name().to_string();
-                self.undo(b, &key, &plugin, &reason, false, now);
-                return Step::Rejected {
-                    pod: key,
-                    plugin,
-                    reason,
-                };
-            }
-        }
-        let mut waiting_on = Vec::new();
-        let mut timeout: Option<Duration> = None;
-        let permit = self.permit.clone();
-        for p in &permit {
-            match p.permit(&b.pod, &b.node) {
-                PermitDecision::Allow => {}
-                PermitDecision::Reject(reason) => {
-                    let plugin = p.name().to_string();
-                    self.undo(b, &key, &plugin, &reason, true, now);
-                    return Step::Rejected {
-                        pod: key,
-                        plugin,
-                        reason,
-                    };
-                }
-                PermitDecision::Wait(d) => {
-                    waiting_on.push(p.name().to_string());
-                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
-                }
-            }
-        }
-        match timeout {
-            None => {
-                let node = b.node.clone();
-                let volumes = b.volumes.clone();
-                let extender_binder = self.binder_for(&b.pod, &node);
-                self.binding.insert(key.clone(), b);
-                Step::Bind {
-                    pod: key,
-                    node,
-                    profile,
-                    volumes,
-                    extender_binder,
-                }
-            }
-            Some(t) => {
-                let node = b.node.clone();
-                let until = now + t;
-                self.waiting.insert(
-                    key.clone(),
-                    Waiting {
-                        binding: b,
-                        profile,
-                        waiting_on,
-                        deadline: until,
-                    },
-                );
-                Step::Waiting {
-                    pod: key,
-                    node,
-                    until,
-                }
-            }
-        }
-    }
-
-    /// The caller's bind of `pod` finished. On success the assumed pod stays (confirmed
-    /// when the informer reports it bound). On failure it is forgotten, requeued with
-    /// backoff, and pods waiting for freed resources may try again (kube's
-    /// `handleBindingCycleError`). Unknown pods are ignored.
-    pub fn finish_binding(&mut self, pod: &str, result: Result<(), String>, now: Duration) {
-        let Some(b) = self.binding.remove(pod) else {
-            return;
-        };
-        match result {
-            Ok(()) => {
-                self.unconfirmed.insert(pod.to_string(), b.node.clone());
-                self.events.push(SchedulerEvent::Scheduled {
-                    pod: pod.to_string(),
-                    node: b.node,
-                });
-            }
-            Err(message) => {
-                self.release(&b.pod, &b.node, b.volumes, now);
-                // Forget the assumed pod; it is gone already when its node was deleted.
-                if self.snapshot.node_of(pod).is_some()
-                    && let Err(e) = self.snapshot.forget(pod)
-                {
-                    self.reject_event(format!("pod {pod}"), e);
-                }
-                self.queue.requeue_with_backoff(b.pod, b.tries, now);
-                self.events.push(SchedulerEvent::BindingFailed {
-                    pod: pod.to_string(),
-                    node: b.node,
-                    message,
-                });
-                self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
-            }
-        }
     }
 }

@@ -1,0 +1,533 @@
+//! The placed pod's lifecycle: from the assume to the informer's confirmation, one map of
+//! assumed pods with a typed [`Stage`], and the one release of a placement.
+//!
+//! A pod the cycle placed is assumed into the snapshot at once, then goes through these stages
+//! (kube's Reserve, Permit, binding cycle and assume cache):
+//!
+//! ```text
+//! Reserve ok ──> Waiting (Permit holds it, until a deadline) ──allowed──> Ready ──┐
+//!      └─ every Permit plugin allows ──────────────────────────────────────────> Binding
+//! Binding ──bind ok──> Bound (until the informer reports it bound) ──> gone
+//! ```
+//!
+//! Whatever ends a placement that this scheduler will not bind (a Reserve error, a Permit
+//! rejection or timeout, a failed bind, the pod deleted while waiting, ready or binding, or
+//! bound elsewhere meanwhile) goes through one release ([`Scheduler::release`]): every Reserve
+//! plugin unreserves it, in reverse order, and VolumeBinding's assumed volumes are forgotten.
+//! The entry leaves the map before its release, so that a bind result arriving later finds
+//! nothing to release again: each Reserve has exactly one unreserve or one successful bind.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::{EventMask, PermitDecision, Scheduler, SchedulerEvent, Step, Tries};
+use crate::model::Pod;
+use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
+
+/// A pod assumed on a node, as the cycle placed it: what a release or a requeue needs.
+#[derive(Clone, Debug)]
+pub(super) struct Placement {
+    /// The pod as it was queued, to requeue it if the placement is undone.
+    pub(super) pod: Pod,
+    /// The node it is assumed on.
+    pub(super) node: String,
+    /// The profile (scheduler name) that placed it.
+    pub(super) profile: String,
+    /// The queue's counts for the pod, to requeue it with them.
+    pub(super) tries: Tries,
+    /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
+    pub(super) volumes: AssumedVolumes,
+}
+
+/// Where an assumed pod is between its Reserve and the informer's report of it bound.
+#[derive(Clone, Debug)]
+pub(super) enum Stage {
+    /// Permit plugins hold it until each allows it, or `deadline` passes.
+    Waiting {
+        /// The placement.
+        placement: Placement,
+        /// Permit plugins that have not allowed it yet.
+        on: Vec<String>,
+        /// When the wait times out.
+        deadline: Duration,
+    },
+    /// Every Permit plugin allowed it: to be handed out as [`Step::Bind`], in `order`.
+    Ready {
+        /// The placement.
+        placement: Placement,
+        /// Allowed pods are handed out in the order they were allowed.
+        order: u64,
+    },
+    /// Handed out as [`Step::Bind`]; its bind's result has not come back.
+    Binding {
+        /// The placement.
+        placement: Placement,
+    },
+    /// Bound by the caller; the informer has not reported it bound yet.
+    Bound {
+        /// The node it is bound to.
+        node: String,
+    },
+}
+
+impl Stage {
+    /// The placement a release would give back: `None` once the pod is bound.
+    fn into_placement(self) -> Option<Placement> {
+        match self {
+            Stage::Waiting { placement, .. }
+            | Stage::Ready { placement, .. }
+            | Stage::Binding { placement } => Some(placement),
+            Stage::Bound { .. } => None,
+        }
+    }
+
+    /// The node the pod is assumed (or bound) on.
+    fn node(&self) -> &str {
+        match self {
+            Stage::Waiting { placement, .. }
+            | Stage::Ready { placement, .. }
+            | Stage::Binding { placement } => &placement.node,
+            Stage::Bound { node } => node,
+        }
+    }
+}
+
+/// The assumed pods by `namespace/name`, each in one [`Stage`].
+#[derive(Debug, Default)]
+pub(super) struct AssumedPods {
+    pods: HashMap<String, Stage>,
+    /// How many are [`Stage::Waiting`] and [`Stage::Ready`]: a cycle without Permit waits
+    /// looks at neither.
+    waiting: usize,
+    ready: usize,
+    /// The order the next allowed pod gets.
+    next_order: u64,
+}
+
+impl AssumedPods {
+    fn count(&mut self, stage: &Stage, up: bool) {
+        let n = match stage {
+            Stage::Waiting { .. } => &mut self.waiting,
+            Stage::Ready { .. } => &mut self.ready,
+            _ => return,
+        };
+        if up { *n += 1 } else { *n -= 1 }
+    }
+
+    /// Puts `key` in `stage` (replacing what it had).
+    pub(super) fn insert(&mut self, key: String, stage: Stage) {
+        self.count(&stage, true);
+        if let Some(old) = self.pods.insert(key, stage) {
+            self.count(&old, false);
+        }
+    }
+
+    /// Takes `key` out, in whatever stage.
+    pub(super) fn remove(&mut self, key: &str) -> Option<Stage> {
+        let stage = self.pods.remove(key)?;
+        self.count(&stage, false);
+        Some(stage)
+    }
+
+    /// Takes `key` out if `keep` says no to its stage.
+    pub(super) fn remove_unless(
+        &mut self,
+        key: &str,
+        keep: impl Fn(&Stage) -> bool,
+    ) -> Option<Stage> {
+        if keep(self.pods.get(key)?) {
+            return None;
+        }
+        self.remove(key)
+    }
+
+    /// The stage of `key`.
+    pub(super) fn get(&self, key: &str) -> Option<&Stage> {
+        self.pods.get(key)
+    }
+
+    /// Pods in a stage `f` picks, with the node each is assumed on.
+    pub(super) fn in_stage(
+        &self,
+        f: impl Fn(&Stage) -> bool,
+    ) -> impl Iterator<Item = (&str, &str)> {
+        self.pods
+            .iter()
+            .filter(move |(_, s)| f(s))
+            .map(|(k, s)| (k.as_str(), s.node()))
+    }
+
+    /// The Permit wait that ran out first (then by key), if any ran out by `now`.
+    fn expired(&self, now: Duration) -> Option<String> {
+        if self.waiting == 0 {
+            return None;
+        }
+        self.pods
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Stage::Waiting { deadline, .. } if *deadline <= now => Some((*deadline, k)),
+                _ => None,
+            })
+            .min()
+            .map(|(_, k)| k.clone())
+    }
+
+    /// When the first Permit wait runs out.
+    pub(super) fn next_deadline(&self) -> Option<Duration> {
+        if self.waiting == 0 {
+            return None;
+        }
+        self.pods
+            .values()
+            .filter_map(|s| match s {
+                Stage::Waiting { deadline, .. } => Some(*deadline),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// The pod allowed first, moved to [`Stage::Binding`].
+    fn next_ready(&mut self) -> Option<String> {
+        if self.ready == 0 {
+            return None;
+        }
+        let key = self
+            .pods
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Stage::Ready { order, .. } => Some((*order, k)),
+                _ => None,
+            })
+            .min()
+            .map(|(_, k)| k.clone())?;
+        let placement = self.remove(&key)?.into_placement()?;
+        self.insert(key.clone(), Stage::Binding { placement });
+        Some(key)
+    }
+
+    /// Pods Permit holds, allowed, or being bound: never preemption victims.
+    pub(super) fn busy(&self) -> std::collections::HashSet<&str> {
+        self.in_stage(|s| !matches!(s, Stage::Bound { .. }))
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// Permit plugin `plugin` allows `key`; once nothing holds it, it is ready. Whether it
+    /// was waiting on that plugin.
+    fn allow(&mut self, key: &str, plugin: &str) -> bool {
+        let Some(Stage::Waiting { on, .. }) = self.pods.get_mut(key) else {
+            return false;
+        };
+        let Some(i) = on.iter().position(|p| p == plugin) else {
+            return false;
+        };
+        on.remove(i);
+        if on.is_empty()
+            && let Some(placement) = self.remove(key).and_then(Stage::into_placement)
+        {
+            let order = self.next_order;
+            self.next_order += 1;
+            self.insert(key.to_string(), Stage::Ready { placement, order });
+        }
+        true
+    }
+}
+
+/// A placement refused by `plugin`.
+fn rejected(key: String, plugin: String, reason: String) -> Step {
+    Step::Rejected {
+        pod: key,
+        plugin,
+        reason,
+    }
+}
+
+impl Scheduler {
+    /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.
+    pub(super) fn reserve_and_permit(
+        &mut self,
+        key: String,
+        mut p: Placement,
+        now: Duration,
+    ) -> Step {
+        if let Err((plugin, reason)) = self.reserve_volumes(&mut p) {
+            self.undo(p, &key, &plugin, &reason, false, now);
+            return rejected(key, plugin, reason);
+        }
+        let reserve = self.reserve.clone();
+        for r in &reserve {
+            if let Err(reason) = r.reserve(&p.pod, &p.node) {
+                let plugin = r.name().to_string();
+                self.undo(p, &key, &plugin, &reason, false, now);
+                return rejected(key, plugin, reason);
+            }
+        }
+        let mut on = Vec::new();
+        let mut timeout: Option<Duration> = None;
+        let permit = self.permit.clone();
+        for plugin in &permit {
+            match plugin.permit(&p.pod, &p.node) {
+                PermitDecision::Allow => {}
+                PermitDecision::Reject(reason) => {
+                    let plugin = plugin.name().to_string();
+                    self.undo(p, &key, &plugin, &reason, true, now);
+                    return rejected(key, plugin, reason);
+                }
+                PermitDecision::Wait(d) => {
+                    on.push(plugin.name().to_string());
+                    timeout = Some(timeout.map_or(d, |t| t.min(d)));
+                }
+            }
+        }
+        match timeout {
+            None => self.hand_out(key, p),
+            Some(t) => {
+                let node = p.node.clone();
+                let until = now + t;
+                let stage = Stage::Waiting {
+                    placement: p,
+                    on,
+                    deadline: until,
+                };
+                self.assumed.insert(key.clone(), stage);
+                Step::Waiting {
+                    pod: key,
+                    node,
+                    until,
+                }
+            }
+        }
+    }
+
+    /// VolumeBinding's Reserve: the matched PVs and claims to provision are assumed, for the
+    /// profile's VolumeBinding (kube's volume binder of that profile) only. On failure, the
+    /// plugin and kube's message.
+    fn reserve_volumes(&mut self, p: &mut Placement) -> Result<(), (String, String)> {
+        let binder = self
+            .profiles
+            .iter()
+            .find(|s| s.name == p.profile)
+            .and_then(|s| Some((s.profile.kube_version(), s.profile.volume_binder()?)));
+        let Some((version, binder)) = binder else {
+            return Ok(());
+        };
+        match assume_volumes(&mut self.snapshot, binder, &p.pod, &p.node, version) {
+            Ok(v) => {
+                p.volumes = v;
+                Ok(())
+            }
+            Err(reason) => {
+                let mut messages = Vec::new();
+                if let Some(info) = self.snapshot.get(&p.node) {
+                    reason.write_messages(
+                        version,
+                        &crate::model::Resources::default(),
+                        info.node(),
+                        &mut |m| messages.push(m.into_owned()),
+                    );
+                }
+                Err(("VolumeBinding".to_string(), messages.join(", ")))
+            }
+        }
+    }
+
+    /// Hands a placement out as [`Step::Bind`]; it is binding until its result comes.
+    fn hand_out(&mut self, key: String, p: Placement) -> Step {
+        let step = self.bind_step(key.clone(), &p);
+        self.assumed.insert(key, Stage::Binding { placement: p });
+        step
+    }
+
+    fn bind_step(&self, pod: String, p: &Placement) -> Step {
+        Step::Bind {
+            pod,
+            node: p.node.clone(),
+            profile: p.profile.clone(),
+            volumes: p.volumes.clone(),
+            extender_binder: self.binder_for(&p.pod, &p.node),
+        }
+    }
+
+    /// What the lifecycle has to do before the queue is looked at: a Permit wait that ran out
+    /// is a rejection; a pod every Permit plugin allowed is handed out.
+    pub(super) fn lifecycle_step(&mut self, now: Duration) -> Option<Step> {
+        if let Some(key) = self.assumed.expired(now) {
+            let Some(Stage::Waiting { placement, on, .. }) = self.assumed.remove(&key) else {
+                return None;
+            };
+            let plugin = on.first().cloned().unwrap_or_default();
+            let reason = "rejected due to timeout after waiting at permit".to_string();
+            self.undo(placement, &key, &plugin, &reason, true, now);
+            return Some(rejected(key, plugin, reason));
+        }
+        let key = self.assumed.next_ready()?;
+        match self.assumed.get(&key) {
+            Some(Stage::Binding { placement }) => Some(self.bind_step(key, placement)),
+            _ => None,
+        }
+    }
+
+    /// Pods held by Permit plugins, with the node each is assumed on.
+    pub fn waiting(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.assumed
+            .in_stage(|s| matches!(s, Stage::Waiting { .. }))
+    }
+
+    /// Pods allowed by Permit or handed out for binding, whose bind has not finished, with
+    /// the node each is assumed on.
+    pub fn binding(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.assumed
+            .in_stage(|s| matches!(s, Stage::Ready { .. } | Stage::Binding { .. }))
+    }
+
+    /// The Permit plugin `plugin` allows the waiting pod `pod`; once every plugin that made it
+    /// wait has allowed it, the next [`Scheduler::schedule_one`] hands it out as
+    /// [`Step::Bind`]. Returns whether the pod was waiting on that plugin.
+    pub fn allow(&mut self, pod: &str, plugin: &str) -> bool {
+        self.assumed.allow(pod, plugin)
+    }
+
+    /// The Permit plugin `plugin` rejects the waiting pod `pod`: it is unreserved, forgotten
+    /// and waits in the unschedulable pool. Returns whether the pod was waiting.
+    pub fn reject(&mut self, pod: &str, plugin: &str, reason: &str, now: Duration) -> bool {
+        let waiting = |s: &Stage| matches!(s, Stage::Waiting { .. });
+        let Some(placement) = self
+            .assumed
+            .remove_unless(pod, |s| !waiting(s))
+            .and_then(Stage::into_placement)
+        else {
+            return false;
+        };
+        self.undo(placement, pod, plugin, reason, true, now);
+        true
+    }
+
+    /// The caller's bind of `pod` finished. On success the assumed pod stays (confirmed
+    /// when the informer reports it bound). On failure it is forgotten, requeued with
+    /// backoff, and pods waiting for freed resources may try again (kube's
+    /// `handleBindingCycleError`). Unknown pods are ignored.
+    pub fn finish_binding(&mut self, pod: &str, result: Result<(), String>, now: Duration) {
+        let binding = |s: &Stage| matches!(s, Stage::Ready { .. } | Stage::Binding { .. });
+        let Some(p) = self
+            .assumed
+            .remove_unless(pod, |s| !binding(s))
+            .and_then(Stage::into_placement)
+        else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                let node = p.node;
+                let stage = Stage::Bound { node: node.clone() };
+                self.assumed.insert(pod.to_string(), stage);
+                self.events.push(SchedulerEvent::Scheduled {
+                    pod: pod.to_string(),
+                    node,
+                });
+            }
+            Err(message) => {
+                let mut p = p;
+                self.release(&mut p, now);
+                // Forget the assumed pod; it is gone already when its node was deleted.
+                self.forget(pod);
+                self.queue.requeue_with_backoff(p.pod, p.tries, now);
+                self.events.push(SchedulerEvent::BindingFailed {
+                    pod: pod.to_string(),
+                    node: p.node,
+                    message,
+                });
+                self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+            }
+        }
+    }
+
+    /// The pod was deleted, or the informer reported it bound elsewhere than assumed: it
+    /// leaves the lifecycle, released unless this scheduler bound it (a bind of ours still
+    /// running fails, as kube's would, and unreserves).
+    pub(super) fn leave(&mut self, key: &str, now: Duration) {
+        if let Some(mut p) = self.assumed.remove(key).and_then(Stage::into_placement) {
+            self.release(&mut p, now);
+        }
+    }
+
+    /// The informer reported `key` bound to `node`. Where it is assumed, the bind happened:
+    /// it leaves the lifecycle without a release (a pod held at Permit stays held). Elsewhere
+    /// (another scheduler won), it leaves as a deleted pod does: a bind of ours still running
+    /// will fail, as kube's would, and the placement is released. Whether this scheduler
+    /// placed it there (allowed, being bound or bound by it).
+    pub(super) fn reported_bound(&mut self, key: &str, node: &str, now: Duration) -> bool {
+        match self.assumed.get(key) {
+            None => false,
+            Some(stage) if stage.node() == node => self
+                .assumed
+                .remove_unless(key, |s| matches!(s, Stage::Waiting { .. }))
+                .is_some(),
+            Some(_) => {
+                self.leave(key, now);
+                false
+            }
+        }
+    }
+
+    /// The node `node` went away with these pods: those bound by this scheduler leave the
+    /// lifecycle; pods still being bound there wait for their bind's result.
+    pub(super) fn node_gone(&mut self, pods: &[Pod]) {
+        for p in pods {
+            self.assumed
+                .remove_unless(&p.key(), |s| !matches!(s, Stage::Bound { .. }));
+        }
+    }
+
+    /// Gives back what a placement's Reserve took: every Reserve plugin unreserves it (in
+    /// reverse order) and VolumeBinding's assumed volumes are forgotten (the one release; see
+    /// the module docs).
+    fn release(&mut self, p: &mut Placement, now: Duration) {
+        for r in self.reserve.iter().rev() {
+            r.unreserve(&p.pod, &p.node);
+        }
+        if p.volumes.is_empty() {
+            return;
+        }
+        // The PVs and claims are free again, which can help pods that found no volume (kube
+        // waits for the next storage event there).
+        forget_volumes(&mut self.snapshot, std::mem::take(&mut p.volumes));
+        self.queue
+            .on_event(EventMask::PV_UPDATE | EventMask::PVC_UPDATE, now);
+    }
+
+    /// Forgets an assumed pod, if the snapshot still has it.
+    fn forget(&mut self, key: &str) {
+        if self.snapshot.node_of(key).is_some()
+            && let Err(e) = self.snapshot.forget(key)
+        {
+            self.reject_event(format!("pod {key}"), e);
+        }
+    }
+
+    /// Releases and forgets a placement refused before its bind, and requeues the pod: into
+    /// the unschedulable pool (a Permit rejection) or with backoff (a Reserve error).
+    fn undo(
+        &mut self,
+        mut p: Placement,
+        key: &str,
+        plugin: &str,
+        reason: &str,
+        unschedulable: bool,
+        now: Duration,
+    ) {
+        self.release(&mut p, now);
+        self.forget(key);
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.to_string(),
+            message: format!("{plugin}: {reason}"),
+        });
+        // What the pod held is free again (for the others: the pod itself is requeued after).
+        self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+        if unschedulable {
+            self.queue
+                .requeue_unschedulable(p.pod, p.tries, EventMask::ALL, now);
+        } else {
+            self.queue.requeue_with_backoff(p.pod, p.tries, now);
+        }
+    }
+}
