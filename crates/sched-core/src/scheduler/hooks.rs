@@ -42,3 +42,15 @@ pub trait PermitPlugin: Send + Sync {
     /// Whether `pod`, reserved on `node`, may be bound.
     fn permit(&self, pod: &Pod, node: &str) -> PermitDecision;
 }
+
+impl std::fmt::Debug for dyn ReservePlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Debug for dyn PermitPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,171 @@
+//! Building an engine: from profiles ([`Scheduler::new`]) or from a
+//! `KubeSchedulerConfiguration` ([`Scheduler::from_config`]), and the builder methods that add
+//! hooks, extenders and settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::binding::AssumedPods;
+use super::post_filter::PostFilterPlugins;
+use super::{
+    Nominator, PermitPlugin, QueueSettings, ReservePlugin, Scheduler, SchedulingQueue, Slot,
+};
+use crate::config::{ConfigError, Registry, SchedulerConfiguration};
+use crate::extender::Extender;
+use crate::profile::Profile;
+use crate::snapshot::Snapshot;
+
+/// The configuration's extenders as HTTP extenders, the ignorable ones last (kube's
+/// `buildExtenders`).
+#[cfg(feature = "http-extender")]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    let mut out: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut ignorable: Vec<Arc<dyn Extender>> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, e) in config.extenders.iter().enumerate() {
+        match crate::extender::HttpExtender::new(e) {
+            Ok(h) if e.ignorable => ignorable.push(Arc::new(h)),
+            Ok(h) => out.push(Arc::new(h)),
+            Err(err) => problems.push(crate::config::ConfigProblem::new(
+                format!("extenders[{i}]"),
+                crate::config::ProblemKind::Plugins(err.to_string()),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        out.extend(ignorable);
+        Ok(out)
+    } else {
+        Err(ConfigError::new(problems))
+    }
+}
+
+/// Without the `http-extender` feature a configuration's extenders cannot be called.
+#[cfg(not(feature = "http-extender"))]
+fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
+    if config.extenders.is_empty() {
+        return Ok(Vec::new());
+    }
+    Err(ConfigError::new(vec![crate::config::ConfigProblem::new(
+        "extenders",
+        crate::config::ProblemKind::Unsupported(
+            "calling HTTP extenders needs sched-core's `http-extender` feature".into(),
+        ),
+    )]))
+}
+
+impl Scheduler {
+    /// A scheduler with these profiles `(scheduler name, profile)` over `snapshot`.
+    pub fn new(
+        profiles: Vec<(String, Profile)>,
+        snapshot: Snapshot,
+        settings: QueueSettings,
+    ) -> Scheduler {
+        Scheduler {
+            snapshot,
+            profiles: profiles
+                .into_iter()
+                .map(|(name, profile)| Slot {
+                    cache: profile.create_cache(),
+                    name,
+                    profile,
+                    post_filter: PostFilterPlugins::default_preemption(),
+                })
+                .collect(),
+            queue: SchedulingQueue::new(settings),
+            assumed: AssumedPods::default(),
+            events: Vec::new(),
+            reserve: Vec::new(),
+            permit: Vec::new(),
+            nominator: Nominator::new(),
+            pdbs: Vec::new(),
+            preemption_rng: ChaCha8Rng::seed_from_u64(0),
+            extenders: Vec::new(),
+            next_start_index: 0,
+        }
+    }
+
+    /// Seeds the generator of preemption's dry-run offset (kube's random
+    /// `GetOffsetAndNumCandidates`); [`Scheduler::from_config`] seeds it with its `seed`,
+    /// [`Scheduler::new`] with 0.
+    #[must_use]
+    pub fn with_preemption_seed(mut self, seed: u64) -> Scheduler {
+        self.preemption_rng = ChaCha8Rng::seed_from_u64(seed);
+        self
+    }
+
+    /// Adds a scheduler extender (called in the order added, for every profile, as kube
+    /// calls a configuration's `extenders`; see [`crate::extender`]).
+    #[must_use]
+    pub fn with_extender(mut self, extender: impl Extender + 'static) -> Scheduler {
+        self.extenders.push(Arc::new(extender));
+        self
+    }
+
+    /// Turns preemption off (or on, with kube's default arguments) for every profile.
+    #[must_use]
+    pub fn with_preemption(mut self, on: bool) -> Scheduler {
+        for s in &mut self.profiles {
+            s.post_filter.set_preemption(on);
+        }
+        self
+    }
+
+    /// Adds a Reserve plugin (run in the order added, for every profile).
+    #[must_use]
+    pub fn with_reserve(mut self, plugin: impl ReservePlugin + 'static) -> Scheduler {
+        self.reserve.push(Arc::new(plugin));
+        self
+    }
+
+    /// Adds a Permit plugin (run in the order added, for every profile).
+    #[must_use]
+    pub fn with_permit(mut self, plugin: impl PermitPlugin + 'static) -> Scheduler {
+        self.permit.push(Arc::new(plugin));
+        self
+    }
+
+    /// A scheduler from a `KubeSchedulerConfiguration`: its profiles (one thread each, ties
+    /// broken by an RNG seeded with `seed`) and its backoff settings.
+    ///
+    /// # Errors
+    /// The configuration's compile errors.
+    pub fn from_config(
+        config: &SchedulerConfiguration,
+        registry: &Registry,
+        snapshot: Snapshot,
+        seed: u64,
+    ) -> Result<Scheduler, ConfigError> {
+        let mut profiles = Vec::new();
+        for (name, b) in config.profile_builders(registry)? {
+            let profile = b.threads(1).seed(seed).build().map_err(|e| {
+                ConfigError::new(vec![crate::config::ConfigProblem::new(
+                    "profiles",
+                    crate::config::ProblemKind::Plugins(e.to_string()),
+                )])
+            })?;
+            profiles.push((name, profile));
+        }
+        let settings = QueueSettings::with_backoff(
+            Duration::from_secs(config.pod_initial_backoff_seconds.max(0) as u64),
+            Duration::from_secs(config.pod_max_backoff_seconds.max(0) as u64),
+        );
+        let mut scheduler = Scheduler::new(profiles, snapshot, settings).with_preemption_seed(seed);
+        for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
+            slot.post_filter = PostFilterPlugins::of(p, registry);
+        }
+        scheduler.extenders = http_extenders(config)?;
+        Ok(scheduler)
+    }
+
+    /// The same engine with these queue settings (for instance kube v1.32's queue:
+    /// `let q = *sched.queue().settings(); sched.with_queue_settings(q.without_pop_from_backoff())`).
+    #[must_use]
+    pub fn with_queue_settings(mut self, settings: QueueSettings) -> Scheduler {
+        self.queue.set_settings(settings);
+        self
+    }
+}

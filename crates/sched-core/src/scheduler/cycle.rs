@@ -1,0 +1,281 @@
+//! One scheduling attempt ([`Scheduler::schedule_one`]): the lifecycle's due steps first,
+//! then the next pod of the queue through its profile (its nominated node first, the
+//! extenders, every node), and the profile's PostFilter plugins (preemption) when no node
+//! takes it.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::{
+    EventMask, ExtenderCycle, Scheduler, SchedulerEvent, Skipped, Step, binding, events_for,
+    extender, post_filter, preemption,
+};
+use crate::framework::KubeVersion;
+use crate::model::Pod;
+use crate::profile::{FitError, ScheduleError};
+use crate::snapshot::Snapshot;
+
+impl Scheduler {
+    /// Runs one scheduling attempt: the next pod of the queue through its profile. A placed
+    /// pod is assumed into the snapshot and returned as [`Step::Bind`].
+    pub fn schedule_one(&mut self, now: Duration) -> Step {
+        // Permit waits that ran out are rejections; pods every Permit plugin allowed go out.
+        if let Some(step) = self.lifecycle_step(now) {
+            return step;
+        }
+        loop {
+            let Some(pod) = self.queue.pop(now) else {
+                let until = match (self.queue.next_wakeup(), self.assumed.next_deadline()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                return Step::Idle { until };
+            };
+            let key = pod.key();
+            match self.slot_of(&pod) {
+                Some(slot) if !pod.is_terminating() => return self.attempt(slot, key, pod, now),
+                _ => {
+                    self.queue.done(&key);
+                }
+            }
+        }
+    }
+
+    /// One attempt for a popped pod of profile `slot`: its nominated node first, then every
+    /// node; a placed pod goes on to Reserve and Permit.
+    fn attempt(&mut self, slot: usize, key: String, pod: Pod, now: Duration) -> Step {
+        if let Some(node) = self.nominated_fit(slot, &key, &pod) {
+            return self.placed(slot, key, pod, node, now);
+        }
+        // Nodes where the pod does not fit beside the pods nominated there count as
+        // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
+        let blocked = if self.nominator.holds_any(&pod) {
+            self.nominator
+                .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
+        } else {
+            Ok(Vec::new())
+        };
+        let s = &mut self.profiles[slot];
+        s.cache.set_next_start_index(self.next_start_index);
+        let mut skipped = Vec::new();
+        let result = blocked.and_then(|blocked| {
+            if self.extenders.is_empty() {
+                s.profile.schedule_and_assume_blocking(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                )
+            } else {
+                let mut ext = ExtenderCycle::new(&self.extenders);
+                let r = s.profile.assume_after(
+                    &mut s.cache,
+                    &pod,
+                    &mut self.snapshot,
+                    &blocked,
+                    Some(&mut ext),
+                );
+                skipped = ext.take_skipped();
+                r
+            }
+        });
+        self.note_skipped(&key, skipped);
+        self.next_start_index = self.profiles[slot].cache.next_start_index();
+        match result {
+            Ok(r) => self.placed(slot, key, pod, r.node, now),
+            Err(ScheduleError::Unschedulable(error)) => {
+                self.unschedulable(slot, key, pod, error, now)
+            }
+            Err(error) => {
+                self.queue.backoff_after_error(&key, now);
+                self.events.push(SchedulerEvent::FailedScheduling {
+                    pod: key.clone(),
+                    message: error.to_string(),
+                });
+                Step::Failed { pod: key, error }
+            }
+        }
+    }
+
+    /// A nominated pod is tried on its node first (kube's evaluateNominatedNode), with the
+    /// pods nominated there before it held: the node, with the pod assumed there, if it fits.
+    fn nominated_fit(&mut self, slot: usize, key: &str, pod: &Pod) -> Option<String> {
+        let node = self.nominator.node_of(key)?.to_string();
+        let index = self.snapshot.index_of(&node)?;
+        let fits = matches!(
+            self.nominator.fits_indexed(
+                &self.profiles[slot].profile,
+                &mut self.snapshot,
+                pod,
+                index
+            ),
+            Ok(Ok(()))
+        ) && (self.extenders.is_empty()
+            || ExtenderCycle::new(&self.extenders).pass(pod, &self.snapshot, index));
+        (fits && self.snapshot.assume(pod.clone(), &node).is_ok()).then_some(node)
+    }
+
+    /// The pod is assumed on `node`: it leaves the queue and its nomination, and goes on to
+    /// Reserve and Permit.
+    fn placed(&mut self, slot: usize, key: String, pod: Pod, node: String, now: Duration) -> Step {
+        self.nominator.delete(&key);
+        let tries = self.queue.done(&key).unwrap_or_default();
+        let placement = binding::Placement {
+            pod,
+            node,
+            profile: self.profiles[slot].name.clone(),
+            tries,
+            volumes: Default::default(),
+        };
+        self.reserve_and_permit(key, placement, now)
+    }
+
+    /// No node takes the pod: it waits for an event that can help it, and the profile's
+    /// PostFilter plugins (preemption) may nominate it to a node.
+    fn unschedulable(
+        &mut self,
+        slot: usize,
+        key: String,
+        pod: Pod,
+        mut error: FitError,
+        now: Duration,
+    ) -> Step {
+        let mut waiting_for = EventMask::default();
+        for f in &error.failures {
+            for (_, reason) in &f.codes {
+                waiting_for = waiting_for | events_for(reason);
+            }
+        }
+        if error.failures.is_empty() {
+            // No node at all.
+            waiting_for = EventMask::NODE_ADD;
+        }
+        self.queue.unschedulable(&key, waiting_for, now);
+        if self.profiles[slot].post_filter.is_empty() {
+            self.events.push(SchedulerEvent::FailedScheduling {
+                pod: key.clone(),
+                message: error.to_string(),
+            });
+            return Step::Unschedulable { pod: key, error };
+        }
+        let (step, message, skipped) = self.run_post_filter(slot, pod, &error, waiting_for, now);
+        // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
+        if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
+            error.post_filter_message = Some(message);
+        }
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.clone(),
+            message: error.to_string(),
+        });
+        self.note_skipped(&key, skipped);
+        step.unwrap_or(Step::Unschedulable { pod: key, error })
+    }
+
+    /// The profile's PostFilter plugins (DefaultPreemption) for a pod no node takes:
+    /// `Some(Step::Preempt)` when preemption nominated the pod to a node, kube's PostFilter
+    /// message, and the extender errors passed over.
+    fn run_post_filter(
+        &mut self,
+        slot: usize,
+        pod: Pod,
+        error: &FitError,
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> (Option<Step>, String, Vec<Skipped>) {
+        let key = pod.key();
+        // The pod as the API server has it once this scheduler's status patches landed.
+        let landed = match self.nominator.node_of(&key) {
+            Some(node) if node != pod.status.nominated_node_name => {
+                let mut p = pod.clone();
+                p.status.nominated_node_name = node.to_string();
+                Some(p)
+            }
+            _ => None,
+        };
+        // Pods still being bound or held at Permit are not victims.
+        let busy = self.assumed.busy();
+        let protect = |k: &str| busy.contains(k);
+        // kube's callExtenders: the extenders that preempt narrow the candidates.
+        let skipped = std::cell::RefCell::new(Vec::new());
+        let extenders = &self.extenders;
+        let narrow = |p: &Pod, snapshot: &Snapshot, candidates| {
+            extender::narrow_candidates(
+                extenders,
+                p,
+                snapshot,
+                candidates,
+                &mut skipped.borrow_mut(),
+            )
+        };
+        let env = preemption::Environment::new(&self.nominator)
+            .pdbs(&self.pdbs)
+            .protect(&protect)
+            .candidates(&narrow);
+        let rng = &mut self.preemption_rng;
+        let out = post_filter::run_post_filter(
+            &self.profiles[slot].post_filter,
+            &self.profiles[slot].profile,
+            &mut self.snapshot,
+            landed.as_ref().unwrap_or(&pod),
+            error,
+            &mut |n| rng.random_range(0..n),
+            &env,
+        );
+        let mut skipped = skipped.into_inner();
+        if let Some(Err(ScheduleError::Extender { extender, source })) = &out.preemption {
+            skipped.push(Skipped {
+                extender: extender.clone(),
+                message: source.to_string(),
+            });
+        }
+        let step = match out.preemption {
+            Some(Ok(preemption::Outcome::Preempt(c))) => {
+                Some(self.nominate(key, pod, c, waiting_for, now))
+            }
+            Some(Ok(preemption::Outcome::NoCandidate(_))) => {
+                // kube clears the nomination when preemption cannot help.
+                self.nominator.delete(&key);
+                None
+            }
+            // Not eligible, no candidate left by the extenders, a plugin error, or no
+            // preemption: the nomination stays as it is.
+            _ => None,
+        };
+        (step, out.message, skipped)
+    }
+
+    /// Preemption chose node `c.node` for `pod`: the pod is nominated there and waits for its
+    /// victims' deletion, handed out as [`Step::Preempt`].
+    fn nominate(
+        &mut self,
+        key: String,
+        pod: Pod,
+        c: preemption::Candidate,
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> Step {
+        // Lower-priority pods nominated to that node may no longer fit there: their
+        // nominations are cleared (kube's prepareCandidate).
+        for other in self.nominator.lower_priority_on(&c.node, &pod) {
+            self.nominator.delete(&other);
+        }
+        self.nominator.add(pod, Some(&c.node));
+        // The victims' deletion (an assigned pod deleted) wakes it.
+        self.queue
+            .unschedulable(&key, waiting_for | EventMask::ASSIGNED_POD_DELETE, now);
+        // Victims already being deleted need no second deletion (kube skips the API call for
+        // them).
+        let victims = c
+            .victims
+            .iter()
+            .filter(|v| !v.is_terminating())
+            .map(|v| v.key())
+            .collect();
+        Step::Preempt {
+            pod: key,
+            victims,
+            node: c.node,
+        }
+    }
+}

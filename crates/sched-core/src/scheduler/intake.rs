@@ -1,0 +1,301 @@
+//! Event intake: a [`ClusterEvent`] applied to the snapshot, the lifecycle and the queue,
+//! which then moves the unschedulable pods the change can help.
+
+use std::time::Duration;
+
+use super::{ClusterEvent, EventMask, Scheduler, events};
+use crate::model::{
+    CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim, Pod,
+    StorageClass,
+};
+use crate::snapshot::StorageIndex;
+
+impl Scheduler {
+    /// Applies a cluster change to the snapshot and the queue, and moves the unschedulable
+    /// pods it can help.
+    pub fn apply(&mut self, event: ClusterEvent, now: Duration) {
+        let Some(event) = self.apply_storage(event, now) else {
+            return;
+        };
+        match event {
+            ClusterEvent::NodeAdd(node) => {
+                let name = node.metadata.name.clone();
+                match self.snapshot.add_node(node) {
+                    Ok(()) => {
+                        self.queue.on_event(EventMask::NODE_ADD, now);
+                    }
+                    Err(e) => self.reject_event(format!("node {name}"), e),
+                }
+            }
+            ClusterEvent::NodeUpdate(node) => {
+                let name = node.metadata.name.clone();
+                let Some(old) = self.snapshot.get(&name).map(|i| i.node().clone()) else {
+                    return self.apply(ClusterEvent::NodeAdd(node), now);
+                };
+                let change = events::node_change(&old, &node);
+                match self.snapshot.update_node(node) {
+                    Ok(()) => {
+                        self.queue.on_event(change, now);
+                    }
+                    Err(e) => self.reject_event(format!("node {name}"), e),
+                }
+            }
+            ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
+                Ok(pods) => {
+                    self.node_gone(&pods);
+                    self.queue.on_event(EventMask::NODE_DELETE, now);
+                }
+                Err(e) => self.reject_event(format!("node {name}"), e),
+            },
+            ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
+            ClusterEvent::PodDelete(key) => self.delete_pod(&key, now),
+            ClusterEvent::NamespaceAdd(ns) | ClusterEvent::NamespaceUpdate(ns) => {
+                let changed = self
+                    .snapshot
+                    .namespace_labels()
+                    .labels_of(&ns.metadata.name)
+                    != Some(&ns.metadata.labels);
+                self.snapshot.upsert_namespace(&ns);
+                if changed {
+                    self.queue.on_event(EventMask::NAMESPACE, now);
+                }
+            }
+            ClusterEvent::NamespaceDelete(name) => {
+                self.snapshot.remove_namespace(&name);
+            }
+            ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
+                let key = pdb.key();
+                match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
+                    Ok(i) => self.pdbs[i] = pdb,
+                    Err(i) => self.pdbs.insert(i, pdb),
+                }
+            }
+            ClusterEvent::PdbDelete(key) => self.pdbs.retain(|p| p.key() != key),
+            // Storage events were applied above.
+            _ => {}
+        }
+    }
+
+    /// Applies an event about a storage object (PersistentVolumes, claims, StorageClasses,
+    /// CSINodes, CSIDrivers, CSIStorageCapacities); any other event comes back.
+    fn apply_storage(&mut self, event: ClusterEvent, now: Duration) -> Option<ClusterEvent> {
+        match event {
+            ClusterEvent::PersistentVolumeAdd(o) | ClusterEvent::PersistentVolumeUpdate(o) => {
+                self.upsert_storage(o, now)
+            }
+            ClusterEvent::PersistentVolumeClaimAdd(o)
+            | ClusterEvent::PersistentVolumeClaimUpdate(o) => self.upsert_storage(o, now),
+            ClusterEvent::StorageClassAdd(o) | ClusterEvent::StorageClassUpdate(o) => {
+                self.upsert_storage(o, now)
+            }
+            ClusterEvent::CsiNodeAdd(o) | ClusterEvent::CsiNodeUpdate(o) => {
+                self.upsert_storage(o, now)
+            }
+            ClusterEvent::CsiDriverAdd(o) | ClusterEvent::CsiDriverUpdate(o) => {
+                self.upsert_storage(o, now)
+            }
+            ClusterEvent::CsiStorageCapacityAdd(o) | ClusterEvent::CsiStorageCapacityUpdate(o) => {
+                self.upsert_storage(o, now)
+            }
+            ClusterEvent::PersistentVolumeDelete(name) => {
+                self.delete_storage(|s| drop(s.remove_pv(&name)), now)
+            }
+            ClusterEvent::PersistentVolumeClaimDelete(key) => {
+                let (namespace, name) = split_key(&key);
+                self.delete_storage(|s| drop(s.remove_pvc(namespace, name)), now)
+            }
+            ClusterEvent::StorageClassDelete(name) => {
+                self.delete_storage(|s| drop(s.remove_class(&name)), now)
+            }
+            ClusterEvent::CsiNodeDelete(name) => {
+                self.delete_storage(|s| drop(s.remove_csi_node(&name)), now)
+            }
+            ClusterEvent::CsiDriverDelete(name) => {
+                self.delete_storage(|s| drop(s.remove_csi_driver(&name)), now)
+            }
+            ClusterEvent::CsiStorageCapacityDelete(key) => {
+                let (namespace, name) = split_key(&key);
+                self.delete_storage(|s| drop(s.remove_capacity(namespace, name)), now)
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// A pod went away: out of the queue, the nominator and the lifecycle (held at Permit,
+    /// allowed, or handed out and its bind not finished: kube's bind would fail and
+    /// unreserve), and out of the snapshot.
+    fn delete_pod(&mut self, key: &str, now: Duration) {
+        self.queue.delete(key);
+        self.nominator.delete(key);
+        self.leave(key, now);
+        if self.snapshot.node_of(key).is_some() {
+            match self.snapshot.remove_pod(key) {
+                Ok(_) => {
+                    self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
+                }
+                Err(e) => self.reject_event(format!("pod {key}"), e),
+            }
+        }
+    }
+
+    /// A storage object added or changed: the queue hears an add or an update, as the
+    /// snapshot knew it or not.
+    fn upsert_storage<T: StorageObject>(&mut self, object: T, now: Duration) {
+        let storage = self.snapshot.storage_mut();
+        let mask = if object.known(storage) {
+            T::UPDATE
+        } else {
+            T::ADD
+        };
+        object.upsert(storage);
+        self.queue.on_event(mask, now);
+    }
+
+    /// A storage object deleted by `remove`.
+    fn delete_storage(&mut self, remove: impl FnOnce(&mut StorageIndex), now: Duration) {
+        remove(self.snapshot.storage_mut());
+        self.queue.on_event(EventMask::STORAGE_DELETE, now);
+    }
+
+    fn apply_pod(&mut self, pod: Pod, now: Duration) {
+        let key = pod.key();
+        if pod.spec.node_name.is_empty() {
+            // Pending: queue it if one of our profiles schedules it; a pod being deleted is
+            // not scheduled.
+            if pod.is_terminating() || self.slot_of(&pod).is_none() {
+                self.queue.delete(&key);
+                self.nominator.delete(&key);
+                return;
+            }
+            if self.snapshot.node_of(&key).is_some() {
+                // Assumed by us and not yet bound in the API server: nothing to do.
+                return;
+            }
+            // kube's AddNominatedPod / UpdateNominatedPod: the status's nominatedNodeName,
+            // or the nomination made here when neither version has one.
+            if !pod.status.nominated_node_name.is_empty() || self.nominator.node_of(&key).is_some()
+            {
+                self.nominator.update(pod.clone());
+            }
+            self.queue.add(pod, now);
+            return;
+        }
+        // Bound.
+        self.queue.delete(&key);
+        self.nominator.delete(&key);
+        let ours = self.reported_bound(&key, &pod.spec.node_name, now);
+        let result = match self.snapshot.node_of(&key) {
+            Some(node) if node == pod.spec.node_name => {
+                // Our assumed pod confirmed, or a bound pod changed. The informer's first report
+                // of a pod bound is an add for the queue (kube's AssignedPodAdd), even though
+                // the snapshot had it assumed: it does not wake pods waiting for a pod's
+                // update (a scale-down), such as pods short of resources.
+                self.snapshot.update_pod(pod).map(|()| {
+                    if ours {
+                        EventMask::ASSIGNED_POD_ADD
+                    } else {
+                        EventMask::ASSIGNED_POD_UPDATE
+                    }
+                })
+            }
+            Some(_) => {
+                // Bound elsewhere than assumed (another scheduler won): the truth replaces it.
+                self.snapshot
+                    .remove_pod(&key)
+                    .and_then(|_| self.snapshot.add_pod(pod))
+                    .map(|()| EventMask::ASSIGNED_POD_UPDATE | EventMask::ASSIGNED_POD_DELETE)
+            }
+            None => self
+                .snapshot
+                .add_pod(pod)
+                .map(|()| EventMask::ASSIGNED_POD_ADD),
+        };
+        match result {
+            Ok(mask) => {
+                self.queue.on_event(mask, now);
+            }
+            Err(e) => self.reject_event(format!("pod {key}"), e),
+        }
+    }
+}
+
+/// `namespace/name` split (a key without `/` is a name in no namespace).
+fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
+}
+
+/// A storage object the snapshot's [`StorageIndex`] keeps: the queue events its add and its
+/// update are, whether the index has it, and its upsert.
+trait StorageObject {
+    /// The queue event of an add.
+    const ADD: EventMask;
+    /// The queue event of an update.
+    const UPDATE: EventMask;
+    /// Whether the index has an object of this name.
+    fn known(&self, storage: &StorageIndex) -> bool;
+    /// Adds or replaces it.
+    fn upsert(self, storage: &mut StorageIndex);
+}
+
+/// Implements [`StorageObject`] for a type: its events, how it is found, its upsert.
+macro_rules! storage_object {
+    ($t:ty, $add:ident, $update:ident, |$o:ident, $s:ident| $known:expr, $upsert:ident) => {
+        impl StorageObject for $t {
+            const ADD: EventMask = EventMask::$add;
+            const UPDATE: EventMask = EventMask::$update;
+            fn known(&self, $s: &StorageIndex) -> bool {
+                let $o = self;
+                $known
+            }
+            fn upsert(self, storage: &mut StorageIndex) {
+                storage.$upsert(self);
+            }
+        }
+    };
+}
+
+storage_object!(
+    PersistentVolume,
+    PV_ADD,
+    PV_UPDATE,
+    |o, s| s.pv(&o.metadata.name).is_some(),
+    upsert_pv
+);
+storage_object!(
+    PersistentVolumeClaim,
+    PVC_ADD,
+    PVC_UPDATE,
+    |o, s| s.pvc(&o.metadata.namespace, &o.metadata.name).is_some(),
+    upsert_pvc
+);
+storage_object!(
+    StorageClass,
+    STORAGE_CLASS_ADD,
+    STORAGE_CLASS_UPDATE,
+    |o, s| s.class(&o.metadata.name).is_some(),
+    upsert_class
+);
+storage_object!(
+    CsiNode,
+    CSI_NODE_ADD,
+    CSI_NODE_UPDATE,
+    |o, s| s.csi_node(&o.metadata.name).is_some(),
+    upsert_csi_node
+);
+storage_object!(
+    CsiDriver,
+    CSI_DRIVER_ADD,
+    CSI_DRIVER_UPDATE,
+    |o, s| s.csi_driver(&o.metadata.name).is_some(),
+    upsert_csi_driver
+);
+storage_object!(
+    CsiStorageCapacity,
+    CSI_STORAGE_CAPACITY_ADD,
+    CSI_STORAGE_CAPACITY_UPDATE,
+    |o, s| s
+        .capacity(&o.metadata.namespace, &o.metadata.name)
+        .is_some(),
+    upsert_capacity
+);

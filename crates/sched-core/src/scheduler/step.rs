@@ -1,0 +1,133 @@
+//! What the engine hands out: the [`Step`] the caller must take next, and the
+//! [`SchedulerEvent`]s it records for logs and Kubernetes events.
+
+use std::time::Duration;
+
+use crate::extender::ExtenderBinder;
+use crate::plugins::volume::AssumedVolumes;
+use crate::profile::{FitError, ScheduleError};
+
+/// What the caller must do next.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Step {
+    /// Bind the pod to the node (the pod is assumed there already), then call
+    /// [`Scheduler::finish_binding`](super::Scheduler::finish_binding).
+    Bind {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+        /// The profile (scheduler name) that placed it.
+        profile: String,
+        /// The volume bindings to write before binding the pod (kube's VolumeBinding
+        /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
+        /// and claims to provision on the node. Empty for most pods.
+        volumes: AssumedVolumes,
+        /// The extender that binds the pod instead of the caller's binder (kube: the first
+        /// binder extender interested in the pod): call [`ExtenderBinder::bind`] and report
+        /// its result to [`Scheduler::finish_binding`](super::Scheduler::finish_binding). `None`: the caller binds.
+        extender_binder: Option<ExtenderBinder>,
+    },
+    /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
+    Unschedulable {
+        /// `namespace/name`.
+        pod: String,
+        /// Every node's reasons.
+        error: FitError,
+    },
+    /// No node took the pod, but deleting these lower-priority pods makes room on `node`
+    /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
+    /// waits, and is tried there first once the deletions arrive. Victims already being
+    /// deleted are not listed again.
+    Preempt {
+        /// `namespace/name` of the preemptor.
+        pod: String,
+        /// The node it is nominated to.
+        node: String,
+        /// `namespace/name` of the pods to delete, most important first.
+        victims: Vec<String>,
+    },
+    /// A Reserve or Permit plugin refused the placement (or a Permit wait timed out): the
+    /// pod was unreserved and forgotten; after a Reserve error it backs off, after a Permit
+    /// rejection it waits in the unschedulable pool.
+    Rejected {
+        /// `namespace/name`.
+        pod: String,
+        /// The plugin that refused.
+        plugin: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// A Permit plugin holds the pod, assumed on `node`, until it is allowed
+    /// ([`Scheduler::allow`](super::Scheduler::allow)), rejected ([`Scheduler::reject`](super::Scheduler::reject)) or `until` passes.
+    Waiting {
+        /// `namespace/name`.
+        pod: String,
+        /// The node it is assumed on.
+        node: String,
+        /// When the wait times out.
+        until: Duration,
+    },
+    /// The attempt failed with an error (a plugin error, an unsupported pod); the pod backs
+    /// off.
+    Failed {
+        /// `namespace/name`.
+        pod: String,
+        /// Why.
+        error: ScheduleError,
+    },
+    /// Nothing to do: call again at `until` (a backoff or the longest unschedulable stay
+    /// ends), or after the next event (`None`: only an event can change anything).
+    Idle {
+        /// When the queue next changes by itself.
+        until: Option<Duration>,
+    },
+}
+
+/// Something the scheduler did or refused, for logs and Kubernetes events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchedulerEvent {
+    /// The pod was bound (kube's `Scheduled` event).
+    Scheduled {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+    },
+    /// No node fits (kube's `FailedScheduling`, with kube's message).
+    FailedScheduling {
+        /// `namespace/name`.
+        pod: String,
+        /// kube's message ("0/3 nodes are available: ...").
+        message: String,
+    },
+    /// The binding failed; the assumed pod was forgotten and requeued.
+    BindingFailed {
+        /// `namespace/name`.
+        pod: String,
+        /// The node it was assumed on.
+        node: String,
+        /// The binder's error.
+        message: String,
+    },
+    /// An extender failed and was passed over, as kube does (an ignorable extender's filter
+    /// error, or any prioritize error): the attempt went on without it.
+    ExtenderSkipped {
+        /// `namespace/name` of the pod being scheduled.
+        pod: String,
+        /// The extender.
+        extender: String,
+        /// Its error.
+        message: String,
+    },
+    /// An event could not be applied to the snapshot (a pod bound to an unknown node, ...);
+    /// nothing was changed.
+    Rejected {
+        /// What the event was about.
+        object: String,
+        /// Why.
+        message: String,
+    },
+}
