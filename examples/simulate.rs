@@ -60,7 +60,9 @@ use sched_core::model::{Cluster, ClusterObjects, Pod, Role, load_file};
 use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
-use sched_core::scheduler::{ClusterEvent, QueueSettings, Scheduler, SchedulerEvent, Step};
+use sched_core::scheduler::{
+    BindError, ClusterEvent, QueueSettings, Scheduler, SchedulerEvent, Step,
+};
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
 use serde_json::{Value, json};
 
@@ -698,7 +700,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                     Some(b) => b.bind().map_err(|e| format!("extender {}: {e}", b.name())),
                     None => Ok(()),
                 };
-                scheduler.finish_binding(&pod, result.clone(), now);
+                scheduler.finish_binding(&pod, result.clone().map_err(BindError::new), now);
                 if let Err(e) = result {
                     log.step(
                         now,

@@ -242,7 +242,7 @@ impl sched_core::scheduler::ReservePlugin for PodLedger {
     fn name(&self) -> &str {
         "PodLedger"
     }
-    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), String> {
+    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), sched_core::scheduler::ReserveError> {
         self.0.lock().unwrap().entry(pod.key()).or_default().0 += 1;
         Ok(())
     }
@@ -716,7 +716,7 @@ impl ReservePlugin for Ledger {
     fn name(&self) -> &str {
         "Ledger"
     }
-    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), String> {
+    fn reserve(&self, pod: &Pod, _node: &str) -> Result<(), sched_core::scheduler::ReserveError> {
         self.0.0.fetch_add(1, Ordering::SeqCst);
         if pod.metadata.name.starts_with("no-") {
             return Err("over quota".into());

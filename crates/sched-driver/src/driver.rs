@@ -654,7 +654,10 @@ impl Engine {
                 self.binds_in_flight -= 1;
                 let (outcome, engine_result) = match &result {
                     Ok(()) => (Outcome::Scheduled, Ok(())),
-                    Err(e) => (Outcome::Error, Err(e.message())),
+                    Err(e) => (
+                        Outcome::Error,
+                        Err(sched_core::scheduler::BindError::new(e.message())),
+                    ),
                 };
                 if let Some(t) = self.pods.get(&b.pod) {
                     self.hooks

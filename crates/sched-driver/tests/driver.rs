@@ -588,13 +588,13 @@ impl ReservePlugin for Blocking {
     fn name(&self) -> &str {
         "Blocking"
     }
-    fn reserve(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+    fn reserve(&self, _pod: &Pod, _node: &str) -> Result<(), sched_core::scheduler::ReserveError> {
         self.entered.store(true, Ordering::SeqCst);
         self.release
             .lock()
             .unwrap()
             .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "never released: the runtime was blocked".to_string())
+            .map_err(|_| "never released: the runtime was blocked".into())
     }
     fn unreserve(&self, _pod: &Pod, _node: &str) {}
 }

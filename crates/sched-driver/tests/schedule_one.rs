@@ -37,7 +37,7 @@ impl ReservePlugin for Recorder {
     fn name(&self) -> &str {
         "FakeReserve"
     }
-    fn reserve(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn reserve(&self, pod: &Pod, node: &str) -> Result<(), sched_core::scheduler::ReserveError> {
         self.log
             .lock()
             .unwrap()

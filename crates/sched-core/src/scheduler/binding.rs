@@ -24,6 +24,48 @@ use super::{EventMask, PermitDecision, Scheduler, SchedulerEvent, Step, Tries};
 use crate::model::Pod;
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 
+/// Why the caller's bind of a placed pod failed (the binder's or the API server's message),
+/// reported to [`Scheduler::finish_binding`]: the placement is released and forgotten and the
+/// pod backs off ([`SchedulerEvent::BindingFailed`] carries the message).
+///
+/// ```
+/// use sched_core::scheduler::BindError;
+/// let e = BindError::new("pods \"p\" not found");
+/// assert_eq!(e.message(), "pods \"p\" not found");
+/// assert_eq!(BindError::from("conflict").to_string(), "conflict");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BindError {
+    message: String,
+}
+
+impl BindError {
+    /// A failed bind with this message.
+    pub fn new(message: impl Into<String>) -> BindError {
+        BindError {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for BindError {
+    fn from(message: String) -> BindError {
+        BindError::new(message)
+    }
+}
+
+impl From<&str> for BindError {
+    fn from(message: &str) -> BindError {
+        BindError::new(message)
+    }
+}
+
 /// A pod assumed on a node, as the cycle placed it: what a release or a requeue needs.
 #[derive(Clone, Debug)]
 pub(super) struct Placement {
@@ -256,8 +298,9 @@ impl Scheduler {
         }
         let reserve = self.reserve.clone();
         for r in &reserve {
-            if let Err(reason) = r.reserve(&p.pod, &p.node) {
+            if let Err(e) = r.reserve(&p.pod, &p.node) {
                 let plugin = r.name().to_string();
+                let reason = e.reason().to_string();
                 self.undo(p, &key, &plugin, &reason, false, now);
                 return rejected(key, plugin, reason);
             }
@@ -406,7 +449,7 @@ impl Scheduler {
     /// when the informer reports it bound). On failure it is forgotten, requeued with
     /// backoff, and pods waiting for freed resources may try again (kube's
     /// `handleBindingCycleError`). Unknown pods are ignored.
-    pub fn finish_binding(&mut self, pod: &str, result: Result<(), String>, now: Duration) {
+    pub fn finish_binding(&mut self, pod: &str, result: Result<(), BindError>, now: Duration) {
         let binding = |s: &Stage| matches!(s, Stage::Ready { .. } | Stage::Binding { .. });
         let Some(p) = self
             .assumed
@@ -425,7 +468,7 @@ impl Scheduler {
                     node,
                 });
             }
-            Err(message) => {
+            Err(error) => {
                 let mut p = p;
                 self.release(&mut p, now);
                 // Forget the assumed pod; it is gone already when its node was deleted.
@@ -434,7 +477,7 @@ impl Scheduler {
                 self.events.push(SchedulerEvent::BindingFailed {
                     pod: pod.to_string(),
                     node: p.node,
-                    message,
+                    message: error.message,
                 });
                 self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
             }

@@ -15,10 +15,53 @@ pub trait ReservePlugin: Send + Sync {
     ///
     /// # Errors
     /// Why the pod may not stay there.
-    fn reserve(&self, pod: &Pod, node: &str) -> Result<(), String>;
+    fn reserve(&self, pod: &Pod, node: &str) -> Result<(), ReserveError>;
 
     /// Undoes [`ReservePlugin::reserve`]; must be idempotent, as kube requires.
     fn unreserve(&self, pod: &Pod, node: &str);
+}
+
+/// Why a [`ReservePlugin`] refused a placement: its reason, which [`Step::Rejected`] carries
+/// and kube's FailedScheduling message ends with.
+///
+/// [`Step::Rejected`]: super::Step::Rejected
+///
+/// ```
+/// use sched_core::scheduler::ReserveError;
+/// let e = ReserveError::new("over quota");
+/// assert_eq!(e.reason(), "over quota");
+/// assert_eq!(ReserveError::from("over quota"), e);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ReserveError {
+    reason: String,
+}
+
+impl ReserveError {
+    /// A refusal with this reason.
+    pub fn new(reason: impl Into<String>) -> ReserveError {
+        ReserveError {
+            reason: reason.into(),
+        }
+    }
+
+    /// The reason.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl From<String> for ReserveError {
+    fn from(reason: String) -> ReserveError {
+        ReserveError::new(reason)
+    }
+}
+
+impl From<&str> for ReserveError {
+    fn from(reason: &str) -> ReserveError {
+        ReserveError::new(reason)
+    }
 }
 
 /// What a Permit plugin says about a reserved pod.

@@ -145,9 +145,10 @@ mod step;
 use std::sync::Arc;
 
 use binding::AssumedPods;
+pub use binding::BindError;
 pub use events::{ClusterEvent, EventMask, events_for};
 pub use extender::{ExtenderCycle, Skipped};
-pub use hooks::{PermitDecision, PermitPlugin, ReservePlugin};
+pub use hooks::{PermitDecision, PermitPlugin, ReserveError, ReservePlugin};
 pub use nominator::Nominator;
 use post_filter::PostFilterPlugins;
 pub use queue::{QueueCounts, QueueName, QueueSettings, SchedulingQueue, Tries};
