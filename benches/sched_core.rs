@@ -1,6 +1,7 @@
 //! sched-core benchmarks: one pod per iteration on the benchmark cluster (see
 //! `sched_core::bench_cluster`), with kube's default predicates and priorities, all nodes scored and
-//! adaptive; plus building a snapshot of 15,000 nodes and 150,000 pods.
+//! adaptive; building a snapshot of 15,000 nodes and 150,000 pods; and the engine's whole
+//! cycle per pod (`cycle/`).
 
 use std::time::{Duration, Instant};
 
@@ -139,5 +140,42 @@ fn snapshot_build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, schedule, v1_34_default, snapshot_build);
+/// The engine's whole cycle per pod at 1,000 nodes with kube v1.34's default profile: the pod's
+/// add event, `schedule_one`, the bind's result, the informer's report of it bound, and its
+/// deletion (so the cluster never fills).
+fn cycle(c: &mut Criterion) {
+    use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
+    let mut group = c.benchmark_group("cycle");
+    group.sample_size(30);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    let nodes = 1_000;
+    let (node_list, pods) = benchmark_cluster(nodes);
+    let snapshot = Snapshot::from_objects(node_list, pods).expect("snapshot");
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    )
+    .expect("valid configuration");
+    let mut sched =
+        Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 42).expect("compiles");
+    let now = Duration::ZERO;
+    let mut next = 0usize;
+    group.bench_function("engine_1000_nodes", |b| {
+        b.iter(|| {
+            let mut pod = benchmark_pod(next);
+            next += 1;
+            sched.apply(ClusterEvent::PodAdd(pod.clone()), now);
+            let Step::Bind { pod: key, node, .. } = sched.schedule_one(now) else {
+                panic!("the benchmark cluster takes every pod");
+            };
+            sched.finish_binding(&key, Ok(()), now);
+            pod.spec.node_name = node;
+            sched.apply(ClusterEvent::PodUpdate(pod), now);
+            sched.apply(ClusterEvent::PodDelete(key), now);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, schedule, v1_34_default, snapshot_build, cycle);
 criterion_main!(benches);
