@@ -171,13 +171,9 @@ impl AssumedPods {
         Some(stage)
     }
 
-    /// Takes `key` out if `keep` says no to its stage.
-    pub(super) fn remove_unless(
-        &mut self,
-        key: &str,
-        keep: impl Fn(&Stage) -> bool,
-    ) -> Option<Stage> {
-        if keep(self.pods.get(key)?) {
+    /// Takes `key` out if its stage is one `pick` picks.
+    pub(super) fn remove_if(&mut self, key: &str, pick: impl Fn(&Stage) -> bool) -> Option<Stage> {
+        if !pick(self.pods.get(key)?) {
             return None;
         }
         self.remove(key)
@@ -436,7 +432,7 @@ impl Scheduler {
         let waiting = |s: &Stage| matches!(s, Stage::Waiting { .. });
         let Some(placement) = self
             .assumed
-            .remove_unless(pod, |s| !waiting(s))
+            .remove_if(pod, waiting)
             .and_then(Stage::into_placement)
         else {
             return false;
@@ -453,7 +449,7 @@ impl Scheduler {
         let binding = |s: &Stage| matches!(s, Stage::Ready { .. } | Stage::Binding { .. });
         let Some(p) = self
             .assumed
-            .remove_unless(pod, |s| !binding(s))
+            .remove_if(pod, binding)
             .and_then(Stage::into_placement)
         else {
             return;
@@ -503,7 +499,7 @@ impl Scheduler {
             None => false,
             Some(stage) if stage.node() == node => self
                 .assumed
-                .remove_unless(key, |s| matches!(s, Stage::Waiting { .. }))
+                .remove_if(key, |s| !matches!(s, Stage::Waiting { .. }))
                 .is_some(),
             Some(_) => {
                 self.leave(key, now);
@@ -517,7 +513,7 @@ impl Scheduler {
     pub(super) fn node_gone(&mut self, pods: &[Pod]) {
         for p in pods {
             self.assumed
-                .remove_unless(&p.key(), |s| !matches!(s, Stage::Bound { .. }));
+                .remove_if(&p.key(), |s| matches!(s, Stage::Bound { .. }));
         }
     }
 
