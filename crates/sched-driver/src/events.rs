@@ -3,9 +3,13 @@
 
 use std::time::Duration;
 
+use sched_core::profile::FitError;
 use sched_core::scheduler::{QueueCounts, SchedulerEvent, Step};
 
-/// A step the engine took (a cloneable summary of [`Step`]).
+/// A step the engine took: [`Step`]'s values, cloneable for every subscriber (a failed
+/// attempt's error as its text, since a [`ScheduleError`](sched_core::profile::ScheduleError)
+/// may hold a source that is not `Clone`; a bind without its volumes and extender binder, which
+/// the driver acts on itself).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StepTaken {
@@ -18,12 +22,13 @@ pub enum StepTaken {
         /// The profile that placed it.
         profile: String,
     },
-    /// No node fits the pod (kube's message).
+    /// No node fits the pod.
     Unschedulable {
         /// `namespace/name`.
         pod: String,
-        /// kube's "0/3 nodes are available: ..." message.
-        message: String,
+        /// Every node's reasons, as [`Step::Unschedulable`] has them (its `Display` is kube's
+        /// "0/3 nodes are available: ..." message).
+        error: FitError,
     },
     /// The pod preempts: `victims` are to be deleted, the pod is nominated to `node`.
     Preempt {
@@ -79,7 +84,7 @@ impl StepTaken {
             },
             Step::Unschedulable { pod, error, .. } => StepTaken::Unschedulable {
                 pod: pod.clone(),
-                message: error.to_string(),
+                error: error.clone(),
             },
             Step::Preempt {
                 pod, node, victims, ..
