@@ -419,7 +419,7 @@ fn run() -> Result<Outcome, String> {
             Err(ScheduleError::Unschedulable(fit)) => {
                 let _ = writeln!(text, "{key} -> unschedulable: {fit}");
                 let mut per_node = Vec::new();
-                for f in &fit.failures {
+                for f in fit.failures() {
                     let _ = writeln!(text, "    {:<24} {}", f.node, f.messages.join("; "));
                     per_node.push(json!({"node": f.node, "reasons": f.messages}));
                 }

@@ -780,7 +780,7 @@ fn compare_fit_error(fit: &FitError, kube: &PodAnswer, result: &mut PodResult) {
         ),
     }
     let ours: BTreeMap<&str, BTreeSet<&str>> = fit
-        .failures
+        .failures()
         .iter()
         .map(|f| {
             (

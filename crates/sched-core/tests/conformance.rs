@@ -214,7 +214,7 @@ fn replay(dir: &Path) -> Vec<String> {
                     ));
                 } else {
                     let got: BTreeMap<String, BTreeSet<String>> = fit
-                        .failures
+                        .failures()
                         .iter()
                         .map(|f| (f.node.clone(), f.messages.iter().cloned().collect()))
                         .collect();

@@ -309,7 +309,7 @@ fn test_2_every_node_failed_by_an_extender_is_a_fit_error() {
         r#"0/2 nodes are available: 1 FakeExtender: node "node1" failed, 1 FakeExtender: node "node2" failed."#
     );
     assert_eq!(
-        e.failures[0].codes,
+        e.failures()[0].codes,
         [(
             "FakeExtender2".to_string(),
             Reason::Extender {
@@ -347,7 +347,7 @@ fn test_4_extenders_narrow_one_after_the_other() {
     };
     // node1 fails the first extender, node2 the second (which only sees node2).
     assert_eq!(
-        e.failures
+        e.failures()
             .iter()
             .map(|f| (f.node.as_str(), f.codes[0].0.as_str()))
             .collect::<Vec<_>>(),
@@ -611,7 +611,7 @@ fn preemption_never_considers_a_node_an_extender_calls_unresolvable() {
         )
     );
     assert_eq!(
-        error.failures[0].codes,
+        error.failures()[0].codes,
         [("E".to_string(), Reason::Extender { unresolvable: true })]
     );
     let pod = resource_pod("high", "100m", 100, "");

@@ -290,7 +290,7 @@ fn nodes_every_extender_rejects_are_explained_with_its_messages() {
     match s.schedule_one(now) {
         // Nothing to delete anywhere: DefaultPreemption has no candidate (kube's dry run
         // keeps only nodes with victims).
-        Step::Unschedulable { error, .. } => assert_eq!(error.failures.len(), 3),
+        Step::Unschedulable { error, .. } => assert_eq!(error.failures().len(), 3),
         other => panic!("{other:?}"),
     }
     let message = s

@@ -1336,7 +1336,7 @@ fn compiled_policy_filters_and_scores_as_written() {
     let Err(ScheduleError::Unschedulable(fit)) = s.schedule(&pod("p"), &snapshot) else {
         panic!("scheduled")
     };
-    let plain = &fit.failures[0];
+    let plain = &fit.failures()[0];
     assert_eq!(plain.node, "plain");
     assert_eq!(plain.codes.len(), 1);
     // ...or every one with alwaysCheckAllPredicates.
@@ -1345,7 +1345,7 @@ fn compiled_policy_filters_and_scores_as_written() {
     let Err(ScheduleError::Unschedulable(fit)) = s.schedule(&pod("p"), &snapshot) else {
         panic!("scheduled")
     };
-    let plain = &fit.failures[0];
+    let plain = &fit.failures()[0];
     let failed: Vec<&str> = plain.codes.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(failed, ["CheckNodeUnschedulable", "CheckNodeLabelPresence"]);
     assert_eq!(fit.num_all_nodes, 2);

@@ -100,7 +100,7 @@ fn unschedulable(
     match r {
         Err(ScheduleError::Unschedulable(fit)) => (
             fit.to_string(),
-            fit.failures
+            fit.failures()
                 .iter()
                 .map(|f| (f.node.clone(), f.messages.clone()))
                 .collect(),
@@ -333,7 +333,7 @@ fn pre_filter_rejects_the_whole_pod() {
             Some("persistentvolumeclaim \"data\" not found")
         );
         assert_eq!(
-            fit.failures[1].codes,
+            fit.failures()[1].codes,
             vec![(
                 "VolumeRestrictions".to_string(),
                 Reason::Volume(VolumeProblem::ClaimNotFound)

@@ -826,10 +826,10 @@ enum Status {
 }
 
 fn fit_error(pod: &Pod, all: usize, statuses: &[(&str, Status)]) -> FitError {
-    FitError {
-        pod: pod.key(),
-        num_all_nodes: all,
-        failures: statuses
+    FitError::new(
+        pod.key(),
+        all,
+        statuses
             .iter()
             .map(|(n, s)| NodeFailure {
                 node: n.to_string(),
@@ -845,9 +845,7 @@ fn fit_error(pod: &Pod, all: usize, statuses: &[(&str, Status)]) -> FitError {
                 messages: vec![],
             })
             .collect(),
-        pre_filter_message: None,
-        post_filter_message: None,
-    }
+    )
 }
 
 fn run_preempt(
@@ -1545,10 +1543,10 @@ fn kube_nodes_where_preemption_might_help() {
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
     let pod = p("p").obj();
     for (name, statuses, expected) in cases {
-        let error = FitError {
-            pod: "/p".into(),
-            num_all_nodes: 4,
-            failures: statuses
+        let error = FitError::new(
+            "/p",
+            4,
+            statuses
                 .into_iter()
                 .map(|(n, r)| NodeFailure {
                     node: n.into(),
@@ -1556,9 +1554,7 @@ fn kube_nodes_where_preemption_might_help() {
                     messages: vec![],
                 })
                 .collect(),
-            pre_filter_message: None,
-            post_filter_message: None,
-        };
+        );
         let got: Vec<&str> =
             nodes_where_preemption_might_help(&snapshot, &pod, KubeVersion::V1_34, &error)
                 .into_iter()
@@ -1584,19 +1580,19 @@ fn v1_34_does_not_try_nodes_smaller_than_the_pod() {
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
     let pod = p("p").req(LARGE).obj();
     let insufficient = |bits| Reason::Insufficient(ResourceSet(bits));
-    let error = |small: Reason| FitError {
-        pod: "/p".into(),
-        num_all_nodes: 2,
-        failures: [("small", small), ("big", insufficient(ResourceSet::CPU))]
-            .into_iter()
-            .map(|(n, r)| NodeFailure {
-                node: n.into(),
-                codes: vec![("NodeResourcesFit".into(), r)],
-                messages: vec![],
-            })
-            .collect(),
-        pre_filter_message: None,
-        post_filter_message: None,
+    let error = |small: Reason| {
+        FitError::new(
+            "/p",
+            2,
+            [("small", small), ("big", insufficient(ResourceSet::CPU))]
+                .into_iter()
+                .map(|(n, r)| NodeFailure {
+                    node: n.into(),
+                    codes: vec![("NodeResourcesFit".into(), r)],
+                    messages: vec![],
+                })
+                .collect(),
+        )
     };
     let tried = |version, small| -> Vec<&str> {
         nodes_where_preemption_might_help(&snapshot, &pod, version, &error(small))

@@ -265,8 +265,8 @@ fn fit_error_summarizes_like_kube() {
         fit.to_string(),
         "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
     );
-    assert_eq!(fit.failures.len(), 5);
-    assert_eq!(fit.failures[0].codes[0].0, "Taints");
+    assert_eq!(fit.failures().len(), 5);
+    assert_eq!(fit.failures()[0].codes[0].0, "Taints");
 
     // With alwaysCheckAllPredicates every reason of every node is counted.
     let mut all = Profile::builder()

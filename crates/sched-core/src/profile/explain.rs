@@ -4,10 +4,12 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use super::Profile;
 use super::cache::Cache;
-use crate::framework::{CycleContext, ErasedState, Prepared, Reason};
+use crate::framework::{CycleContext, ErasedState, KubeVersion, Prepared, Reason};
+use crate::model::{Node, Resources};
 
 /// One rejected node and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,20 +24,34 @@ pub struct NodeFailure {
 
 /// No node can take the pod: every node's reasons, and kube's summary as `Display`
 /// ("0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu.").
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A profile's cycle records each rejected node compactly (the node, the predicate and its
+/// reason); the [`NodeFailure`]s with their names and messages are built the first time
+/// [`FitError::failures`] is read, and the summary counts the messages without building them.
+///
+/// ```
+/// use sched_core::profile::{FitError, NodeFailure};
+/// let error = FitError::new("ns/p", 2, vec![NodeFailure {
+///     node: "n1".into(),
+///     codes: vec![],
+///     messages: vec!["Too many pods".into()],
+/// }]);
+/// assert_eq!(error.failures().len(), 1);
+/// assert_eq!(error.to_string(), "0/2 nodes are available: 1 Too many pods.");
+/// ```
+#[derive(Clone)]
 pub struct FitError {
     /// `namespace/name` of the pod.
     pub pod: String,
     /// Number of nodes in the snapshot.
     pub num_all_nodes: usize,
-    /// Each rejected node, in snapshot order.
-    pub failures: Vec<NodeFailure>,
+    failures: Failures,
     /// When a predicate rejected the pod as a whole before any node was filtered
     /// ([`Prepared::Reject`](crate::framework::Prepared::Reject), kube v1.34's
     /// `Diagnosis.PreFilterMsg`): its message, which the summary prints alone ("0/3 nodes are
     /// available: pod has unbound immediate PersistentVolumeClaims."); every node of
-    /// `failures` has it as its reason. `None` otherwise, and in v1.20 profiles, whose summary
-    /// counts it on every node.
+    /// the failures has it as its reason. `None` otherwise, and in v1.20 profiles, whose
+    /// summary counts it on every node.
     pub pre_filter_message: Option<String>,
     /// What the PostFilter plugins said (kube v1.34's `Diagnosis.PostFilterMsg`: for a pod that
     /// may not preempt or for which preemption found no node, "preemption: ..."), which the
@@ -44,23 +60,171 @@ pub struct FitError {
     pub post_filter_message: Option<String>,
 }
 
+/// The rejected nodes: built, or recorded compactly and built on first read.
+#[derive(Clone)]
+enum Failures {
+    Built(Vec<NodeFailure>),
+    Lazy(Arc<Compact>),
+}
+
+/// Each rejected node with the one predicate (index) that rejected it and its reason, and
+/// what building their messages reads.
+struct Compact {
+    nodes: Vec<(Arc<Node>, u16, Reason)>,
+    /// Predicate names by index.
+    names: Vec<String>,
+    /// Messages of the predicates' own reason codes, by (predicate, code).
+    custom: Vec<(u16, u32, String)>,
+    version: KubeVersion,
+    requests: Resources,
+    built: OnceLock<Vec<NodeFailure>>,
+}
+
+impl Compact {
+    /// kube's messages for node `i`'s reason.
+    fn messages(&self, i: usize, out: &mut dyn FnMut(Cow<'_, str>)) {
+        let (node, pi, reason) = &self.nodes[i];
+        match reason {
+            Reason::Custom(code) => {
+                if let Some((_, _, m)) = self.custom.iter().find(|(p, c, _)| p == pi && c == code) {
+                    out(Cow::Borrowed(m.as_str()));
+                }
+            }
+            _ => reason.write_messages(self.version, &self.requests, node, &mut |m| out(m)),
+        }
+    }
+
+    fn build(&self) -> Vec<NodeFailure> {
+        (0..self.nodes.len())
+            .map(|i| {
+                let (node, pi, reason) = &self.nodes[i];
+                let mut messages = Vec::new();
+                self.messages(i, &mut |m| messages.push(m.into_owned()));
+                NodeFailure {
+                    node: node.metadata.name.clone(),
+                    codes: vec![(self.names[*pi as usize].clone(), *reason)],
+                    messages,
+                }
+            })
+            .collect()
+    }
+}
+
 impl FitError {
+    /// The pod `pod` (`namespace/name`) fits none of the `num_all_nodes` nodes, rejected as
+    /// `failures` say (in snapshot order); no PreFilter or PostFilter message.
+    pub fn new(pod: impl Into<String>, num_all_nodes: usize, failures: Vec<NodeFailure>) -> Self {
+        FitError {
+            pod: pod.into(),
+            num_all_nodes,
+            failures: Failures::Built(failures),
+            pre_filter_message: None,
+            post_filter_message: None,
+        }
+    }
+
+    /// Each rejected node, in snapshot order.
+    pub fn failures(&self) -> &[NodeFailure] {
+        match &self.failures {
+            Failures::Built(f) => f,
+            Failures::Lazy(c) => c.built.get_or_init(|| c.build()),
+        }
+    }
+
+    /// The rejected nodes, to change.
+    pub fn failures_mut(&mut self) -> &mut Vec<NodeFailure> {
+        if let Failures::Lazy(c) = &self.failures {
+            let built = match c.built.get() {
+                Some(b) => b.clone(),
+                None => c.build(),
+            };
+            self.failures = Failures::Built(built);
+        }
+        match &mut self.failures {
+            Failures::Built(f) => f,
+            Failures::Lazy(_) => unreachable!("built above"),
+        }
+    }
+
+    /// How many nodes rejected the pod.
+    pub fn num_failures(&self) -> usize {
+        match &self.failures {
+            Failures::Built(f) => f.len(),
+            Failures::Lazy(c) => c.nodes.len(),
+        }
+    }
+
+    /// Calls `f` with each rejected node's name and its reasons, in snapshot order, without
+    /// building the failures.
+    pub fn for_each_node(&self, f: &mut dyn FnMut(&str, &mut dyn Iterator<Item = &Reason>)) {
+        match &self.failures {
+            Failures::Built(all) => {
+                for n in all {
+                    f(&n.node, &mut n.codes.iter().map(|(_, r)| r));
+                }
+            }
+            Failures::Lazy(c) => {
+                for (node, _, reason) in &c.nodes {
+                    f(&node.metadata.name, &mut std::iter::once(reason));
+                }
+            }
+        }
+    }
+
     /// Count of nodes per message, sorted as kube sorts the summary ("N message" as strings).
     pub fn histogram(&self) -> Vec<(usize, String)> {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for f in &self.failures {
-            for m in &f.messages {
-                *counts.entry(m).or_default() += 1;
+        let mut counts: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
+        match &self.failures {
+            Failures::Built(all) => {
+                for f in all {
+                    for m in &f.messages {
+                        *counts.entry(Cow::Borrowed(m.as_str())).or_default() += 1;
+                    }
+                }
+            }
+            Failures::Lazy(c) => {
+                for i in 0..c.nodes.len() {
+                    c.messages(i, &mut |m| match counts.get_mut(m.as_ref()) {
+                        Some(n) => *n += 1,
+                        None => {
+                            counts.insert(Cow::Owned(m.into_owned()), 1);
+                        }
+                    });
+                }
             }
         }
         let mut out: Vec<(String, usize, String)> = counts
             .into_iter()
-            .map(|(m, n)| (format!("{n} {m}"), n, m.to_string()))
+            .map(|(m, n)| (format!("{n} {m}"), n, m.into_owned()))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out.into_iter().map(|(_, n, m)| (n, m)).collect()
     }
 }
+
+impl fmt::Debug for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FitError")
+            .field("pod", &self.pod)
+            .field("num_all_nodes", &self.num_all_nodes)
+            .field("failures", &self.failures())
+            .field("pre_filter_message", &self.pre_filter_message)
+            .field("post_filter_message", &self.post_filter_message)
+            .finish()
+    }
+}
+
+impl PartialEq for FitError {
+    fn eq(&self, other: &Self) -> bool {
+        self.pod == other.pod
+            && self.num_all_nodes == other.num_all_nodes
+            && self.pre_filter_message == other.pre_filter_message
+            && self.post_filter_message == other.post_filter_message
+            && self.failures() == other.failures()
+    }
+}
+
+impl Eq for FitError {}
 
 impl fmt::Display for FitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -248,6 +412,47 @@ impl Profile {
         let snapshot = cx.snapshot();
         let mut failures: Vec<(u32, u16, Reason)> = cache.scratch.failures.clone();
         failures.sort_by_key(|f| f.0);
+        let outside = self.outside_failures(cache, cx);
+        if !self.always_check_all_predicates && outside.is_empty() {
+            // One reason per node: recorded as it is, explained when read.
+            let mut custom: Vec<(u16, u32, String)> = Vec::new();
+            for &(_, pi, reason) in &failures {
+                if let Reason::Custom(code) = reason
+                    && !custom.iter().any(|(p, c, _)| *p == pi && *c == code)
+                {
+                    let m = self.predicates[pi as usize].explain(code).into_owned();
+                    custom.push((pi, code, m));
+                }
+            }
+            let nodes = failures
+                .into_iter()
+                .map(|(idx, pi, reason)| {
+                    (
+                        Arc::clone(snapshot.node_infos()[idx as usize].node_arc()),
+                        pi,
+                        reason,
+                    )
+                })
+                .collect();
+            return FitError {
+                pod: cx.pod().key(),
+                num_all_nodes: snapshot.len(),
+                failures: Failures::Lazy(Arc::new(Compact {
+                    nodes,
+                    names: self
+                        .predicates
+                        .iter()
+                        .map(|p| p.name().to_string())
+                        .collect(),
+                    custom,
+                    version: self.version,
+                    requests: cx.requests().clone(),
+                    built: OnceLock::new(),
+                })),
+                pre_filter_message: None,
+                post_filter_message: None,
+            };
+        }
         let mut prepared: Vec<Option<ErasedState>> = Vec::new();
         if self.always_check_all_predicates {
             for p in &self.predicates {
@@ -279,17 +484,14 @@ impl Profile {
         });
         // The nodes a predicate's narrowed set left out join them in snapshot order.
         let mut failures: Vec<(u32, NodeFailure)> = failures.collect();
-        let outside = self.outside_failures(cache, cx);
         if !outside.is_empty() {
             failures.extend(outside);
             failures.sort_by_key(|(i, _)| *i);
         }
-        FitError {
-            pod: cx.pod().key(),
-            num_all_nodes: snapshot.len(),
-            failures: failures.into_iter().map(|(_, f)| f).collect(),
-            pre_filter_message: None,
-            post_filter_message: None,
-        }
+        FitError::new(
+            cx.pod().key(),
+            snapshot.len(),
+            failures.into_iter().map(|(_, f)| f).collect(),
+        )
     }
 }

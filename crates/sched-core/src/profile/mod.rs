@@ -485,13 +485,13 @@ impl Profile {
         if feasible == 0 {
             let mut error = self.fit_error(cache, cx);
             if !extension_failures.is_empty() {
-                let mut all: Vec<(usize, NodeFailure)> = std::mem::take(&mut error.failures)
+                let mut all: Vec<(usize, NodeFailure)> = std::mem::take(error.failures_mut())
                     .into_iter()
                     .map(|f| (snapshot.index_of(&f.node).unwrap_or(usize::MAX), f))
                     .chain(extension_failures.into_iter().map(|(i, f)| (i as usize, f)))
                     .collect();
                 all.sort_by_key(|(i, _)| *i);
-                error.failures = all.into_iter().map(|(_, f)| f).collect();
+                *error.failures_mut() = all.into_iter().map(|(_, f)| f).collect();
             }
             return Err(ScheduleError::Unschedulable(error));
         }

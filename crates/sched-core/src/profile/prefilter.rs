@@ -160,12 +160,8 @@ impl Profile {
                 messages: vec![message.clone()],
             })
             .collect();
-        ScheduleError::Unschedulable(FitError {
-            pod: cx.pod().key(),
-            num_all_nodes: snapshot.len(),
-            failures,
-            pre_filter_message: (self.version >= KubeVersion::V1_34).then_some(message),
-            post_filter_message: None,
-        })
+        let mut error = FitError::new(cx.pod().key(), snapshot.len(), failures);
+        error.pre_filter_message = (self.version >= KubeVersion::V1_34).then_some(message);
+        ScheduleError::Unschedulable(error)
     }
 }

@@ -142,12 +142,12 @@ impl Scheduler {
         now: Duration,
     ) -> Step {
         let mut waiting_for = EventMask::default();
-        for f in &error.failures {
-            for (_, reason) in &f.codes {
+        error.for_each_node(&mut |_, reasons| {
+            for reason in reasons {
                 waiting_for = waiting_for | events_for(reason);
             }
-        }
-        if error.failures.is_empty() {
+        });
+        if error.num_failures() == 0 {
             // No node at all.
             waiting_for = EventMask::NODE_ADD;
         }

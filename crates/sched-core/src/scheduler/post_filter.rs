@@ -190,7 +190,7 @@ impl PostFilterPlugins {
             return true;
         }
         let culprit = error
-            .failures
+            .failures()
             .first()
             .and_then(|f| f.codes.last())
             .map(|(name, _)| name.as_str());

@@ -296,21 +296,20 @@ pub fn nodes_where_preemption_might_help(
     error: &FitError,
 ) -> Vec<usize> {
     let mut requests: Option<Resources> = None;
-    let mut nodes: Vec<usize> = error
-        .failures
-        .iter()
-        .filter_map(|f| {
-            let index = snapshot.index_of(&f.node)?;
-            let info = &snapshot.node_infos()[index];
-            f.codes
-                .iter()
-                .all(|(_, r)| {
-                    let requests = requests.get_or_insert_with(|| pod_requests(pod));
-                    resolvable_on(r, version, requests, info)
-                })
-                .then_some(index)
-        })
-        .collect();
+    let mut nodes: Vec<usize> = Vec::new();
+    error.for_each_node(&mut |name, reasons| {
+        let Some(index) = snapshot.index_of(name) else {
+            return;
+        };
+        let info = &snapshot.node_infos()[index];
+        for r in reasons {
+            let requests = requests.get_or_insert_with(|| pod_requests(pod));
+            if !resolvable_on(r, version, requests, info) {
+                return;
+            }
+        }
+        nodes.push(index);
+    });
     nodes.sort_unstable();
     nodes
 }
@@ -326,13 +325,18 @@ fn resolvable_node(
     let Some(info) = snapshot.get(name) else {
         return false;
     };
-    let Some(f) = error.failures.iter().find(|f| f.node == name) else {
-        return false;
-    };
-    let requests = pod_requests(pod);
-    f.codes
-        .iter()
-        .all(|(_, r)| resolvable_on(r, version, &requests, info))
+    let mut found = None;
+    error.for_each_node(&mut |node, reasons| {
+        if found.is_none() && node == name {
+            let requests = pod_requests(pod);
+            let mut all = true;
+            for r in reasons {
+                all = all && resolvable_on(r, version, &requests, info);
+            }
+            found = Some(all);
+        }
+    });
+    found.unwrap_or(false)
 }
 
 /// What the dry run found on one node.

@@ -409,6 +409,11 @@ impl NodeInfo {
         &self.node
     }
 
+    /// The node, shared.
+    pub(crate) fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
     /// The node's name.
     pub fn name(&self) -> &str {
         &self.node.metadata.name
