@@ -358,6 +358,15 @@ impl Reason {
     }
 }
 
+/// A pod's requests as a [`CycleContext`] of one kube version computes them.
+#[derive(Clone, Debug)]
+pub(crate) struct PodRequests {
+    requests: Resources,
+    non_zero: (i64, i64),
+    fit_score: (i64, i64),
+    version: KubeVersion,
+}
+
 /// What the scheduler knows about the pod being placed, computed once per cycle.
 #[derive(Debug)]
 pub struct CycleContext<'a> {
@@ -418,6 +427,33 @@ impl<'a> CycleContext<'a> {
             non_zero,
             fit_score,
             version,
+        }
+    }
+
+    /// The pod's requests as this context computed them, to build further contexts for the
+    /// same pod and version without computing them again ([`CycleContext::with_requests`]).
+    pub(crate) fn pod_requests(&self) -> PodRequests {
+        PodRequests {
+            requests: self.requests.clone(),
+            non_zero: self.non_zero,
+            fit_score: self.fit_score,
+            version: self.version,
+        }
+    }
+
+    /// [`CycleContext::for_version`] with the requests `requests` computed for the same pod.
+    pub(crate) fn with_requests(
+        pod: &'a Pod,
+        snapshot: &'a Snapshot,
+        requests: &PodRequests,
+    ) -> Self {
+        CycleContext {
+            pod,
+            snapshot,
+            requests: requests.requests.clone(),
+            non_zero: requests.non_zero,
+            fit_score: requests.fit_score,
+            version: requests.version,
         }
     }
 

@@ -135,7 +135,8 @@ impl Profile {
     }
 
     /// [`Profile::fits_on_indexed`] with the predicates that `skipped` marks skipped whatever
-    /// their prepare says on this snapshot (see [`Profile::skipped_predicates`]).
+    /// their prepare says on this snapshot (see [`Profile::skipped_predicates`]); the pod's
+    /// `requests` when the caller computed them for this profile's version.
     ///
     /// # Errors
     /// A predicate that fails to prepare.
@@ -145,8 +146,12 @@ impl Profile {
         snapshot: &crate::snapshot::Snapshot,
         index: usize,
         skipped: &[bool],
+        requests: Option<&crate::framework::PodRequests>,
     ) -> Result<Result<(), Vec<(u16, Reason)>>, super::ScheduleError> {
-        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let cx = match requests {
+            Some(r) => CycleContext::with_requests(pod, snapshot, r),
+            None => CycleContext::for_version(pod, snapshot, self.version),
+        };
         let node = snapshot.node(index);
         let mut prepared = Vec::with_capacity(self.predicates.len());
         for (i, p) in self.predicates.iter().enumerate() {

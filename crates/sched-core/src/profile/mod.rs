@@ -374,7 +374,7 @@ impl Profile {
         index: usize,
     ) -> Result<Result<(), Vec<(u16, Reason)>>, ScheduleError> {
         // No predicate skipped beforehand: each one's prepare decides on this snapshot.
-        self.fits_on_skipping(pod, snapshot, index, &[])
+        self.fits_on_skipping(pod, snapshot, index, &[], None)
     }
 
     fn schedule_with(

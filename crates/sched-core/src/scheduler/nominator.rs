@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::framework::Reason;
+use crate::framework::{PodRequests, Reason};
 use crate::model::Pod;
 use crate::profile::{Cache, Profile, ScheduleError, ScheduleResult};
 use crate::snapshot::Snapshot;
@@ -203,14 +203,14 @@ impl Nominator {
             return profile.fits_on_indexed(pod, snapshot, index);
         }
         let skipped = profile.skipped_predicates(pod, snapshot)?;
-        self.fits_indexed_skipping(profile, snapshot, pod, index, &skipped)
+        self.fits_indexed_skipping(profile, snapshot, pod, index, &skipped, None)
     }
 
     /// [`Nominator::fits_indexed`] where the predicates `skipped` marks (those that skipped
     /// the pod at the start of its cycle, [`Profile::skipped_predicates`]) stay skipped,
     /// whatever the pods added or removed since make their prepare say: kube keeps the
     /// PreFilter's skips in the cycle state for the whole cycle, preemption's dry run
-    /// included.
+    /// included. `requests`: the pod's, when the caller computed them for the profile.
     pub(crate) fn fits_indexed_skipping(
         &self,
         profile: &Profile,
@@ -218,10 +218,13 @@ impl Nominator {
         pod: &Pod,
         index: usize,
         skipped: &[bool],
+        requests: Option<&PodRequests>,
     ) -> Result<Fit, ScheduleError> {
-        match self.fits_with_held(profile, snapshot, pod, index, skipped)? {
+        match self.fits_with_held(profile, snapshot, pod, index, skipped, requests)? {
             // Nothing held there: one pass, as kube's loop breaks after it.
-            None | Some(Ok(())) => profile.fits_on_skipping(pod, snapshot, index, skipped),
+            None | Some(Ok(())) => {
+                profile.fits_on_skipping(pod, snapshot, index, skipped, requests)
+            }
             Some(Err(reasons)) => Ok(Err(reasons)),
         }
     }
@@ -246,6 +249,7 @@ impl Nominator {
         pod: &Pod,
         index: usize,
         skipped: &[bool],
+        requests: Option<&PodRequests>,
     ) -> Result<Option<Fit>, ScheduleError> {
         // Nothing nominated anywhere, or nothing held on this node: no copies, no lookups.
         if self.by_node.is_empty() {
@@ -270,7 +274,7 @@ impl Nominator {
         if added.is_empty() {
             return Ok(None);
         }
-        let with = profile.fits_on_skipping(pod, snapshot, index, skipped);
+        let with = profile.fits_on_skipping(pod, snapshot, index, skipped, requests);
         for k in &added {
             let _ = snapshot.forget(k);
         }
@@ -344,7 +348,7 @@ impl Nominator {
         let skipped = profile.skipped_predicates(pod, snapshot)?;
         for index in nodes {
             if let Some(Err(reasons)) =
-                self.fits_with_held(profile, snapshot, pod, index, &skipped)?
+                self.fits_with_held(profile, snapshot, pod, index, &skipped, None)?
             {
                 let (pi, r) = reasons[0];
                 out.push((index as u32, pi, r));

@@ -47,7 +47,7 @@
 
 use super::nominator::Nominator;
 use super::pdb::violation_flags;
-use crate::framework::{KubeVersion, Reason, ResourceSet};
+use crate::framework::{CycleContext, KubeVersion, PodRequests, Reason, ResourceSet};
 use crate::model::{Pod, PodDisruptionBudget, Resources, pod_requests};
 use crate::profile::{FitError, NodeFailure, Profile, ScheduleError};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -369,6 +369,7 @@ fn victims_on(
     index: usize,
     env: &Environment<'_>,
     skipped: &[bool],
+    requests: &PodRequests,
 ) -> Result<OnNode, ScheduleError> {
     // The pods move out of the snapshot and back as they are (no copies).
     let restore = |snapshot: &mut Snapshot, infos: Vec<PodInfo>| {
@@ -383,10 +384,14 @@ fn victims_on(
     if removed.is_empty() {
         return Ok(OnNode::NoVictims);
     }
-    match env
-        .nominator
-        .fits_indexed_skipping(profile, snapshot, pod, index, skipped)
-    {
+    match env.nominator.fits_indexed_skipping(
+        profile,
+        snapshot,
+        pod,
+        index,
+        skipped,
+        Some(requests),
+    ) {
         Ok(Ok(())) => {}
         Ok(Err(reasons)) => {
             restore(snapshot, removed);
@@ -423,10 +428,14 @@ fn victims_on(
             victims.push((i, *info));
             continue;
         }
-        let fits = match env
-            .nominator
-            .fits_indexed_skipping(profile, snapshot, pod, index, skipped)
-        {
+        let fits = match env.nominator.fits_indexed_skipping(
+            profile,
+            snapshot,
+            pod,
+            index,
+            skipped,
+            Some(requests),
+        ) {
             Ok(r) => r.is_ok(),
             Err(e) => {
                 failed = Some(e);
@@ -514,9 +523,11 @@ fn dry_run(
     } else {
         profile.skipped_predicates(pod, snapshot)?
     };
+    // The pod's requests, computed once for every fit check of the dry run.
+    let requests = CycleContext::for_version(pod, snapshot, profile.kube_version()).pod_requests();
     for i in 0..n {
         let index = potential[(offset + i) % n];
-        match victims_on(profile, snapshot, pod, index, env, &skipped) {
+        match victims_on(profile, snapshot, pod, index, env, &skipped, &requests) {
             Ok(OnNode::Victims(victims, violations)) if !victims.is_empty() => {
                 let c = Candidate {
                     node: snapshot.node_infos()[index].name().to_string(),
