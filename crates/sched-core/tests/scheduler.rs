@@ -10,7 +10,7 @@ mod common;
 use common::BuildWorker;
 use sched_core::framework::{Reason, ResourceSet, predicate_fn, priority_fn};
 use sched_core::model::{Node, Pod, Quantity, Taint, TaintEffect};
-use sched_core::profile::{Profile, ScheduleError, num_feasible_nodes_to_find};
+use sched_core::profile::{FitError, Profile, ScheduleError, num_feasible_nodes_to_find};
 use sched_core::select::select_host;
 use sched_core::snapshot::Snapshot;
 
@@ -267,6 +267,20 @@ fn fit_error_summarizes_like_kube() {
     );
     assert_eq!(fit.failures().len(), 5);
     assert_eq!(fit.failures()[0].codes[0].0, "Taints");
+    // The recorded failures summarize and compare as the same failures written out.
+    let written = FitError::new(fit.pod.clone(), fit.num_all_nodes, fit.failures().to_vec());
+    assert_eq!(fit.histogram(), written.histogram());
+    assert_eq!(fit.to_string(), written.to_string());
+    assert_eq!(fit, written);
+    let mut nodes = Vec::new();
+    fit.for_each_node(&mut |n, reasons| nodes.push((n.to_string(), reasons.count())));
+    let listed: Vec<(String, usize)> = written
+        .failures()
+        .iter()
+        .map(|f| (f.node.clone(), f.codes.len()))
+        .collect();
+    assert_eq!(nodes, listed);
+    assert_eq!(fit.num_failures(), 5);
 
     // With alwaysCheckAllPredicates every reason of every node is counted.
     let mut all = Profile::builder()
