@@ -50,7 +50,7 @@ fn bench_profile(
     let mut snapshot = base.clone();
     let mut cache = profile.create_cache();
     let mut next = 0usize;
-    let mut placed: std::collections::VecDeque<String> = Default::default();
+    let mut placed: std::collections::VecDeque<sched_core::model::PodKey> = Default::default();
     group.bench_with_input(id, &nodes, |b, _| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -144,7 +144,7 @@ fn snapshot_build(c: &mut Criterion) {
 /// add event, `schedule_one`, the bind's result, the informer's report of it bound, and its
 /// deletion (so the cluster never fills).
 fn cycle(c: &mut Criterion) {
-    use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
+    use sched_core::scheduler::{ClusterEvent, ObjectKey, Scheduler, Step};
     let mut group = c.benchmark_group("cycle");
     group.sample_size(30);
     group.warm_up_time(Duration::from_secs(1));
@@ -164,14 +164,14 @@ fn cycle(c: &mut Criterion) {
         b.iter(|| {
             let mut pod = benchmark_pod(next);
             next += 1;
-            sched.apply(ClusterEvent::PodAdd(pod.clone()), now);
+            sched.apply(ClusterEvent::add(pod.clone()), now);
             let Step::Bind { pod: key, node, .. } = sched.schedule_one(now) else {
                 panic!("the benchmark cluster takes every pod");
             };
             sched.finish_binding(&key, Ok(()), now);
             pod.spec.node_name = node;
-            sched.apply(ClusterEvent::PodUpdate(pod), now);
-            sched.apply(ClusterEvent::PodDelete(key), now);
+            sched.apply(ClusterEvent::update(pod), now);
+            sched.apply(ClusterEvent::Delete(ObjectKey::pod(key)), now);
         })
     });
     group.finish();

@@ -53,7 +53,7 @@ use sched_core::model::{
 };
 use sched_core::policy::Policy;
 use sched_core::profile::Profile;
-use sched_core::scheduler::{ClusterEvent, QueueSettings, Scheduler, SchedulerEvent};
+use sched_core::scheduler::{ClusterEvent, ObjectKey, QueueSettings, Scheduler, SchedulerEvent};
 use sched_core::snapshot::Snapshot;
 use sched_driver::metrics::SchedulerMetrics;
 use sched_driver::{
@@ -323,7 +323,7 @@ impl Binder for LogBinder {
         let t = &self.0;
         let i = demo_index(&b.pod).ok_or_else(|| BindError::Refused("not a demo pod".into()))?;
         t.append(Record::Bind {
-            pod: b.pod.clone(),
+            pod: b.pod.to_string(),
             node: b.node.clone(),
             replica: t.identity.clone(),
             token: t.token,
@@ -331,13 +331,13 @@ impl Binder for LogBinder {
         })
         .await
         .map_err(BindError::Fenced)?;
-        t.bound.lock().expect("lock").insert(b.pod.clone());
+        t.bound.lock().expect("lock").insert(b.pod.to_string());
         // The informer reports the pod bound.
         let mut p = demo_pod(i);
         p.spec.scheduling_gates.clear();
         p.spec.node_name = b.node.clone();
         p.status.phase = "Running".into();
-        let _ = t.handle().apply(ClusterEvent::PodUpdate(p));
+        let _ = t.handle().apply(ClusterEvent::update(p));
         Ok(())
     }
 }
@@ -349,9 +349,9 @@ impl VictimDeleter for LogDeleter {
     async fn delete_victims(&self, p: &Preemption) -> Result<(), DeleteError> {
         let t = &self.0;
         t.append(Record::Evict {
-            preemptor: p.pod.clone(),
+            preemptor: p.pod.to_string(),
             node: p.node.clone(),
-            victims: p.victims.clone(),
+            victims: p.victims.iter().map(|v| v.to_string()).collect(),
             replica: t.identity.clone(),
             token: t.token,
             at_ms: now_ms(),
@@ -359,10 +359,12 @@ impl VictimDeleter for LogDeleter {
         .await
         .map_err(DeleteError::Fenced)?;
         for v in &p.victims {
-            t.bound.lock().expect("lock").remove(v);
-            t.evicted.lock().expect("lock").insert(v.clone());
+            t.bound.lock().expect("lock").remove(v.as_str());
+            t.evicted.lock().expect("lock").insert(v.to_string());
             // The informer reports the victim deleted.
-            let _ = t.handle().apply(ClusterEvent::PodDelete(v.clone()));
+            let _ = t
+                .handle()
+                .apply(ClusterEvent::Delete(ObjectKey::pod(v.clone())));
         }
         Ok(())
     }
@@ -395,7 +397,7 @@ impl Replica {
         let (nodes, running) = benchmark_cluster(self.settings.nodes);
         let mut pods: Vec<Pod> = running
             .into_iter()
-            .filter(|p| !evicted.contains(&p.key()))
+            .filter(|p| !evicted.contains(p.key().as_str()))
             .collect();
         let mut done = HashSet::new();
         for (key, node) in &bound {
@@ -461,7 +463,10 @@ impl Replica {
             while let Ok(e) = events.recv().await {
                 if let DriverEvent::Scheduler(SchedulerEvent::FailedScheduling { pod, message }) = e
                 {
-                    why_writer.lock().expect("lock").insert(pod, message);
+                    why_writer
+                        .lock()
+                        .expect("lock")
+                        .insert(pod.to_string(), message);
                 }
             }
         });
@@ -521,7 +526,7 @@ impl Replica {
         let ungate = |i: usize| {
             let mut p = demo_pod(i);
             p.spec.scheduling_gates.clear();
-            let _ = handle.apply(ClusterEvent::PodUpdate(p));
+            let _ = handle.apply(ClusterEvent::update(p));
         };
         let gated = |i: usize| i % 10 == 4 && !done.contains(&i);
         for i in 0..self.settings.pods {
@@ -531,7 +536,7 @@ impl Replica {
             if done.contains(&i) {
                 continue;
             }
-            if handle.apply(ClusterEvent::PodAdd(demo_pod(i))).is_err() {
+            if handle.apply(ClusterEvent::add(demo_pod(i))).is_err() {
                 return;
             }
             next_at += period;

@@ -56,12 +56,12 @@ use std::time::Duration;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{Cluster, ClusterObjects, Pod, Role, load_file};
+use sched_core::model::{Cluster, ClusterObjects, Pod, PodKey, Role, load_file};
 use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
 use sched_core::scheduler::{
-    BindError, ClusterEvent, QueueSettings, Scheduler, SchedulerEvent, Step,
+    BindError, ClusterEvent, ObjectKey, QueueSettings, Scheduler, SchedulerEvent, Step,
 };
 use sched_core::snapshot::{NamespaceLabels, Snapshot};
 use serde_json::{Value, json};
@@ -606,8 +606,8 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
     }
     // The pending pods arrive last, in file order: the queue orders them by priority, then
     // arrival. Gated pods and pods of a scheduler no profile has are reported as they arrive.
-    let mut fates: Vec<(String, Fate)> = Vec::new();
-    let mut objects: HashMap<String, Pod> = HashMap::new();
+    let mut fates: Vec<(PodKey, Fate)> = Vec::new();
+    let mut objects: HashMap<PodKey, Pod> = HashMap::new();
     let mut outcome = Outcome::Answered;
     for pod in cluster.pending {
         let key = pod.key();
@@ -649,7 +649,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
         };
         fates.push((key.clone(), fate));
         objects.insert(key, pod.clone());
-        scheduler.apply(ClusterEvent::PodAdd(pod), now);
+        scheduler.apply(ClusterEvent::add(pod), now);
     }
     for e in scheduler.drain_events() {
         if let SchedulerEvent::Rejected { object, message } = e {
@@ -657,12 +657,12 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
         }
     }
 
-    let index: HashMap<String, usize> = fates
+    let index: HashMap<PodKey, usize> = fates
         .iter()
         .enumerate()
         .map(|(i, (k, _))| (k.clone(), i))
         .collect();
-    let set = |fates: &mut Vec<(String, Fate)>, key: &str, fate: Fate| {
+    let set = |fates: &mut Vec<(PodKey, Fate)>, key: &str, fate: Fate| {
         if let Some(&i) = index.get(key) {
             fates[i].1 = fate;
         }
@@ -675,7 +675,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
     };
     let mut preemptions = 0usize;
     // (victim, preemptor, node), in order.
-    let mut victims_all: Vec<(String, String, String)> = Vec::new();
+    let mut victims_all: Vec<(PodKey, PodKey, String)> = Vec::new();
     let mut now = now;
     let mut stop = String::new();
     let mut steps = 0usize;
@@ -712,15 +712,15 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                     continue;
                 }
                 for pv in volumes.bindings() {
-                    scheduler.apply(ClusterEvent::PersistentVolumeUpdate(pv.clone()), now);
+                    scheduler.apply(ClusterEvent::update(pv.clone()), now);
                 }
                 for pvc in volumes.provisions() {
-                    scheduler.apply(ClusterEvent::PersistentVolumeClaimUpdate(pvc.clone()), now);
+                    scheduler.apply(ClusterEvent::update(pvc.clone()), now);
                 }
                 if let Some(obj) = objects.get(&pod) {
                     let mut confirmed = obj.clone();
                     confirmed.spec.node_name = node.clone();
-                    scheduler.apply(ClusterEvent::PodUpdate(confirmed), now);
+                    scheduler.apply(ClusterEvent::update(confirmed), now);
                 }
                 log.step(
                     now,
@@ -745,7 +745,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
             Step::Preempt { pod, node, victims } => {
                 // The victims are deleted; the informer reports them gone.
                 for v in &victims {
-                    scheduler.apply(ClusterEvent::PodDelete(v.clone()), now);
+                    scheduler.apply(ClusterEvent::Delete(ObjectKey::pod(v.clone())), now);
                     set(&mut fates, v, Fate::Preempted);
                     victims_all.push((v.clone(), pod.clone(), node.clone()));
                 }
@@ -781,7 +781,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                     &format!("error: {message} (withdrawn)"),
                     json!({"result": "error", "message": message}),
                 );
-                scheduler.apply(ClusterEvent::PodDelete(pod.clone()), now);
+                scheduler.apply(ClusterEvent::Delete(ObjectKey::pod(pod.clone())), now);
                 set(&mut fates, &pod, Fate::Failed);
                 outcome = Outcome::PodErrors;
             }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use sched_core::model::Pod;
+use sched_core::model::{Pod, PodKey};
 
 use crate::case::Case;
 use crate::oracle::PodAnswer;
@@ -71,7 +71,7 @@ fn unstarted_victims_order(result: &PodResult, answer: &PodAnswer, case: &Case) 
     if ours.len() != kube.len() {
         return false;
     }
-    let pods: HashMap<String, &Pod> = case
+    let pods: HashMap<PodKey, &Pod> = case
         .cluster
         .bound
         .iter()

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use sched_core::config::Registry;
-use sched_core::model::Pod;
-use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, Step};
+use sched_core::model::{Pod, PodKey};
+use sched_core::scheduler::{ClusterEvent, ObjectKey, QueueName, Scheduler, Step};
 use sched_core::snapshot::Snapshot;
 
 use crate::case::Case;
@@ -85,7 +85,7 @@ pub enum PerfError {
     #[error("{pod}: {what}")]
     Unexpected {
         /// The pod.
-        pod: String,
+        pod: PodKey,
         /// What happened.
         what: String,
     },
@@ -107,7 +107,7 @@ struct Driver {
     sched: Scheduler,
     now: Duration,
     /// Pods added and not yet bound, by key.
-    pending: std::collections::HashMap<String, Pod>,
+    pending: std::collections::HashMap<PodKey, Pod>,
     preemptions: usize,
     victims: usize,
 }
@@ -125,7 +125,7 @@ impl Driver {
     fn run(&mut self, pod: Pod) -> Result<PodRun, PerfError> {
         let key = pod.key();
         self.pending.insert(key.clone(), pod.clone());
-        self.sched.apply(ClusterEvent::PodAdd(pod), self.now);
+        self.sched.apply(ClusterEvent::add(pod), self.now);
         let mut timed = Duration::ZERO;
         loop {
             let start = Instant::now();
@@ -136,7 +136,7 @@ impl Driver {
                     self.sched.finish_binding(&pod, Ok(()), self.now);
                     if let Some(mut p) = self.pending.remove(&pod) {
                         p.spec.node_name = node;
-                        self.sched.apply(ClusterEvent::PodUpdate(p), self.now);
+                        self.sched.apply(ClusterEvent::update(p), self.now);
                     }
                     if pod == key {
                         return Ok(PodRun { bound: true, timed });
@@ -146,7 +146,8 @@ impl Driver {
                     self.preemptions += 1;
                     self.victims += victims.len();
                     for v in victims {
-                        self.sched.apply(ClusterEvent::PodDelete(v), self.now);
+                        self.sched
+                            .apply(ClusterEvent::Delete(ObjectKey::pod(v)), self.now);
                     }
                 }
                 Step::Unschedulable { pod, .. } if pod == key => {

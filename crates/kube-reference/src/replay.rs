@@ -40,7 +40,7 @@ use std::fmt;
 
 use sched_core::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{Pod, PodDisruptionBudget};
+use sched_core::model::{Pod, PodDisruptionBudget, PodKey};
 use sched_core::plugins::volume;
 use sched_core::profile::{BuildError, Cache, FitError, Profile, ScheduleError};
 use sched_core::scheduler::Nominator;
@@ -258,7 +258,7 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
     // cache shared by the profiles here.
     let mut cache = Cache::seeded(SEED);
     let mut snapshot = case.snapshot_with_node_order(&oracle.meta.node_order)?;
-    let pending: HashMap<String, &Pod> =
+    let pending: HashMap<PodKey, &Pod> =
         case.cluster.pending.iter().map(|p| (p.key(), p)).collect();
     // kube's queue nominates the pending pods it takes in (of its profiles, not gated) to
     // their status's nominatedNodeName; a pod leaves the nominator when it is assumed. The
@@ -280,7 +280,7 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
     let mut results = Vec::with_capacity(oracle.pods.len());
     for answer in &oracle.pods {
         let mut result = PodResult::new(&answer.pod);
-        let Some(pod) = pending.get(&answer.pod).copied() else {
+        let Some(pod) = pending.get(answer.pod.as_str()).copied() else {
             result.differ(
                 Class::Error,
                 "not a pending pod of the case (pods.json)".to_string(),
@@ -573,7 +573,7 @@ fn post_filter(
     if let Some(Ok(Outcome::Preempt(_))) = &out.preemption {
         let found = found.borrow();
         for c in preemption::best_candidates(&found) {
-            let mut victims = c.victim_keys();
+            let mut victims: Vec<String> = c.victim_keys().into_iter().map(String::from).collect();
             victims.sort();
             nominations.insert(c.node.clone(), victims);
         }

@@ -141,10 +141,11 @@ fn replay(dir: &Path) -> Vec<String> {
 
     let mut diffs = Vec::new();
     let entries = oracle["pods"].as_array().cloned().unwrap_or_default();
-    let by_key: BTreeMap<String, &Pod> = pending.iter().map(|p| (p.key(), p)).collect();
+    let by_key: BTreeMap<sched_core::model::PodKey, &Pod> =
+        pending.iter().map(|p| (p.key(), p)).collect();
     for want in &entries {
         let key = want["pod"].as_str().unwrap_or_default().to_string();
-        let Some(pod) = by_key.get(&key) else {
+        let Some(pod) = by_key.get(key.as_str()) else {
             diffs.push(format!("{name} {key}: not a pending pod of pods.json"));
             continue;
         };

@@ -18,7 +18,7 @@ use sched_core::extender::{
 #[cfg(feature = "http-extender")]
 use sched_core::extender::{ExtenderConfig, HttpExtender};
 use sched_core::framework::{Reason, predicate_fn, priority_fn};
-use sched_core::model::{Node, Pod};
+use sched_core::model::{Node, Pod, PodKey};
 use sched_core::plugins::node::PodFitsResources;
 use sched_core::profile::{Profile, ProfileBuilder, ScheduleError, ScheduleResult};
 use sched_core::scheduler::{
@@ -595,7 +595,7 @@ fn preemption_never_considers_a_node_an_extender_calls_unresolvable() {
     );
     let now = Duration::ZERO;
     s.apply(
-        ClusterEvent::PodAdd(resource_pod("high", "100m", 100, "")),
+        ClusterEvent::add(resource_pod("high", "100m", 100, "")),
         now,
     );
     let Step::Unschedulable { error, .. } = s.schedule_one(now) else {
@@ -656,13 +656,13 @@ fn a_nominated_node_must_pass_the_extenders_too() {
     nominated.status.nominated_node_name = "node1".into();
     // Without extenders the pod goes to its nominated node1.
     let mut plain = engine(&["node1", "node2"], vec![], vec![]);
-    plain.apply(ClusterEvent::PodAdd(nominated.clone()), now);
+    plain.apply(ClusterEvent::add(nominated.clone()), now);
     assert_eq!(plain.nominated_node("default/high"), Some("node1"));
     assert!(matches!(plain.schedule_one(now), Step::Bind { ref node, .. } if node == "node1"));
     // node1 passes the plugins but not the extender: the full cycle places it on node2.
     let rejects = Arc::new(Rejects(Mutex::new(vec!["node1"])));
     let mut s = engine(&["node1", "node2"], vec![], vec![]).with_extender(Arc::clone(&rejects));
-    s.apply(ClusterEvent::PodAdd(nominated), now);
+    s.apply(ClusterEvent::add(nominated), now);
     match s.schedule_one(now) {
         Step::Bind { pod, node, .. } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/high", "node2"))
@@ -679,7 +679,7 @@ fn a_binder_extender_binds_instead_of_the_caller() {
         ..ext("Binder", vec![true_predicate])
     });
     let mut s = engine(&["node1"], vec![], vec![]).with_extender(Arc::clone(&binder));
-    s.apply(ClusterEvent::PodAdd(resource_pod("p", "100m", 0, "")), now);
+    s.apply(ClusterEvent::add(resource_pod("p", "100m", 0, "")), now);
     match s.schedule_one(now) {
         Step::Bind {
             pod,
@@ -716,7 +716,7 @@ fn a_binder_extender_binds_instead_of_the_caller() {
             ..ext("Binder", vec![])
         }],
     );
-    s.apply(ClusterEvent::PodAdd(resource_pod("q", "100m", 0, "")), now);
+    s.apply(ClusterEvent::add(resource_pod("q", "100m", 0, "")), now);
     assert!(matches!(
         s.schedule_one(now),
         Step::Bind {
@@ -744,7 +744,7 @@ fn skipped_extender_errors_are_events_and_a_hard_error_backs_off() {
             },
         ],
     );
-    s.apply(ClusterEvent::PodAdd(resource_pod("p", "100m", 0, "")), now);
+    s.apply(ClusterEvent::add(resource_pod("p", "100m", 0, "")), now);
     assert!(matches!(s.schedule_one(now), Step::Bind { ref node, .. } if node == "node1"));
     let skipped: Vec<_> = s
         .drain_events()
@@ -764,7 +764,7 @@ fn skipped_extender_errors_are_events_and_a_hard_error_backs_off() {
         vec![],
         vec![ext("Broken", vec![error_predicate])],
     );
-    s.apply(ClusterEvent::PodAdd(resource_pod("p", "100m", 0, "")), now);
+    s.apply(ClusterEvent::add(resource_pod("p", "100m", 0, "")), now);
     match s.schedule_one(now) {
         Step::Failed {
             error: ScheduleError::Extender { extender, .. },
@@ -934,7 +934,7 @@ fn extenders_narrow_the_preemption_the_engine_chose() {
         )
         .with_extender(ext);
         s.apply(
-            ClusterEvent::PodAdd(resource_pod("high", "500m", 100, "")),
+            ClusterEvent::add(resource_pod("high", "500m", 100, "")),
             now,
         );
         let step = s.schedule_one(now);
@@ -964,7 +964,7 @@ fn extenders_narrow_the_preemption_the_engine_chose() {
                 (node.as_str(), victims),
                 (
                     "node1",
-                    vec!["default/low1".to_string(), "default/low2".to_string()]
+                    vec![PodKey::from("default/low1"), "default/low2".into()]
                 )
             )
         }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::extender::{Extender, ExtenderConfig, ExtenderError, HttpExtender};
-use sched_core::model::{Node, Pod};
+use sched_core::model::{Node, Pod, PodKey};
 use sched_core::profile::ScheduleError;
 use sched_core::scheduler::{ClusterEvent, Scheduler, SchedulerEvent, Step};
 use sched_core::snapshot::Snapshot;
@@ -187,7 +187,7 @@ fn filter_prioritize_and_bind_through_the_engine() {
         server.url()
     ));
     let now = Duration::ZERO;
-    s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
+    s.apply(ClusterEvent::add(pod("web-1")), now);
     match s.schedule_one(now) {
         Step::Bind {
             pod,
@@ -263,7 +263,7 @@ fn node_cache_capable_extenders_get_names_and_may_answer_in_any_key_case() {
         server.url()
     ));
     let now = Duration::ZERO;
-    s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
+    s.apply(ClusterEvent::add(pod("web-1")), now);
     let Step::Bind { node, .. } = s.schedule_one(now) else {
         panic!("not bound")
     };
@@ -286,7 +286,7 @@ fn nodes_every_extender_rejects_are_explained_with_its_messages() {
         server.url()
     ));
     let now = Duration::ZERO;
-    s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
+    s.apply(ClusterEvent::add(pod("web-1")), now);
     match s.schedule_one(now) {
         // Nothing to delete anywhere: DefaultPreemption has no candidate (kube's dry run
         // keeps only nodes with victims).
@@ -326,7 +326,7 @@ fn an_ignorable_extender_that_is_down_is_skipped_and_a_required_one_fails_the_at
     let mut s = scheduler(&format!(
         "- urlPrefix: {down}\n  filterVerb: filter\n  ignorable: true\n  httpTimeout: 2s\n"
     ));
-    s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
+    s.apply(ClusterEvent::add(pod("web-1")), now);
     assert!(matches!(s.schedule_one(now), Step::Bind { .. }));
     let skipped: Vec<String> = s
         .drain_events()
@@ -347,7 +347,7 @@ fn an_ignorable_extender_that_is_down_is_skipped_and_a_required_one_fails_the_at
     let mut s = scheduler(&format!(
         "- urlPrefix: {down}\n  filterVerb: filter\n  httpTimeout: 2s\n"
     ));
-    s.apply(ClusterEvent::PodAdd(pod("web-1")), now);
+    s.apply(ClusterEvent::add(pod("web-1")), now);
     match s.schedule_one(now) {
         Step::Failed {
             error: ScheduleError::Extender { extender, source },
@@ -527,12 +527,12 @@ fn the_preempt_verb_gets_victims_as_uids_and_its_answer_is_resolved_on_the_snaps
     let snapshot = Snapshot::from_objects(vec![node("a")], vec![low]).unwrap();
     let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
     let now = Duration::ZERO;
-    s.apply(ClusterEvent::PodAdd(high), now);
+    s.apply(ClusterEvent::add(high), now);
     match s.schedule_one(now) {
         Step::Preempt { node, victims, .. } => {
             assert_eq!(
                 (node.as_str(), victims),
-                ("a", vec!["default/low".to_string()])
+                ("a", vec![PodKey::from("default/low")])
             )
         }
         other => panic!("{other:?}"),

@@ -83,7 +83,7 @@ proptest! {
         let (ns, running) = benchmark_cluster(nodes);
         let mut churned = Snapshot::from_objects(ns.clone(), running.clone()).unwrap();
         let mut cache = p.create_cache();
-        let mut placed: Vec<String> = Vec::new();
+        let mut placed: Vec<sched_core::model::PodKey> = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             match op {
                 Op::Place { app, ns, kind } => {

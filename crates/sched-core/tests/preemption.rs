@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use sched_core::framework::VolumeBindingConflicts;
 use sched_core::framework::{KubeVersion, Reason, ResourceSet, predicate_fn};
-use sched_core::model::{Node, Pod, PodDisruptionBudget};
+use sched_core::model::{Node, Pod, PodDisruptionBudget, PodKey};
 use sched_core::plugins::interpod::MatchInterPodAffinity;
 use sched_core::plugins::node::PodFitsResources;
 use sched_core::plugins::spread::PodTopologySpread;
@@ -39,7 +39,7 @@ use sched_core::scheduler::preemption::{
     Candidate, Environment, Outcome, dry_run_preemption, nodes_where_preemption_might_help,
     num_candidates, pod_eligible_to_preempt_others, preempt, select_candidate,
 };
-use sched_core::scheduler::{ClusterEvent, Nominator, QueueSettings, Scheduler, Step};
+use sched_core::scheduler::{ClusterEvent, Nominator, ObjectKey, QueueSettings, Scheduler, Step};
 use sched_core::snapshot::Snapshot;
 use serde_json::json;
 
@@ -561,7 +561,7 @@ fn pods_per_node(s: &Snapshot) -> Vec<Vec<String>> {
     s.node_infos()
         .iter()
         .map(|i| {
-            let mut v: Vec<String> = i.pods().iter().map(|p| p.pod().key()).collect();
+            let mut v: Vec<String> = i.pods().iter().map(|p| p.pod().key().into()).collect();
             v.sort();
             v
         })
@@ -1100,7 +1100,7 @@ fn kube_preempt() {
     };
     assert_eq!(
         (c.node.as_str(), c.victim_keys()),
-        ("node1", vec!["/p1.1".to_string(), "/p1.2".into()])
+        ("node1", vec![PodKey::from("/p1.1"), "/p1.2".into()])
     );
     // preemption for topology spread constraints
     let spread = v1_34(ProfileBuilder::new().predicate(PodTopologySpread::without_defaults()));
@@ -1132,7 +1132,7 @@ fn kube_preempt() {
     };
     assert_eq!(
         (c.node.as_str(), c.victim_keys()),
-        ("node-b", vec!["default/p-b1".to_string()])
+        ("node-b", vec![PodKey::from("default/p-b1")])
     );
     // no preempting in pod
     let pod = d("p").prio(HIGH).req(VERY_LARGE).never().obj();
@@ -1197,11 +1197,11 @@ fn kube_find_fit_predicate_call_counts() {
         );
         let z = Duration::ZERO;
         s.apply(
-            ClusterEvent::PodAdd(gated(p("nominated").prio(MID).nominated("1").obj())),
+            ClusterEvent::add(gated(p("nominated").prio(MID).nominated("1").obj())),
             z,
         );
         assert_eq!(s.nominated_node("/nominated"), Some("1"));
-        s.apply(ClusterEvent::PodAdd(p("1").prio(prio).obj()), z);
+        s.apply(ClusterEvent::add(p("1").prio(prio).obj()), z);
         let step = s.schedule_one(z);
         assert!(
             matches!(step, Step::Bind { ref pod, .. } if pod == "/1"),
@@ -1250,7 +1250,7 @@ fn kube_prefer_nominated_node_filter_call_counts() {
         if nominated {
             pod = pod.nominated("node1");
         }
-        s.apply(ClusterEvent::PodAdd(pod.obj()), Duration::ZERO);
+        s.apply(ClusterEvent::add(pod.obj()), Duration::ZERO);
         let step = s.schedule_one(Duration::ZERO);
         assert!(matches!(step, Step::Bind { .. }), "{name}: {step:?}");
         assert_eq!(calls.load(Ordering::SeqCst), expected, "{name}");
@@ -1273,10 +1273,10 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
             vec![p("busy").node("node2").obj()],
         );
         s.apply(
-            ClusterEvent::PodAdd(gated(p("held").prio(MID).nominated("node1").obj())),
+            ClusterEvent::add(gated(p("held").prio(MID).nominated("node1").obj())),
             z,
         );
-        s.apply(ClusterEvent::PodAdd(p("new").prio(prio).obj()), z);
+        s.apply(ClusterEvent::add(p("new").prio(prio).obj()), z);
         match (prio, s.schedule_one(z)) {
             // node1 is held for equal or higher priorities; node2 is full.
             (LOW, Step::Unschedulable { .. }) => {}
@@ -1291,10 +1291,10 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
     // there (kube v1.34 prints DefaultPreemption's message after the reasons).
     let mut s = engine(fit(), vec![node_with("node1", &one)], vec![]);
     s.apply(
-        ClusterEvent::PodAdd(gated(p("held").prio(MID).nominated("node1").obj())),
+        ClusterEvent::add(gated(p("held").prio(MID).nominated("node1").obj())),
         z,
     );
-    s.apply(ClusterEvent::PodAdd(p("new").prio(LOW).obj()), z);
+    s.apply(ClusterEvent::add(p("new").prio(LOW).obj()), z);
     match s.schedule_one(z) {
         Step::Unschedulable { error, .. } => {
             assert_eq!(
@@ -1306,9 +1306,9 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
         other => panic!("{other:?}"),
     }
     // The nomination goes with the pod's deletion; then the node is free.
-    s.apply(ClusterEvent::PodDelete("/held".into()), z);
+    s.apply(ClusterEvent::Delete(ObjectKey::pod("/held")), z);
     s.apply(
-        ClusterEvent::NodeUpdate(node_with("node1", &[("pods", "1")])),
+        ClusterEvent::update(node_with("node1", &[("pods", "1")])),
         z,
     );
     assert!(s.nominator().is_empty());
@@ -1334,9 +1334,9 @@ fn engine_preempts_around_budgets_and_waits_for_its_victims() {
         vec![victim1, victim2.clone()],
     );
     // node1's victim is the cheaper one, but its budget allows no disruption.
-    s.apply(ClusterEvent::PdbAdd(pdb("default", "guarded", 0, &[])), z);
+    s.apply(ClusterEvent::add(pdb("default", "guarded", 0, &[])), z);
     assert_eq!(s.pdbs().len(), 1);
-    s.apply(ClusterEvent::PodAdd(d("p").prio(HIGH).obj()), z);
+    s.apply(ClusterEvent::add(d("p").prio(HIGH).obj()), z);
     let Step::Preempt { pod, node, victims } = s.schedule_one(z) else {
         panic!()
     };
@@ -1356,12 +1356,12 @@ fn engine_preempts_around_budgets_and_waits_for_its_victims() {
             victim2.clone(),
         ],
     );
-    t.apply(ClusterEvent::PodAdd(d("p").prio(HIGH).obj()), z);
+    t.apply(ClusterEvent::add(d("p").prio(HIGH).obj()), z);
     assert!(matches!(t.schedule_one(z), Step::Preempt { ref node, .. } if node == "node1"));
     // The caller marks the victim and starts deleting it: the preemptor may not preempt
     // again while it terminates.
     let terminating = P(victim2).terminating().disruption_target().obj();
-    s.apply(ClusterEvent::PodUpdate(terminating), z);
+    s.apply(ClusterEvent::update(terminating), z);
     let later = Duration::from_secs(400);
     match s.schedule_one(later) {
         Step::Unschedulable { pod, .. } => assert_eq!(pod, "default/p"),
@@ -1369,7 +1369,7 @@ fn engine_preempts_around_budgets_and_waits_for_its_victims() {
     }
     assert_eq!(s.nominated_node("default/p"), Some("node2"));
     // The victim is gone: the pod is tried on its nominated node first, and lands there.
-    s.apply(ClusterEvent::PodDelete("default/p2".into()), later);
+    s.apply(ClusterEvent::Delete(ObjectKey::pod("default/p2")), later);
     match s.schedule_one(later + Duration::from_secs(20)) {
         Step::Bind { pod, node, .. } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/p", "node2"))
@@ -1377,7 +1377,10 @@ fn engine_preempts_around_budgets_and_waits_for_its_victims() {
         other => panic!("{other:?}"),
     }
     assert!(s.nominator().is_empty());
-    s.apply(ClusterEvent::PdbDelete("default/pdb-guarded".into()), later);
+    s.apply(
+        ClusterEvent::Delete(ObjectKey::PodDisruptionBudget("default/pdb-guarded".into())),
+        later,
+    );
     assert!(s.pdbs().is_empty());
 }
 
@@ -1393,17 +1396,17 @@ fn preemption_clears_lower_nominations_on_its_node() {
         vec![p("victim").prio(LOW).node("node1").obj()],
     );
     s.apply(
-        ClusterEvent::PodAdd(gated(p("low").prio(MID).nominated("node1").obj())),
+        ClusterEvent::add(gated(p("low").prio(MID).nominated("node1").obj())),
         z,
     );
-    s.apply(ClusterEvent::PodAdd(p("high").prio(HIGH).obj()), z);
+    s.apply(ClusterEvent::add(p("high").prio(HIGH).obj()), z);
     // "low" (nominated, priority below "high") does not hold node1 for "high".
     let Step::Preempt { node, victims, .. } = s.schedule_one(z) else {
         panic!()
     };
     assert_eq!(
         (node.as_str(), victims),
-        ("node1", vec!["/victim".to_string()])
+        ("node1", vec![PodKey::from("/victim")])
     );
     assert_eq!(s.nominated_node("/low"), None);
     assert_eq!(s.nominated_node("/high"), Some("node1"));
@@ -1414,7 +1417,7 @@ fn preemption_clears_lower_nominations_on_its_node() {
         vec![p("peer").prio(MID).node("node1").obj()],
     );
     t.apply(
-        ClusterEvent::PodAdd(p("p").prio(MID).nominated("node1").obj()),
+        ClusterEvent::add(p("p").prio(MID).nominated("node1").obj()),
         z,
     );
     assert_eq!(t.nominated_node("/p"), Some("node1"));
@@ -1433,22 +1436,22 @@ fn informer_updates_keep_or_move_nominations() {
         vec![],
     );
     let pod = gated(p("p").prio(MID).obj());
-    s.apply(ClusterEvent::PodAdd(pod.clone()), z);
+    s.apply(ClusterEvent::add(pod.clone()), z);
     assert_eq!(s.nominated_node("/p"), None);
     s.apply(
-        ClusterEvent::PodUpdate(P(pod.clone()).nominated("node2").obj()),
+        ClusterEvent::update(P(pod.clone()).nominated("node2").obj()),
         z,
     );
     assert_eq!(s.nominated_node("/p"), Some("node2"));
-    s.apply(ClusterEvent::PodUpdate(pod.clone()), z);
+    s.apply(ClusterEvent::update(pod.clone()), z);
     assert_eq!(s.nominated_node("/p"), None, "the status was cleared");
     // Bound elsewhere: no nomination.
     s.apply(
-        ClusterEvent::PodUpdate(P(pod.clone()).nominated("node2").obj()),
+        ClusterEvent::update(P(pod.clone()).nominated("node2").obj()),
         z,
     );
     s.apply(
-        ClusterEvent::PodUpdate(P(pod).nominated("node2").node("node1").obj()),
+        ClusterEvent::update(P(pod).nominated("node2").node("node1").obj()),
         z,
     );
     assert_eq!(s.nominated_node("/p"), None);
@@ -1632,14 +1635,14 @@ fn victims_already_terminating_are_not_deleted_again() {
         ],
     );
     s.apply(
-        ClusterEvent::PodAdd(p("big").prio(HIGH).req(VERY_LARGE).obj()),
+        ClusterEvent::add(p("big").prio(HIGH).req(VERY_LARGE).obj()),
         z,
     );
     match s.schedule_one(z) {
         Step::Preempt { node, victims, .. } => {
             assert_eq!(
                 (node.as_str(), victims),
-                ("node1", vec!["/staying".to_string()])
+                ("node1", vec![PodKey::from("/staying")])
             )
         }
         other => panic!("{other:?}"),
@@ -1666,7 +1669,7 @@ fn the_preemption_offset_follows_the_seed() {
             })
             .collect();
         let mut s = engine(fit(), nodes, pods).with_preemption_seed(seed);
-        s.apply(ClusterEvent::PodAdd(p("p").prio(HIGH).obj()), z);
+        s.apply(ClusterEvent::add(p("p").prio(HIGH).obj()), z);
         match s.schedule_one(z) {
             Step::Preempt { node, .. } => node,
             other => panic!("{other:?}"),

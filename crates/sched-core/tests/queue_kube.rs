@@ -55,8 +55,8 @@ use std::time::Duration;
 use sched_core::framework::{Reason, ResourceSet};
 use sched_core::model::{Node, Pod};
 use sched_core::scheduler::{
-    ClusterEvent, EventMask, QueueCounts, QueueName, QueueSettings, Scheduler, SchedulingQueue,
-    Tries, events_for,
+    ClusterEvent, EventMask, ObjectKey, QueueCounts, QueueName, QueueSettings, Scheduler,
+    SchedulingQueue, Tries, events_for,
 };
 use sched_core::snapshot::Snapshot;
 
@@ -172,7 +172,7 @@ fn priority_queue_add() {
 fn priority_queue_add_nominates_through_the_scheduler() {
     let mut sch = scheduler();
     for p in [mpp(), up(), hpp()] {
-        sch.apply(ClusterEvent::PodAdd(p), s(0));
+        sch.apply(ClusterEvent::add(p), s(0));
     }
     assert_eq!(sch.nominated_node("ns2/mpp"), Some("node1"));
     assert_eq!(sch.nominated_node("ns1/up"), Some("node1"));
@@ -286,7 +286,7 @@ fn priority_queue_update_pod_that_did_not_exist_in_the_queue() {
 #[test]
 fn priority_queue_update_adds_a_nominated_node_name() {
     let mut sch = scheduler();
-    sch.apply(ClusterEvent::PodUpdate(nominated(hpp(), "node1")), s(0));
+    sch.apply(ClusterEvent::update(nominated(hpp(), "node1")), s(0));
     assert_eq!(sch.queue().position("ns1/hpp"), Some(QueueName::Active));
     assert_eq!(sch.nominated_node("ns1/hpp"), Some("node1"));
     assert_eq!(sch.nominator().len(), 1);
@@ -393,13 +393,13 @@ fn priority_queue_delete() {
 #[test]
 fn priority_queue_delete_drops_nominations_through_the_scheduler() {
     let mut sch = scheduler();
-    sch.apply(ClusterEvent::PodUpdate(nominated(hpp(), "node1")), s(0));
-    sch.apply(ClusterEvent::PodAdd(up()), s(0));
-    sch.apply(ClusterEvent::PodDelete("ns1/hpp".into()), s(0));
+    sch.apply(ClusterEvent::update(nominated(hpp(), "node1")), s(0));
+    sch.apply(ClusterEvent::add(up()), s(0));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("ns1/hpp")), s(0));
     assert_eq!(sch.queue().position("ns1/up"), Some(QueueName::Active));
     assert_eq!(sch.queue().position("ns1/hpp"), None);
     assert_eq!(sch.nominator().len(), 1);
-    sch.apply(ClusterEvent::PodDelete("ns1/up".into()), s(0));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("ns1/up")), s(0));
     assert_eq!(sch.nominator().len(), 0);
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use sched_core::config::{Registry, SchedulerConfiguration};
-use sched_core::model::{Node, Pod};
-use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, SchedulerEvent, Step};
+use sched_core::model::{Node, Pod, PodKey};
+use sched_core::scheduler::{ClusterEvent, ObjectKey, QueueName, Scheduler, SchedulerEvent, Step};
 use sched_core::snapshot::Snapshot;
 
 fn node(name: &str, cpu: u32) -> Node {
@@ -56,8 +56,8 @@ fn s(secs: u64) -> Duration {
 #[test]
 fn higher_priority_pods_are_scheduled_first() {
     let mut sch = scheduler(vec![node("n1", 4)]);
-    sch.apply(ClusterEvent::PodAdd(pod("low", 100, 1, false)), s(0));
-    sch.apply(ClusterEvent::PodAdd(pod("high", 100, 100, false)), s(1));
+    sch.apply(ClusterEvent::add(pod("low", 100, 1, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("high", 100, 100, false)), s(1));
     let mut order = Vec::new();
     while let Step::Bind { pod, .. } = sch.schedule_one(s(2)) {
         sch.finish_binding(&pod, Ok(()), s(1));
@@ -69,7 +69,7 @@ fn higher_priority_pods_are_scheduled_first() {
 #[test]
 fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
     let mut sch = scheduler(vec![node("small", 1)]);
-    sch.apply(ClusterEvent::PodAdd(pod("big", 2000, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("big", 2000, 0, false)), s(0));
     match sch.schedule_one(s(0)) {
         Step::Unschedulable { pod, error } => {
             assert_eq!(pod, "default/big");
@@ -93,12 +93,12 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
     // A node label change does not help an Insufficient cpu pod; a new node does.
     let mut relabelled = node("small", 1);
     relabelled.metadata.labels.insert("x".into(), "y".into());
-    sch.apply(ClusterEvent::NodeUpdate(relabelled), s(11));
+    sch.apply(ClusterEvent::update(relabelled), s(11));
     assert_eq!(
         sch.queue().position("default/big"),
         Some(QueueName::Unschedulable)
     );
-    sch.apply(ClusterEvent::NodeAdd(node("large", 8)), s(12));
+    sch.apply(ClusterEvent::add(node("large", 8)), s(12));
     assert_eq!(sch.queue().position("default/big"), Some(QueueName::Active));
     match sch.schedule_one(s(12)) {
         Step::Bind { node, .. } => assert_eq!(node, "large"),
@@ -108,9 +108,9 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
 
 /// Two 800m pods on a 1-CPU node: the first is placed, the second does not fit beside it
 /// (assumed), then the first's bind fails at 0.5 s. Returns both keys; both back off.
-fn a_bind_fails_beside_a_rejected_pod(sch: &mut Scheduler) -> (String, String) {
-    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
-    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
+fn a_bind_fails_beside_a_rejected_pod(sch: &mut Scheduler) -> (PodKey, PodKey) {
+    sch.apply(ClusterEvent::add(pod("a", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("b", 800, 0, false)), s(0));
     let Step::Bind { pod: first, .. } = sch.schedule_one(s(0)) else {
         panic!()
     };
@@ -150,7 +150,7 @@ fn a_failed_bind_forgets_the_pod_and_backs_off() {
     // The informer reports the pod bound: confirmed, not added twice.
     let mut bound = sch.snapshot().get("n1").unwrap().pods()[0].pod().clone();
     bound.spec.node_name = "n1".into();
-    sch.apply(ClusterEvent::PodUpdate(bound), s(3));
+    sch.apply(ClusterEvent::update(bound), s(3));
     assert_eq!(sch.snapshot().pod_count(), 1);
 }
 
@@ -179,29 +179,29 @@ fn a_failed_bind_backs_off_while_a_rejected_pod_is_popped_from_backoff_q() {
 fn gated_pods_and_other_schedulers_pods_are_not_scheduled() {
     let mut sch = scheduler(vec![node("n1", 4)]);
     let gated = pod("gated", 100, 0, true);
-    sch.apply(ClusterEvent::PodAdd(gated.clone()), s(0));
+    sch.apply(ClusterEvent::add(gated.clone()), s(0));
     let mut other = pod("volcano-job", 100, 0, false);
     other.spec.scheduler_name = "volcano".into();
-    sch.apply(ClusterEvent::PodAdd(other), s(0));
+    sch.apply(ClusterEvent::add(other), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Idle { until: None }));
     assert_eq!(sch.queue().position("default/volcano-job"), None);
     let mut released = gated;
     released.spec.scheduling_gates.clear();
-    sch.apply(ClusterEvent::PodUpdate(released), s(5));
+    sch.apply(ClusterEvent::update(released), s(5));
     assert!(matches!(sch.schedule_one(s(5)), Step::Bind { .. }));
 }
 
 #[test]
 fn deleted_pods_leave_the_queue_and_free_their_node() {
     let mut sch = scheduler(vec![node("n1", 1)]);
-    sch.apply(ClusterEvent::PodAdd(pod("a", 800, 0, false)), s(0));
-    sch.apply(ClusterEvent::PodAdd(pod("b", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("a", 800, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("b", 800, 0, false)), s(0));
     let Step::Bind { pod: a, .. } = sch.schedule_one(s(0)) else {
         panic!()
     };
     sch.finish_binding(&a, Ok(()), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
-    sch.apply(ClusterEvent::PodDelete(a), s(1));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod(a)), s(1));
     assert_eq!(sch.snapshot().pod_count(), 0);
     // b was rejected for cpu; a deleted bound pod helps it. Its 1 s backoff ends in the
     // window of 1 s, so it backs off until 2 s, but activeQ is empty: it is popped at once.
@@ -230,10 +230,10 @@ impl sched_core::scheduler::PermitPlugin for WaitForPriority2 {
 
 /// Counts each pod's reserves and unreserves.
 #[derive(Clone, Default)]
-struct PodLedger(std::sync::Arc<std::sync::Mutex<BTreeMap<String, (usize, usize)>>>);
+struct PodLedger(std::sync::Arc<std::sync::Mutex<BTreeMap<PodKey, (usize, usize)>>>);
 
 impl PodLedger {
-    fn counts(&self) -> BTreeMap<String, (usize, usize)> {
+    fn counts(&self) -> BTreeMap<PodKey, (usize, usize)> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -329,22 +329,22 @@ fn actions() -> impl Strategy<Value = Vec<Action>> {
 /// What is true in the cluster, kept by hand.
 #[derive(Default, Debug)]
 struct Truth {
-    pods: BTreeMap<String, Pod>,
-    pending: BTreeSet<String>,
-    binding: BTreeMap<String, String>,
-    bound: BTreeMap<String, String>,
-    confirmed: BTreeSet<String>,
+    pods: BTreeMap<PodKey, Pod>,
+    pending: BTreeSet<PodKey>,
+    binding: BTreeMap<PodKey, String>,
+    bound: BTreeMap<PodKey, String>,
+    confirmed: BTreeSet<PodKey>,
     /// Pods held at Permit (assumed), and those allowed but not yet handed out.
-    waiting: BTreeMap<String, String>,
-    allowed: BTreeMap<String, String>,
+    waiting: BTreeMap<PodKey, String>,
+    allowed: BTreeMap<PodKey, String>,
     /// Pods being bound (or bound) to a node that was deleted since: not in the snapshot,
     /// even if a node of the same name comes back.
-    orphaned: BTreeSet<String>,
+    orphaned: BTreeSet<PodKey>,
     nodes: BTreeMap<String, u32>,
     /// Pods that mount their claim, and the claims whose pod was ever bound (their PV stays
     /// bound to them, as in kube, after the pod goes).
-    with_claim: BTreeSet<String>,
-    claim_kept: BTreeSet<String>,
+    with_claim: BTreeSet<PodKey>,
+    claim_kept: BTreeSet<PodKey>,
 }
 
 /// The storage of the property test: a WaitForFirstConsumer class, one local PV per node id
@@ -357,7 +357,7 @@ fn storage_events() -> Vec<ClusterEvent> {
         "volumeBindingMode": "WaitForFirstConsumer"
     }))
     .unwrap();
-    let mut events = vec![ClusterEvent::StorageClassAdd(class)];
+    let mut events = vec![ClusterEvent::add(class)];
     for k in 0..4 {
         let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
             "metadata": {"name": format!("pv-node-{k}")},
@@ -372,7 +372,7 @@ fn storage_events() -> Vec<ClusterEvent> {
             "status": {"phase": "Available"}
         }))
         .unwrap();
-        events.push(ClusterEvent::PersistentVolumeAdd(pv));
+        events.push(ClusterEvent::add(pv));
     }
     for id in 0..12 {
         let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
@@ -382,7 +382,7 @@ fn storage_events() -> Vec<ClusterEvent> {
             "status": {"phase": "Pending"}
         }))
         .unwrap();
-        events.push(ClusterEvent::PersistentVolumeClaimAdd(claim));
+        events.push(ClusterEvent::add(claim));
     }
     events
 }
@@ -398,7 +398,7 @@ proptest! {
             .with_permit(WaitForPriority2)
             .with_reserve(ledger.clone());
         // Per pod: the binds that succeeded.
-        let mut bound_ok: BTreeMap<String, usize> = BTreeMap::new();
+        let mut bound_ok: BTreeMap<PodKey, usize> = BTreeMap::new();
         let mut t = Truth::default();
         t.nodes.insert("node-0".into(), 2);
         let mut now = Duration::ZERO;
@@ -409,7 +409,7 @@ proptest! {
             match a {
                 Action::AddPod { id, milli_cpu, priority, gated, claim } => {
                     let name = format!("p{id}");
-                    let key = format!("default/{name}");
+                    let key = PodKey::new("default", &name);
                     if t.pods.contains_key(&key) {
                         continue;
                     }
@@ -429,23 +429,23 @@ proptest! {
                     }
                     t.pods.insert(key.clone(), p.clone());
                     t.pending.insert(key);
-                    sch.apply(ClusterEvent::PodAdd(p), now);
+                    sch.apply(ClusterEvent::add(p), now);
                 }
                 Action::Ungate { id } => {
-                    let key = format!("default/p{id}");
+                    let key = PodKey::from(format!("default/p{id}"));
                     if let Some(p) = t.pods.get_mut(&key)
                         && t.pending.contains(&key)
                         && !p.spec.scheduling_gates.is_empty()
                     {
                         p.spec.scheduling_gates.clear();
-                        sch.apply(ClusterEvent::PodUpdate(p.clone()), now);
+                        sch.apply(ClusterEvent::update(p.clone()), now);
                     }
                 }
                 Action::DeletePod { .. } | Action::DeleteInStage { .. } => {
                     let key = match a {
-                        Action::DeletePod { id } => format!("default/p{id}"),
+                        Action::DeletePod { id } => PodKey::from(format!("default/p{id}")),
                         Action::DeleteInStage { stage } => {
-                            let bound: BTreeSet<&String> = t.bound.keys()
+                            let bound: BTreeSet<&PodKey> = t.bound.keys()
                                 .filter(|k| !t.confirmed.contains(*k)).collect();
                             let first = match stage {
                                 0 => t.waiting.keys().next(),
@@ -467,14 +467,14 @@ proptest! {
                         t.orphaned.remove(&key);
                         t.waiting.remove(&key);
                         t.allowed.remove(&key);
-                        sch.apply(ClusterEvent::PodDelete(key), now);
+                        sch.apply(ClusterEvent::Delete(ObjectKey::pod(key)), now);
                     }
                 }
                 Action::AddNode { id, cpu } => {
                     let name = format!("node-{id}");
                     if !t.nodes.contains_key(&name) {
                         t.nodes.insert(name.clone(), *cpu);
-                        sch.apply(ClusterEvent::NodeAdd(node(&name, *cpu)), now);
+                        sch.apply(ClusterEvent::add(node(&name, *cpu)), now);
                     }
                 }
                 Action::DeleteNode { id } => {
@@ -482,7 +482,7 @@ proptest! {
                     if t.nodes.remove(&name).is_some() {
                         // Its bound pods go with it (kube garbage-collects them); pods being
                         // bound there wait for their bind's result.
-                        let gone: Vec<String> = t.bound.iter()
+                        let gone: Vec<PodKey> = t.bound.iter()
                             .filter(|(_, n)| **n == name).map(|(k, _)| k.clone()).collect();
                         for k in gone {
                             t.bound.remove(&k);
@@ -495,7 +495,7 @@ proptest! {
                                 t.orphaned.insert(k.clone());
                             }
                         }
-                        sch.apply(ClusterEvent::NodeDelete(name), now);
+                        sch.apply(ClusterEvent::Delete(ObjectKey::Node(name)), now);
                     }
                 }
                 Action::Schedule { advance_ms } => {
@@ -539,7 +539,7 @@ proptest! {
                                 t.confirmed.remove(&v);
                                 t.orphaned.remove(&v);
                                 t.pods.remove(&v);
-                                sch.apply(ClusterEvent::PodDelete(v), now);
+                                sch.apply(ClusterEvent::Delete(ObjectKey::pod(v)), now);
                             }
                         }
                         Step::Idle { .. } => {}
@@ -604,7 +604,7 @@ proptest! {
                     t.confirmed.insert(key.clone());
                     let mut p = t.pods[&key].clone();
                     p.spec.node_name = other;
-                    sch.apply(ClusterEvent::PodUpdate(p), now);
+                    sch.apply(ClusterEvent::update(p), now);
                 }
                 Action::Confirm => {
                     let Some((key, node)) = t.bound.iter()
@@ -617,7 +617,7 @@ proptest! {
                     let mut p = t.pods[&key].clone();
                     p.spec.node_name = node;
                     t.confirmed.insert(key);
-                    sch.apply(ClusterEvent::PodUpdate(p), now);
+                    sch.apply(ClusterEvent::update(p), now);
                 }
             }
             // Every Reserve has exactly one unreserve or one successful bind, or its pod is
@@ -637,7 +637,7 @@ proptest! {
                 );
             }
             // The snapshot holds exactly the pods bound or being bound on nodes that exist.
-            let placed: BTreeMap<&String, &String> = t
+            let placed: BTreeMap<&PodKey, &String> = t
                 .binding
                 .iter()
                 .chain(&t.bound)
@@ -729,7 +729,7 @@ impl ReservePlugin for Ledger {
 }
 
 /// Holds pods of a gang until told; rejects pods named "reject-*".
-struct Gang(Mutex<Vec<String>>);
+struct Gang(Mutex<Vec<PodKey>>);
 
 impl PermitPlugin for Gang {
     fn name(&self) -> &str {
@@ -758,7 +758,7 @@ fn hooked() -> (Scheduler, Ledger) {
 #[test]
 fn a_reserve_error_unreserves_forgets_and_backs_off() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::PodAdd(pod("no-room", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("no-room", 100, 0, false)), s(0));
     match sch.schedule_one(s(0)) {
         Step::Rejected {
             pod,
@@ -789,7 +789,7 @@ fn a_reserve_error_unreserves_forgets_and_backs_off() {
 #[test]
 fn a_permit_wait_holds_the_pod_until_allowed() {
     let (mut sch, _) = hooked();
-    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("gang-0", 100, 0, false)), s(0));
     match sch.schedule_one(s(0)) {
         Step::Waiting { pod, node, until } => {
             assert_eq!(
@@ -815,7 +815,7 @@ fn a_permit_wait_holds_the_pod_until_allowed() {
 #[test]
 fn a_permit_wait_times_out_and_a_rejection_unschedules() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::PodAdd(pod("gang-1", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("gang-1", 100, 0, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
     match sch.schedule_one(s(30)) {
         Step::Rejected {
@@ -834,7 +834,7 @@ fn a_permit_wait_times_out_and_a_rejection_unschedules() {
         sch.queue().position("default/gang-1"),
         Some(QueueName::Unschedulable)
     );
-    sch.apply(ClusterEvent::PodAdd(pod("reject-0", 100, 0, false)), s(31));
+    sch.apply(ClusterEvent::add(pod("reject-0", 100, 0, false)), s(31));
     assert!(
         matches!(sch.schedule_one(s(31)), Step::Rejected { ref reason, .. } if reason == "gang incomplete")
     );
@@ -851,7 +851,7 @@ fn a_permit_wait_times_out_and_a_rejection_unschedules() {
         (2, 2)
     );
     // A failed bind unreserves as well.
-    sch.apply(ClusterEvent::PodAdd(pod("plain", 100, 0, false)), s(32));
+    sch.apply(ClusterEvent::add(pod("plain", 100, 0, false)), s(32));
     // (gang-1 was woken by the resources reject-0 freed and waits again at Permit.)
     let pod = loop {
         match sch.schedule_one(s(32)) {
@@ -880,14 +880,14 @@ fn bound(name: &str, milli_cpu: u32, priority: i32, node: &str, started: &str) -
 fn a_higher_priority_pod_preempts_the_fewest_least_important_pods() {
     let mut sch = scheduler(vec![node("n1", 4)]);
     sch.apply(
-        ClusterEvent::PodAdd(bound("old", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
+        ClusterEvent::add(bound("old", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
         s(0),
     );
     sch.apply(
-        ClusterEvent::PodAdd(bound("new", 2000, 0, "n1", "2026-11-21T10:00:00Z")),
+        ClusterEvent::add(bound("new", 2000, 0, "n1", "2026-11-21T10:00:00Z")),
         s(0),
     );
-    sch.apply(ClusterEvent::PodAdd(pod("urgent", 2000, 100, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("urgent", 2000, 100, false)), s(0));
     let victims = match sch.schedule_one(s(0)) {
         Step::Preempt { pod, node, victims } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/urgent", "n1"));
@@ -900,7 +900,10 @@ fn a_higher_priority_pod_preempts_the_fewest_least_important_pods() {
     assert_eq!(sch.nominated_node("default/urgent"), Some("n1"));
     // The snapshot is as it was: both pods still there until the caller deletes the victim.
     assert_eq!(sch.snapshot().pod_count(), 2);
-    sch.apply(ClusterEvent::PodDelete(victims[0].clone()), s(1));
+    sch.apply(
+        ClusterEvent::Delete(ObjectKey::pod(victims[0].clone())),
+        s(1),
+    );
     match sch.schedule_one(s(1)) {
         Step::Bind { pod, node, .. } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/urgent", "n1"))
@@ -914,14 +917,14 @@ fn a_higher_priority_pod_preempts_the_fewest_least_important_pods() {
 fn preemption_picks_the_node_with_the_least_important_victims() {
     let mut sch = scheduler(vec![node("a", 2), node("b", 2)]);
     sch.apply(
-        ClusterEvent::PodAdd(bound("on-a", 2000, 5, "a", "2026-11-20T10:00:00Z")),
+        ClusterEvent::add(bound("on-a", 2000, 5, "a", "2026-11-20T10:00:00Z")),
         s(0),
     );
     sch.apply(
-        ClusterEvent::PodAdd(bound("on-b", 2000, 1, "b", "2026-11-20T10:00:00Z")),
+        ClusterEvent::add(bound("on-b", 2000, 1, "b", "2026-11-20T10:00:00Z")),
         s(0),
     );
-    sch.apply(ClusterEvent::PodAdd(pod("urgent", 1500, 100, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("urgent", 1500, 100, false)), s(0));
     match sch.schedule_one(s(0)) {
         Step::Preempt { node, victims, .. } => {
             assert_eq!(node, "b");
@@ -935,19 +938,19 @@ fn preemption_picks_the_node_with_the_least_important_victims() {
 fn no_preemption_without_lower_priority_pods_or_when_the_pod_says_never() {
     let mut sch = scheduler(vec![node("n1", 2)]);
     sch.apply(
-        ClusterEvent::PodAdd(bound("peer", 2000, 100, "n1", "2026-11-20T10:00:00Z")),
+        ClusterEvent::add(bound("peer", 2000, 100, "n1", "2026-11-20T10:00:00Z")),
         s(0),
     );
-    sch.apply(ClusterEvent::PodAdd(pod("same", 1000, 100, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("same", 1000, 100, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
     let mut sch = scheduler(vec![node("n1", 2)]);
     sch.apply(
-        ClusterEvent::PodAdd(bound("low", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
+        ClusterEvent::add(bound("low", 2000, 0, "n1", "2026-11-20T10:00:00Z")),
         s(0),
     );
     let mut polite = pod("polite", 1000, 100, false);
     polite.spec.preemption_policy = Some("Never".into());
-    sch.apply(ClusterEvent::PodAdd(polite), s(0));
+    sch.apply(ClusterEvent::add(polite), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
     // A profile without DefaultPreemption does not preempt either.
     let snapshot = Snapshot::from_objects(
@@ -961,7 +964,7 @@ fn no_preemption_without_lower_priority_pods_or_when_the_pod_says_never() {
     )
     .unwrap();
     let mut sch = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
-    sch.apply(ClusterEvent::PodAdd(pod("urgent", 1000, 100, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("urgent", 1000, 100, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
 }
 
@@ -971,21 +974,21 @@ fn no_preemption_without_lower_priority_pods_or_when_the_pod_says_never() {
 #[test]
 fn a_confirmed_binding_does_not_wake_pods_short_of_resources() {
     let mut sch = scheduler(vec![node("n1", 1)]);
-    sch.apply(ClusterEvent::PodAdd(pod("big", 2000, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("big", 2000, 0, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
-    sch.apply(ClusterEvent::PodAdd(pod("small", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("small", 100, 0, false)), s(0));
     let Step::Bind { pod: key, node, .. } = sch.schedule_one(s(0)) else {
         panic!("small fits")
     };
     sch.finish_binding(&key, Ok(()), s(0));
     let mut bound = pod("small", 100, 0, false);
     bound.spec.node_name = node;
-    sch.apply(ClusterEvent::PodUpdate(bound), s(0));
+    sch.apply(ClusterEvent::update(bound), s(0));
     assert_eq!(
         sch.queue().position("default/big"),
         Some(QueueName::Unschedulable)
     );
-    sch.apply(ClusterEvent::PodDelete("default/small".into()), s(0));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("default/small")), s(0));
     assert_eq!(
         sch.queue().position("default/big"),
         Some(QueueName::Backoff)
@@ -1006,7 +1009,7 @@ fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
     }))
     .unwrap();
     db.spec.node_name = "n2".into();
-    sch.apply(ClusterEvent::PodAdd(db), s(0));
+    sch.apply(ClusterEvent::add(db), s(0));
     let web: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {
@@ -1020,7 +1023,7 @@ fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
         }
     }))
     .unwrap();
-    sch.apply(ClusterEvent::PodAdd(web), s(0));
+    sch.apply(ClusterEvent::add(web), s(0));
     // No namespace has the label yet: no pod matches the term.
     assert!(matches!(sch.schedule_one(s(0)), Step::Unschedulable { .. }));
     let ns = |labels: serde_json::Value| -> Namespace {
@@ -1029,23 +1032,20 @@ fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
     };
     // A Namespace added moves it (kube registers Namespace/Add); without the label it is
     // still unschedulable when tried again.
-    sch.apply(ClusterEvent::NamespaceAdd(ns(serde_json::json!({}))), s(0));
+    sch.apply(ClusterEvent::add(ns(serde_json::json!({}))), s(0));
     assert_eq!(
         sch.queue().position("default/web"),
         Some(QueueName::Backoff)
     );
     assert!(matches!(sch.schedule_one(s(5)), Step::Unschedulable { .. }));
     // The same labels again change nothing: no move.
-    sch.apply(
-        ClusterEvent::NamespaceUpdate(ns(serde_json::json!({}))),
-        s(5),
-    );
+    sch.apply(ClusterEvent::update(ns(serde_json::json!({}))), s(5));
     assert_eq!(
         sch.queue().position("default/web"),
         Some(QueueName::Unschedulable)
     );
     sch.apply(
-        ClusterEvent::NamespaceUpdate(ns(serde_json::json!({"team": "storage"}))),
+        ClusterEvent::update(ns(serde_json::json!({"team": "storage"}))),
         s(5),
     );
     assert_ne!(
@@ -1058,7 +1058,10 @@ fn a_namespace_label_wakes_a_pod_whose_affinity_selects_namespaces() {
         }
         other => panic!("{other:?}"),
     }
-    sch.apply(ClusterEvent::NamespaceDelete("data".into()), s(10));
+    sch.apply(
+        ClusterEvent::Delete(ObjectKey::Namespace("data".into())),
+        s(10),
+    );
     assert!(
         sch.snapshot()
             .namespace_labels()
@@ -1076,7 +1079,7 @@ fn reserves(ledger: &Ledger) -> (usize, usize) {
 
 /// Schedules `name` (allowed by Permit) and takes its `Step::Bind`.
 fn handed_out(sch: &mut Scheduler, name: &str) {
-    sch.apply(ClusterEvent::PodAdd(pod(name, 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod(name, 100, 0, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Bind { .. }));
 }
 
@@ -1084,7 +1087,7 @@ fn handed_out(sch: &mut Scheduler, name: &str) {
 fn a_pod_deleted_while_its_bind_runs_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
     handed_out(&mut sch, "p");
-    sch.apply(ClusterEvent::PodDelete("default/p".into()), s(1));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("default/p")), s(1));
     assert_eq!(reserves(&ledger), (1, 1));
     assert_eq!(sch.snapshot().pod_count(), 0);
     // The bind's result, when it comes, changes nothing more.
@@ -1096,10 +1099,10 @@ fn a_pod_deleted_while_its_bind_runs_is_unreserved_once() {
 #[test]
 fn a_pod_deleted_after_permit_allowed_it_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("gang-0", 100, 0, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
     assert!(sch.allow("default/gang-0", "Gang"));
-    sch.apply(ClusterEvent::PodDelete("default/gang-0".into()), s(1));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("default/gang-0")), s(1));
     assert_eq!(reserves(&ledger), (1, 1));
     assert!(matches!(sch.schedule_one(s(2)), Step::Idle { .. }));
     sch.finish_binding("default/gang-0", Ok(()), s(3));
@@ -1109,7 +1112,7 @@ fn a_pod_deleted_after_permit_allowed_it_is_unreserved_once() {
 #[test]
 fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::NodeAdd(node("n2", 4)), s(0));
+    sch.apply(ClusterEvent::add(node("n2", 4)), s(0));
     handed_out(&mut sch, "p");
     let placed = sch
         .snapshot()
@@ -1119,7 +1122,7 @@ fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
     let other = if placed == "n1" { "n2" } else { "n1" };
     let mut elsewhere = pod("p", 100, 0, false);
     elsewhere.spec.node_name = other.into();
-    sch.apply(ClusterEvent::PodUpdate(elsewhere), s(1));
+    sch.apply(ClusterEvent::update(elsewhere), s(1));
     assert_eq!(reserves(&ledger), (1, 1));
     assert_eq!(sch.snapshot().node_of("default/p"), Some(other));
     // Our bind lost: its error changes nothing more.
@@ -1131,9 +1134,9 @@ fn a_pod_bound_elsewhere_while_its_bind_runs_is_unreserved_once() {
 #[test]
 fn a_pod_deleted_while_held_at_permit_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(pod("gang-0", 100, 0, false)), s(0));
     assert!(matches!(sch.schedule_one(s(0)), Step::Waiting { .. }));
-    sch.apply(ClusterEvent::PodDelete("default/gang-0".into()), s(1));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("default/gang-0")), s(1));
     assert_eq!(reserves(&ledger), (1, 1));
     assert_eq!(sch.snapshot().pod_count(), 0);
     assert_eq!(sch.waiting().count(), 0);
@@ -1149,15 +1152,15 @@ fn a_pod_deleted_while_held_at_permit_is_unreserved_once() {
 #[test]
 fn a_pod_held_at_permit_and_bound_elsewhere_is_unreserved_once() {
     let (mut sch, ledger) = hooked();
-    sch.apply(ClusterEvent::NodeAdd(node("n2", 4)), s(0));
-    sch.apply(ClusterEvent::PodAdd(pod("gang-0", 100, 0, false)), s(0));
+    sch.apply(ClusterEvent::add(node("n2", 4)), s(0));
+    sch.apply(ClusterEvent::add(pod("gang-0", 100, 0, false)), s(0));
     let Step::Waiting { node: placed, .. } = sch.schedule_one(s(0)) else {
         panic!("held at Permit")
     };
     let other = if placed == "n1" { "n2" } else { "n1" };
     let mut elsewhere = pod("gang-0", 100, 0, false);
     elsewhere.spec.node_name = other.into();
-    sch.apply(ClusterEvent::PodUpdate(elsewhere), s(1));
+    sch.apply(ClusterEvent::update(elsewhere), s(1));
     assert_eq!(reserves(&ledger), (1, 1));
     assert_eq!(sch.snapshot().node_of("default/gang-0"), Some(other));
     // The wait's end does not forget the pod bound elsewhere.
@@ -1174,7 +1177,7 @@ fn a_pod_bound_and_then_deleted_is_not_unreserved() {
     let (mut sch, ledger) = hooked();
     handed_out(&mut sch, "p");
     sch.finish_binding("default/p", Ok(()), s(1));
-    sch.apply(ClusterEvent::PodDelete("default/p".into()), s(2));
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("default/p")), s(2));
     assert_eq!(reserves(&ledger), (1, 0));
 }
 
@@ -1201,7 +1204,7 @@ fn profiles_share_the_start_index() {
     {
         let mut p = pod(&format!("p{i}"), 100, 0, false);
         p.spec.scheduler_name = profile.into();
-        sch.apply(ClusterEvent::PodAdd(p), s(0));
+        sch.apply(ClusterEvent::add(p), s(0));
         assert!(matches!(sch.schedule_one(s(0)), Step::Bind { .. }));
         starts.push(sch.next_start_index());
     }

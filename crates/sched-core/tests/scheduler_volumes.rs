@@ -10,7 +10,7 @@ use sched_core::model::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, parse_node, parse_pod,
 };
 use sched_core::scheduler::{
-    ClusterEvent, PermitDecision, PermitPlugin, QueueName, Scheduler, Step,
+    ClusterEvent, ObjectKey, PermitDecision, PermitPlugin, QueueName, Scheduler, Step,
 };
 use sched_core::snapshot::Snapshot;
 use serde_json::json;
@@ -98,13 +98,10 @@ fn scheduler() -> Scheduler {
     let snapshot = Snapshot::from_objects(vec![node("node-a"), node("node-b")], vec![]).unwrap();
     let config = SchedulerConfiguration::v1_34_default();
     let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
-    s.apply(ClusterEvent::StorageClassAdd(wait_for_first_consumer()), T0);
-    s.apply(
-        ClusterEvent::PersistentVolumeAdd(local_pv("pv-1", "node-a")),
-        T0,
-    );
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c2")), T0);
+    s.apply(ClusterEvent::add(wait_for_first_consumer()), T0);
+    s.apply(ClusterEvent::add(local_pv("pv-1", "node-a")), T0);
+    s.apply(ClusterEvent::add(claim("c1")), T0);
+    s.apply(ClusterEvent::add(claim("c2")), T0);
     s
 }
 
@@ -128,7 +125,7 @@ fn claim_ref(s: &Scheduler, pv: &str) -> Option<String> {
 
 /// Places p1 (claim c1) and returns the step.
 fn place_p1(s: &mut Scheduler) {
-    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    s.apply(ClusterEvent::add(pod("p1", "c1")), T0);
     match s.schedule_one(T0) {
         Step::Bind {
             pod, node, volumes, ..
@@ -157,7 +154,7 @@ fn a_reserved_volume_is_not_counted_twice_and_comes_back_when_the_bind_fails() {
     let mut s = scheduler();
     place_p1(&mut s);
     // p2 needs a PV too: the only one is reserved for c1.
-    s.apply(ClusterEvent::PodAdd(pod("p2", "c2")), T0);
+    s.apply(ClusterEvent::add(pod("p2", "c2")), T0);
     match s.schedule_one(T0) {
         Step::Unschedulable { pod, error } => {
             assert_eq!(pod, "default/p2");
@@ -175,7 +172,7 @@ fn a_reserved_volume_is_not_counted_twice_and_comes_back_when_the_bind_fails() {
     assert_eq!(claim_ref(&s, "pv-1"), None);
     assert_eq!(s.queue().position("default/p2"), Some(QueueName::Backoff));
     // p1 is deleted meanwhile; p2 takes the PV once its backoff ends.
-    s.apply(ClusterEvent::PodDelete("default/p1".into()), T0);
+    s.apply(ClusterEvent::Delete(ObjectKey::pod("default/p1")), T0);
     match s.schedule_one(SECOND) {
         Step::Bind {
             pod, node, volumes, ..
@@ -193,7 +190,7 @@ fn a_new_volume_wakes_the_pod_that_waited_for_one() {
     let mut s = scheduler();
     place_p1(&mut s);
     s.finish_binding("default/p1", Ok(()), T0);
-    s.apply(ClusterEvent::PodAdd(pod("p2", "c2")), T0);
+    s.apply(ClusterEvent::add(pod("p2", "c2")), T0);
     assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
     assert!(matches!(s.schedule_one(T0), Step::Idle { .. }));
     // It waits in the unschedulable pool until a new PV (on node-b) arrives.
@@ -201,10 +198,7 @@ fn a_new_volume_wakes_the_pod_that_waited_for_one() {
         s.queue().position("default/p2"),
         Some(QueueName::Unschedulable)
     );
-    s.apply(
-        ClusterEvent::PersistentVolumeAdd(local_pv("pv-2", "node-b")),
-        T0,
-    );
+    s.apply(ClusterEvent::add(local_pv("pv-2", "node-b")), T0);
     assert_eq!(s.queue().position("default/p2"), Some(QueueName::Backoff));
     match s.schedule_one(SECOND) {
         Step::Bind {
@@ -236,13 +230,10 @@ fn a_rejected_or_deleted_waiting_pod_gives_its_volume_back() {
     let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)
         .unwrap()
         .with_permit(Hold);
-    s.apply(ClusterEvent::StorageClassAdd(wait_for_first_consumer()), T0);
-    s.apply(
-        ClusterEvent::PersistentVolumeAdd(local_pv("pv-1", "node-a")),
-        T0,
-    );
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
-    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    s.apply(ClusterEvent::add(wait_for_first_consumer()), T0);
+    s.apply(ClusterEvent::add(local_pv("pv-1", "node-a")), T0);
+    s.apply(ClusterEvent::add(claim("c1")), T0);
+    s.apply(ClusterEvent::add(pod("p1", "c1")), T0);
     assert!(matches!(s.schedule_one(T0), Step::Waiting { .. }));
     assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("default/c1"));
     assert!(s.reject("default/p1", "Hold", "no", T0));
@@ -252,7 +243,7 @@ fn a_rejected_or_deleted_waiting_pod_gives_its_volume_back() {
     let later = Duration::from_secs(301);
     assert!(matches!(s.schedule_one(later), Step::Waiting { .. }));
     assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("default/c1"));
-    s.apply(ClusterEvent::PodDelete("default/p1".into()), later);
+    s.apply(ClusterEvent::Delete(ObjectKey::pod("default/p1")), later);
     assert_eq!(claim_ref(&s, "pv-1"), None);
 }
 
@@ -263,7 +254,7 @@ fn a_newer_volume_from_the_informer_is_not_overwritten_by_the_undo() {
     // The informer reports the PV bound to another claim (someone else's binding won).
     let mut newer = local_pv("pv-1", "node-a");
     newer.spec.claim_ref = serde_json::from_value(json!({"namespace": "other", "name": "x"})).ok();
-    s.apply(ClusterEvent::PersistentVolumeUpdate(newer), T0);
+    s.apply(ClusterEvent::update(newer), T0);
     s.finish_binding("default/p1", Err("conflict".into()), T0);
     assert_eq!(claim_ref(&s, "pv-1").as_deref(), Some("other/x"));
 }
@@ -272,10 +263,16 @@ fn a_newer_volume_from_the_informer_is_not_overwritten_by_the_undo() {
 fn storage_objects_come_and_go_through_events() {
     let mut s = scheduler();
     assert!(s.snapshot().storage().class("local").is_some());
-    s.apply(ClusterEvent::StorageClassDelete("local".into()), T0);
-    s.apply(ClusterEvent::PersistentVolumeDelete("pv-1".into()), T0);
     s.apply(
-        ClusterEvent::PersistentVolumeClaimDelete("default/c1".into()),
+        ClusterEvent::Delete(ObjectKey::StorageClass("local".into())),
+        T0,
+    );
+    s.apply(
+        ClusterEvent::Delete(ObjectKey::PersistentVolume("pv-1".into())),
+        T0,
+    );
+    s.apply(
+        ClusterEvent::Delete(ObjectKey::PersistentVolumeClaim("default/c1".into())),
         T0,
     );
     let st = s.snapshot().storage();
@@ -333,14 +330,14 @@ fn volume_limits_follow_pods_and_csinodes() {
     let snapshot = Snapshot::from_objects(vec![node("node-a")], vec![]).unwrap();
     let config = SchedulerConfiguration::v1_34_default();
     let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
-    s.apply(ClusterEvent::CsiNodeAdd(csi_node("node-a", 2)), T0);
+    s.apply(ClusterEvent::add(csi_node("node-a", 2)), T0);
     for i in 1..=4 {
         let (pv, claim) = csi_volume(&format!("v{i}"));
-        s.apply(ClusterEvent::PersistentVolumeAdd(pv), T0);
-        s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim), T0);
+        s.apply(ClusterEvent::add(pv), T0);
+        s.apply(ClusterEvent::add(claim), T0);
     }
     let bind = |s: &mut Scheduler, name: &str, claim: &str, now: Duration| {
-        s.apply(ClusterEvent::PodAdd(pod(name, claim)), now);
+        s.apply(ClusterEvent::add(pod(name, claim)), now);
         match s.schedule_one(now) {
             Step::Bind { pod, .. } => s.finish_binding(&pod, Ok(()), now),
             other => panic!("{name}: {other:?}"),
@@ -349,7 +346,7 @@ fn volume_limits_follow_pods_and_csinodes() {
     bind(&mut s, "p1", "v1", T0);
     bind(&mut s, "p2", "v2", T0);
     // The node attaches two volumes, its limit: a third does not fit.
-    s.apply(ClusterEvent::PodAdd(pod("p3", "v3")), T0);
+    s.apply(ClusterEvent::add(pod("p3", "v3")), T0);
     match s.schedule_one(T0) {
         Step::Unschedulable { error, .. } => {
             assert!(
@@ -360,7 +357,7 @@ fn volume_limits_follow_pods_and_csinodes() {
         other => panic!("{other:?}"),
     }
     // p1 goes away: p3 fits.
-    s.apply(ClusterEvent::PodDelete("default/p1".into()), T0);
+    s.apply(ClusterEvent::Delete(ObjectKey::pod("default/p1")), T0);
     match s.schedule_one(SECOND) {
         Step::Bind { pod, .. } => {
             assert_eq!(pod, "default/p3");
@@ -369,9 +366,9 @@ fn volume_limits_follow_pods_and_csinodes() {
         other => panic!("{other:?}"),
     }
     // Full again; the CSINode's limit rises to 3: p4 fits.
-    s.apply(ClusterEvent::PodAdd(pod("p4", "v4")), SECOND);
+    s.apply(ClusterEvent::add(pod("p4", "v4")), SECOND);
     assert!(matches!(s.schedule_one(SECOND), Step::Unschedulable { .. }));
-    s.apply(ClusterEvent::CsiNodeUpdate(csi_node("node-a", 3)), SECOND);
+    s.apply(ClusterEvent::update(csi_node("node-a", 3)), SECOND);
     match s.schedule_one(3 * SECOND) {
         Step::Bind { pod, .. } => assert_eq!(pod, "default/p4"),
         other => panic!("{other:?}"),
@@ -386,12 +383,12 @@ fn a_claim_selector_picks_the_volume() {
     let mut s = scheduler();
     let mut slow = local_pv("pv-slow", "node-b");
     slow.metadata.labels.insert("tier".into(), "slow".into());
-    s.apply(ClusterEvent::PersistentVolumeAdd(slow), T0);
+    s.apply(ClusterEvent::add(slow), T0);
     let mut c = claim("c3");
     c.spec.selector = serde_json::from_value(json!({"matchLabels": {"tier": "slow"}})).ok();
     assert!(c.spec.selector.is_some());
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(c), T0);
-    s.apply(ClusterEvent::PodAdd(pod("p3", "c3")), T0);
+    s.apply(ClusterEvent::add(c), T0);
+    s.apply(ClusterEvent::add(pod("p3", "c3")), T0);
     match s.schedule_one(T0) {
         Step::Bind {
             pod, node, volumes, ..
@@ -404,8 +401,8 @@ fn a_claim_selector_picks_the_volume() {
     // Without a matching PV the claim finds none: pv-1 (node-a) has no `tier` label.
     let mut c = claim("c4");
     c.spec.selector = serde_json::from_value(json!({"matchLabels": {"tier": "slow"}})).ok();
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(c), T0);
-    s.apply(ClusterEvent::PodAdd(pod("p4", "c4")), T0);
+    s.apply(ClusterEvent::add(c), T0);
+    s.apply(ClusterEvent::add(pod("p4", "c4")), T0);
     assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
 }
 
@@ -416,8 +413,8 @@ fn capacity_scheduler() -> Scheduler {
     let config = SchedulerConfiguration::v1_34_default();
     let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
     s.apply(
-        ClusterEvent::StorageClassAdd(
-            serde_json::from_value(json!({
+        ClusterEvent::add(
+            serde_json::from_value::<sched_core::model::StorageClass>(json!({
                 "kind": "StorageClass",
                 "metadata": {"name": "local"},
                 "provisioner": "hostpath.csi.k8s.io",
@@ -428,8 +425,8 @@ fn capacity_scheduler() -> Scheduler {
         T0,
     );
     s.apply(
-        ClusterEvent::CsiDriverAdd(
-            serde_json::from_value(json!({
+        ClusterEvent::add(
+            serde_json::from_value::<sched_core::model::CsiDriver>(json!({
                 "kind": "CSIDriver",
                 "metadata": {"name": "hostpath.csi.k8s.io"},
                 "spec": {"storageCapacity": true}
@@ -438,7 +435,7 @@ fn capacity_scheduler() -> Scheduler {
         ),
         T0,
     );
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
+    s.apply(ClusterEvent::add(claim("c1")), T0);
     s
 }
 
@@ -458,11 +455,8 @@ fn capacity(name: &str, node: &str, size: &str) -> sched_core::model::CsiStorage
 fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
     let mut s = capacity_scheduler();
     // Too small on node-a, none on node-b.
-    s.apply(
-        ClusterEvent::CsiStorageCapacityAdd(capacity("cap-a", "node-a", "1Gi")),
-        T0,
-    );
-    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    s.apply(ClusterEvent::add(capacity("cap-a", "node-a", "1Gi")), T0);
+    s.apply(ClusterEvent::add(pod("p1", "c1")), T0);
     match s.schedule_one(T0) {
         Step::Unschedulable { pod, error } => {
             assert_eq!(pod, "default/p1");
@@ -484,8 +478,8 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
     );
     // A driver added, a capacity deleted: kube's VolumeBinding waits for neither.
     s.apply(
-        ClusterEvent::CsiDriverAdd(
-            serde_json::from_value(json!({
+        ClusterEvent::add(
+            serde_json::from_value::<sched_core::model::CsiDriver>(json!({
                 "kind": "CSIDriver",
                 "metadata": {"name": "other.csi.k8s.io"}
             }))
@@ -494,7 +488,7 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
         T0,
     );
     s.apply(
-        ClusterEvent::CsiStorageCapacityDelete("kube-system/none".into()),
+        ClusterEvent::Delete(ObjectKey::CsiStorageCapacity("kube-system/none".into())),
         T0,
     );
     assert_eq!(
@@ -502,10 +496,7 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
         Some(QueueName::Unschedulable)
     );
     // Room on node-b arrives.
-    s.apply(
-        ClusterEvent::CsiStorageCapacityAdd(capacity("cap-b", "node-b", "10Gi")),
-        T0,
-    );
+    s.apply(ClusterEvent::add(capacity("cap-b", "node-b", "10Gi")), T0);
     assert_eq!(s.queue().position("default/p1"), Some(QueueName::Backoff));
     match s.schedule_one(SECOND) {
         Step::Bind {
@@ -521,12 +512,12 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
 #[test]
 fn a_driver_that_stops_publishing_capacity_wakes_the_pod() {
     let mut s = capacity_scheduler();
-    s.apply(ClusterEvent::PodAdd(pod("p1", "c1")), T0);
+    s.apply(ClusterEvent::add(pod("p1", "c1")), T0);
     assert!(matches!(s.schedule_one(T0), Step::Unschedulable { .. }));
     assert!(matches!(s.schedule_one(T0), Step::Idle { .. }));
     s.apply(
-        ClusterEvent::CsiDriverUpdate(
-            serde_json::from_value(json!({
+        ClusterEvent::update(
+            serde_json::from_value::<sched_core::model::CsiDriver>(json!({
                 "kind": "CSIDriver",
                 "metadata": {"name": "hostpath.csi.k8s.io"},
                 "spec": {"storageCapacity": false}
@@ -539,7 +530,7 @@ fn a_driver_that_stops_publishing_capacity_wakes_the_pod() {
     assert!(matches!(s.schedule_one(SECOND), Step::Bind { .. }));
     // Deleting the driver leaves nothing to check either.
     s.apply(
-        ClusterEvent::CsiDriverDelete("hostpath.csi.k8s.io".into()),
+        ClusterEvent::Delete(ObjectKey::CsiDriver("hostpath.csi.k8s.io".into())),
         SECOND,
     );
     assert!(
@@ -595,17 +586,11 @@ fn each_profile_reserves_volumes_for_its_own_volume_binding() {
         .collect();
     assert_ne!(binders[0], binders[1]);
     assert!(s.profile("plain").unwrap().volume_binder().is_none());
-    s.apply(ClusterEvent::StorageClassAdd(wait_for_first_consumer()), T0);
-    s.apply(
-        ClusterEvent::PersistentVolumeAdd(local_pv("pv-1", "node-a")),
-        T0,
-    );
-    s.apply(ClusterEvent::PersistentVolumeClaimAdd(claim("c1")), T0);
+    s.apply(ClusterEvent::add(wait_for_first_consumer()), T0);
+    s.apply(ClusterEvent::add(local_pv("pv-1", "node-a")), T0);
+    s.apply(ClusterEvent::add(claim("c1")), T0);
     place_p1(&mut s);
-    s.apply(
-        ClusterEvent::PersistentVolumeAdd(local_pv("pv-2", "node-b")),
-        T0,
-    );
+    s.apply(ClusterEvent::add(local_pv("pv-2", "node-b")), T0);
     // p1's profile sees pv-1 pre-bound to c1: c1 goes to node-a or nowhere. The batch
     // profile sees both volumes available.
     let twin = |scheduler| pod_of("p2", "c1", scheduler);
@@ -615,7 +600,7 @@ fn each_profile_reserves_volumes_for_its_own_volume_binding() {
     );
     assert_eq!(feasible(&s, "batch", &twin("batch")), ["node-a", "node-b"]);
     // A profile without VolumeBinding places the pod and reserves no volume.
-    s.apply(ClusterEvent::PodAdd(pod_of("p3", "c1", "plain")), T0);
+    s.apply(ClusterEvent::add(pod_of("p3", "c1", "plain")), T0);
     match s.schedule_one(T0) {
         Step::Bind { pod, volumes, .. } => {
             assert_eq!(pod, "default/p3");
@@ -627,7 +612,7 @@ fn each_profile_reserves_volumes_for_its_own_volume_binding() {
     let mut bound = local_pv("pv-1", "node-a");
     bound.spec.claim_ref =
         serde_json::from_value(json!({"namespace": "default", "name": "c1"})).ok();
-    s.apply(ClusterEvent::PersistentVolumeUpdate(bound), T0);
+    s.apply(ClusterEvent::update(bound), T0);
     assert_eq!(feasible(&s, "batch", &twin("batch")), ["node-a"]);
     assert!(s.snapshot().storage().assumed_pvs(binders[0]).is_empty());
 }

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sched_core::config::DEFAULT_SCHEDULER_NAME;
-use sched_core::scheduler::{ClusterEvent, QueueName, Scheduler, Step};
+use sched_core::model::PodKey;
+use sched_core::scheduler::{ClusterEvent, Object, ObjectKey, QueueName, Scheduler, Step};
 use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::{Id, JoinError, JoinSet};
@@ -41,7 +42,7 @@ pub enum DriverError {
     #[error("fenced off while handling {pod}: {message}")]
     Fenced {
         /// The pod whose binding or preemption was refused.
-        pod: String,
+        pod: PodKey,
         /// The hook's message.
         message: String,
     },
@@ -59,12 +60,12 @@ pub struct Stopped;
 enum Command {
     Apply(Box<ClusterEvent>),
     Allow {
-        pod: String,
+        pod: PodKey,
         plugin: String,
         reply: oneshot::Sender<bool>,
     },
     Reject {
-        pod: String,
+        pod: PodKey,
         plugin: String,
         reason: String,
         reply: oneshot::Sender<bool>,
@@ -365,7 +366,7 @@ impl DriverHandle {
     pub async fn allow(&self, pod: &str, plugin: &str) -> Result<bool, Stopped> {
         let (reply, rx) = oneshot::channel();
         self.send(Command::Allow {
-            pod: pod.to_owned(),
+            pod: pod.into(),
             plugin: plugin.to_owned(),
             reply,
         })?;
@@ -380,7 +381,7 @@ impl DriverHandle {
     pub async fn reject(&self, pod: &str, plugin: &str, reason: &str) -> Result<bool, Stopped> {
         let (reply, rx) = oneshot::channel();
         self.send(Command::Reject {
-            pod: pod.to_owned(),
+            pod: pod.into(),
             plugin: plugin.to_owned(),
             reason: reason.to_owned(),
             reply,
@@ -462,20 +463,20 @@ struct Engine {
     task_of: HashMap<Id, Task>,
     binds_in_flight: usize,
     /// Pods being bound.
-    in_bind: HashSet<String>,
+    in_bind: HashSet<PodKey>,
     /// Reports of pods bound, held until their binding's result is in.
-    deferred: HashMap<String, Vec<Command>>,
+    deferred: HashMap<PodKey, Vec<Command>>,
     slots: Arc<Semaphore>,
     binder: Arc<dyn Binder>,
     deleter: Option<Arc<dyn VictimDeleter>>,
     events: broadcast::Sender<DriverEvent>,
     status: watch::Sender<DriverStatus>,
     hooks: Hooks,
-    pods: HashMap<String, Tracked>,
+    pods: HashMap<PodKey, Tracked>,
     applied: u64,
     origin: Option<Instant>,
     stopping: bool,
-    fenced: Option<(String, String)>,
+    fenced: Option<(PodKey, String)>,
     steps_per_call: usize,
 }
 
@@ -537,7 +538,8 @@ impl Engine {
         // (kube's reports arrive after the bind call returned), so that the engine closes the
         // binding first.
         if let Command::Apply(event) = &c
-            && let ClusterEvent::PodAdd(p) | ClusterEvent::PodUpdate(p) = event.as_ref()
+            && let ClusterEvent::Add(Object::Pod(p)) | ClusterEvent::Update(Object::Pod(p)) =
+                event.as_ref()
             && !p.spec.node_name.is_empty()
             && self.in_bind.contains(&p.key())
         {
@@ -577,7 +579,7 @@ impl Engine {
     /// Keeps what the metrics need of pending pods.
     fn track(&mut self, event: &ClusterEvent) {
         match event {
-            ClusterEvent::PodAdd(p) | ClusterEvent::PodUpdate(p) => {
+            ClusterEvent::Add(Object::Pod(p)) | ClusterEvent::Update(Object::Pod(p)) => {
                 let key = p.key();
                 if p.spec.node_name.is_empty() && !p.is_terminating() {
                     let now = Instant::now();
@@ -592,16 +594,16 @@ impl Engine {
                     self.pods.remove(&key);
                 }
             }
-            ClusterEvent::PodDelete(key) => {
+            ClusterEvent::Delete(ObjectKey::Pod(key)) => {
                 self.pods.remove(key);
             }
             _ => {}
         }
     }
 
-    fn tracked(&mut self, pod: &str, profile: Option<&str>) -> &mut Tracked {
+    fn tracked(&mut self, pod: &PodKey, profile: Option<&str>) -> &mut Tracked {
         let now = Instant::now();
-        self.pods.entry(pod.to_owned()).or_insert_with(|| Tracked {
+        self.pods.entry(pod.clone()).or_insert_with(|| Tracked {
             profile: profile.unwrap_or(DEFAULT_SCHEDULER_NAME).to_owned(),
             first_seen: now,
             attempts: 0,
@@ -611,7 +613,7 @@ impl Engine {
     }
 
     /// A Permit wait ended without a bind (timed out or rejected): an unschedulable attempt.
-    fn wait_ended(&mut self, pod: &str) {
+    fn wait_ended(&mut self, pod: &PodKey) {
         let t = self.tracked(pod, None);
         t.waiting = false;
         let (profile, took) = (t.profile.clone(), t.attempt_start.elapsed());
@@ -619,7 +621,7 @@ impl Engine {
     }
 
     /// Starts an attempt of `pod` (counted) at `start`; returns its profile.
-    fn attempt(&mut self, pod: &str, start: Instant, profile: Option<&str>) -> String {
+    fn attempt(&mut self, pod: &PodKey, start: Instant, profile: Option<&str>) -> String {
         let t = self.tracked(pod, profile);
         t.attempts += 1;
         t.attempt_start = start;
@@ -693,10 +695,10 @@ impl Engine {
         }
     }
 
-    fn fence(&mut self, pod: &str, message: String) {
+    fn fence(&mut self, pod: &PodKey, message: String) {
         self.stopping = true;
         if self.fenced.is_none() {
-            self.fenced = Some((pod.to_owned(), message));
+            self.fenced = Some((pod.clone(), message));
         }
     }
 

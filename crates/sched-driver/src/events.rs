@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use sched_core::model::PodKey;
 use sched_core::profile::FitError;
 use sched_core::scheduler::{QueueCounts, SchedulerEvent, Step};
 
@@ -16,7 +17,7 @@ pub enum StepTaken {
     /// The pod was placed and handed to the binder.
     Bind {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
         /// The profile that placed it.
@@ -25,7 +26,7 @@ pub enum StepTaken {
     /// No node fits the pod.
     Unschedulable {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// Every node's reasons, as [`Step::Unschedulable`] has them (its `Display` is kube's
         /// "0/3 nodes are available: ..." message).
         error: FitError,
@@ -33,17 +34,17 @@ pub enum StepTaken {
     /// The pod preempts: `victims` are to be deleted, the pod is nominated to `node`.
     Preempt {
         /// `namespace/name` of the preemptor.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
         /// `namespace/name` of the victims.
-        victims: Vec<String>,
+        victims: Vec<PodKey>,
     },
     /// A Reserve or Permit plugin refused the placement, or a Permit wait ended without
     /// an allow (timed out or rejected).
     Rejected {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The plugin.
         plugin: String,
         /// Its reason (kube's "rejected due to timeout after waiting at permit" on a
@@ -54,7 +55,7 @@ pub enum StepTaken {
     /// (the driver's clock: time since [`Driver::run`](crate::Driver::run) started).
     Waiting {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
         /// When the wait times out.
@@ -63,7 +64,7 @@ pub enum StepTaken {
     /// The attempt failed with an error; the pod backs off.
     Failed {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The error's text.
         message: String,
     },
@@ -133,7 +134,7 @@ pub enum DriverEvent {
     /// The victim deleter failed for the preemption by `pod`.
     PreemptionFailed {
         /// `namespace/name` of the preemptor.
-        pod: String,
+        pod: PodKey,
         /// The deleter's error.
         message: String,
     },

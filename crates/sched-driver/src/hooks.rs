@@ -4,6 +4,7 @@
 use std::error::Error;
 
 use sched_core::extender::ExtenderBinder;
+use sched_core::model::PodKey;
 use sched_core::plugins::volume::AssumedVolumes;
 
 /// A boxed error from the caller's API client.
@@ -14,7 +15,7 @@ pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub struct Binding {
     /// `namespace/name`.
-    pub pod: String,
+    pub pod: PodKey,
     /// The node.
     pub node: String,
     /// The profile (scheduler name) that placed it.
@@ -121,11 +122,11 @@ pub trait Binder: Send + Sync + 'static {
 #[non_exhaustive]
 pub struct Preemption {
     /// `namespace/name` of the preemptor, nominated to `node`.
-    pub pod: String,
+    pub pod: PodKey,
     /// The node.
     pub node: String,
     /// `namespace/name` of the pods to delete, most important first.
-    pub victims: Vec<String>,
+    pub victims: Vec<PodKey>,
 }
 
 /// Why the victims of a preemption were not (all) deleted.
@@ -144,7 +145,7 @@ pub enum DeleteError {
 /// Deletes the victims of a [`Preemption`] (kube's `PreemptPod`: an API delete per victim),
 /// on its own task, as kube's asynchronous preemption does. The engine frees the victims'
 /// resources only when the informer reports them deleted
-/// ([`ClusterEvent::PodDelete`](sched_core::scheduler::ClusterEvent::PodDelete) through
+/// ([`ClusterEvent::Delete`](sched_core::scheduler::ClusterEvent::Delete) of an [`ObjectKey::Pod`](sched_core::scheduler::ObjectKey::Pod)) through
 /// [`DriverHandle::apply`](crate::DriverHandle::apply)); that report also wakes the preemptor.
 #[async_trait::async_trait]
 pub trait VictimDeleter: Send + Sync + 'static {

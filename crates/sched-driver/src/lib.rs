@@ -41,7 +41,7 @@
 //! let handle = driver.handle();
 //! let running = tokio::spawn(driver.run(std::future::pending()));
 //! for i in 0..3 {
-//!     handle.apply(ClusterEvent::PodAdd(benchmark_pod(i)))?;
+//!     handle.apply(ClusterEvent::add(benchmark_pod(i)))?;
 //! }
 //! let status = handle.settled().await?;
 //! assert_eq!(status.queue.active, 0);

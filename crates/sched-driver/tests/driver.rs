@@ -10,9 +10,10 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sched_core::config::{Registry, SchedulerConfiguration};
-use sched_core::model::{Node, Pod};
+use sched_core::model::{Node, PersistentVolume, PersistentVolumeClaim, Pod, PodKey, StorageClass};
 use sched_core::scheduler::{
-    ClusterEvent, PermitDecision, PermitPlugin, QueueName, ReservePlugin, Scheduler, SchedulerEvent,
+    ClusterEvent, ObjectKey, PermitDecision, PermitPlugin, QueueName, ReservePlugin, Scheduler,
+    SchedulerEvent,
 };
 use sched_core::snapshot::Snapshot;
 use sched_driver::metrics::SchedulerMetrics;
@@ -54,8 +55,8 @@ fn scheduler(nodes: Vec<Node>) -> Scheduler {
 /// through the informer feed, deletes victims.
 struct Api {
     handle: OnceLock<DriverHandle>,
-    pods: Mutex<HashMap<String, Pod>>,
-    bound: Mutex<HashMap<String, String>>,
+    pods: Mutex<HashMap<PodKey, Pod>>,
+    bound: Mutex<HashMap<PodKey, String>>,
     rng: Mutex<ChaCha8Rng>,
     max_delay_ms: u64,
     failure_rate: f64,
@@ -90,7 +91,7 @@ impl Api {
 
     fn create(&self, p: Pod) {
         self.pods.lock().unwrap().insert(p.key(), p.clone());
-        self.handle().apply(ClusterEvent::PodAdd(p)).unwrap();
+        self.handle().apply(ClusterEvent::add(p)).unwrap();
     }
 
     fn handle(&self) -> &DriverHandle {
@@ -132,7 +133,7 @@ impl Binder for ApiBinder {
         if api.confirm {
             // The informer reports the pod bound.
             p.spec.node_name = b.node.clone();
-            api.handle().apply(ClusterEvent::PodUpdate(p)).unwrap();
+            api.handle().apply(ClusterEvent::update(p)).unwrap();
         }
         tokio::time::sleep(api.linger).await;
         Ok(())
@@ -149,7 +150,7 @@ impl VictimDeleter for ApiDeleter {
             self.0.bound.lock().unwrap().remove(v);
             self.0
                 .handle()
-                .apply(ClusterEvent::PodDelete(v.clone()))
+                .apply(ClusterEvent::Delete(ObjectKey::pod(v.clone())))
                 .unwrap();
         }
         Ok(())
@@ -291,7 +292,7 @@ async fn scheduling_goes_on_while_binds_run_up_to_the_concurrency_bound() {
     let run = tokio::spawn(driver.run(std::future::pending()));
     for i in 0..10 {
         handle
-            .apply(ClusterEvent::PodAdd(pod(&format!("p{i}"), 100, 0)))
+            .apply(ClusterEvent::add(pod(&format!("p{i}"), 100, 0)))
             .unwrap();
     }
     // Three placed and binding, the engine waits for a slot with seven still queued.
@@ -363,7 +364,7 @@ async fn a_permit_wait_times_out_in_simulated_time() {
             reason,
         }) = events.recv().await.unwrap()
         {
-            break (pod, plugin, reason, t0.elapsed());
+            break (pod.to_string(), plugin, reason, t0.elapsed());
         }
     };
     assert_eq!(
@@ -501,7 +502,7 @@ async fn shutdown_drains_the_binds_in_flight() {
     }));
     for i in 0..5 {
         handle
-            .apply(ClusterEvent::PodAdd(pod(&format!("p{i}"), 100, 0)))
+            .apply(ClusterEvent::add(pod(&format!("p{i}"), 100, 0)))
             .unwrap();
     }
     wait_until(&handle, |s| s.binds_in_flight == 5).await;
@@ -509,7 +510,7 @@ async fn shutdown_drains_the_binds_in_flight() {
     stop_tx.send(()).unwrap();
     // A pod sent after the shutdown is applied but not scheduled.
     handle
-        .apply(ClusterEvent::PodAdd(pod("late", 100, 0)))
+        .apply(ClusterEvent::add(pod("late", 100, 0)))
         .unwrap();
     let sched = run.await.unwrap().unwrap();
     assert!(
@@ -529,7 +530,7 @@ async fn shutdown_drains_the_binds_in_flight() {
     // The handle is dead once the driver returned.
     assert!(
         handle
-            .apply(ClusterEvent::PodDelete("default/p0".into()))
+            .apply(ClusterEvent::Delete(ObjectKey::pod("default/p0")))
             .is_err()
     );
 }
@@ -552,9 +553,7 @@ async fn a_fenced_binding_stops_the_driver() {
         .unwrap();
     let handle = driver.handle();
     let run = tokio::spawn(driver.run(std::future::pending()));
-    handle
-        .apply(ClusterEvent::PodAdd(pod("p", 100, 0)))
-        .unwrap();
+    handle.apply(ClusterEvent::add(pod("p", 100, 0))).unwrap();
     match run.await.unwrap() {
         Err(DriverError::Fenced { pod, message }) => {
             assert_eq!(pod, "default/p");
@@ -666,7 +665,7 @@ async fn the_metrics_count_kubes_attempts_after_a_run() {
         ("big", 8000, 0),
     ] {
         handle
-            .apply(ClusterEvent::PodAdd(pod(name, cpu, prio)))
+            .apply(ClusterEvent::add(pod(name, cpu, prio)))
             .unwrap();
     }
     handle.settled().await.unwrap();
@@ -799,9 +798,7 @@ async fn a_panicking_binder_fails_that_binding_and_the_pod_is_retried() {
     let handle = driver.handle();
     let mut events = handle.subscribe();
     let run = tokio::spawn(driver.run(std::future::pending()));
-    handle
-        .apply(ClusterEvent::PodAdd(pod("p", 100, 0)))
-        .unwrap();
+    handle.apply(ClusterEvent::add(pod("p", 100, 0))).unwrap();
     handle.settled().await.unwrap();
     handle.shutdown();
     let sched = run.await.unwrap().unwrap();
@@ -888,8 +885,8 @@ async fn failed_deletions_are_reported_and_a_fenced_one_stops_the_driver() {
 #[derive(Default)]
 struct Records {
     volumes: Mutex<Vec<(String, Vec<String>)>>,
-    bound_by_us: Mutex<Vec<String>>,
-    post_bound: Mutex<Vec<String>>,
+    bound_by_us: Mutex<Vec<PodKey>>,
+    post_bound: Mutex<Vec<PodKey>>,
 }
 
 struct Recorder(Arc<Records>);
@@ -903,7 +900,11 @@ impl Binder for Recorder {
             .iter()
             .map(|pv| pv.metadata.name.clone())
             .collect();
-        self.0.volumes.lock().unwrap().push((b.pod.clone(), pvs));
+        self.0
+            .volumes
+            .lock()
+            .unwrap()
+            .push((b.pod.to_string(), pvs));
         Ok(())
     }
     async fn bind(&self, b: &Binding) -> Result<(), BindError> {
@@ -950,13 +951,13 @@ async fn bindings_carry_volume_decisions_and_extenders_bind_their_pods() {
         .unwrap();
     let handle = driver.handle();
     let run = tokio::spawn(driver.run(std::future::pending()));
-    let class = serde_json::from_value(serde_json::json!({
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "local"},
         "provisioner": "kubernetes.io/no-provisioner",
         "volumeBindingMode": "WaitForFirstConsumer"
     }))
     .unwrap();
-    let pv = serde_json::from_value(serde_json::json!({
+    let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "pv-1"},
         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                  "storageClassName": "local", "local": {"path": "/mnt"},
@@ -965,25 +966,23 @@ async fn bindings_carry_volume_decisions_and_extenders_bind_their_pods() {
         "status": {"phase": "Available"}
     }))
     .unwrap();
-    let claim = serde_json::from_value(serde_json::json!({
+    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "data", "namespace": "default"},
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
                  "resources": {"requests": {"storage": "1Gi"}}}
     }))
     .unwrap();
-    handle.apply(ClusterEvent::StorageClassAdd(class)).unwrap();
-    handle.apply(ClusterEvent::PersistentVolumeAdd(pv)).unwrap();
-    handle
-        .apply(ClusterEvent::PersistentVolumeClaimAdd(claim))
-        .unwrap();
+    handle.apply(ClusterEvent::add(class)).unwrap();
+    handle.apply(ClusterEvent::add(pv)).unwrap();
+    handle.apply(ClusterEvent::add(claim)).unwrap();
     let mut with_claim = pod("db", 100, 0);
     with_claim.spec.volumes = serde_json::from_value(serde_json::json!([
         {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
     ]))
     .unwrap();
-    handle.apply(ClusterEvent::PodAdd(with_claim)).unwrap();
+    handle.apply(ClusterEvent::add(with_claim)).unwrap();
     handle
-        .apply(ClusterEvent::PodAdd(pod("ext-a", 100, 0)))
+        .apply(ClusterEvent::add(pod("ext-a", 100, 0)))
         .unwrap();
     handle.settled().await.unwrap();
     let mut volumes = recorder.volumes.lock().unwrap().clone();

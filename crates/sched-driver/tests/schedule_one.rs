@@ -151,7 +151,7 @@ async fn run_case(c: &Case) {
     let handle = driver.handle();
     let mut events = handle.subscribe();
     let run = tokio::spawn(driver.run(std::future::pending()));
-    handle.apply(ClusterEvent::PodAdd(foo())).unwrap();
+    handle.apply(ClusterEvent::add(foo())).unwrap();
     // The first event of the cycle: kube's Scheduled or FailedScheduling (or the engine's
     // failed binding, which kube reports as FailedScheduling).
     let (reason, message) = loop {

@@ -201,7 +201,7 @@ impl ClusterObjects {
                     LoadErrorKind::EmptyName { kind: "Pod", at },
                 ));
             }
-            let key = pod.key();
+            let key = pod.key().to_string();
             if !seen.insert((pod.metadata.namespace.clone(), pod.metadata.name.clone())) {
                 report.add(LeftOut::DuplicatePod, key);
                 continue;
@@ -264,7 +264,7 @@ pub struct Cluster {
     /// Storage objects (for [`Snapshot::set_storage`](crate::snapshot::Snapshot::set_storage)).
     pub storage: StorageObjects,
     /// PodDisruptionBudgets (for the scheduling engine's preemption,
-    /// [`ClusterEvent::PdbAdd`](crate::scheduler::ClusterEvent::PdbAdd)).
+    /// [`ClusterEvent::add`](crate::scheduler::ClusterEvent::add)).
     pub pdbs: Vec<PodDisruptionBudget>,
     /// Dynamic resource allocation objects.
     pub dra: DraObjects,

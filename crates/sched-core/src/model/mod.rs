@@ -10,6 +10,7 @@
 
 mod cluster;
 mod dra;
+mod key;
 mod load;
 mod load_error;
 mod namespace;
@@ -21,6 +22,7 @@ mod storage;
 
 pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
 pub use dra::*;
+pub use key::PodKey;
 pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse_node, parse_pod};
 pub(crate) use load_error::short as short_name;
 pub use load_error::{LoadError, LoadErrorKind, Position};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, de};
 
-use super::Quantity;
+use super::{PodKey, Quantity};
 
 /// A resource list such as `requests`, `limits`, `capacity` or `allocatable`: resource name to quantity.
 pub type ResourceList = BTreeMap<String, Quantity>;
@@ -989,8 +989,8 @@ impl Pod {
     }
 
     /// `namespace/name`, the key kube uses for a pod.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    pub fn key(&self) -> PodKey {
+        PodKey::new(&self.metadata.namespace, &self.metadata.name)
     }
 
     /// The controller owner reference, if any.

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use super::Profile;
 use super::cache::Cache;
 use crate::framework::{CycleContext, ErasedState, KubeVersion, Prepared, Reason};
-use crate::model::{Node, Resources};
+use crate::model::{Node, PodKey, Resources};
 
 /// One rejected node and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub struct NodeFailure {
 #[derive(Clone)]
 pub struct FitError {
     /// `namespace/name` of the pod.
-    pub pod: String,
+    pub pod: PodKey,
     /// Number of nodes in the snapshot.
     pub num_all_nodes: usize,
     failures: Failures,
@@ -113,7 +113,7 @@ impl Compact {
 impl FitError {
     /// The pod `pod` (`namespace/name`) fits none of the `num_all_nodes` nodes, rejected as
     /// `failures` say (in snapshot order); no PreFilter or PostFilter message.
-    pub fn new(pod: impl Into<String>, num_all_nodes: usize, failures: Vec<NodeFailure>) -> Self {
+    pub fn new(pod: impl Into<PodKey>, num_all_nodes: usize, failures: Vec<NodeFailure>) -> Self {
         FitError {
             pod: pod.into(),
             num_all_nodes,

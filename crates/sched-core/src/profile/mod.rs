@@ -54,7 +54,7 @@ use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
     BoxPredicate, BoxPriority, CycleContext, ErasedState, KubeVersion, PluginError,
 };
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 use crate::snapshot::{Snapshot, SnapshotError};
 
 /// kube's floor on how many feasible nodes to look for before stopping.
@@ -131,7 +131,7 @@ pub enum ScheduleError {
     #[error("pod {pod} is waiting for its scheduling gates: {}", gates.join(", "))]
     SchedulingGated {
         /// `namespace/name` of the pod.
-        pod: String,
+        pod: PodKey,
         /// The gates' names.
         gates: Vec<String>,
     },
@@ -140,7 +140,7 @@ pub enum ScheduleError {
     #[error("pod {pod}: {what} is not supported: {reason}")]
     Unsupported {
         /// `namespace/name` of the pod.
-        pod: String,
+        pod: PodKey,
         /// The kube plugin that would be needed.
         what: &'static str,
         /// Why the pod needs it.

@@ -18,10 +18,12 @@
 //! nothing to release again: each Reserve has exactly one unreserve or one successful bind.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::hooks::ReserveHook;
 use super::{EventMask, PermitDecision, Scheduler, SchedulerEvent, Step, Tries};
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 
 /// Why the caller's bind of a placed pod failed (the binder's or the API server's message),
@@ -137,7 +139,7 @@ impl Stage {
 /// The assumed pods by `namespace/name`, each in one [`Stage`].
 #[derive(Debug, Default)]
 pub(super) struct AssumedPods {
-    pods: HashMap<String, Stage>,
+    pods: HashMap<PodKey, Stage>,
     /// How many are [`Stage::Waiting`] and [`Stage::Ready`]: a cycle without Permit waits
     /// looks at neither.
     waiting: usize,
@@ -157,7 +159,7 @@ impl AssumedPods {
     }
 
     /// Puts `key` in `stage` (replacing what it had).
-    pub(super) fn insert(&mut self, key: String, stage: Stage) {
+    pub(super) fn insert(&mut self, key: PodKey, stage: Stage) {
         self.count(&stage, true);
         if let Some(old) = self.pods.insert(key, stage) {
             self.count(&old, false);
@@ -196,7 +198,7 @@ impl AssumedPods {
     }
 
     /// The Permit wait that ran out first (then by key), if any ran out by `now`.
-    fn expired(&self, now: Duration) -> Option<String> {
+    fn expired(&self, now: Duration) -> Option<PodKey> {
         if self.waiting == 0 {
             return None;
         }
@@ -225,7 +227,7 @@ impl AssumedPods {
     }
 
     /// The pod allowed first, moved to [`Stage::Binding`].
-    fn next_ready(&mut self) -> Option<String> {
+    fn next_ready(&mut self) -> Option<PodKey> {
         if self.ready == 0 {
             return None;
         }
@@ -265,14 +267,14 @@ impl AssumedPods {
         {
             let order = self.next_order;
             self.next_order += 1;
-            self.insert(key.to_string(), Stage::Ready { placement, order });
+            self.insert(key.into(), Stage::Ready { placement, order });
         }
         true
     }
 }
 
 /// A placement refused by `plugin`.
-fn rejected(key: String, plugin: String, reason: String) -> Step {
+fn rejected(key: PodKey, plugin: String, reason: String) -> Step {
     Step::Rejected {
         pod: key,
         plugin,
@@ -284,19 +286,14 @@ impl Scheduler {
     /// Runs the Reserve plugins, then the Permit plugins, for a pod just assumed.
     pub(super) fn reserve_and_permit(
         &mut self,
-        key: String,
+        key: PodKey,
         mut p: Placement,
         now: Duration,
     ) -> Step {
-        if let Err((plugin, reason)) = self.reserve_volumes(&mut p) {
-            self.undo(p, &key, &plugin, &reason, false, now);
-            return rejected(key, plugin, reason);
-        }
-        let reserve = self.reserve.clone();
-        for r in &reserve {
-            if let Err(e) = r.reserve(&p.pod, &p.node) {
-                let plugin = r.name().to_string();
-                let reason = e.reason().to_string();
+        let hooks = Arc::clone(&self.reserve);
+        for hook in hooks.iter() {
+            if let Err(reason) = self.reserve_one(hook, &mut p) {
+                let plugin = hook.name().to_string();
                 self.undo(p, &key, &plugin, &reason, false, now);
                 return rejected(key, plugin, reason);
             }
@@ -338,10 +335,29 @@ impl Scheduler {
         }
     }
 
+    /// One Reserve hook for the placement; on failure, the reason for kube's message.
+    fn reserve_one(&mut self, hook: &ReserveHook, p: &mut Placement) -> Result<(), String> {
+        match hook {
+            ReserveHook::VolumeBinding => self.reserve_volumes(p),
+            ReserveHook::Plugin(r) => r
+                .reserve(&p.pod, &p.node)
+                .map_err(|e| e.reason().to_string()),
+        }
+    }
+
+    /// One Unreserve hook for the placement (idempotent: a hook that never reserved, or
+    /// already unreserved, does nothing).
+    fn unreserve_one(&mut self, hook: &ReserveHook, p: &mut Placement, now: Duration) {
+        match hook {
+            ReserveHook::VolumeBinding => self.unreserve_volumes(p, now),
+            ReserveHook::Plugin(r) => r.unreserve(&p.pod, &p.node),
+        }
+    }
+
     /// VolumeBinding's Reserve: the matched PVs and claims to provision are assumed, for the
-    /// profile's VolumeBinding (kube's volume binder of that profile) only. On failure, the
-    /// plugin and kube's message.
-    fn reserve_volumes(&mut self, p: &mut Placement) -> Result<(), (String, String)> {
+    /// profile's VolumeBinding (kube's volume binder of that profile) only. On failure,
+    /// kube's message.
+    fn reserve_volumes(&mut self, p: &mut Placement) -> Result<(), String> {
         let binder = self
             .profiles
             .iter()
@@ -365,19 +381,19 @@ impl Scheduler {
                         &mut |m| messages.push(m.into_owned()),
                     );
                 }
-                Err(("VolumeBinding".to_string(), messages.join(", ")))
+                Err(messages.join(", "))
             }
         }
     }
 
     /// Hands a placement out as [`Step::Bind`]; it is binding until its result comes.
-    fn hand_out(&mut self, key: String, p: Placement) -> Step {
+    fn hand_out(&mut self, key: PodKey, p: Placement) -> Step {
         let step = self.bind_step(key.clone(), &p);
         self.assumed.insert(key, Stage::Binding { placement: p });
         step
     }
 
-    fn bind_step(&self, pod: String, p: &Placement) -> Step {
+    fn bind_step(&self, pod: PodKey, p: &Placement) -> Step {
         Step::Bind {
             pod,
             node: p.node.clone(),
@@ -458,11 +474,10 @@ impl Scheduler {
             Ok(()) => {
                 let node = p.node;
                 let stage = Stage::Bound { node: node.clone() };
-                self.assumed.insert(pod.to_string(), stage);
-                self.events.push(SchedulerEvent::Scheduled {
-                    pod: pod.to_string(),
-                    node,
-                });
+                let key = PodKey::from(pod);
+                self.assumed.insert(key.clone(), stage);
+                self.events
+                    .push(SchedulerEvent::Scheduled { pod: key, node });
             }
             Err(error) => {
                 let mut p = p;
@@ -471,7 +486,7 @@ impl Scheduler {
                 self.forget(pod);
                 self.queue.requeue_with_backoff(p.pod, p.tries, now);
                 self.events.push(SchedulerEvent::BindingFailed {
-                    pod: pod.to_string(),
+                    pod: pod.into(),
                     node: p.node,
                     message: error.message,
                 });
@@ -521,9 +536,14 @@ impl Scheduler {
     /// reverse order) and VolumeBinding's assumed volumes are forgotten (the one release; see
     /// the module docs).
     fn release(&mut self, p: &mut Placement, now: Duration) {
-        for r in self.reserve.iter().rev() {
-            r.unreserve(&p.pod, &p.node);
+        let hooks = Arc::clone(&self.reserve);
+        for hook in hooks.iter().rev() {
+            self.unreserve_one(hook, p, now);
         }
+    }
+
+    /// VolumeBinding's Unreserve: the PVs and claims assumed for the placement are free again.
+    fn unreserve_volumes(&mut self, p: &mut Placement, now: Duration) {
         if p.volumes.is_empty() {
             return;
         }
@@ -557,7 +577,7 @@ impl Scheduler {
         self.release(&mut p, now);
         self.forget(key);
         self.events.push(SchedulerEvent::FailedScheduling {
-            pod: key.to_string(),
+            pod: key.into(),
             message: format!("{plugin}: {reason}"),
         });
         // What the pod held is free again (for the others: the pod itself is requeued after).

@@ -9,6 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::binding::AssumedPods;
+use super::hooks::ReserveHook;
 use super::post_filter::PostFilterPlugins;
 use super::{
     Nominator, PermitPlugin, QueueSettings, ReservePlugin, Scheduler, SchedulingQueue, Slot,
@@ -78,7 +79,7 @@ impl Scheduler {
             queue: SchedulingQueue::new(settings),
             assumed: AssumedPods::default(),
             events: Vec::new(),
-            reserve: Vec::new(),
+            reserve: Arc::from([ReserveHook::VolumeBinding]),
             permit: Vec::new(),
             nominator: Nominator::new(),
             pdbs: Vec::new(),
@@ -117,7 +118,9 @@ impl Scheduler {
     /// Adds a Reserve plugin (run in the order added, for every profile).
     #[must_use]
     pub fn with_reserve(mut self, plugin: impl ReservePlugin + 'static) -> Scheduler {
-        self.reserve.push(Arc::new(plugin));
+        let mut hooks = self.reserve.to_vec();
+        hooks.push(ReserveHook::Plugin(Arc::new(plugin)));
+        self.reserve = hooks.into();
         self
     }
 

@@ -12,7 +12,7 @@ use super::{
     extender, post_filter, preemption,
 };
 use crate::framework::KubeVersion;
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 use crate::profile::{FitError, ScheduleError};
 use crate::snapshot::Snapshot;
 
@@ -44,7 +44,7 @@ impl Scheduler {
 
     /// One attempt for a popped pod of profile `slot`: its nominated node first, then every
     /// node; a placed pod goes on to Reserve and Permit.
-    fn attempt(&mut self, slot: usize, key: String, pod: Pod, now: Duration) -> Step {
+    fn attempt(&mut self, slot: usize, key: PodKey, pod: Pod, now: Duration) -> Step {
         if let Some(node) = self.nominated_fit(slot, &key, &pod) {
             return self.placed(slot, key, pod, node, now);
         }
@@ -118,7 +118,7 @@ impl Scheduler {
 
     /// The pod is assumed on `node`: it leaves the queue and its nomination, and goes on to
     /// Reserve and Permit.
-    fn placed(&mut self, slot: usize, key: String, pod: Pod, node: String, now: Duration) -> Step {
+    fn placed(&mut self, slot: usize, key: PodKey, pod: Pod, node: String, now: Duration) -> Step {
         self.nominator.delete(&key);
         let tries = self.queue.done(&key).unwrap_or_default();
         let placement = binding::Placement {
@@ -136,7 +136,7 @@ impl Scheduler {
     fn unschedulable(
         &mut self,
         slot: usize,
-        key: String,
+        key: PodKey,
         pod: Pod,
         mut error: FitError,
         now: Duration,
@@ -249,7 +249,7 @@ impl Scheduler {
     /// victims' deletion, handed out as [`Step::Preempt`].
     fn nominate(
         &mut self,
-        key: String,
+        key: PodKey,
         pod: Pod,
         c: preemption::Candidate,
         waiting_for: EventMask,

@@ -4,75 +4,126 @@
 use crate::framework::Reason;
 use crate::model::{
     Cluster, CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
+    PersistentVolumeClaim, Pod, PodDisruptionBudget, PodKey, StorageClass,
 };
 
-/// A change to the cluster, as an informer reports it.
+/// A change to the cluster, as an informer reports it: an object added or changed (the whole
+/// new object), or gone (its key).
+///
+/// ```
+/// use sched_core::model::Node;
+/// use sched_core::scheduler::{ClusterEvent, Object, ObjectKey};
+///
+/// let mut node = Node::default();
+/// node.metadata.name = "n1".into();
+/// let added = ClusterEvent::add(node.clone());
+/// assert!(matches!(&added, ClusterEvent::Add(Object::Node(n)) if n.name() == "n1"));
+/// let gone = ClusterEvent::Delete(ObjectKey::Node("n1".into()));
+/// assert_eq!(ClusterEvent::deleted(&Object::Node(node)), gone);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ClusterEvent {
-    /// A node appeared.
-    NodeAdd(Node),
-    /// A node changed (the whole new object).
-    NodeUpdate(Node),
-    /// A node went away (by name).
-    NodeDelete(String),
-    /// A pod appeared: pending (no `spec.nodeName`) pods of one of the scheduler's profiles
-    /// are queued; bound pods join the snapshot.
-    PodAdd(Pod),
-    /// A pod changed (the whole new object).
-    PodUpdate(Pod),
-    /// A pod went away (by `namespace/name`).
-    PodDelete(String),
-    /// A PersistentVolume appeared.
-    PersistentVolumeAdd(PersistentVolume),
-    /// A PersistentVolume changed (the whole new object).
-    PersistentVolumeUpdate(PersistentVolume),
-    /// A PersistentVolume went away (by name).
-    PersistentVolumeDelete(String),
-    /// A PersistentVolumeClaim appeared.
-    PersistentVolumeClaimAdd(PersistentVolumeClaim),
-    /// A PersistentVolumeClaim changed (the whole new object).
-    PersistentVolumeClaimUpdate(PersistentVolumeClaim),
-    /// A PersistentVolumeClaim went away (by `namespace/name`).
-    PersistentVolumeClaimDelete(String),
-    /// A StorageClass appeared.
-    StorageClassAdd(StorageClass),
-    /// A StorageClass changed (the whole new object).
-    StorageClassUpdate(StorageClass),
-    /// A StorageClass went away (by name).
-    StorageClassDelete(String),
-    /// A CSINode appeared.
-    CsiNodeAdd(CsiNode),
-    /// A CSINode changed (the whole new object).
-    CsiNodeUpdate(CsiNode),
-    /// A CSINode went away (by name, the node's).
-    CsiNodeDelete(String),
-    /// A CSIDriver appeared.
-    CsiDriverAdd(CsiDriver),
-    /// A CSIDriver changed (the whole new object).
-    CsiDriverUpdate(CsiDriver),
-    /// A CSIDriver went away (by name).
-    CsiDriverDelete(String),
-    /// A CSIStorageCapacity appeared.
-    CsiStorageCapacityAdd(CsiStorageCapacity),
-    /// A CSIStorageCapacity changed (the whole new object).
-    CsiStorageCapacityUpdate(CsiStorageCapacity),
-    /// A CSIStorageCapacity went away (by `namespace/name`).
-    CsiStorageCapacityDelete(String),
-    /// A Namespace appeared (its labels are what `namespaceSelector` in pod affinity terms
-    /// reads).
-    NamespaceAdd(Namespace),
-    /// A Namespace changed (the whole new object).
-    NamespaceUpdate(Namespace),
-    /// A Namespace went away (by name).
-    NamespaceDelete(String),
-    /// A PodDisruptionBudget appeared; preemption respects it.
-    PdbAdd(PodDisruptionBudget),
-    /// A PodDisruptionBudget changed (the whole new object, its status included).
-    PdbUpdate(PodDisruptionBudget),
-    /// A PodDisruptionBudget went away (by `namespace/name`).
-    PdbDelete(String),
+    /// An object appeared. A pending pod (no `spec.nodeName`) of one of the scheduler's
+    /// profiles is queued; a bound pod joins the snapshot.
+    Add(Object),
+    /// An object changed (the whole new object). An update of an object the scheduler does
+    /// not know is an add.
+    Update(Object),
+    /// An object went away.
+    Delete(ObjectKey),
+}
+
+impl ClusterEvent {
+    /// `object` appeared.
+    pub fn add(object: impl Into<Object>) -> ClusterEvent {
+        ClusterEvent::Add(object.into())
+    }
+
+    /// `object` changed.
+    pub fn update(object: impl Into<Object>) -> ClusterEvent {
+        ClusterEvent::Update(object.into())
+    }
+
+    /// `object` went away (an informer's delete carries the last object it saw).
+    pub fn deleted(object: &Object) -> ClusterEvent {
+        ClusterEvent::Delete(object.key())
+    }
+}
+
+/// Declares [`Object`] and [`ObjectKey`], one variant per kind, and what connects them.
+macro_rules! objects {
+    ($($kind:ident($t:ty) $key_doc:literal => |$o:ident| $key:expr;)*) => {
+        /// An object the scheduler reads, as informers deliver it.
+        // Unboxed, as the events were before: an event is built, moved into the engine and
+        // taken apart once; the objects themselves are what the snapshot keeps.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum Object {
+            $(
+                #[doc = concat!("A ", stringify!($kind), ".")]
+                $kind($t),
+            )*
+        }
+
+        /// Which object went away: its kind and key.
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ObjectKey {
+            $(
+                #[doc = concat!("A ", stringify!($kind), ", by ", $key_doc, ".")]
+                $kind(key_type!($kind)),
+            )*
+        }
+
+        impl Object {
+            /// The object's kind and key.
+            pub fn key(&self) -> ObjectKey {
+                match self {
+                    $(Object::$kind($o) => ObjectKey::$kind($key),)*
+                }
+            }
+        }
+
+        $(
+            impl From<$t> for Object {
+                fn from(o: $t) -> Object {
+                    Object::$kind(o)
+                }
+            }
+        )*
+    };
+}
+
+/// The key type of a kind: pods have [`PodKey`]s, the rest their name or `namespace/name`.
+macro_rules! key_type {
+    (Pod) => {
+        PodKey
+    };
+    ($other:ident) => {
+        String
+    };
+}
+
+objects! {
+    Node(Node) "name" => |o| o.metadata.name.clone();
+    Pod(Pod) "`namespace/name`" => |o| o.key();
+    PersistentVolume(PersistentVolume) "name" => |o| o.metadata.name.clone();
+    PersistentVolumeClaim(PersistentVolumeClaim) "`namespace/name`" => |o| o.key();
+    StorageClass(StorageClass) "name" => |o| o.metadata.name.clone();
+    CsiNode(CsiNode) "name (the node's)" => |o| o.metadata.name.clone();
+    CsiDriver(CsiDriver) "name" => |o| o.metadata.name.clone();
+    CsiStorageCapacity(CsiStorageCapacity) "`namespace/name`" => |o| o.key();
+    Namespace(Namespace) "name" => |o| o.metadata.name.clone();
+    PodDisruptionBudget(PodDisruptionBudget) "`namespace/name`" => |o| o.key();
+}
+
+impl ObjectKey {
+    /// The pod `key` (`namespace/name`).
+    pub fn pod(key: impl Into<PodKey>) -> ObjectKey {
+        ObjectKey::Pod(key.into())
+    }
 }
 
 impl ClusterEvent {
@@ -85,53 +136,43 @@ impl ClusterEvent {
     ///
     /// ```
     /// use sched_core::model::{load_node_list, Cluster};
-    /// use sched_core::scheduler::ClusterEvent;
+    /// use sched_core::scheduler::{ClusterEvent, Object};
     ///
     /// let mut cluster = Cluster::default();
     /// cluster.nodes = load_node_list(r#"{"items": [{"metadata": {"name": "n1"}}]}"#)?;
     /// let events = ClusterEvent::listing(&mut cluster);
-    /// assert!(matches!(&events[..], [ClusterEvent::NodeAdd(n)] if n.name() == "n1"));
+    /// assert!(matches!(&events[..], [ClusterEvent::Add(Object::Node(n))] if n.name() == "n1"));
     /// assert!(cluster.nodes.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn listing(cluster: &mut Cluster) -> Vec<ClusterEvent> {
         let storage = std::mem::take(&mut cluster.storage);
         let mut events = Vec::new();
-        events.extend(cluster.namespaces.drain(..).map(ClusterEvent::NamespaceAdd));
-        events.extend(cluster.nodes.drain(..).map(ClusterEvent::NodeAdd));
-        events.extend(cluster.bound.drain(..).map(ClusterEvent::PodAdd));
-        events.extend(
-            storage
-                .storage_classes
-                .into_iter()
-                .map(ClusterEvent::StorageClassAdd),
-        );
+        events.extend(cluster.namespaces.drain(..).map(ClusterEvent::add));
+        events.extend(cluster.nodes.drain(..).map(ClusterEvent::add));
+        events.extend(cluster.bound.drain(..).map(ClusterEvent::add));
+        events.extend(storage.storage_classes.into_iter().map(ClusterEvent::add));
         events.extend(
             storage
                 .persistent_volumes
                 .into_iter()
-                .map(ClusterEvent::PersistentVolumeAdd),
+                .map(ClusterEvent::add),
         );
         events.extend(
             storage
                 .persistent_volume_claims
                 .into_iter()
-                .map(ClusterEvent::PersistentVolumeClaimAdd),
+                .map(ClusterEvent::add),
         );
-        events.extend(storage.csi_nodes.into_iter().map(ClusterEvent::CsiNodeAdd));
-        events.extend(
-            storage
-                .csi_drivers
-                .into_iter()
-                .map(ClusterEvent::CsiDriverAdd),
-        );
+        events.extend(storage.csi_nodes.into_iter().map(ClusterEvent::add));
+        events.extend(storage.csi_drivers.into_iter().map(ClusterEvent::add));
         events.extend(
             storage
                 .csi_storage_capacities
                 .into_iter()
-                .map(ClusterEvent::CsiStorageCapacityAdd),
+                .map(ClusterEvent::add),
         );
-        events.extend(cluster.pdbs.drain(..).map(ClusterEvent::PdbAdd));
+        events.extend(cluster.pdbs.drain(..).map(ClusterEvent::add));
         events
     }
 }
@@ -218,6 +259,79 @@ impl std::ops::BitOr for EventMask {
     }
 }
 
+/// What wakes a pod short of resources: NodeResourcesFit's events.
+const RESOURCES: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_ALLOCATABLE.0
+        | EventMask::ASSIGNED_POD_DELETE.0
+        | EventMask::ASSIGNED_POD_UPDATE.0,
+);
+
+/// InterPodAffinity's events for a pod whose affinity terms found no match (it also registers
+/// Namespace add and label update, for `namespaceSelector`).
+const POD_AFFINITY: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_LABEL.0
+        | EventMask::ASSIGNED_POD_ADD.0
+        | EventMask::ASSIGNED_POD_UPDATE.0
+        | EventMask::NAMESPACE.0,
+);
+
+/// InterPodAffinity's events for an anti-affinity conflict.
+const POD_ANTI_AFFINITY: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_LABEL.0
+        | EventMask::ASSIGNED_POD_DELETE.0
+        | EventMask::ASSIGNED_POD_UPDATE.0
+        | EventMask::NAMESPACE.0,
+);
+
+/// PodTopologySpread's events.
+const SPREAD: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_LABEL.0
+        | EventMask::NODE_DELETE.0
+        | EventMask::NODE_TAINT.0
+        | EventMask::ASSIGNED_POD_ADD.0
+        | EventMask::ASSIGNED_POD_UPDATE.0
+        | EventMask::ASSIGNED_POD_DELETE.0,
+);
+
+/// VolumeZone's events: a new StorageClass, claim or PV (or a PV's labels), a node's labels.
+const VOLUME_ZONE: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_LABEL.0
+        | EventMask::NODE_TAINT.0
+        | EventMask::STORAGE_CLASS_ADD.0
+        | EventMask::PVC_ADD.0
+        | EventMask::PVC_UPDATE.0
+        | EventMask::PV_ADD.0
+        | EventMask::PV_UPDATE.0,
+);
+
+/// VolumeBinding's events (and those of the claim problems its PreFilter finds): any storage
+/// object added or changed, a node's labels, a CSINode, a CSIDriver changed, a
+/// CSIStorageCapacity added or changed (kube registers CSIDriver Update only).
+const VOLUME_BINDING: EventMask = EventMask(
+    VOLUME_ZONE.0
+        | EventMask::STORAGE_CLASS_UPDATE.0
+        | EventMask::CSI_NODE_ADD.0
+        | EventMask::CSI_NODE_UPDATE.0
+        | EventMask::CSI_DRIVER_UPDATE.0
+        | EventMask::CSI_STORAGE_CAPACITY_ADD.0
+        | EventMask::CSI_STORAGE_CAPACITY_UPDATE.0,
+);
+
+/// NodeVolumeLimits' events: a CSINode's limits, a pod's volumes going away, a new claim.
+const VOLUME_LIMITS: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_ALLOCATABLE.0
+        | EventMask::CSI_NODE_ADD.0
+        | EventMask::CSI_NODE_UPDATE.0
+        | EventMask::ASSIGNED_POD_DELETE.0
+        | EventMask::PVC_ADD.0,
+);
+
 /// The events that can make a node that rejected a pod for `reason` accept it (the events the
 /// rejecting plugin registers in kube). A pod rejected for several reasons waits for any of
 /// their events. Custom reasons wait for any event.
@@ -225,9 +339,7 @@ pub fn events_for(reason: &Reason) -> EventMask {
     use EventMask as E;
     let node_add = E::NODE_ADD;
     match reason {
-        Reason::Insufficient(_) => {
-            node_add | E::NODE_ALLOCATABLE | E::ASSIGNED_POD_DELETE | E::ASSIGNED_POD_UPDATE
-        }
+        Reason::Insufficient(_) => RESOURCES,
         Reason::PortsConflict | Reason::DiskConflict => node_add | E::ASSIGNED_POD_DELETE,
         Reason::NodeNameMismatch => node_add,
         Reason::NodeSelectorMismatch
@@ -239,68 +351,19 @@ pub fn events_for(reason: &Reason) -> EventMask {
         | Reason::MemoryPressure
         | Reason::DiskPressure
         | Reason::PidPressure => node_add | E::NODE_CONDITION | E::NODE_TAINT,
-        // InterPodAffinity also registers Namespace add and label update (namespaceSelector).
-        Reason::PodAffinityRulesNotMatch => {
-            node_add | E::NODE_LABEL | E::ASSIGNED_POD_ADD | E::ASSIGNED_POD_UPDATE | E::NAMESPACE
-        }
+        Reason::PodAffinityRulesNotMatch => POD_AFFINITY,
         Reason::ServiceAffinityViolated => {
             node_add | E::NODE_LABEL | E::ASSIGNED_POD_ADD | E::ASSIGNED_POD_UPDATE
         }
         Reason::PodAntiAffinityRulesNotMatch | Reason::ExistingPodsAntiAffinityRulesNotMatch => {
-            node_add
-                | E::NODE_LABEL
-                | E::ASSIGNED_POD_DELETE
-                | E::ASSIGNED_POD_UPDATE
-                | E::NAMESPACE
+            POD_ANTI_AFFINITY
         }
-        Reason::TopologySpreadConstraintsNotMatch | Reason::TopologySpreadMissingLabel => {
-            node_add
-                | E::NODE_LABEL
-                | E::NODE_DELETE
-                | E::NODE_TAINT
-                | E::ASSIGNED_POD_ADD
-                | E::ASSIGNED_POD_UPDATE
-                | E::ASSIGNED_POD_DELETE
-        }
-        // VolumeZone: a new StorageClass, claim or PV (or a PV's labels), a node's labels.
-        Reason::VolumeZoneConflict => {
-            node_add
-                | E::NODE_LABEL
-                | E::NODE_TAINT
-                | E::STORAGE_CLASS_ADD
-                | E::PVC_ADD
-                | E::PVC_UPDATE
-                | E::PV_ADD
-                | E::PV_UPDATE
-        }
-        // VolumeBinding (and the claim problems its PreFilter finds): any storage object
-        // added or changed, a node's labels, a CSINode, a CSIDriver changed, a
-        // CSIStorageCapacity added or changed (kube registers CSIDriver Update only).
+        Reason::TopologySpreadConstraintsNotMatch | Reason::TopologySpreadMissingLabel => SPREAD,
+        Reason::VolumeZoneConflict => VOLUME_ZONE,
         Reason::VolumeBinding(_) | Reason::UnboundImmediateClaims | Reason::Volume(_) => {
-            node_add
-                | E::NODE_LABEL
-                | E::NODE_TAINT
-                | E::STORAGE_CLASS_ADD
-                | E::STORAGE_CLASS_UPDATE
-                | E::PVC_ADD
-                | E::PVC_UPDATE
-                | E::PV_ADD
-                | E::PV_UPDATE
-                | E::CSI_NODE_ADD
-                | E::CSI_NODE_UPDATE
-                | E::CSI_DRIVER_UPDATE
-                | E::CSI_STORAGE_CAPACITY_ADD
-                | E::CSI_STORAGE_CAPACITY_UPDATE
+            VOLUME_BINDING
         }
-        // NodeVolumeLimits: a CSINode's limits, a pod's volumes going away, a new claim.
-        Reason::MaxVolumeCount => {
-            node_add
-                | E::NODE_ALLOCATABLE
-                | E::CSI_NODE_ADD
-                | E::CSI_NODE_UPDATE
-                | E::ASSIGNED_POD_DELETE
-                | E::PVC_ADD
-        }
+        Reason::MaxVolumeCount => VOLUME_LIMITS,
         // VolumeRestrictions (ReadWriteOncePod): the pod using the claim going away, claims.
         Reason::ReadWriteOncePodConflict => {
             node_add | E::ASSIGNED_POD_DELETE | E::PVC_ADD | E::PVC_UPDATE

@@ -1,8 +1,31 @@
 //! kube's Reserve and Permit extension points, as traits the caller implements.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::Pod;
+
+/// One Reserve step of the engine, run in order at Reserve and in reverse at Unreserve:
+/// kube's VolumeBinding of the pod's profile (built in, first, as in kube's default
+/// profiles), then the caller's plugins in the order added.
+#[derive(Clone, Debug)]
+pub(super) enum ReserveHook {
+    /// VolumeBinding's Reserve: the PersistentVolumes and claims matched at Filter are
+    /// assumed in the snapshot's storage index; Unreserve forgets them.
+    VolumeBinding,
+    /// A caller's [`ReservePlugin`].
+    Plugin(Arc<dyn ReservePlugin>),
+}
+
+impl ReserveHook {
+    /// The name kube's messages give the hook.
+    pub(super) fn name(&self) -> &str {
+        match self {
+            ReserveHook::VolumeBinding => "VolumeBinding",
+            ReserveHook::Plugin(p) => p.name(),
+        }
+    }
+}
 
 /// kube's Reserve/Unreserve: told when a pod is assumed onto a node, and when that is undone
 /// (a later Reserve or Permit plugin refused, the wait timed out, or the bind failed).

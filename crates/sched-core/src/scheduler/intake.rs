@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use super::{ClusterEvent, EventMask, Scheduler, events};
+use super::{ClusterEvent, EventMask, Object, ObjectKey, Scheduler, events};
 use crate::model::{
-    CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim, Pod,
+    CsiDriver, CsiNode, CsiStorageCapacity, Node, PersistentVolume, PersistentVolumeClaim, Pod,
     StorageClass,
 };
 use crate::snapshot::StorageIndex;
@@ -14,112 +14,101 @@ impl Scheduler {
     /// Applies a cluster change to the snapshot and the queue, and moves the unschedulable
     /// pods it can help.
     pub fn apply(&mut self, event: ClusterEvent, now: Duration) {
-        let Some(event) = self.apply_storage(event, now) else {
-            return;
-        };
         match event {
-            ClusterEvent::NodeAdd(node) => {
-                let name = node.metadata.name.clone();
-                match self.snapshot.add_node(node) {
-                    Ok(()) => {
-                        self.queue.on_event(EventMask::NODE_ADD, now);
-                    }
-                    Err(e) => self.reject_event(format!("node {name}"), e),
-                }
+            ClusterEvent::Add(Object::Node(node)) => self.add_node(node, now),
+            ClusterEvent::Update(Object::Node(node)) => self.update_node(node, now),
+            ClusterEvent::Add(object) | ClusterEvent::Update(object) => self.upsert(object, now),
+            ClusterEvent::Delete(key) => self.delete(key, now),
+        }
+    }
+
+    fn add_node(&mut self, node: Node, now: Duration) {
+        let name = node.metadata.name.clone();
+        match self.snapshot.add_node(node) {
+            Ok(()) => {
+                self.queue.on_event(EventMask::NODE_ADD, now);
             }
-            ClusterEvent::NodeUpdate(node) => {
-                let name = node.metadata.name.clone();
-                let Some(old) = self.snapshot.get(&name).map(|i| i.node().clone()) else {
-                    return self.apply(ClusterEvent::NodeAdd(node), now);
-                };
-                let change = events::node_change(&old, &node);
-                match self.snapshot.update_node(node) {
-                    Ok(()) => {
-                        self.queue.on_event(change, now);
-                    }
-                    Err(e) => self.reject_event(format!("node {name}"), e),
-                }
+            Err(e) => self.reject_event(format!("node {name}"), e),
+        }
+    }
+
+    fn update_node(&mut self, node: Node, now: Duration) {
+        let name = node.metadata.name.clone();
+        let Some(old) = self.snapshot.get(&name).map(|i| i.node().clone()) else {
+            return self.add_node(node, now);
+        };
+        let change = events::node_change(&old, &node);
+        match self.snapshot.update_node(node) {
+            Ok(()) => {
+                self.queue.on_event(change, now);
             }
-            ClusterEvent::NodeDelete(name) => match self.snapshot.remove_node(&name) {
-                Ok(pods) => {
-                    self.node_gone(&pods);
-                    self.queue.on_event(EventMask::NODE_DELETE, now);
-                }
-                Err(e) => self.reject_event(format!("node {name}"), e),
-            },
-            ClusterEvent::PodAdd(pod) | ClusterEvent::PodUpdate(pod) => self.apply_pod(pod, now),
-            ClusterEvent::PodDelete(key) => self.delete_pod(&key, now),
-            ClusterEvent::NamespaceAdd(ns) | ClusterEvent::NamespaceUpdate(ns) => {
-                let changed = self
-                    .snapshot
-                    .namespace_labels()
-                    .labels_of(&ns.metadata.name)
-                    != Some(&ns.metadata.labels);
+            Err(e) => self.reject_event(format!("node {name}"), e),
+        }
+    }
+
+    /// An object other than a node added or changed.
+    fn upsert(&mut self, object: Object, now: Duration) {
+        match object {
+            Object::Pod(pod) => self.apply_pod(pod, now),
+            Object::Node(node) => self.update_node(node, now),
+            Object::PersistentVolume(o) => self.upsert_storage(o, now),
+            Object::PersistentVolumeClaim(o) => self.upsert_storage(o, now),
+            Object::StorageClass(o) => self.upsert_storage(o, now),
+            Object::CsiNode(o) => self.upsert_storage(o, now),
+            Object::CsiDriver(o) => self.upsert_storage(o, now),
+            Object::CsiStorageCapacity(o) => self.upsert_storage(o, now),
+            Object::Namespace(ns) => {
+                let labels = self.snapshot.namespace_labels();
+                let changed = labels.labels_of(&ns.metadata.name) != Some(&ns.metadata.labels);
                 self.snapshot.upsert_namespace(&ns);
                 if changed {
                     self.queue.on_event(EventMask::NAMESPACE, now);
                 }
             }
-            ClusterEvent::NamespaceDelete(name) => {
-                self.snapshot.remove_namespace(&name);
-            }
-            ClusterEvent::PdbAdd(pdb) | ClusterEvent::PdbUpdate(pdb) => {
+            Object::PodDisruptionBudget(pdb) => {
                 let key = pdb.key();
                 match self.pdbs.binary_search_by(|p| p.key().cmp(&key)) {
                     Ok(i) => self.pdbs[i] = pdb,
                     Err(i) => self.pdbs.insert(i, pdb),
                 }
             }
-            ClusterEvent::PdbDelete(key) => self.pdbs.retain(|p| p.key() != key),
-            // Storage events were applied above.
-            _ => {}
         }
     }
 
-    /// Applies an event about a storage object (PersistentVolumes, claims, StorageClasses,
-    /// CSINodes, CSIDrivers, CSIStorageCapacities); any other event comes back.
-    fn apply_storage(&mut self, event: ClusterEvent, now: Duration) -> Option<ClusterEvent> {
-        match event {
-            ClusterEvent::PersistentVolumeAdd(o) | ClusterEvent::PersistentVolumeUpdate(o) => {
-                self.upsert_storage(o, now)
-            }
-            ClusterEvent::PersistentVolumeClaimAdd(o)
-            | ClusterEvent::PersistentVolumeClaimUpdate(o) => self.upsert_storage(o, now),
-            ClusterEvent::StorageClassAdd(o) | ClusterEvent::StorageClassUpdate(o) => {
-                self.upsert_storage(o, now)
-            }
-            ClusterEvent::CsiNodeAdd(o) | ClusterEvent::CsiNodeUpdate(o) => {
-                self.upsert_storage(o, now)
-            }
-            ClusterEvent::CsiDriverAdd(o) | ClusterEvent::CsiDriverUpdate(o) => {
-                self.upsert_storage(o, now)
-            }
-            ClusterEvent::CsiStorageCapacityAdd(o) | ClusterEvent::CsiStorageCapacityUpdate(o) => {
-                self.upsert_storage(o, now)
-            }
-            ClusterEvent::PersistentVolumeDelete(name) => {
+    /// An object went away.
+    fn delete(&mut self, key: ObjectKey, now: Duration) {
+        match key {
+            ObjectKey::Node(name) => match self.snapshot.remove_node(&name) {
+                Ok(pods) => {
+                    self.node_gone(&pods);
+                    self.queue.on_event(EventMask::NODE_DELETE, now);
+                }
+                Err(e) => self.reject_event(format!("node {name}"), e),
+            },
+            ObjectKey::Pod(key) => self.delete_pod(&key, now),
+            ObjectKey::PersistentVolume(name) => {
                 self.delete_storage(|s| drop(s.remove_pv(&name)), now)
             }
-            ClusterEvent::PersistentVolumeClaimDelete(key) => {
+            ObjectKey::PersistentVolumeClaim(key) => {
                 let (namespace, name) = split_key(&key);
                 self.delete_storage(|s| drop(s.remove_pvc(namespace, name)), now)
             }
-            ClusterEvent::StorageClassDelete(name) => {
+            ObjectKey::StorageClass(name) => {
                 self.delete_storage(|s| drop(s.remove_class(&name)), now)
             }
-            ClusterEvent::CsiNodeDelete(name) => {
+            ObjectKey::CsiNode(name) => {
                 self.delete_storage(|s| drop(s.remove_csi_node(&name)), now)
             }
-            ClusterEvent::CsiDriverDelete(name) => {
+            ObjectKey::CsiDriver(name) => {
                 self.delete_storage(|s| drop(s.remove_csi_driver(&name)), now)
             }
-            ClusterEvent::CsiStorageCapacityDelete(key) => {
+            ObjectKey::CsiStorageCapacity(key) => {
                 let (namespace, name) = split_key(&key);
                 self.delete_storage(|s| drop(s.remove_capacity(namespace, name)), now)
             }
-            other => return Some(other),
+            ObjectKey::Namespace(name) => drop(self.snapshot.remove_namespace(&name)),
+            ObjectKey::PodDisruptionBudget(key) => self.pdbs.retain(|p| p.key() != key),
         }
-        None
     }
 
     /// A pod went away: out of the queue, the nominator and the lifecycle (held at Permit,

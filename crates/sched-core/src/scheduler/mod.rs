@@ -6,7 +6,7 @@
 //! use std::time::Duration;
 //! use sched_core::bench_cluster::{benchmark_cluster, benchmark_pod};
 //! use sched_core::config::{Registry, SchedulerConfiguration};
-//! use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
+//! use sched_core::scheduler::{ClusterEvent, ObjectKey, Scheduler, Step};
 //! use sched_core::snapshot::Snapshot;
 //!
 //! // kube-scheduler's --config file, and the cluster as the informers list it.
@@ -19,7 +19,7 @@
 //! let mut scheduler = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)?;
 //! let mut now = Duration::ZERO;
 //! for i in 0..3 {
-//!     scheduler.apply(ClusterEvent::PodAdd(benchmark_pod(i)), now);
+//!     scheduler.apply(ClusterEvent::add(benchmark_pod(i)), now);
 //! }
 //! let mut bound = Vec::new();
 //! loop {
@@ -33,7 +33,7 @@
 //!         Step::Preempt { victims, .. } => {
 //!             // Delete the victims; their deletion events wake the preemptor.
 //!             for v in victims {
-//!                 scheduler.apply(ClusterEvent::PodDelete(v), now);
+//!                 scheduler.apply(ClusterEvent::Delete(ObjectKey::Pod(v)), now);
 //!             }
 //!         }
 //!         Step::Idle { until: Some(t) } => now = t, // a backoff ends then
@@ -63,12 +63,12 @@
 //!   ([`Step::Waiting`]) until [`Scheduler::allow`], [`Scheduler::reject`] or its timeout
 //!   (kube's "rejected due to timeout after waiting at permit"). A failed bind unreserves too.
 //!
-//! - **Namespaces** arrive as events ([`ClusterEvent::NamespaceAdd`], ...): their labels are
+//! - **Namespaces** arrive as events ([`Object::Namespace`]): their labels are
 //!   what `namespaceSelector` in pod affinity terms reads; an added Namespace or changed labels
 //!   wake pods rejected by inter-pod affinity, as kube's InterPodAffinity registers.
 //! - **Volumes**: PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers and
 //!   CSIStorageCapacities arrive as events
-//!   ([`ClusterEvent::PersistentVolumeAdd`], ...) and wake the pods that wait for them (kube's
+//!   ([`Object::PersistentVolume`], ...) and wake the pods that wait for them (kube's
 //!   events of VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions).
 //!   VolumeBinding's Reserve assumes the PersistentVolumes it matched to a pod's unbound
 //!   `WaitForFirstConsumer` claims and pins the claims to provision to the node, so no other
@@ -100,8 +100,8 @@
 //!   its status patches landed: an update that carries no `nominatedNodeName` keeps the
 //!   nomination made here. Without nominated pods of at least the pod's priority the cycle
 //!   runs exactly as before (one check of the nominator).
-//! - **PodDisruptionBudgets** arrive as [`ClusterEvent::PdbAdd`], [`ClusterEvent::PdbUpdate`]
-//!   and [`ClusterEvent::PdbDelete`] ([`pdb`] for kube's rule).
+//! - **PodDisruptionBudgets** arrive as events ([`Object::PodDisruptionBudget`],
+//!   [`ObjectKey::PodDisruptionBudget`]; [`pdb`] for kube's rule).
 //!
 //! - **Extenders** ([`crate::extender`], [`Scheduler::with_extender`] in the order added, a
 //!   configuration's `extenders` in [`Scheduler::from_config`], ignorable ones last as kube
@@ -146,8 +146,9 @@ use std::sync::Arc;
 
 use binding::AssumedPods;
 pub use binding::BindError;
-pub use events::{ClusterEvent, EventMask, events_for};
+pub use events::{ClusterEvent, EventMask, Object, ObjectKey, events_for};
 pub use extender::{ExtenderCycle, Skipped};
+use hooks::ReserveHook;
 pub use hooks::{PermitDecision, PermitPlugin, ReserveError, ReservePlugin};
 pub use nominator::Nominator;
 use post_filter::PostFilterPlugins;
@@ -158,7 +159,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::config::DEFAULT_SCHEDULER_NAME;
 use crate::extender::{Extender, ExtenderBinder};
-use crate::model::{Pod, PodDisruptionBudget};
+use crate::model::{Pod, PodDisruptionBudget, PodKey};
 use crate::profile::{Cache, Profile};
 use crate::snapshot::Snapshot;
 
@@ -181,7 +182,7 @@ pub struct Scheduler {
     /// Placed pods from their Reserve to the informer's report of them bound.
     assumed: AssumedPods,
     events: Vec<SchedulerEvent>,
-    reserve: Vec<Arc<dyn ReservePlugin>>,
+    reserve: Arc<[ReserveHook]>,
     permit: Vec<Arc<dyn PermitPlugin>>,
     /// Pods nominated to a node (kube's nominator).
     nominator: Nominator,
@@ -231,10 +232,10 @@ impl Scheduler {
     }
 
     /// Records the extender errors an attempt passed over.
-    fn note_skipped(&mut self, pod: &str, skipped: Vec<Skipped>) {
+    fn note_skipped(&mut self, pod: &PodKey, skipped: Vec<Skipped>) {
         for s in skipped {
             self.events.push(SchedulerEvent::ExtenderSkipped {
-                pod: pod.to_string(),
+                pod: pod.clone(),
                 extender: s.extender,
                 message: s.message,
             });

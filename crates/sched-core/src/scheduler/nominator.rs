@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use crate::framework::{PodRequests, Reason};
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 use crate::profile::{Cache, Profile, ScheduleError, ScheduleResult};
 use crate::snapshot::Snapshot;
 
 /// `Ok(())` when the pod fits, else the failing predicates (indices) and their reasons.
-type Fit = Result<(), Vec<(u16, Reason)>>;
+pub(super) type Fit = Result<(), Vec<(u16, Reason)>>;
 
 fn priority(p: &Pod) -> i32 {
     p.spec.priority.unwrap_or(0)
@@ -54,7 +54,7 @@ pub struct Nominator {
     /// Node name to the pods nominated there, in the order nominated.
     by_node: HashMap<String, Vec<Pod>>,
     /// Pod key to its node.
-    by_pod: HashMap<String, String>,
+    by_pod: HashMap<PodKey, String>,
 }
 
 impl Nominator {
@@ -148,7 +148,7 @@ impl Nominator {
 
     /// The pods nominated to `node` with a priority below `pod`'s (kube's
     /// `getLowerPriorityNominatedPods`).
-    pub fn lower_priority_on(&self, node: &str, pod: &Pod) -> Vec<String> {
+    pub fn lower_priority_on(&self, node: &str, pod: &Pod) -> Vec<PodKey> {
         self.pods_on(node)
             .iter()
             .filter(|p| priority(p) < priority(pod))
@@ -428,7 +428,7 @@ mod tests {
         let mut v: Vec<(String, String)> = n
             .by_pod
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
         v.sort();
         for (node, pods) in &n.by_node {

@@ -30,7 +30,8 @@
 //! let env = Environment::new(&nominator);
 //! let outcome = preempt(&profile, &mut snapshot, &high, &error, (10, 100), &mut |_| 0, &env)?;
 //! let Outcome::Preempt(c) = outcome else { unreachable!() };
-//! assert_eq!((c.node.as_str(), c.victim_keys()), ("n1", vec!["ns/low".to_string()]));
+//! assert_eq!(c.node, "n1");
+//! assert_eq!(c.victim_keys(), ["ns/low"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -45,10 +46,10 @@
 //! [`Scheduler::from_config`]: super::Scheduler::from_config
 //! [`Scheduler::new`]: super::Scheduler::new
 
-use super::nominator::Nominator;
+use super::nominator::{Fit, Nominator};
 use super::pdb::violation_flags;
 use crate::framework::{CycleContext, KubeVersion, PodRequests, Reason, ResourceSet};
-use crate::model::{Pod, PodDisruptionBudget, Resources, pod_requests};
+use crate::model::{Pod, PodDisruptionBudget, PodKey, Resources, pod_requests};
 use crate::profile::{FitError, NodeFailure, Profile, ScheduleError};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 use std::sync::Arc;
@@ -68,7 +69,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// `namespace/name` of the victims, most important first.
-    pub fn victim_keys(&self) -> Vec<String> {
+    pub fn victim_keys(&self) -> Vec<PodKey> {
         self.victims.iter().map(|p| p.key()).collect()
     }
 }
@@ -371,12 +372,9 @@ fn victims_on(
     skipped: &[bool],
     requests: &PodRequests,
 ) -> Result<OnNode, ScheduleError> {
-    // The pods move out of the snapshot and back as they are (no copies).
-    let restore = |snapshot: &mut Snapshot, infos: Vec<PodInfo>| {
-        for i in infos {
-            // Back where they were: this does not fail.
-            let _ = snapshot.put_pod_info_at(i, index);
-        }
+    let fits = |snapshot: &mut Snapshot| {
+        env.nominator
+            .fits_indexed_skipping(profile, snapshot, pod, index, skipped, Some(requests))
     };
     let removed = snapshot.take_pod_infos_where(index, |p| {
         priority(p.pod()) < priority(pod) && !env.is_protected(p.key())
@@ -384,28 +382,57 @@ fn victims_on(
     if removed.is_empty() {
         return Ok(OnNode::NoVictims);
     }
-    match env.nominator.fits_indexed_skipping(
-        profile,
-        snapshot,
-        pod,
-        index,
-        skipped,
-        Some(requests),
-    ) {
+    match fits(snapshot) {
         Ok(Ok(())) => {}
         Ok(Err(reasons)) => {
-            restore(snapshot, removed);
+            put_back(snapshot, index, removed);
             return Ok(OnNode::Unfit(reasons));
         }
         Err(e) => {
-            restore(snapshot, removed);
+            put_back(snapshot, index, removed);
             return Err(e);
         }
     }
     let mut removed = removed;
     removed.sort_by(|a, b| more_important(a.pod(), b.pod()));
     let violates = violation_flags(removed.iter().map(PodInfo::pod), env.pdbs);
-    // Budget-violating pods are reprieved first, then the others, each most important first.
+    let (mut victims, failed) = reprieve(snapshot, index, removed, &violates, fits);
+    let violations = victims.iter().filter(|(i, _)| violates[*i]).count();
+    // Most important first (the sort order of `removed`), as kube lists them.
+    victims.sort_by_key(|(i, _)| *i);
+    let pods: Vec<Arc<Pod>> = victims.iter().map(|(_, v)| v.pod_arc().clone()).collect();
+    // Restore the victims (the reprieved ones are back already).
+    put_back(
+        snapshot,
+        index,
+        victims.into_iter().map(|(_, v)| v).collect(),
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(OnNode::Victims(pods, violations))
+}
+
+/// Puts pods taken off the node at `index` back as they were (no copies).
+fn put_back(snapshot: &mut Snapshot, index: usize, infos: Vec<PodInfo>) {
+    for i in infos {
+        // Back where they were: this does not fail.
+        let _ = snapshot.put_pod_info_at(i, index);
+    }
+}
+
+/// The reprieve of kube's `SelectVictimsOnNode`: the `removed` pods (most important first,
+/// `violates` marking those whose deletion breaks a PodDisruptionBudget) go back onto the node
+/// at `index` one at a time, budget-violating ones first, and stay if the preemptor still
+/// `fits`. Returns the victims (with their index in `removed`), out of the snapshot, and the
+/// error of a fit check that failed (every pod after it is a victim).
+fn reprieve(
+    snapshot: &mut Snapshot,
+    index: usize,
+    removed: Vec<PodInfo>,
+    violates: &[bool],
+    fits: impl Fn(&mut Snapshot) -> Result<Fit, ScheduleError>,
+) -> (Vec<(usize, PodInfo)>, Option<ScheduleError>) {
     let order: Vec<usize> = (0..removed.len())
         .filter(|&i| violates[i])
         .chain((0..removed.len()).filter(|&i| !violates[i]))
@@ -422,40 +449,24 @@ fn victims_on(
             continue;
         }
         // Reprieve: keep it if the preemptor still fits with it back.
-        let key = Arc::clone(info.key_arc());
+        let key = info.key().clone();
         if let Err(info) = snapshot.put_pod_info_at(info, index) {
             // It was there before, so this does not happen; it stays a victim.
             victims.push((i, *info));
             continue;
         }
-        let fits = match env.nominator.fits_indexed_skipping(
-            profile,
-            snapshot,
-            pod,
-            index,
-            skipped,
-            Some(requests),
-        ) {
+        let fit = match fits(snapshot) {
             Ok(r) => r.is_ok(),
             Err(e) => {
                 failed = Some(e);
                 false
             }
         };
-        if !fits && let Ok(info) = snapshot.take_pod_info(&key) {
+        if !fit && let Ok(info) = snapshot.take_pod_info(&key) {
             victims.push((i, info));
         }
     }
-    let violations = victims.iter().filter(|(i, _)| violates[*i]).count();
-    // Most important first (the sort order of `removed`), as kube lists them.
-    victims.sort_by_key(|(i, _)| *i);
-    let pods: Vec<Arc<Pod>> = victims.iter().map(|(_, v)| v.pod_arc().clone()).collect();
-    // Restore the victims (the reprieved ones are back already).
-    restore(snapshot, victims.into_iter().map(|(_, v)| v).collect());
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    Ok(OnNode::Victims(pods, violations))
+    (victims, failed)
 }
 
 /// kube's `calculateNumCandidates`: `nodes x percentage / 100`, at least `absolute`, at most

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::events::EventMask;
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 
 /// The queue's timing (kube's `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and
 /// `podMaxInUnschedulablePodsDuration`) and its backoff behaviour (kube's
@@ -187,17 +187,17 @@ impl Entry {
     }
 }
 
-type ActiveKey = (Reverse<i32>, Duration, u64, String);
+type ActiveKey = (Reverse<i32>, Duration, u64, PodKey);
 /// When the backoff ends, then (with ordering windows, for pods rejected by a plugin)
 /// PrioritySort's order: priority, timestamp, arrival.
-type BackoffKey = (Duration, Reverse<i32>, Duration, u64, String);
+type BackoffKey = (Duration, Reverse<i32>, Duration, u64, PodKey);
 
 /// kube's scheduling queue for one scheduler (all its profiles share it, as kube requires one
 /// queue sort for all profiles).
 #[derive(Clone, Debug, Default)]
 pub struct SchedulingQueue {
     settings: QueueSettings,
-    pods: HashMap<String, Entry>,
+    pods: HashMap<PodKey, Entry>,
     active: BTreeSet<ActiveKey>,
     /// kube's `podBackoffQ`: pods rejected by a plugin.
     backoff: BTreeSet<BackoffKey>,
@@ -230,7 +230,7 @@ impl SchedulingQueue {
         self.settings = settings;
         self.backoff.clear();
         self.error_backoff.clear();
-        let backing_off: Vec<(String, Entry)> = self
+        let backing_off: Vec<(PodKey, Entry)> = self
             .pods
             .iter()
             .filter(|(_, e)| e.queue == QueueName::Backoff)
@@ -296,7 +296,7 @@ impl SchedulingQueue {
     }
 
     /// The entry's place in its backoff queue.
-    fn backoff_key(&self, key: &str, e: &Entry) -> BackoffKey {
+    fn backoff_key(&self, key: &PodKey, e: &Entry) -> BackoffKey {
         let end = self.backoff_end(e);
         if self.settings.pop_from_backoff && !e.failed_with_error() {
             (
@@ -304,10 +304,10 @@ impl SchedulingQueue {
                 Reverse(priority(&e.pod)),
                 e.timestamp,
                 e.seq,
-                key.to_string(),
+                key.clone(),
             )
         } else {
-            (end, Reverse(0), Duration::ZERO, e.seq, key.to_string())
+            (end, Reverse(0), Duration::ZERO, e.seq, key.clone())
         }
     }
 
@@ -319,27 +319,24 @@ impl SchedulingQueue {
         }
     }
 
-    fn unlink(&mut self, key: &str) -> Option<Entry> {
-        let e = self.pods.remove(key)?;
+    /// Takes the pod `key` out of the map and its queue: its stored key and its entry.
+    fn unlink(&mut self, key: &str) -> Option<(PodKey, Entry)> {
+        let (key, e) = self.pods.remove_entry(key)?;
         match e.queue {
             QueueName::Active => {
-                self.active.remove(&(
-                    Reverse(priority(&e.pod)),
-                    e.timestamp,
-                    e.seq,
-                    key.to_string(),
-                ));
+                self.active
+                    .remove(&(Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()));
             }
             QueueName::Backoff => {
-                let k = self.backoff_key(key, &e);
+                let k = self.backoff_key(&key, &e);
                 self.backoff_queue(&e).remove(&k);
             }
             _ => {}
         }
-        Some(e)
+        Some((key, e))
     }
 
-    fn link(&mut self, key: String, mut e: Entry, queue: QueueName) {
+    fn link(&mut self, key: PodKey, mut e: Entry, queue: QueueName) {
         if queue == QueueName::Active && e.queue != QueueName::Active {
             self.seq += 1;
             e.seq = self.seq;
@@ -390,8 +387,7 @@ impl SchedulingQueue {
     /// are gone moves to activeQ; an unschedulable pod whose spec or labels changed is tried
     /// again (backoffQ while its backoff lasts, else activeQ). Not queued: added.
     pub fn update(&mut self, pod: Pod, now: Duration) {
-        let key = pod.key();
-        let Some(mut e) = self.unlink(&key) else {
+        let Some((key, mut e)) = self.unlink(&pod.key()) else {
             self.add(pod, now);
             return;
         };
@@ -443,13 +439,13 @@ impl SchedulingQueue {
                 if end > now {
                     break;
                 }
-                if let Some(e) = self.unlink(&key) {
+                if let Some((key, e)) = self.unlink(&key) {
                     self.link(key, e, QueueName::Active);
                 }
             }
         }
         let limit = self.settings.max_in_unschedulable;
-        let stale: Vec<String> = self
+        let stale: Vec<PodKey> = self
             .pods
             .iter()
             .filter(|(_, e)| e.queue == QueueName::Unschedulable && now - e.timestamp > limit)
@@ -461,9 +457,9 @@ impl SchedulingQueue {
     }
 
     fn move_one(&mut self, key: &str, now: Duration) {
-        if let Some(e) = self.unlink(key) {
+        if let Some((key, e)) = self.unlink(key) {
             let q = self.active_or_backoff(&e, now);
-            self.link(key.to_string(), e, q);
+            self.link(key, e, q);
         }
     }
 
@@ -477,7 +473,7 @@ impl SchedulingQueue {
                 e.seen_in_flight = e.seen_in_flight | event;
             }
         }
-        let keys: Vec<String> = self
+        let keys: Vec<PodKey> = self
             .pods
             .iter()
             .filter(|(_, e)| e.queue == QueueName::Unschedulable && e.waiting_for.intersects(event))
@@ -515,7 +511,7 @@ impl SchedulingQueue {
     /// [`SchedulingQueue::requeue_with_backoff`] or [`SchedulingQueue::requeue_unschedulable`]
     /// if it comes back.
     pub fn done(&mut self, key: &str) -> Option<Tries> {
-        self.unlink(key).map(|e| e.tries)
+        self.unlink(key).map(|(_, e)| e.tries)
     }
 
     /// The popped pod `key` fits nowhere: it waits in the unschedulable pool for one of
@@ -523,7 +519,7 @@ impl SchedulingQueue {
     /// its spec or labels changed meanwhile, it goes to backoffQ (or activeQ) at once, as kube
     /// requeues a pod for in-flight events.
     pub fn unschedulable(&mut self, key: &str, waiting_for: EventMask, now: Duration) {
-        if let Some(mut e) = self.unlink(key) {
+        if let Some((key, mut e)) = self.unlink(key) {
             e.timestamp = now;
             e.waiting_for = waiting_for;
             e.tries.unschedulable += 1;
@@ -535,16 +531,16 @@ impl SchedulingQueue {
             } else {
                 QueueName::Unschedulable
             };
-            self.link(key.to_string(), e, queue);
+            self.link(key, e, queue);
         }
     }
 
     /// The popped pod `key` failed with an error (a plugin error, a failed bind): it backs off.
     pub fn backoff_after_error(&mut self, key: &str, now: Duration) {
-        if let Some(mut e) = self.unlink(key) {
+        if let Some((key, mut e)) = self.unlink(key) {
             e.timestamp = now;
             e.tries.consecutive_errors += 1;
-            self.link(key.to_string(), e, QueueName::Backoff);
+            self.link(key, e, QueueName::Backoff);
         }
     }
 

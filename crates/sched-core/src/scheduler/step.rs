@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::extender::ExtenderBinder;
+use crate::model::PodKey;
 use crate::plugins::volume::AssumedVolumes;
 use crate::profile::{FitError, ScheduleError};
 
@@ -15,7 +16,7 @@ pub enum Step {
     /// [`Scheduler::finish_binding`](super::Scheduler::finish_binding).
     Bind {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
         /// The profile (scheduler name) that placed it.
@@ -32,7 +33,7 @@ pub enum Step {
     /// No node fits the pod; it waits in the unschedulable pool (kube's FailedScheduling).
     Unschedulable {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// Every node's reasons.
         error: FitError,
     },
@@ -42,18 +43,18 @@ pub enum Step {
     /// deleted are not listed again.
     Preempt {
         /// `namespace/name` of the preemptor.
-        pod: String,
+        pod: PodKey,
         /// The node it is nominated to.
         node: String,
         /// `namespace/name` of the pods to delete, most important first.
-        victims: Vec<String>,
+        victims: Vec<PodKey>,
     },
     /// A Reserve or Permit plugin refused the placement (or a Permit wait timed out): the
     /// pod was unreserved and forgotten; after a Reserve error it backs off, after a Permit
     /// rejection it waits in the unschedulable pool.
     Rejected {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The plugin that refused.
         plugin: String,
         /// Its reason.
@@ -63,7 +64,7 @@ pub enum Step {
     /// ([`Scheduler::allow`](super::Scheduler::allow)), rejected ([`Scheduler::reject`](super::Scheduler::reject)) or `until` passes.
     Waiting {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node it is assumed on.
         node: String,
         /// When the wait times out.
@@ -73,7 +74,7 @@ pub enum Step {
     /// off.
     Failed {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// Why.
         error: ScheduleError,
     },
@@ -92,21 +93,21 @@ pub enum SchedulerEvent {
     /// The pod was bound (kube's `Scheduled` event).
     Scheduled {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
     },
     /// No node fits (kube's `FailedScheduling`, with kube's message).
     FailedScheduling {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// kube's message ("0/3 nodes are available: ...").
         message: String,
     },
     /// The binding failed; the assumed pod was forgotten and requeued.
     BindingFailed {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node it was assumed on.
         node: String,
         /// The binder's error.
@@ -116,7 +117,7 @@ pub enum SchedulerEvent {
     /// error, or any prioritize error): the attempt went on without it.
     ExtenderSkipped {
         /// `namespace/name` of the pod being scheduled.
-        pod: String,
+        pod: PodKey,
         /// The extender.
         extender: String,
         /// Its error.

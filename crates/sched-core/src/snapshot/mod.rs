@@ -21,7 +21,7 @@ pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protoc
 pub use selector::CompiledSelector;
 pub use storage::{StorageIndex, VolumeBinderId};
 
-use crate::model::{Node, Pod, Resources, TaintEffect, Workload};
+use crate::model::{Node, Pod, PodKey, Resources, TaintEffect, Workload};
 pub(crate) use affinity::{AffinityIndex, CountsRef};
 pub(crate) use columns::{EXACT_REQUEST, LoadColumns, NodeFree};
 
@@ -37,13 +37,13 @@ pub enum SnapshotError {
     UnknownNode(String),
     /// A pod with this `namespace/name` is already in the snapshot.
     #[error("pod {0:?} is already in the snapshot")]
-    DuplicatePod(String),
+    DuplicatePod(PodKey),
     /// No pod with this `namespace/name`.
     #[error("pod {0:?} is not in the snapshot")]
-    UnknownPod(String),
+    UnknownPod(PodKey),
     /// The pod has no `spec.nodeName`, so it cannot be placed on a node.
     #[error("pod {0:?} has no spec.nodeName")]
-    Unbound(String),
+    Unbound(PodKey),
     /// The node has no name.
     #[error("a node has an empty metadata.name")]
     UnnamedNode,
@@ -52,7 +52,7 @@ pub enum SnapshotError {
     #[error("pod {pod:?} on node {node:?}: the node's summed requests would overflow int64")]
     RequestOverflow {
         /// The pod's `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The node.
         node: String,
     },
@@ -86,7 +86,7 @@ pub struct Snapshot {
     /// Node name to index (foldhash, as the interner: looked up on every pod placed).
     by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Pod key to node index.
-    pod_node: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
+    pod_node: HashMap<PodKey, usize, foldhash::fast::RandomState>,
     interner: Interner,
     /// Per image: the size the first node that reported it gave, and on how many nodes it is.
     images: HashMap<Sym, ImageState>,
@@ -629,7 +629,7 @@ impl Snapshot {
 
     /// Adds a pod's info that [`Snapshot::check_add`] accepted.
     fn commit_add(&mut self, info: PodInfo, i: usize) {
-        self.pod_node.insert(Arc::clone(info.key_arc()), i);
+        self.pod_node.insert(info.key().clone(), i);
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.affinity
@@ -649,12 +649,12 @@ impl Snapshot {
             || memory.checked_add(pod_memory).is_none()
         {
             return Err(SnapshotError::RequestOverflow {
-                pod: info.key().to_string(),
+                pod: info.key().clone(),
                 node: node.name().to_string(),
             });
         }
         if self.pod_node.contains_key(info.key()) {
-            return Err(SnapshotError::DuplicatePod(info.key().to_string()));
+            return Err(SnapshotError::DuplicatePod(info.key().clone()));
         }
         Ok(())
     }
@@ -672,10 +672,10 @@ impl Snapshot {
         let i = *self
             .pod_node
             .get(key)
-            .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
+            .ok_or_else(|| SnapshotError::UnknownPod(key.into()))?;
         let info = self.infos[i]
             .remove_pod(key)
-            .ok_or_else(|| SnapshotError::UnknownPod(key.to_string()))?;
+            .ok_or_else(|| SnapshotError::UnknownPod(key.into()))?;
         self.pod_node.remove(key);
         self.affinity.remove_pod(&info, i, &self.interner);
         self.sync_affinity_flags();

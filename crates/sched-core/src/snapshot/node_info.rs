@@ -3,7 +3,9 @@
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Node, Pod, Resources, TaintEffect, pod_non_zero_requests, pod_requests};
+use crate::model::{
+    Node, Pod, PodKey, Resources, TaintEffect, pod_non_zero_requests, pod_requests,
+};
 
 use super::intern::{Interner, LabelIds, Sym};
 
@@ -72,7 +74,7 @@ impl HostPort {
 pub struct PodInfo {
     pod: Arc<Pod>,
     /// `namespace/name`, shared with the snapshot's index of pods (no copy per add).
-    key: Arc<str>,
+    key: PodKey,
     requests: Resources,
     non_zero: (i64, i64),
     labels: LabelIds,
@@ -131,7 +133,7 @@ impl PodInfo {
         interner: &mut Interner,
     ) -> PodInfo {
         PodInfo {
-            key: pod.key().into(),
+            key: pod.key(),
             requests,
             non_zero,
             labels: LabelIds::intern(interner, &pod.metadata.labels),
@@ -173,12 +175,7 @@ impl PodInfo {
     }
 
     /// `namespace/name`.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// `namespace/name`, shared.
-    pub(crate) fn key_arc(&self) -> &Arc<str> {
+    pub fn key(&self) -> &PodKey {
         &self.key
     }
 

@@ -192,8 +192,8 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
         .collect();
     let mut snap = Snapshot::from_objects(nodes, Vec::new()).expect("snapshot");
     let mut next_node = 4;
-    let mut bound: Vec<String> = Vec::new();
-    let mut assumed: Vec<String> = Vec::new();
+    let mut bound: Vec<crate::model::PodKey> = Vec::new();
+    let mut assumed: Vec<crate::model::PodKey> = Vec::new();
     for (k, o) in ops.iter().enumerate() {
         let names: Vec<String> = snap
             .node_infos()
@@ -227,7 +227,7 @@ fn churn(ops: &[Op]) -> Result<Snapshot, TestCaseError> {
                 let node = snap.node_of(&key).map(str::to_string);
                 if let Some(i) = node.and_then(|n| snap.index_of(&n)) {
                     let counts = snap.affinity_index_counts();
-                    let taken = snap.take_pod_infos_where(i, |p| p.key() <= key.as_str());
+                    let taken = snap.take_pod_infos_where(i, |p| p.key() <= &key);
                     prop_assert!(!taken.is_empty());
                     snap.check_affinity_index().map_err(TestCaseError::fail)?;
                     for info in taken.into_iter().rev() {
