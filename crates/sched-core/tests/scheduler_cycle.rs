@@ -636,6 +636,7 @@ proptest! {
                     key, reserves, unreserves, ok, open, a
                 );
             }
+            sch.snapshot().check_claim_index().map_err(TestCaseError::fail)?;
             // The snapshot holds exactly the pods bound or being bound on nodes that exist.
             let placed: BTreeMap<&PodKey, &String> = t
                 .binding

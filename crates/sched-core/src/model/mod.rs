@@ -27,6 +27,7 @@ pub use load::{Role, load_bytes, load_file, load_node_list, load_pod_list, parse
 pub(crate) use load_error::short as short_name;
 pub use load_error::{LoadError, LoadErrorKind, Position};
 pub use namespace::Namespace;
+pub(crate) use objects::volume_claim;
 pub use objects::*;
 pub use pdb::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
 pub use quantity::{Quantity, QuantityError};

@@ -982,6 +982,18 @@ pub enum WorkloadKind {
     StatefulSet,
 }
 
+/// The claim a pod volume uses: `persistentVolumeClaim.claimName`, or `<pod>-<volume>` for a
+/// generic ephemeral volume (the bool). `None` for other volumes.
+pub(crate) fn volume_claim(pod: &Pod, v: &Volume) -> Option<(String, bool)> {
+    if let Some(c) = &v.persistent_volume_claim {
+        return Some((c.claim_name.clone(), false));
+    }
+    if v.ephemeral.is_some() {
+        return Some((format!("{}-{}", pod.metadata.name, v.name), true));
+    }
+    None
+}
+
 impl Pod {
     /// Whether the pod is being deleted (`metadata.deletionTimestamp` is set).
     pub fn is_terminating(&self) -> bool {

@@ -8,7 +8,7 @@ use crate::model::{
     CsiDriver, CsiNode, CsiStorageCapacity, Node, PersistentVolume, PersistentVolumeClaim, Pod,
     StorageClass,
 };
-use crate::snapshot::StorageIndex;
+use crate::snapshot::{StorageIndex, StorageObjectRef};
 
 impl Scheduler {
     /// Applies a cluster change to the snapshot and the queue, and moves the unschedulable
@@ -87,24 +87,40 @@ impl Scheduler {
             },
             ObjectKey::Pod(key) => self.delete_pod(&key, now),
             ObjectKey::PersistentVolume(name) => {
-                self.delete_storage(|s| drop(s.remove_pv(&name)), now)
+                let s = self.storage_for(StorageObjectRef::Volume(&name));
+                drop(s.remove_pv(&name));
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::PersistentVolumeClaim(key) => {
                 let (namespace, name) = split_key(&key);
-                self.delete_storage(|s| drop(s.remove_pvc(namespace, name)), now)
+                let s = self.storage_for(StorageObjectRef::Claim { namespace, name });
+                drop(s.remove_pvc(namespace, name));
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::StorageClass(name) => {
-                self.delete_storage(|s| drop(s.remove_class(&name)), now)
+                drop(
+                    self.storage_for(StorageObjectRef::Other)
+                        .remove_class(&name),
+                );
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::CsiNode(name) => {
-                self.delete_storage(|s| drop(s.remove_csi_node(&name)), now)
+                let s = self.storage_for(StorageObjectRef::CsiNode(&name));
+                drop(s.remove_csi_node(&name));
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::CsiDriver(name) => {
-                self.delete_storage(|s| drop(s.remove_csi_driver(&name)), now)
+                drop(
+                    self.storage_for(StorageObjectRef::Other)
+                        .remove_csi_driver(&name),
+                );
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::CsiStorageCapacity(key) => {
                 let (namespace, name) = split_key(&key);
-                self.delete_storage(|s| drop(s.remove_capacity(namespace, name)), now)
+                let s = self.storage_for(StorageObjectRef::Other);
+                drop(s.remove_capacity(namespace, name));
+                self.queue.on_event(EventMask::STORAGE_DELETE, now);
             }
             ObjectKey::Namespace(name) => drop(self.snapshot.remove_namespace(&name)),
             ObjectKey::PodDisruptionBudget(key) => self.pdbs.retain(|p| p.key() != key),
@@ -131,20 +147,19 @@ impl Scheduler {
     /// A storage object added or changed: the queue hears an add or an update, as the
     /// snapshot knew it or not.
     fn upsert_storage<T: StorageObject>(&mut self, object: T, now: Duration) {
-        let storage = self.snapshot.storage_mut();
-        let mask = if object.known(storage) {
+        let mask = if object.known(self.snapshot.storage()) {
             T::UPDATE
         } else {
             T::ADD
         };
+        let storage = self.snapshot.storage_mut_for(object.object_ref());
         object.upsert(storage);
         self.queue.on_event(mask, now);
     }
 
-    /// A storage object deleted by `remove`.
-    fn delete_storage(&mut self, remove: impl FnOnce(&mut StorageIndex), now: Duration) {
-        remove(self.snapshot.storage_mut());
-        self.queue.on_event(EventMask::STORAGE_DELETE, now);
+    /// The storage index, to change `object` in.
+    fn storage_for(&mut self, object: StorageObjectRef<'_>) -> &mut StorageIndex {
+        self.snapshot.storage_mut_for(object)
     }
 
     fn apply_pod(&mut self, pod: Pod, now: Duration) {
@@ -223,19 +238,32 @@ trait StorageObject {
     const UPDATE: EventMask;
     /// Whether the index has an object of this name.
     fn known(&self, storage: &StorageIndex) -> bool;
+    /// The object, for the node memos it concerns.
+    fn object_ref(&self) -> StorageObjectRef<'_>;
     /// Adds or replaces it.
     fn upsert(self, storage: &mut StorageIndex);
 }
 
 /// Implements [`StorageObject`] for a type: its events, how it is found, its upsert.
 macro_rules! storage_object {
-    ($t:ty, $add:ident, $update:ident, |$o:ident, $s:ident| $known:expr, $upsert:ident) => {
+    (
+        $t:ty,
+        $add:ident,
+        $update:ident,
+        |$o:ident, $s:ident| $known:expr,
+        |$r:ident| $object_ref:expr,
+        $upsert:ident
+    ) => {
         impl StorageObject for $t {
             const ADD: EventMask = EventMask::$add;
             const UPDATE: EventMask = EventMask::$update;
             fn known(&self, $s: &StorageIndex) -> bool {
                 let $o = self;
                 $known
+            }
+            fn object_ref(&self) -> StorageObjectRef<'_> {
+                let $r = self;
+                $object_ref
             }
             fn upsert(self, storage: &mut StorageIndex) {
                 storage.$upsert(self);
@@ -249,6 +277,7 @@ storage_object!(
     PV_ADD,
     PV_UPDATE,
     |o, s| s.pv(&o.metadata.name).is_some(),
+    |o| StorageObjectRef::Volume(&o.metadata.name),
     upsert_pv
 );
 storage_object!(
@@ -256,6 +285,10 @@ storage_object!(
     PVC_ADD,
     PVC_UPDATE,
     |o, s| s.pvc(&o.metadata.namespace, &o.metadata.name).is_some(),
+    |o| StorageObjectRef::Claim {
+        namespace: &o.metadata.namespace,
+        name: &o.metadata.name
+    },
     upsert_pvc
 );
 storage_object!(
@@ -263,6 +296,7 @@ storage_object!(
     STORAGE_CLASS_ADD,
     STORAGE_CLASS_UPDATE,
     |o, s| s.class(&o.metadata.name).is_some(),
+    |_o| StorageObjectRef::Other,
     upsert_class
 );
 storage_object!(
@@ -270,6 +304,7 @@ storage_object!(
     CSI_NODE_ADD,
     CSI_NODE_UPDATE,
     |o, s| s.csi_node(&o.metadata.name).is_some(),
+    |o| StorageObjectRef::CsiNode(&o.metadata.name),
     upsert_csi_node
 );
 storage_object!(
@@ -277,6 +312,7 @@ storage_object!(
     CSI_DRIVER_ADD,
     CSI_DRIVER_UPDATE,
     |o, s| s.csi_driver(&o.metadata.name).is_some(),
+    |_o| StorageObjectRef::Other,
     upsert_csi_driver
 );
 storage_object!(
@@ -286,5 +322,6 @@ storage_object!(
     |o, s| s
         .capacity(&o.metadata.namespace, &o.metadata.name)
         .is_some(),
+    |_o| StorageObjectRef::Other,
     upsert_capacity
 );

@@ -5,6 +5,7 @@
 //! that is what built-in plugins read on every pod, so filtering never touches label strings.
 
 mod affinity;
+mod claims;
 mod columns;
 mod intern;
 mod namespaces;
@@ -58,6 +59,25 @@ pub enum SnapshotError {
     },
 }
 
+/// The storage object a [`Snapshot::storage_mut_for`] caller adds, replaces or removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StorageObjectRef<'a> {
+    /// A PersistentVolumeClaim.
+    Claim {
+        /// Its namespace.
+        namespace: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+    /// A PersistentVolume, by name.
+    Volume(&'a str),
+    /// A CSINode, by name (its node's).
+    CsiNode(&'a str),
+    /// A StorageClass, CSIDriver or CSIStorageCapacity (what many nodes' memos may read).
+    Other,
+}
+
 /// All nodes with their pods, in a stable order, plus a name index and the shared tables the
 /// built-in plugins use (interned strings, image spread, workloads for spreading).
 ///
@@ -87,6 +107,8 @@ pub struct Snapshot {
     by_name: HashMap<String, usize, foldhash::fast::RandomState>,
     /// Pod key to node index.
     pod_node: HashMap<PodKey, usize, foldhash::fast::RandomState>,
+    /// The pods using each claim: whose node memos a claim or volume change concerns.
+    claims: claims::ClaimUsers,
     interner: Interner,
     /// Per image: the size the first node that reported it gave, and on how many nodes it is.
     images: HashMap<Sym, ImageState>,
@@ -317,11 +339,68 @@ impl Snapshot {
     }
 
     /// The storage objects, to add, replace or remove single objects as they change (copied
-    /// first if a clone of this snapshot shares them).
+    /// first if a clone of this snapshot shares them). Every node's memo is dropped;
+    /// [`Snapshot::storage_mut_for`] drops only those a named object can concern.
     pub fn storage_mut(&mut self) -> &mut StorageIndex {
         self.generation += 1;
         self.clear_memos();
         Arc::make_mut(&mut self.storage)
+    }
+
+    /// The storage objects, to add, replace or remove the object `object` names (copied
+    /// first if a clone of this snapshot shares them). Only the node memos that object can
+    /// concern are dropped: for a claim, the memos of the nodes of the pods using it; for a
+    /// PersistentVolume, those of the nodes of the pods using a claim whose `spec.volumeName`
+    /// names it; for a CSINode, its node's; for any other object, every node's (as
+    /// [`Snapshot::storage_mut`]).
+    ///
+    /// A memo derives from its node, the node's pods and what their volumes reach (their
+    /// claims, the volumes those name, StorageClasses, CSI drivers) and the node's CSINode:
+    /// a claim's own change, or a change of the volume it names, reaches exactly these nodes.
+    /// A claim changing the volume it names is itself a claim change. Change only the named
+    /// object through the reference.
+    pub fn storage_mut_for(&mut self, object: StorageObjectRef<'_>) -> &mut StorageIndex {
+        self.generation += 1;
+        match object {
+            StorageObjectRef::Claim { namespace, name } => {
+                self.clear_memos_of_claim(namespace, name);
+            }
+            StorageObjectRef::Volume(name) => {
+                let storage = Arc::clone(&self.storage);
+                for (namespace, claim) in storage.claims_naming_volume(name) {
+                    self.clear_memos_of_claim(namespace, claim);
+                }
+            }
+            StorageObjectRef::CsiNode(name) => {
+                if let Some(i) = self.index_of(name) {
+                    self.infos[i].clear_memo();
+                }
+            }
+            StorageObjectRef::Other => self.clear_memos(),
+        }
+        Arc::make_mut(&mut self.storage)
+    }
+
+    /// Drops the memos of the nodes of the pods using the claim `namespace/name`.
+    fn clear_memos_of_claim(&mut self, namespace: &str, name: &str) {
+        for key in self.claims.users(namespace, name) {
+            if let Some(&i) = self.pod_node.get(key) {
+                self.infos[i].clear_memo();
+            }
+        }
+    }
+
+    /// Checks the claim index against a recount from the pods (for tests).
+    #[doc(hidden)]
+    pub fn check_claim_index(&self) -> Result<(), String> {
+        let pods = self.infos.iter().flat_map(|i| i.pods()).map(|p| p.pod());
+        let recount = claims::ClaimUsers::recount(pods);
+        let kept = self.claims.normalized();
+        if kept == recount {
+            Ok(())
+        } else {
+            Err(format!("claim index {kept:?}, recount {recount:?}"))
+        }
     }
 
     /// kube's PV assume cache's `Assume`: the VolumeBinding plugin of volume binder `binder`
@@ -590,6 +669,7 @@ impl Snapshot {
         let mut pods = Vec::with_capacity(info.pods().len());
         for p in info.pods() {
             self.pod_node.remove(p.key());
+            self.claims.remove(p.pod(), p.key());
             self.affinity_pods -= usize::from(p.has_affinity());
             self.required_anti_affinity_pods -= usize::from(p.has_required_anti_affinity());
             pods.push(p.pod().clone());
@@ -630,6 +710,7 @@ impl Snapshot {
     /// Adds a pod's info that [`Snapshot::check_add`] accepted.
     fn commit_add(&mut self, info: PodInfo, i: usize) {
         self.pod_node.insert(info.key().clone(), i);
+        self.claims.add(info.pod(), info.key());
         self.affinity_pods += usize::from(info.has_affinity());
         self.required_anti_affinity_pods += usize::from(info.has_required_anti_affinity());
         self.affinity
@@ -677,6 +758,7 @@ impl Snapshot {
             .remove_pod(key)
             .ok_or_else(|| SnapshotError::UnknownPod(key.into()))?;
         self.pod_node.remove(key);
+        self.claims.remove(info.pod(), key);
         self.affinity.remove_pod(&info, i, &self.interner);
         self.sync_affinity_flags();
         self.affinity_pods -= usize::from(info.has_affinity());
@@ -702,6 +784,7 @@ impl Snapshot {
             }
             let info = self.infos[i].remove_pod_at(k);
             self.pod_node.remove(info.key());
+            self.claims.remove(info.pod(), info.key());
             self.affinity.remove_pod(&info, i, &self.interner);
             self.affinity_pods -= usize::from(info.has_affinity());
             self.required_anti_affinity_pods -= usize::from(info.has_required_anti_affinity());

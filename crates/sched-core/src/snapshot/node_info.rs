@@ -243,8 +243,9 @@ pub struct NodeInfo {
 pub const MEMO_SLOTS: usize = 8;
 
 /// Values that plugins derive from a node's pods and the snapshot's storage objects (the
-/// volumes its pods attach, say), computed on first use and dropped whenever the node's pods or
-/// the storage objects change. Derived data: two memos always compare equal.
+/// volumes its pods attach, say), computed on first use and dropped whenever the node's pods
+/// change or a storage change can reach them (see `Snapshot::storage_mut_for`). Derived data:
+/// two memos always compare equal.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NodeMemo {
     slots: [OnceLock<Arc<dyn Any + Send + Sync>>; MEMO_SLOTS],
@@ -382,8 +383,12 @@ impl NodeInfo {
     }
 
     /// The value in memo slot `slot` (below [`MEMO_SLOTS`]), computed by `compute` on first use
-    /// since the node's pods or the snapshot's storage objects last changed. Each slot holds
-    /// one type; `None` when `slot` is out of range or holds another type (the caller then
+    /// since the node's pods last changed or a storage change reached the node: a change of a
+    /// claim its pods use or of the volume such a claim names, of its CSINode, or of any other
+    /// storage object (StorageClass, CSIDriver, capacity), as
+    /// [`Snapshot::storage_mut_for`](super::Snapshot::storage_mut_for) describes. `compute`
+    /// may read the node, its pods and the storage objects those reach. Each slot holds one
+    /// type; `None` when `slot` is out of range or holds another type (the caller then
     /// computes the value itself).
     pub fn memo<T: Any + Send + Sync>(
         &self,

@@ -77,6 +77,9 @@ pub struct StorageIndex {
     pvs: Vec<PersistentVolume>,
     pv_by_name: HashMap<String, usize>,
     pvcs: HashMap<(String, String), PersistentVolumeClaim>,
+    /// The claims whose `spec.volumeName` names each PersistentVolume (bound or about to
+    /// be): whose users a change of that volume concerns.
+    claims_of_volume: HashMap<String, Vec<(String, String)>>,
     classes: HashMap<String, StorageClass>,
     csi_nodes: HashMap<String, CsiNode>,
     csi_drivers: HashMap<String, CsiDriver>,
@@ -94,10 +97,7 @@ impl StorageIndex {
             ix.upsert_pv(pv);
         }
         for pvc in objects.persistent_volume_claims {
-            ix.pvcs.insert(
-                (pvc.metadata.namespace.clone(), pvc.metadata.name.clone()),
-                pvc,
-            );
+            ix.upsert_pvc(pvc);
         }
         for sc in objects.storage_classes {
             ix.classes.insert(sc.metadata.name.clone(), sc);
@@ -151,7 +151,28 @@ impl StorageIndex {
         for a in &mut self.assumed {
             a.pvcs.remove(&key);
         }
-        self.pvcs.insert(key, pvc);
+        let volume = pvc.spec.volume_name.clone();
+        if let Some(old) = self.pvcs.insert(key.clone(), pvc) {
+            self.unname_volume(&old.spec.volume_name, &key);
+        }
+        if !volume.is_empty() {
+            self.claims_of_volume.entry(volume).or_default().push(key);
+        }
+    }
+
+    /// `claim` no longer names `volume` (empty: it named none).
+    fn unname_volume(&mut self, volume: &str, claim: &(String, String)) {
+        if let Some(claims) = self.claims_of_volume.get_mut(volume) {
+            claims.retain(|c| c != claim);
+            if claims.is_empty() {
+                self.claims_of_volume.remove(volume);
+            }
+        }
+    }
+
+    /// The claims (namespace, name) whose `spec.volumeName` is `volume`.
+    pub fn claims_naming_volume(&self, volume: &str) -> &[(String, String)] {
+        self.claims_of_volume.get(volume).map_or(&[], Vec::as_slice)
     }
 
     /// Removes a claim, and every volume binder's assumed version of it.
@@ -160,7 +181,9 @@ impl StorageIndex {
         for a in &mut self.assumed {
             a.pvcs.remove(&key);
         }
-        self.pvcs.remove(&key)
+        let old = self.pvcs.remove(&key)?;
+        self.unname_volume(&old.spec.volume_name, &key);
+        Some(old)
     }
 
     fn assumed_by(&self, binder: VolumeBinderId) -> Option<&Assumed> {

@@ -24,7 +24,7 @@ pub use zone::VolumeZone;
 use crate::framework::{Reason, VolumeProblem};
 use crate::model::{
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, PersistentVolume,
-    PersistentVolumeClaim, Pod, Volume,
+    PersistentVolumeClaim, Pod,
 };
 use crate::snapshot::StorageIndex;
 
@@ -34,17 +34,7 @@ pub(crate) fn not_found(resource: &str, name: &str) -> String {
     format!("{resource} \"{name}\" not found")
 }
 
-/// The claim a pod volume uses: `persistentVolumeClaim.claimName`, or `<pod>-<volume>` for a
-/// generic ephemeral volume (the bool). `None` for other volumes.
-pub(crate) fn claim_name(pod: &Pod, v: &Volume) -> Option<(String, bool)> {
-    if let Some(c) = &v.persistent_volume_claim {
-        return Some((c.claim_name.clone(), false));
-    }
-    if v.ephemeral.is_some() {
-        return Some((format!("{}-{}", pod.metadata.name, v.name), true));
-    }
-    None
-}
+pub(crate) use crate::model::volume_claim as claim_name;
 
 /// kube's `ephemeral.VolumeIsForPod`: the claim's controller is the pod.
 pub(crate) fn owned_by(pvc: &PersistentVolumeClaim, pod: &Pod) -> bool {
