@@ -136,7 +136,9 @@ fn scheduler(extenders_yaml: &str) -> Scheduler {
     .unwrap();
     let snapshot =
         Snapshot::from_objects(vec![node("a"), node("b"), node("c")], Vec::new()).unwrap();
-    Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap()
+    Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7)
+        .and_then(Scheduler::with_blocking_http_extenders)
+        .unwrap()
 }
 
 fn names(v: &Value) -> Vec<String> {
@@ -475,7 +477,9 @@ fn unsupported_tls_settings_are_refused_when_building() {
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n- urlPrefix: https://127.0.0.1:1\n  tlsConfig: {caFile: /nonexistent/ca.pem}\n",
     )
     .unwrap();
-    let err = Scheduler::from_config(&config, &Registry::v1_34(), Snapshot::new(), 1).unwrap_err();
+    let err = Scheduler::from_config(&config, &Registry::v1_34(), Snapshot::new(), 1)
+        .and_then(Scheduler::with_blocking_http_extenders)
+        .unwrap_err();
     assert!(
         err.to_string().contains(
             "extenders[0]: extender \"https://127.0.0.1:1\": reading the CA \"/nonexistent/ca.pem\""
@@ -525,7 +529,9 @@ fn the_preempt_verb_gets_victims_as_uids_and_its_answer_is_resolved_on_the_snaps
     }))
     .unwrap();
     let snapshot = Snapshot::from_objects(vec![node("a")], vec![low]).unwrap();
-    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1)
+        .and_then(Scheduler::with_blocking_http_extenders)
+        .unwrap();
     let now = Duration::ZERO;
     s.apply(ClusterEvent::add(high), now);
     match s.schedule_one(now) {

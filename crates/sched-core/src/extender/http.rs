@@ -4,11 +4,8 @@ use std::time::Duration;
 
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
 
-use super::wire::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderFilterResult, HostPriority};
-use super::{
-    Extender, ExtenderConfig, ExtenderError, FilterResult, NodeVictims, convert_to_victims,
-    interested_in,
-};
+use super::wire::{self, ExtenderArgs, ExtenderBindingArgs, HostPriority};
+use super::{Extender, ExtenderConfig, ExtenderError, FilterResult, NodeVictims, interested_in};
 use crate::model::{Node, Pod};
 use crate::snapshot::Snapshot;
 
@@ -245,30 +242,7 @@ impl Extender for HttpExtender {
         }
         let cache_capable = self.config.node_cache_capable;
         let reply = self.send(verb, &ExtenderArgs::to_json(pod, nodes, cache_capable))?;
-        let result = self.decode(verb, ExtenderFilterResult::from_json(&reply))?;
-        if !result.error.is_empty() {
-            return Err(ExtenderError::Reply(result.error));
-        }
-        let feasible = match (cache_capable, result.node_names, result.nodes) {
-            (true, Some(names), _) => {
-                for n in &names {
-                    if !nodes.iter().any(|x| x.metadata.name == *n) {
-                        return Err(ExtenderError::UnknownNode {
-                            extender: self.config.url_prefix.clone(),
-                            node: n.clone(),
-                        });
-                    }
-                }
-                names
-            }
-            (_, _, Some(names)) => names,
-            _ => Vec::new(),
-        };
-        Ok(FilterResult {
-            feasible,
-            failed: result.failed_nodes,
-            failed_and_unresolvable: result.failed_and_unresolvable_nodes,
-        })
+        super::remote::filter_reply(&self.config, nodes, &reply)
     }
 
     fn prioritize(
@@ -289,8 +263,7 @@ impl Extender for HttpExtender {
         }
         let body = ExtenderArgs::to_json(pod, nodes, self.config.node_cache_capable);
         let reply = self.send(verb, &body)?;
-        let list = self.decode(verb, HostPriority::list_from_json(&reply))?;
-        Ok((list, self.config.weight))
+        super::remote::prioritize_reply(&self.config, &reply)
     }
 
     fn bind(&self, binding: &ExtenderBindingArgs) -> Result<(), ExtenderError> {
@@ -327,7 +300,6 @@ impl Extender for HttpExtender {
         let body = wire::preemption_args_json(pod, victims, self.config.node_cache_capable);
         let reply = self.send(verb, &body)?;
         // The extender always answers with UIDs; kube resolves them on the snapshot.
-        let meta = self.decode(verb, wire::preemption_result_from_json(&reply))?;
-        convert_to_victims(&meta, snapshot, &self.config.url_prefix)
+        super::remote::preempt_reply(&self.config, &reply, snapshot)
     }
 }

@@ -4,9 +4,16 @@
 //!
 //! - [`Extender`]: the synchronous trait the scheduling engine calls
 //!   ([`crate::scheduler::Scheduler::with_extender`]); an in-process extender implements it.
-//! - [`HttpExtender`] (feature `http-extender`, on by default): kube's HTTP extender over a
-//!   blocking client (ureq, rustls), built from a configuration's `extenders` entry
-//!   ([`ExtenderConfig`]).
+//! - [`RemoteExtender`]: a configuration's `extenders` entry ([`ExtenderConfig`]) as the
+//!   engine knows it. The engine never calls it: a pod it is interested in is parked and its
+//!   calls go out as [`crate::scheduler::Step::CallExtenders`] ([`ExtenderCall`], sequenced
+//!   without I/O), to be sent by the caller (sched-driver: asynchronously, with each
+//!   extender's `httpTimeout`) and given back with
+//!   [`crate::scheduler::Scheduler::extender_reply`].
+//! - [`HttpExtender`] (feature `http-extender`, off by default): kube's HTTP extender over a
+//!   blocking client (ureq, rustls), for a caller that runs the engine by hand and accepts
+//!   that a call blocks it for up to its `httpTimeout`
+//!   ([`crate::scheduler::Scheduler::with_blocking_http_extenders`]).
 //! - [`wire`]: kube's JSON types, as kube sends and reads them.
 //!
 //! ```
@@ -57,6 +64,7 @@
 mod config;
 #[cfg(feature = "http-extender")]
 mod http;
+mod remote;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -67,6 +75,7 @@ pub(crate) use config::parse_go_duration;
 pub use config::{ExtenderConfig, ExtenderTlsConfig, ManagedResource};
 #[cfg(feature = "http-extender")]
 pub use http::HttpExtender;
+pub use remote::{ExtenderCall, ExtenderCallId, ExtenderRequest, RemoteExtender, Transport};
 pub use wire::{ExtenderBindingArgs, HostPriority, MetaVictims, Victims};
 
 use crate::model::{Node, Pod};
@@ -289,6 +298,13 @@ pub trait Extender: Send + Sync {
         let _ = (pod, snapshot);
         Ok(victims.clone())
     }
+
+    /// `Some` for an extender the engine does not call itself ([`RemoteExtender`]): its filter
+    /// and prioritize calls go out as [`crate::scheduler::Step::CallExtenders`] and its bind
+    /// as [`ExtenderBinder::remote`]. Default: `None` (called in the engine, synchronously).
+    fn remote(&self) -> Option<&RemoteExtender> {
+        None
+    }
 }
 
 impl<T: Extender + ?Sized> Extender for Arc<T> {
@@ -334,6 +350,9 @@ impl<T: Extender + ?Sized> Extender for Arc<T> {
     ) -> Result<NodeVictims, ExtenderError> {
         (**self).process_preemption(pod, victims, snapshot)
     }
+    fn remote(&self) -> Option<&RemoteExtender> {
+        (**self).remote()
+    }
 }
 
 impl std::fmt::Debug for dyn Extender {
@@ -367,7 +386,14 @@ impl ExtenderBinder {
         &self.args
     }
 
-    /// Asks the extender to bind.
+    /// The extender, when the engine's caller sends its bind verb itself
+    /// ([`RemoteExtender::bind_request`], [`RemoteExtender::bind_reply`]): [`ExtenderBinder::bind`]
+    /// would fail.
+    pub fn remote(&self) -> Option<&RemoteExtender> {
+        self.extender.remote()
+    }
+
+    /// Asks the extender to bind (in the calling thread).
     ///
     /// # Errors
     /// The extender's error.

@@ -15,47 +15,20 @@ use super::{
     Nominator, PermitPlugin, QueueSettings, ReservePlugin, Scheduler, SchedulingQueue, Slot,
 };
 use crate::config::{ConfigError, Registry, SchedulerConfiguration};
-use crate::extender::Extender;
+use crate::extender::{Extender, RemoteExtender, Transport};
 use crate::profile::Profile;
 use crate::snapshot::Snapshot;
 
-/// The configuration's extenders as HTTP extenders, the ignorable ones last (kube's
-/// `buildExtenders`).
-#[cfg(feature = "http-extender")]
-fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
-    let mut out: Vec<Arc<dyn Extender>> = Vec::new();
-    let mut ignorable: Vec<Arc<dyn Extender>> = Vec::new();
-    let mut problems = Vec::new();
-    for (i, e) in config.extenders.iter().enumerate() {
-        match crate::extender::HttpExtender::new(e) {
-            Ok(h) if e.ignorable => ignorable.push(Arc::new(h)),
-            Ok(h) => out.push(Arc::new(h)),
-            Err(err) => problems.push(crate::config::ConfigProblem::new(
-                format!("extenders[{i}]"),
-                crate::config::ProblemKind::Plugins(err.to_string()),
-            )),
-        }
-    }
-    if problems.is_empty() {
-        out.extend(ignorable);
-        Ok(out)
-    } else {
-        Err(ConfigError::new(problems))
-    }
-}
-
-/// Without the `http-extender` feature a configuration's extenders cannot be called.
-#[cfg(not(feature = "http-extender"))]
-fn http_extenders(config: &SchedulerConfiguration) -> Result<Vec<Arc<dyn Extender>>, ConfigError> {
-    if config.extenders.is_empty() {
-        return Ok(Vec::new());
-    }
-    Err(ConfigError::new(vec![crate::config::ConfigProblem::new(
-        "extenders",
-        crate::config::ProblemKind::Unsupported(
-            "calling HTTP extenders needs sched-core's `http-extender` feature".into(),
-        ),
-    )]))
+/// The configuration's extenders as remote extenders, the ignorable ones last (kube's
+/// `buildExtenders`): the engine hands their calls out ([`super::Step::CallExtenders`]).
+fn remote_extenders(config: &SchedulerConfiguration) -> Vec<Arc<dyn Extender>> {
+    let (ignorable, required): (Vec<_>, Vec<_>) =
+        config.extenders.iter().partition(|e| e.ignorable);
+    required
+        .into_iter()
+        .chain(ignorable)
+        .map(|e| Arc::new(RemoteExtender::new(e)) as Arc<dyn Extender>)
+        .collect()
 }
 
 impl Scheduler {
@@ -86,6 +59,9 @@ impl Scheduler {
             preemption_rng: ChaCha8Rng::seed_from_u64(0),
             extenders: Vec::new(),
             next_start_index: 0,
+            parked: Default::default(),
+            replies: Default::default(),
+            last_call: 0,
         }
     }
 
@@ -160,8 +136,53 @@ impl Scheduler {
         for (slot, p) in scheduler.profiles.iter_mut().zip(&config.profiles) {
             slot.post_filter = PostFilterPlugins::of(p, registry);
         }
-        scheduler.extenders = http_extenders(config)?;
+        scheduler.extenders = remote_extenders(config);
         Ok(scheduler)
+    }
+
+    /// The remote extenders' preempt verbs go through `transport` (preemption calls them
+    /// synchronously, within the attempt); without one, a remote extender's preempt verb
+    /// fails (skipped when ignorable, else preemption is abandoned).
+    #[must_use]
+    pub fn with_preempt_transport(mut self, transport: Arc<dyn Transport>) -> Scheduler {
+        for e in &mut self.extenders {
+            if let Some(r) = e.remote()
+                && e.supports_preemption()
+            {
+                let r = r.clone().with_preempt_transport(Arc::clone(&transport));
+                *e = Arc::new(r);
+            }
+        }
+        self
+    }
+
+    /// Replaces the remote extenders (a configuration's) by blocking [`HttpExtender`]s called
+    /// in the engine, as kube does: each call holds the engine up for up to its `httpTimeout`.
+    /// For a caller that runs the engine by hand with no way to send
+    /// [`super::Step::CallExtenders`].
+    ///
+    /// [`HttpExtender`]: crate::extender::HttpExtender
+    ///
+    /// # Errors
+    /// TLS settings the blocking client cannot use or certificate files it cannot read.
+    #[cfg(feature = "http-extender")]
+    pub fn with_blocking_http_extenders(mut self) -> Result<Scheduler, ConfigError> {
+        let mut problems = Vec::new();
+        for (i, e) in self.extenders.iter_mut().enumerate() {
+            let Some(r) = e.remote() else { continue };
+            match crate::extender::HttpExtender::new(r.config()) {
+                Ok(h) => *e = Arc::new(h),
+                Err(err) => problems.push(crate::config::ConfigProblem::new(
+                    format!("extenders[{i}]"),
+                    crate::config::ProblemKind::Plugins(err.to_string()),
+                )),
+            }
+        }
+        if problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(ConfigError::new(problems))
+        }
     }
 
     /// The same engine with these queue settings (for instance kube v1.32's queue:

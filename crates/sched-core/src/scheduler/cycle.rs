@@ -8,12 +8,13 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::{
-    EventMask, ExtenderCycle, Scheduler, SchedulerEvent, Skipped, Step, binding, events_for,
-    extender, post_filter, preemption,
+    EventMask, ExtenderCycle, Parked, Scheduler, SchedulerEvent, Skipped, Step, binding,
+    events_for, extender, post_filter, preemption,
 };
+use crate::extender::{ExtenderCall, ExtenderCallId};
 use crate::framework::KubeVersion;
 use crate::model::{Pod, PodKey};
-use crate::profile::{FitError, ScheduleError};
+use crate::profile::{FitError, ScheduleError, ScheduleResult};
 use crate::snapshot::Snapshot;
 
 impl Scheduler {
@@ -23,6 +24,12 @@ impl Scheduler {
         // Permit waits that ran out are rejections; pods every Permit plugin allowed go out.
         if let Some(step) = self.lifecycle_step(now) {
             return step;
+        }
+        // Remote extenders' replies given back finish their pods' attempts.
+        while let Some(call) = self.replies.pop_front() {
+            if let Some(step) = self.resume(call, now) {
+                return step;
+            }
         }
         loop {
             let Some(pod) = self.queue.pop(now) else {
@@ -43,45 +50,89 @@ impl Scheduler {
     }
 
     /// One attempt for a popped pod of profile `slot`: its nominated node first, then every
-    /// node; a placed pod goes on to Reserve and Permit.
+    /// node; a placed pod goes on to Reserve and Permit. A pod a remote extender is
+    /// interested in is parked after the filter plugins, its extenders' calls handed out.
     fn attempt(&mut self, slot: usize, key: PodKey, pod: Pod, now: Duration) -> Step {
-        if let Some(node) = self.nominated_fit(slot, &key, &pod) {
+        let remote = !self.extenders.is_empty() && self.needs_call(&pod);
+        // A parked pod's nominated node is not tried on its own (it would need a call of
+        // its own): the whole search covers it.
+        if !remote && let Some(node) = self.nominated_fit(slot, &key, &pod) {
             return self.placed(slot, key, pod, node, now);
         }
+        let start_index = self.next_start_index;
+        let mode = if remote { Pass::Record } else { Pass::Plain };
+        let (result, skipped, recorded) = self.run_cycle(slot, &pod, mode);
+        self.note_skipped(&key, skipped);
+        if let Some(nodes) = recorded {
+            return self.park(key, pod, &nodes, start_index);
+        }
+        self.finish_attempt(slot, key, pod, result, now)
+    }
+
+    /// The profile's cycle for `pod` with the extenders in `pass`: the result, the extender
+    /// errors passed over, and the nodes a recording pass kept.
+    fn run_cycle(
+        &mut self,
+        slot: usize,
+        pod: &Pod,
+        pass: Pass<'_>,
+    ) -> (
+        Result<ScheduleResult, ScheduleError>,
+        Vec<Skipped>,
+        Option<Vec<u32>>,
+    ) {
         // Nodes where the pod does not fit beside the pods nominated there count as
         // infeasible (kube's RunFilterPluginsWithNominatedPods); none without nominations.
-        let blocked = if self.nominator.holds_any(&pod) {
+        let blocked = if self.nominator.holds_any(pod) {
             self.nominator
-                .blocked(&self.profiles[slot].profile, &mut self.snapshot, &pod)
+                .blocked(&self.profiles[slot].profile, &mut self.snapshot, pod)
         } else {
             Ok(Vec::new())
         };
         let s = &mut self.profiles[slot];
         s.cache.set_next_start_index(self.next_start_index);
         let mut skipped = Vec::new();
+        let mut recorded = None;
+        let extenders = &self.extenders;
         let result = blocked.and_then(|blocked| {
-            if self.extenders.is_empty() {
-                s.profile.schedule_and_assume_blocking(
+            let mut ext = match pass {
+                _ if extenders.is_empty() => None,
+                Pass::Plain => Some(ExtenderCycle::new(extenders)),
+                Pass::Record => Some(ExtenderCycle::record(extenders)),
+                Pass::Replay(call) => Some(ExtenderCycle::replay(extenders, call)),
+            };
+            let r = match ext.as_mut() {
+                None => s.profile.schedule_and_assume_blocking(
                     &mut s.cache,
-                    &pod,
+                    pod,
                     &mut self.snapshot,
                     &blocked,
-                )
-            } else {
-                let mut ext = ExtenderCycle::new(&self.extenders);
-                let r = s.profile.assume_after(
-                    &mut s.cache,
-                    &pod,
-                    &mut self.snapshot,
-                    &blocked,
-                    Some(&mut ext),
-                );
-                skipped = ext.take_skipped();
-                r
+                ),
+                Some(e) => {
+                    s.profile
+                        .assume_after(&mut s.cache, pod, &mut self.snapshot, &blocked, Some(e))
+                }
+            };
+            if let Some(mut e) = ext {
+                skipped = e.take_skipped();
+                recorded = e.recorded();
             }
+            r
         });
-        self.note_skipped(&key, skipped);
         self.next_start_index = self.profiles[slot].cache.next_start_index();
+        (result, skipped, recorded)
+    }
+
+    /// The attempt's result: placed (Reserve and Permit), unschedulable (PostFilter), or an
+    /// error (backoff).
+    fn finish_attempt(
+        &mut self,
+        slot: usize,
+        key: PodKey,
+        pod: Pod,
+        result: Result<ScheduleResult, ScheduleError>,
+        now: Duration,
+    ) -> Step {
         match result {
             Ok(r) => self.placed(slot, key, pod, r.node, now),
             Err(ScheduleError::Unschedulable(error)) => {
@@ -96,6 +147,69 @@ impl Scheduler {
                 Step::Failed { pod: key, error }
             }
         }
+    }
+
+    /// Parks `pod` (it stays in flight) on a call of the remote extenders interested in it,
+    /// over the nodes that passed the filter plugins.
+    fn park(&mut self, key: PodKey, pod: Pod, nodes: &[u32], start_index: usize) -> Step {
+        self.last_call += 1;
+        let id = ExtenderCallId(self.last_call);
+        let nodes = nodes
+            .iter()
+            .map(|&i| self.snapshot.node(i as usize).node().clone())
+            .collect();
+        let extenders = self
+            .extenders
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let r = e.remote()?;
+                ((e.is_filter() || e.is_prioritizer()) && e.is_interested(&pod))
+                    .then(|| (i, r.clone()))
+            })
+            .collect();
+        self.parked.insert(
+            key,
+            Parked {
+                call: id,
+                start_index,
+            },
+        );
+        Step::CallExtenders {
+            call: Box::new(ExtenderCall::new(id, pod, nodes, extenders)),
+        }
+    }
+
+    /// A call given back: the parked pod's attempt runs again on the current snapshot, the
+    /// remote extenders answering from the replies. `None` when the reply is dropped: the
+    /// pod was deleted, bound elsewhere or parked again since, or it changed (then it is
+    /// tried again).
+    fn resume(&mut self, mut call: ExtenderCall, now: Duration) -> Option<Step> {
+        let key = call.pod_key();
+        if self.parked.get(&key).map(|p| p.call) != Some(call.id()) {
+            return None;
+        }
+        let parked = self.parked.remove(&key)?;
+        let (pod, changed) = self.queue.in_flight(&key)?;
+        if changed {
+            self.queue.retry_in_flight(&key, now);
+            return None;
+        }
+        let pod = pod.clone();
+        let slot = match self.slot_of(&pod) {
+            Some(slot) if !pod.is_terminating() => slot,
+            _ => {
+                self.queue.done(&key);
+                return None;
+            }
+        };
+        // The second pass starts where the first did, so that it meets the same nodes; the
+        // round-robin index stays where the first left it.
+        let index = std::mem::replace(&mut self.next_start_index, parked.start_index);
+        let (result, skipped, _) = self.run_cycle(slot, &pod, Pass::Replay(&mut call));
+        self.next_start_index = index;
+        self.note_skipped(&key, skipped);
+        Some(self.finish_attempt(slot, key, pod, result, now))
     }
 
     /// A nominated pod is tried on its node first (kube's evaluateNominatedNode), with the
@@ -278,4 +392,14 @@ impl Scheduler {
             node: c.node,
         }
     }
+}
+
+/// How an attempt's cycle runs the extenders.
+enum Pass<'a> {
+    /// Every extender called in the engine.
+    Plain,
+    /// The first pass of a pod a remote extender is interested in.
+    Record,
+    /// The second pass, with the remote extenders' replies.
+    Replay(&'a mut ExtenderCall),
 }

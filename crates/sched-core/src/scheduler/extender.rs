@@ -1,14 +1,21 @@
 //! The scheduling engine's extenders: kube's `findNodesThatPassExtenders`, the extender part
 //! of `prioritizeNodes`, and the choice of a binder extender, run over a
 //! [`crate::profile::CycleExtension`].
+//!
+//! Remote extenders ([`crate::extender::RemoteExtender`]) are not called here. A pod one of
+//! them is interested in goes through the cycle twice: first [`ExtenderCycle::record`] keeps
+//! the nodes that passed the filter plugins and stops the attempt (the engine parks the pod
+//! and hands out the call); when the replies are in, [`ExtenderCycle::replay`] runs the
+//! attempt again on the current snapshot, the remote extenders answering from the replies
+//! (a node they were not sent fails) and the in-process ones called as usual.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::preemption::Candidate;
 use crate::extender::{
-    Extender, ExtenderBinder, ExtenderBindingArgs, ExtenderError, MAX_EXTENDER_PRIORITY,
-    NodeVictims, Victims,
+    Extender, ExtenderBinder, ExtenderBindingArgs, ExtenderCall, ExtenderError, FilterResult,
+    MAX_EXTENDER_PRIORITY, NodeVictims, Victims,
 };
 use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::Reason;
@@ -64,6 +71,17 @@ pub struct Skipped {
 pub struct ExtenderCycle<'a> {
     list: &'a [Arc<dyn Extender>],
     skipped: Vec<Skipped>,
+    mode: Mode<'a>,
+}
+
+/// How the remote extenders take part.
+enum Mode<'a> {
+    /// Every extender is called here (a remote one fails: it is not called in the engine).
+    Inline,
+    /// The nodes that passed the filter plugins are kept and the attempt stops.
+    Record(Option<Vec<u32>>),
+    /// The remote extenders answer from the call's replies.
+    Replay(&'a mut ExtenderCall),
 }
 
 impl std::fmt::Debug for ExtenderCycle<'_> {
@@ -81,7 +99,81 @@ impl<'a> ExtenderCycle<'a> {
         ExtenderCycle {
             list,
             skipped: Vec::new(),
+            mode: Mode::Inline,
         }
+    }
+
+    /// The first pass of a pod a remote extender is interested in: the filter point keeps the
+    /// nodes that passed the filter plugins ([`ExtenderCycle::recorded`]) and stops the
+    /// attempt with an error the engine does not report.
+    pub(crate) fn record(list: &'a [Arc<dyn Extender>]) -> ExtenderCycle<'a> {
+        ExtenderCycle {
+            list,
+            skipped: Vec::new(),
+            mode: Mode::Record(None),
+        }
+    }
+
+    /// The second pass: the remote extenders answer from `call`'s replies.
+    pub(crate) fn replay(
+        list: &'a [Arc<dyn Extender>],
+        call: &'a mut ExtenderCall,
+    ) -> ExtenderCycle<'a> {
+        ExtenderCycle {
+            list,
+            skipped: Vec::new(),
+            mode: Mode::Replay(call),
+        }
+    }
+
+    /// The nodes a recording pass kept, if it reached the extenders.
+    pub(crate) fn recorded(&mut self) -> Option<Vec<u32>> {
+        match &mut self.mode {
+            Mode::Record(r) => r.take(),
+            _ => None,
+        }
+    }
+
+    /// A remote extender's filter result as replayed (`None` when not replaying). Nodes it
+    /// was not sent (they passed the filter plugins only now) fail.
+    fn replayed_filter(
+        &mut self,
+        position: usize,
+        ext: &dyn Extender,
+        snapshot: &Snapshot,
+        feasible: &[u32],
+    ) -> Option<Result<FilterResult, ExtenderError>> {
+        let Mode::Replay(call) = &mut self.mode else {
+            return None;
+        };
+        let sent = call.sent_names();
+        let current: std::collections::HashSet<&str> = feasible
+            .iter()
+            .map(|&i| snapshot.node(i as usize).info().name())
+            .collect();
+        let unsent: Vec<String> = feasible
+            .iter()
+            .map(|&i| snapshot.node(i as usize).info().name())
+            .filter(|n| !sent.contains(n))
+            .map(str::to_string)
+            .collect();
+        let reply = call.reply_of(position).and_then(|r| r.filter.take());
+        Some(match reply {
+            Some(Ok(mut r)) => {
+                // Nodes that no longer pass the filter plugins have their failures already.
+                r.feasible.retain(|n| current.contains(n.as_str()));
+                for n in unsent {
+                    r.failed
+                        .insert(n, "node(s) were not sent to the extender".to_string());
+                }
+                Ok(r)
+            }
+            Some(Err(e)) => Err(e),
+            None => Err(ExtenderError::Other(format!(
+                "no reply from extender {}",
+                ext.name()
+            ))),
+        })
     }
 
     /// Takes the errors passed over so far (kube logs them).
@@ -98,7 +190,12 @@ impl<'a> ExtenderCycle<'a> {
         feasible: &mut Vec<u32>,
         failures: &mut Vec<(u32, NodeFailure)>,
     ) -> Result<(), ScheduleError> {
-        for ext in self.list {
+        if let Mode::Record(r) = &mut self.mode {
+            *r = Some(feasible.clone());
+            return Err(ScheduleError::NoNodes);
+        }
+        let list = self.list;
+        for (position, ext) in list.iter().enumerate() {
             if feasible.is_empty() {
                 break;
             }
@@ -109,21 +206,31 @@ impl<'a> ExtenderCycle<'a> {
                 .iter()
                 .map(|&i| snapshot.node(i as usize).node())
                 .collect();
-            let result = ext.filter(pod, &nodes).and_then(|r| {
-                // Only nodes it was given may pass (kube checks names for node-cache-capable
-                // extenders; an in-process extender is held to the same rule).
-                match r
-                    .feasible
-                    .iter()
-                    .find(|n| !nodes.iter().any(|x| x.metadata.name == **n))
-                {
-                    Some(n) => Err(ExtenderError::UnknownNode {
-                        extender: ext.name().to_string(),
-                        node: n.clone(),
-                    }),
-                    None => Ok(r),
+            let replayed = if ext.remote().is_some() {
+                if !ext.is_filter() {
+                    continue;
                 }
-            });
+                self.replayed_filter(position, &**ext, snapshot, feasible)
+            } else {
+                None
+            };
+            let result = replayed
+                .unwrap_or_else(|| ext.filter(pod, &nodes))
+                .and_then(|r| {
+                    // Only nodes it was given may pass (kube checks names for node-cache-capable
+                    // extenders; an in-process extender is held to the same rule).
+                    match r
+                        .feasible
+                        .iter()
+                        .find(|n| !nodes.iter().any(|x| x.metadata.name == **n))
+                    {
+                        Some(n) => Err(ExtenderError::UnknownNode {
+                            extender: ext.name().to_string(),
+                            node: n.clone(),
+                        }),
+                        None => Ok(r),
+                    }
+                });
             let r = match result {
                 Ok(r) => r,
                 Err(e) if ext.is_ignorable() => {
@@ -221,11 +328,22 @@ impl CycleExtension for ExtenderCycle<'_> {
             .enumerate()
             .map(|(k, n)| (n.metadata.name.as_str(), k))
             .collect();
-        for ext in self.list {
+        let list = self.list;
+        for (at, ext) in list.iter().enumerate() {
             if !ext.is_interested(pod) {
                 continue;
             }
-            match ext.prioritize(pod, &nodes) {
+            let reply = match (&mut self.mode, ext.remote()) {
+                (_, None) => ext.prioritize(pod, &nodes),
+                (Mode::Replay(call), Some(_)) => {
+                    match call.reply_of(at).and_then(|r| r.prioritize.take()) {
+                        Some(r) => r,
+                        None => continue,
+                    }
+                }
+                (_, Some(_)) => continue,
+            };
+            match reply {
                 Err(e) => self.skipped.push(Skipped {
                     extender: ext.name().to_string(),
                     message: e.to_string(),

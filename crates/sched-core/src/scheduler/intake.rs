@@ -132,6 +132,7 @@ impl Scheduler {
     /// unreserve), and out of the snapshot.
     fn delete_pod(&mut self, key: &str, now: Duration) {
         self.queue.delete(key);
+        self.parked.remove(key);
         self.nominator.delete(key);
         self.leave(key, now);
         if self.snapshot.node_of(key).is_some() {
@@ -169,6 +170,7 @@ impl Scheduler {
             // not scheduled.
             if pod.is_terminating() || self.slot_of(&pod).is_none() {
                 self.queue.delete(&key);
+                self.parked.remove(&key);
                 self.nominator.delete(&key);
                 return;
             }
@@ -187,6 +189,7 @@ impl Scheduler {
         }
         // Bound.
         self.queue.delete(&key);
+        self.parked.remove(&key);
         self.nominator.delete(&key);
         let ours = self.reported_bound(&key, &pod.spec.node_name, now);
         let result = match self.snapshot.node_of(&key) {

@@ -142,6 +142,7 @@ pub mod preemption;
 mod queue;
 mod step;
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use binding::AssumedPods;
@@ -158,7 +159,7 @@ pub use step::{SchedulerEvent, Step};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::DEFAULT_SCHEDULER_NAME;
-use crate::extender::{Extender, ExtenderBinder};
+use crate::extender::{Extender, ExtenderBinder, ExtenderCall, ExtenderCallId};
 use crate::model::{Pod, PodDisruptionBudget, PodKey};
 use crate::profile::{Cache, Profile};
 use crate::snapshot::Snapshot;
@@ -195,6 +196,20 @@ pub struct Scheduler {
     /// kube's `nextStartNodeIndex`: one for every profile, carried into the cache of the
     /// profile that schedules the next pod and back out of it.
     next_start_index: usize,
+    /// Pods parked on a remote extender call, by key (the queue has them in flight).
+    parked: HashMap<PodKey, Parked>,
+    /// Finished calls given back, handled by the next [`Scheduler::schedule_one`]s.
+    replies: VecDeque<ExtenderCall>,
+    /// The last call's identity.
+    last_call: u64,
+}
+
+/// A pod parked on a remote extender call.
+#[derive(Debug)]
+struct Parked {
+    call: ExtenderCallId,
+    /// The round-robin index its first pass started at, for the second.
+    start_index: usize,
 }
 
 impl Scheduler {
@@ -229,6 +244,27 @@ impl Scheduler {
     /// The extender that binds `pod` on `node`, if any.
     fn binder_for(&self, pod: &Pod, node: &str) -> Option<ExtenderBinder> {
         extender::binder_for(&self.extenders, pod, node)
+    }
+
+    /// Whether a remote extender that filters or scores is interested in `pod` (its attempt
+    /// then goes through [`Step::CallExtenders`]).
+    fn needs_call(&self, pod: &Pod) -> bool {
+        self.extenders.iter().any(|e| {
+            e.remote().is_some() && (e.is_filter() || e.is_prioritizer()) && e.is_interested(pod)
+        })
+    }
+
+    /// The pods parked on a remote extender call.
+    pub fn parked(&self) -> impl Iterator<Item = &str> {
+        self.parked.keys().map(PodKey::as_str)
+    }
+
+    /// Gives back a finished [`Step::CallExtenders`] call: the next
+    /// [`Scheduler::schedule_one`] finishes the pod's attempt with the replies. A reply for a
+    /// pod deleted or changed (spec or labels) since is dropped; a changed pod is tried
+    /// again.
+    pub fn extender_reply(&mut self, call: ExtenderCall) {
+        self.replies.push_back(call);
     }
 
     /// Records the extender errors an attempt passed over.

@@ -514,6 +514,24 @@ impl SchedulingQueue {
         self.unlink(key).map(|(_, e)| e.tries)
     }
 
+    /// The pod `key` if it is in flight (popped, its attempt not over), and whether its spec or
+    /// labels changed since it was popped.
+    pub(crate) fn in_flight(&self, key: &str) -> Option<(&Pod, bool)> {
+        self.pods
+            .get(key)
+            .filter(|e| e.queue == QueueName::InFlight)
+            .map(|e| (&e.pod, e.updated_in_flight))
+    }
+
+    /// The pod `key`, in flight, is tried again (its attempt was dropped: it changed
+    /// meanwhile): activeQ, or backoffQ while its backoff lasts.
+    pub(crate) fn retry_in_flight(&mut self, key: &str, now: Duration) {
+        if let Some((key, e)) = self.unlink(key) {
+            let q = self.active_or_backoff(&e, now);
+            self.link(key, e, q);
+        }
+    }
+
     /// The popped pod `key` fits nowhere: it waits in the unschedulable pool for one of
     /// `waiting_for`, or the longest stay. If one of them happened while it was in flight, or
     /// its spec or labels changed meanwhile, it goes to backoffQ (or activeQ) at once, as kube

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::extender::ExtenderBinder;
+use crate::extender::{ExtenderBinder, ExtenderCall};
 use crate::model::PodKey;
 use crate::plugins::volume::AssumedVolumes;
 use crate::profile::{FitError, ScheduleError};
@@ -77,6 +77,16 @@ pub enum Step {
         pod: PodKey,
         /// Why.
         error: ScheduleError,
+    },
+    /// A remote extender is interested in the pod: it passed the filter plugins on
+    /// [`ExtenderCall::nodes`] and is parked (in flight, not assumed) until the extenders
+    /// answer. Send the call's requests ([`ExtenderCall::next_request`],
+    /// [`ExtenderCall::answer`]) without holding the engine up, then give it back with
+    /// [`Scheduler::extender_reply`](super::Scheduler::extender_reply); the engine finishes
+    /// the attempt on the snapshot of that moment. Other pods schedule meanwhile.
+    CallExtenders {
+        /// The calls to make.
+        call: Box<ExtenderCall>,
     },
     /// Nothing to do: call again at `until` (a backoff or the longest unschedulable stay
     /// ends), or after the next event (`None`: only an event can change anything).
