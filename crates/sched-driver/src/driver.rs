@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{DriverEvent, DriverStatus, StepTaken};
 use crate::hooks::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
+use crate::http::{BlockingTransport, ExtenderClients};
 use crate::metrics::{Hooks, Outcome};
+use sched_core::extender::ExtenderCall;
 
 /// A builder setting was invalid.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,6 +32,9 @@ pub enum BuildError {
     /// A setting that must be at least 1 was 0.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A remote extender's HTTP client could not be built (TLS settings, certificate files).
+    #[error("{0}")]
+    Extender(String),
 }
 
 /// Why [`Driver::run`] stopped other than by a shutdown.
@@ -143,6 +148,16 @@ impl DriverBuilder {
                 return Err(BuildError::Zero(name));
             }
         }
+        let clients = Arc::new(
+            ExtenderClients::new(self.scheduler.extenders().filter_map(|e| e.remote()))
+                .map_err(|e| BuildError::Extender(e.to_string()))?,
+        );
+        // Preemption calls the preempt verbs within the attempt, on the engine's thread.
+        let scheduler = self
+            .scheduler
+            .with_preempt_transport(Arc::new(BlockingTransport {
+                clients: Arc::clone(&clients),
+            }));
         let (tx, rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(self.event_capacity);
         let (status_tx, status_rx) = watch::channel(DriverStatus::default());
@@ -156,7 +171,9 @@ impl DriverBuilder {
         Ok(Driver {
             handle,
             engine: Engine {
-                scheduler: self.scheduler,
+                scheduler,
+                clients,
+                calls_in_flight: 0,
                 commands: rx,
                 commands_open: true,
                 pending: VecDeque::new(),
@@ -189,8 +206,10 @@ impl DriverBuilder {
 /// preemptions go to the [`VictimDeleter`], Permit waits and backoffs are timed.
 ///
 /// The engine runs on tokio's blocking pool (`spawn_blocking`), a batch of steps at a time,
-/// never on the async workers, so plugins may block (synchronous HTTP extenders, a slow
-/// Reserve). The driver's clock is tokio's: the engine's time is the time since
+/// never on the async workers, so plugins may block (a slow Reserve, an in-process extender).
+/// A configuration's extenders are called here, over HTTP on tasks, with each extender's
+/// `httpTimeout` ([`Step::CallExtenders`]): a pod waiting for its extenders does not hold up
+/// the others. The driver's clock is tokio's: the engine's time is the time since
 /// [`Driver::run`] started, so a paused test runtime (`tokio::time::pause`) runs hours of
 /// backoffs and Permit timeouts at once, and a blocking batch holds simulated time still
 /// while it runs.
@@ -439,6 +458,7 @@ enum Batch {
 enum Done {
     Bind(Box<Binding>, Result<(), BindError>),
     Delete(Preemption, Result<(), DeleteError>),
+    Call(Box<ExtenderCall>),
 }
 
 /// What the driver knows of a pending pod (for the metrics).
@@ -448,10 +468,16 @@ struct Tracked {
     attempts: u32,
     attempt_start: Instant,
     waiting: bool,
+    /// Parked on an extender call: the attempt goes on when the call is back.
+    calling: bool,
 }
 
 struct Engine {
     scheduler: Scheduler,
+    /// The remote extenders' HTTP clients.
+    clients: Arc<ExtenderClients>,
+    /// Extender calls being sent.
+    calls_in_flight: usize,
     commands: mpsc::UnboundedReceiver<Command>,
     commands_open: bool,
     /// Commands received while waiting, applied first.
@@ -483,6 +509,8 @@ struct Engine {
 enum Task {
     Bind(Box<Binding>),
     Delete(Preemption),
+    /// The extender call of this pod.
+    Call(String),
 }
 
 impl Engine {
@@ -589,6 +617,7 @@ impl Engine {
                         attempts: 0,
                         attempt_start: now,
                         waiting: false,
+                        calling: false,
                     });
                 } else {
                     self.pods.remove(&key);
@@ -609,6 +638,7 @@ impl Engine {
             attempts: 0,
             attempt_start: now,
             waiting: false,
+            calling: false,
         })
     }
 
@@ -623,6 +653,13 @@ impl Engine {
     /// Starts an attempt of `pod` (counted) at `start`; returns its profile.
     fn attempt(&mut self, pod: &PodKey, start: Instant, profile: Option<&str>) -> String {
         let t = self.tracked(pod, profile);
+        if std::mem::take(&mut t.calling) {
+            // The attempt began before its extender call.
+            if let Some(p) = profile {
+                p.clone_into(&mut t.profile);
+            }
+            return t.profile.clone();
+        }
         t.attempts += 1;
         t.attempt_start = start;
         if let Some(p) = profile {
@@ -645,6 +682,12 @@ impl Engine {
                     Some(Task::Bind(b)) => Done::Bind(b, Err(BindError::Failed(message.into()))),
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
+                    }
+                    Some(Task::Call(pod)) => {
+                        self.calls_in_flight -= 1;
+                        let now = self.now();
+                        self.scheduler.extender_call_lost(&pod, now);
+                        return;
                     }
                     None => return,
                 }
@@ -680,6 +723,10 @@ impl Engine {
                     self.fence(&b.pod, m);
                 }
             }
+            Done::Call(call) => {
+                self.calls_in_flight -= 1;
+                self.scheduler.extender_reply(*call);
+            }
             Done::Delete(p, result) => match result {
                 Ok(()) => {}
                 Err(e) => {
@@ -705,7 +752,7 @@ impl Engine {
     fn publish(&mut self) {
         let counts = self.scheduler.queue().counts();
         self.hooks.pending(&counts);
-        let deletions = self.task_of.len() - self.binds_in_flight;
+        let deletions = self.task_of.len() - self.binds_in_flight - self.calls_in_flight;
         let s = DriverStatus {
             queue: counts,
             waiting: self.scheduler.waiting().count(),
@@ -810,6 +857,14 @@ impl Engine {
                     self.hooks
                         .attempt(Outcome::Error, &profile, start.elapsed());
                 }
+                Step::CallExtenders { call } => {
+                    let pod = call.pod_key();
+                    self.attempt(&pod, start, None);
+                    if let Some(t) = self.pods.get_mut(&pod) {
+                        t.calling = true;
+                    }
+                    self.spawn_call(call, rt);
+                }
                 _ => {}
             }
             self.absorb();
@@ -821,12 +876,28 @@ impl Engine {
 
     fn spawn_bind(&mut self, b: Binding, permit: tokio::sync::OwnedSemaphorePermit, rt: &Handle) {
         let binder = self.binder.clone();
+        let clients = Arc::clone(&self.clients);
         let task = b.clone();
         let h = self.tasks.spawn_on(
             async move {
                 let result = match binder.pre_bind(&b).await {
                     Ok(()) => match b.extender_binder.clone() {
-                        // A binder extender binds instead (a blocking HTTP call).
+                        // A remote binder extender binds instead, over HTTP.
+                        Some(ref ext) if let Some(r) = ext.remote() => {
+                            match r.bind_request(ext.args()) {
+                                Some(req) => clients
+                                    .send(&req)
+                                    .await
+                                    .and_then(|reply| r.bind_reply(&reply))
+                                    .map_err(|e| BindError::Failed(Box::new(e))),
+                                None => Err(BindError::Failed(Box::new(
+                                    sched_core::extender::ExtenderError::NotBinder(
+                                        ext.name().to_string(),
+                                    ),
+                                ))),
+                            }
+                        }
+                        // An in-process binder extender binds instead (blocking).
                         Some(ext) => tokio::task::spawn_blocking(move || ext.bind())
                             .await
                             .map_err(|e| BindError::Failed(Box::new(e)))
@@ -846,6 +917,25 @@ impl Engine {
         self.in_bind.insert(task.pod.clone());
         self.task_of.insert(h.id(), Task::Bind(Box::new(task)));
         self.binds_in_flight += 1;
+    }
+
+    /// Sends a parked pod's extender calls on a task; the finished call goes back to the
+    /// engine.
+    fn spawn_call(&mut self, mut call: Box<ExtenderCall>, rt: &Handle) {
+        let clients = Arc::clone(&self.clients);
+        let pod = call.pod_key();
+        let h = self.tasks.spawn_on(
+            async move {
+                while let Some(request) = call.next_request() {
+                    let reply = clients.send(&request).await;
+                    call.answer(reply);
+                }
+                Done::Call(call)
+            },
+            rt,
+        );
+        self.task_of.insert(h.id(), Task::Call(pod));
+        self.calls_in_flight += 1;
     }
 
     fn spawn_delete(&mut self, p: Preemption, rt: &Handle) {

@@ -68,6 +68,14 @@ pub enum StepTaken {
         /// The error's text.
         message: String,
     },
+    /// A remote extender is interested in the pod: it is parked while the driver calls the
+    /// extenders over HTTP.
+    CallExtenders {
+        /// `namespace/name`.
+        pod: String,
+        /// The nodes sent (those that passed the filter plugins).
+        nodes: Vec<String>,
+    },
     /// A step this version of the driver does not know, in its `Debug` form.
     Other(String),
 }
@@ -114,6 +122,14 @@ impl StepTaken {
             Step::Failed { pod, error, .. } => StepTaken::Failed {
                 pod: pod.clone(),
                 message: error.to_string(),
+            },
+            Step::CallExtenders { call } => StepTaken::CallExtenders {
+                pod: call.pod_key(),
+                nodes: call
+                    .nodes()
+                    .iter()
+                    .map(|n| n.metadata.name.clone())
+                    .collect(),
             },
             Step::Idle { .. } => return None,
             other => StepTaken::Other(format!("{other:?}")),

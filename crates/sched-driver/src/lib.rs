@@ -86,6 +86,7 @@
 mod driver;
 mod events;
 mod hooks;
+mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]

@@ -267,6 +267,14 @@ impl Scheduler {
         self.replies.push_back(call);
     }
 
+    /// The call of the parked pod `pod` is lost (the task sending it failed): the pod backs
+    /// off as after an error. Nothing happens if it is not parked.
+    pub fn extender_call_lost(&mut self, pod: &str, now: std::time::Duration) {
+        if self.parked.remove(pod).is_some() {
+            self.queue.backoff_after_error(pod, now);
+        }
+    }
+
     /// Records the extender errors an attempt passed over.
     fn note_skipped(&mut self, pod: &PodKey, skipped: Vec<Skipped>) {
         for s in skipped {
