@@ -530,8 +530,10 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 .iter()
                 .map(|p| p.scheduler_name.clone())
                 .collect();
+            // The simulator has no asynchronous side: extenders are called in the engine.
             let scheduler =
                 Scheduler::from_config(&config, &Registry::v1_34(), snapshot, args.seed)
+                    .and_then(Scheduler::with_blocking_http_extenders)
                     .map_err(|e| format!("{path}: {e}"))?;
             (scheduler, names)
         }

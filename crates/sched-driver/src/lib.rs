@@ -63,6 +63,13 @@
 //! - **Preemption**: the victims of a [`Step::Preempt`] go to the [`VictimDeleter`] on a task
 //!   (as kube's asynchronous preemption); their deletion, reported by the informer, frees the
 //!   node and wakes the preemptor.
+//! - **HTTP extenders** (a configuration's `extenders`): a pod one of them is interested in
+//!   is parked by the engine ([`Step::CallExtenders`]); its filter and prioritize calls are
+//!   sent on a task (hyper over rustls, each within its extender's `httpTimeout`, TLS as
+//!   kube's `makeTransport`) and the replies go back to the engine, which finishes the
+//!   attempt, so a slow extender does not hold up the pods it does not manage (kube's cycle
+//!   waits). A binder extender binds over HTTP on the bind task; a preempt verb is called
+//!   within the attempt, on the engine's blocking-pool thread.
 //! - **Time**: [`Step::Idle`]'s `until` (a backoff or an unschedulable pod's longest stay) and
 //!   Permit waits ([`Step::Waiting`]'s `until`) wake the engine, as does any event.
 //! - **Blocking plugins are fine**: the engine runs on tokio's blocking pool, never on the
@@ -75,6 +82,7 @@
 //! [`Step::Bind`]: sched_core::scheduler::Step::Bind
 //! [`Step::Preempt`]: sched_core::scheduler::Step::Preempt
 //! [`Step::Idle`]: sched_core::scheduler::Step::Idle
+//! [`Step::CallExtenders`]: sched_core::scheduler::Step::CallExtenders
 //! [`Step::Waiting`]: sched_core::scheduler::Step::Waiting
 //!
 //! # Metrics

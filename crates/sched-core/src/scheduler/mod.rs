@@ -112,7 +112,17 @@
 //!   attempt; scores are added as score x weight x 10; a nominated node must pass them too;
 //!   the first interested binder extender comes in [`Step::Bind`]'s `extender_binder`;
 //!   extenders that preempt narrow preemption's candidates before the choice (kube's
-//!   `callExtenders`).
+//!   `callExtenders`). A configuration's extenders are remote
+//!   ([`crate::extender::RemoteExtender`]) and never block the engine, unlike kube's cycle: a
+//!   pod one of them is interested in is parked after the filter plugins (in flight, not
+//!   assumed) and its calls go out as [`Step::CallExtenders`]; the caller sends them and gives
+//!   them back ([`Scheduler::extender_reply`]), and the next [`Scheduler::schedule_one`] runs
+//!   the attempt again on the snapshot of that moment with the replies (the filter plugins
+//!   decide again; a node the extenders were not sent fails). Other pods schedule meanwhile;
+//!   a reply for a pod deleted or changed since is dropped (a changed pod is tried again).
+//!   In-process extenders, a remote extender's preempt verb (through
+//!   [`Scheduler::with_preempt_transport`]) and the nominated-node check stay synchronous; a
+//!   pod that needs a call is not tried on its nominated node alone.
 //!
 //! # Where it lives
 //! The engine's state is [`Scheduler`] (here); its work is split by concept: `build`
