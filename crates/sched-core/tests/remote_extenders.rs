@@ -250,3 +250,190 @@ fn extender_errors_follow_kube_when_replayed() {
     assert!(s.drain_events().iter().any(|e| matches!(e,
         SchedulerEvent::ExtenderSkipped { message, .. } if message == "connection refused")));
 }
+
+/// Counts Reserve and Unreserve calls per pod.
+#[derive(Clone, Default)]
+struct Ledger(std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, (usize, usize)>>>);
+
+impl sched_core::scheduler::ReservePlugin for Ledger {
+    fn name(&self) -> &str {
+        "Ledger"
+    }
+    fn reserve(&self, pod: &Pod, _: &str) -> Result<(), sched_core::scheduler::ReserveError> {
+        self.0.lock().unwrap().entry(pod.key()).or_default().0 += 1;
+        Ok(())
+    }
+    fn unreserve(&self, pod: &Pod, _: &str) {
+        self.0.lock().unwrap().entry(pod.key()).or_default().1 += 1;
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Add { id: u8, gpu: bool, milli_cpu: u32 },
+    Delete { id: u8 },
+    Relabel { id: u8 },
+    Schedule,
+    Answer { pick: usize, keep: u8 },
+    FinishBind { ok: bool },
+}
+
+fn actions() -> impl proptest::strategy::Strategy<Value = Vec<Action>> {
+    use proptest::prelude::*;
+    let a = prop_oneof![
+        (0u8..8, any::<bool>(), 100u32..700).prop_map(|(id, gpu, milli_cpu)| Action::Add {
+            id,
+            gpu,
+            milli_cpu
+        }),
+        (0u8..8).prop_map(|id| Action::Delete { id }),
+        (0u8..8).prop_map(|id| Action::Relabel { id }),
+        Just(Action::Schedule),
+        Just(Action::Schedule),
+        (any::<usize>(), 0u8..4).prop_map(|(pick, keep)| Action::Answer { pick, keep }),
+        any::<bool>().prop_map(|ok| Action::FinishBind { ok }),
+    ];
+    proptest::collection::vec(a, 1..60)
+}
+
+/// Answers `call` keeping the nodes of `keep` (bit 0: a, bit 1: b) and scoring b.
+fn answer_with(call: &mut ExtenderCall, keep: u8) {
+    let names: Vec<&str> = [(1, "a"), (2, "b")]
+        .into_iter()
+        .filter(|(bit, _)| keep & bit != 0)
+        .map(|(_, n)| n)
+        .collect();
+    answer(call, &names, json!({}), json!([{"Host": "b", "Score": 10}]));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Pods parked on calls that come back late, out of order, for pods deleted, changed or
+    /// re-added meanwhile: no pod is bound twice, none is lost, nothing stays parked, every
+    /// Reserve has one Unreserve or one bind.
+    #[test]
+    fn parked_pods_are_never_lost_nor_bound_twice(actions in actions()) {
+        use std::collections::{BTreeMap, BTreeSet};
+        let ledger = Ledger::default();
+        let mut s = engine(gpu_extender()).with_reserve(ledger.clone());
+        let now = Duration::ZERO;
+        let mut pods: BTreeSet<String> = BTreeSet::new();
+        let mut calls: Vec<Box<ExtenderCall>> = Vec::new();
+        let mut binding: Vec<(String, String)> = Vec::new();
+        let mut bound: BTreeMap<String, String> = BTreeMap::new();
+        let mut relabels = 0u32;
+        let mut binds_ok: BTreeMap<String, usize> = BTreeMap::new();
+        let take = |step: Step,
+                    calls: &mut Vec<Box<ExtenderCall>>,
+                    binding: &mut Vec<(String, String)>,
+                    bound: &BTreeMap<String, String>|
+         -> Result<bool, proptest::test_runner::TestCaseError> {
+            match step {
+                Step::CallExtenders { call } => {
+                    proptest::prop_assert!(call.pod().spec.containers[0].resources.requests.contains_key(GPU));
+                    calls.push(call);
+                }
+                Step::Bind { pod, node, .. } => {
+                    proptest::prop_assert!(!bound.contains_key(&pod), "{} bound twice", pod);
+                    proptest::prop_assert!(!binding.iter().any(|(p, _)| *p == pod), "{} handed out twice", pod);
+                    binding.push((pod, node));
+                }
+                Step::Idle { .. } => return Ok(false),
+                _ => {}
+            }
+            Ok(true)
+        };
+        for a in &actions {
+            match a {
+                Action::Add { id, gpu, milli_cpu } => {
+                    let key = format!("default/p{id}");
+                    if pods.insert(key) {
+                        s.apply(ClusterEvent::PodAdd(pod(&format!("p{id}"), &format!("{milli_cpu}m"), *gpu, "")), now);
+                    }
+                }
+                Action::Delete { id } => {
+                    let key = format!("default/p{id}");
+                    if pods.remove(&key) {
+                        bound.remove(&key);
+                        // A bind in flight fails with the pod; its result is not reported.
+                        binding.retain(|(p, _)| *p != key);
+                        s.apply(ClusterEvent::PodDelete(key), now);
+                    }
+                }
+                Action::Relabel { id } => {
+                    // A parked pod changes (its labels) while its call is out.
+                    let key = format!("default/p{id}");
+                    if let Some(c) = calls.iter().find(|c| c.pod_key() == key && pods.contains(&key)) {
+                        let mut p = c.pod().clone();
+                        relabels += 1;
+                        p.metadata.labels.insert("v".into(), relabels.to_string());
+                        s.apply(ClusterEvent::PodUpdate(p), now);
+                    }
+                }
+                Action::Schedule => {
+                    let step = s.schedule_one(now);
+                    take(step, &mut calls, &mut binding, &bound)?;
+                }
+                Action::Answer { pick, keep } => {
+                    if !calls.is_empty() {
+                        let mut call = calls.remove(pick % calls.len());
+                        answer_with(&mut call, *keep);
+                        s.extender_reply(*call);
+                    }
+                }
+                Action::FinishBind { ok } => {
+                    if !binding.is_empty() {
+                        let (pod, node) = binding.remove(0);
+                        let result = if *ok { Ok(()) } else { Err(sched_core::scheduler::BindError::new("refused")) };
+                        s.finish_binding(&pod, result, now);
+                        if *ok {
+                            *binds_ok.entry(pod.clone()).or_default() += 1;
+                            bound.insert(pod, node);
+                        }
+                    }
+                }
+            }
+        }
+        // Drain: every call answered keeping both nodes, every bind succeeds.
+        for _ in 0..200 {
+            for mut call in calls.drain(..) {
+                answer_with(&mut call, 3);
+                s.extender_reply(*call);
+            }
+            loop {
+                let step = s.schedule_one(now);
+                if !take(step, &mut calls, &mut binding, &bound)? {
+                    break;
+                }
+            }
+            for (pod, node) in binding.drain(..) {
+                s.finish_binding(&pod, Ok(()), now);
+                *binds_ok.entry(pod.clone()).or_default() += 1;
+                bound.insert(pod, node);
+            }
+            if calls.is_empty() {
+                break;
+            }
+        }
+        proptest::prop_assert_eq!(s.parked().count(), 0);
+        proptest::prop_assert_eq!(s.queue().counts().in_flight, 0);
+        for key in &pods {
+            match bound.get(key) {
+                Some(node) => proptest::prop_assert_eq!(s.snapshot().node_of(key), Some(node.as_str())),
+                None => {
+                    proptest::prop_assert!(s.snapshot().node_of(key).is_none());
+                    proptest::prop_assert!(s.queue().position(key).is_some(), "{} lost", key);
+                }
+            }
+        }
+        proptest::prop_assert_eq!(s.snapshot().pod_count(), bound.len());
+        for (key, (reserves, unreserves)) in ledger.0.lock().unwrap().iter() {
+            let binds = binds_ok.get(key).copied().unwrap_or(0);
+            proptest::prop_assert!(
+                *reserves == unreserves + binds,
+                "{}: {} reserves, {} unreserves, {} binds", key, reserves, unreserves, binds
+            );
+        }
+    }
+}

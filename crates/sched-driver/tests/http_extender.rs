@@ -92,6 +92,10 @@ fn start_server(called: mpsc::UnboundedSender<String>, release: watch::Receiver<
                                     json!({"Nodes": {"items": kept},
                                            "FailedNodes": {"a": "a has no free GPU"}, "Error": ""})
                                 }
+                                // Agrees, answering with UIDs as kube's extenders do.
+                                "/scheduler/preempt" => json!({
+                                    "NodeNameToMetaVictims": body["NodeNameToMetaVictims"].clone()
+                                }),
                                 "/scheduler/prioritize" => {
                                     json!([{"Host": "b", "Score": 0}, {"Host": "c", "Score": 10}])
                                 }
@@ -247,4 +251,83 @@ async fn a_slow_http_extender_does_not_delay_pods_it_does_not_manage() {
     );
     handle.shutdown();
     run.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preempt_verb_is_called_through_the_driver() {
+    let (called_tx, mut called) = mpsc::unbounded_channel();
+    let (_release_tx, release) = watch::channel(true);
+    let server = start_server(called_tx, release);
+    let config = SchedulerConfiguration::from_text(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         extenders:\n- urlPrefix: http://{}/scheduler\n  preemptVerb: preempt\n  \
+         nodeCacheCapable: true\n",
+        server.addr
+    ))
+    .unwrap();
+    let low: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "low", "namespace": "default", "uid": "uid-low"},
+        "spec": {"nodeName": "a", "priority": 0, "containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "7500m"}}}]}
+    }))
+    .unwrap();
+    let high: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "high", "namespace": "default", "uid": "uid-high"},
+        "spec": {"priority": 100, "containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "1"}}}]}
+    }))
+    .unwrap();
+    let snapshot = Snapshot::from_objects(vec![node("a")], vec![low]).unwrap();
+    let scheduler = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    let (bound_tx, _bound) = mpsc::unbounded_channel();
+    let driver = Driver::builder(scheduler)
+        .binder(ChannelBinder(bound_tx))
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let mut events = handle.subscribe();
+    let run = tokio::spawn(driver.run(std::future::pending()));
+    handle
+        .apply(sched_core::scheduler::ClusterEvent::PodAdd(high))
+        .unwrap();
+    assert_eq!(next(&mut called).await, "/scheduler/preempt");
+    let preempt = loop {
+        match tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("an event in a minute")
+            .unwrap()
+        {
+            DriverEvent::Step(StepTaken::Preempt { node, victims, .. }) => break (node, victims),
+            _ => continue,
+        }
+    };
+    assert_eq!(preempt, ("a".to_string(), vec!["default/low".to_string()]));
+    let body = server.requests.lock().unwrap()[0].1.clone();
+    assert_eq!(
+        body["NodeNameToMetaVictims"],
+        json!({"a": {"Pods": [{"UID": "uid-low"}], "NumPDBViolations": 0}})
+    );
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+}
+
+#[test]
+fn unusable_tls_settings_fail_the_build() {
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         extenders:\n- urlPrefix: https://127.0.0.1:1\n  tlsConfig: {caFile: /nonexistent/ca.pem}\n",
+    )
+    .unwrap();
+    let scheduler =
+        Scheduler::from_config(&config, &Registry::v1_34(), Snapshot::new(), 1).unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let err = Driver::builder(scheduler)
+        .binder(ChannelBinder(tx))
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("extender \"https://127.0.0.1:1\": reading the CA \"/nonexistent/ca.pem\""),
+        "{err}"
+    );
 }

@@ -453,24 +453,6 @@ impl ExtenderCall {
                 .any(|(_, e)| Extender::is_prioritizer(e))
     }
 
-    /// Ends the call with `error` as every unanswered extender's reply (a lost call: the
-    /// task sending it failed). The engine then treats it as those extenders' errors.
-    pub fn abandon(&mut self, error: impl Fn() -> ExtenderError) {
-        if let Some((k, prioritize)) = self.sent.take() {
-            if prioritize {
-                self.replies[k].prioritize = Some(Err(error()));
-            } else {
-                self.replies[k].filter = Some(Err(error()));
-            }
-        }
-        for (k, (_, e)) in self.extenders.iter().enumerate() {
-            if Extender::is_filter(e) && self.replies[k].filter.is_none() && !self.prioritizing {
-                self.replies[k].filter = Some(Err(error()));
-            }
-        }
-        self.stopped = true;
-    }
-
     /// The reply of the extender at `position` in the engine's list, if it was in the call.
     pub(crate) fn reply_of(&mut self, position: usize) -> Option<&mut RemoteReply> {
         self.replies.iter_mut().find(|r| r.position == position)
