@@ -65,8 +65,8 @@ pub struct ManagedResource {
 pub struct ExtenderTlsConfig {
     /// `insecure`: do not verify the server's certificate.
     pub insecure: bool,
-    /// `serverName` (SNI and certificate name); refused by [`super::HttpExtender`], whose
-    /// client cannot set it.
+    /// `serverName` (SNI and certificate name); refused by the HTTP clients (`HttpExtender`
+    /// and sched-driver's), which check the URL's host instead.
     pub server_name: String,
     /// `certFile`: client certificate (PEM).
     pub cert_file: String,

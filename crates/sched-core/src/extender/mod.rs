@@ -10,10 +10,10 @@
 //!   without I/O), to be sent by the caller (sched-driver: asynchronously, with each
 //!   extender's `httpTimeout`) and given back with
 //!   [`crate::scheduler::Scheduler::extender_reply`].
-//! - [`HttpExtender`] (feature `http-extender`, off by default): kube's HTTP extender over a
+//! - `HttpExtender` (feature `http-extender`, off by default): kube's HTTP extender over a
 //!   blocking client (ureq, rustls), for a caller that runs the engine by hand and accepts
 //!   that a call blocks it for up to its `httpTimeout`
-//!   ([`crate::scheduler::Scheduler::with_blocking_http_extenders`]).
+//!   (`Scheduler::with_blocking_http_extenders`).
 //! - [`wire`]: kube's JSON types, as kube sends and reads them.
 //!
 //! ```
