@@ -246,7 +246,9 @@ impl Driver {
 
     /// Schedules until `shutdown` completes or [`DriverHandle::shutdown`] is called, then
     /// stops scheduling, waits for the bindings and deletions in flight, applies their results
-    /// and the events already sent, and returns the engine. Call it inside a tokio runtime.
+    /// and the events already sent, and returns the engine. Extender calls in flight are
+    /// abandoned (their pods back off in the engine returned), so a slow extender does not
+    /// hold the shutdown up. Call it inside a tokio runtime.
     ///
     /// # Errors
     /// [`DriverError::Fenced`] when a hook said this scheduler may no longer write (after
@@ -291,6 +293,12 @@ impl Driver {
         // Drain: no more scheduling; wait for every binding and deletion, apply their results
         // and the commands already sent.
         engine.stopping = true;
+        // Extender calls are not waited for: their pods back off in the engine returned.
+        for t in engine.task_of.values() {
+            if let Task::Call(_, h) = t {
+                h.abort();
+            }
+        }
         loop {
             let (e, ()) = call(engine, rt.clone(), |e, _| {
                 e.absorb();
@@ -510,7 +518,7 @@ enum Task {
     Bind(Box<Binding>),
     Delete(Preemption),
     /// The extender call of this pod.
-    Call(String),
+    Call(String, tokio::task::AbortHandle),
 }
 
 impl Engine {
@@ -683,7 +691,7 @@ impl Engine {
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
                     }
-                    Some(Task::Call(pod)) => {
+                    Some(Task::Call(pod, _)) => {
                         self.calls_in_flight -= 1;
                         let now = self.now();
                         self.scheduler.extender_call_lost(&pod, now);
@@ -934,7 +942,7 @@ impl Engine {
             },
             rt,
         );
-        self.task_of.insert(h.id(), Task::Call(pod));
+        self.task_of.insert(h.id(), Task::Call(pod, h));
         self.calls_in_flight += 1;
     }
 

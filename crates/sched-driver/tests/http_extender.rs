@@ -331,3 +331,45 @@ fn unusable_tls_settings_fail_the_build() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_does_not_wait_for_an_extender_call() {
+    let (called_tx, mut called) = mpsc::unbounded_channel();
+    // The filter never answers.
+    let (_release_tx, release) = watch::channel(false);
+    let server = start_server(called_tx, release);
+    let config = SchedulerConfiguration::from_text(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         extenders:\n- urlPrefix: http://{}/scheduler\n  filterVerb: filter\n  \
+         httpTimeout: 600s\n",
+        server.addr
+    ))
+    .unwrap();
+    let snapshot = Snapshot::from_objects(vec![node("a")], Vec::new()).unwrap();
+    let scheduler = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 7).unwrap();
+    let (bound_tx, _bound) = mpsc::unbounded_channel();
+    let driver = Driver::builder(scheduler)
+        .binder(ChannelBinder(bound_tx))
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let run = tokio::spawn(driver.run(std::future::pending()));
+    handle
+        .apply(sched_core::scheduler::ClusterEvent::PodAdd(pod(
+            "slow", false,
+        )))
+        .unwrap();
+    assert_eq!(next(&mut called).await, "/scheduler/filter");
+    handle.shutdown();
+    let scheduler = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the driver stops without the extender's reply")
+        .unwrap()
+        .unwrap();
+    // The abandoned attempt is an error: the pod backs off, nothing stays parked.
+    assert_eq!(scheduler.parked().count(), 0);
+    assert_eq!(
+        scheduler.queue().position("default/slow"),
+        Some(sched_core::scheduler::QueueName::Backoff)
+    );
+}
