@@ -260,11 +260,21 @@ impl sched_core::scheduler::ReservePlugin for Ledger {
         "Ledger"
     }
     fn reserve(&self, pod: &Pod, _: &str) -> Result<(), sched_core::scheduler::ReserveError> {
-        self.0.lock().unwrap().entry(pod.key()).or_default().0 += 1;
+        self.0
+            .lock()
+            .unwrap()
+            .entry(pod.key().to_string())
+            .or_default()
+            .0 += 1;
         Ok(())
     }
     fn unreserve(&self, pod: &Pod, _: &str) {
-        self.0.lock().unwrap().entry(pod.key()).or_default().1 += 1;
+        self.0
+            .lock()
+            .unwrap()
+            .entry(pod.key().to_string())
+            .or_default()
+            .1 += 1;
     }
 }
 
@@ -335,6 +345,7 @@ proptest::proptest! {
                     calls.push(call);
                 }
                 Step::Bind { pod, node, .. } => {
+                    let pod = pod.to_string();
                     proptest::prop_assert!(!bound.contains_key(&pod), "{} bound twice", pod);
                     proptest::prop_assert!(!binding.iter().any(|(p, _)| *p == pod), "{} handed out twice", pod);
                     binding.push((pod, node));
@@ -349,7 +360,7 @@ proptest::proptest! {
                 Action::Add { id, gpu, milli_cpu } => {
                     let key = format!("default/p{id}");
                     if pods.insert(key) {
-                        s.apply(ClusterEvent::PodAdd(pod(&format!("p{id}"), &format!("{milli_cpu}m"), *gpu, "")), now);
+                        s.apply(ClusterEvent::add(pod(&format!("p{id}"), &format!("{milli_cpu}m"), *gpu, "")), now);
                     }
                 }
                 Action::Delete { id } => {
@@ -358,7 +369,7 @@ proptest::proptest! {
                         bound.remove(&key);
                         // A bind in flight fails with the pod; its result is not reported.
                         binding.retain(|(p, _)| *p != key);
-                        s.apply(ClusterEvent::PodDelete(key), now);
+                        s.apply(ClusterEvent::Delete(ObjectKey::Pod(key.as_str().into())), now);
                     }
                 }
                 Action::Relabel { id } => {
@@ -368,7 +379,7 @@ proptest::proptest! {
                         let mut p = c.pod().clone();
                         relabels += 1;
                         p.metadata.labels.insert("v".into(), relabels.to_string());
-                        s.apply(ClusterEvent::PodUpdate(p), now);
+                        s.apply(ClusterEvent::update(p), now);
                     }
                 }
                 Action::Schedule => {

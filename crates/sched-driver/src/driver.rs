@@ -518,7 +518,7 @@ enum Task {
     Bind(Box<Binding>),
     Delete(Preemption),
     /// The extender call of this pod.
-    Call(String, tokio::task::AbortHandle),
+    Call(PodKey, tokio::task::AbortHandle),
 }
 
 impl Engine {

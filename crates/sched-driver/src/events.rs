@@ -72,7 +72,7 @@ pub enum StepTaken {
     /// extenders over HTTP.
     CallExtenders {
         /// `namespace/name`.
-        pod: String,
+        pod: PodKey,
         /// The nodes sent (those that passed the filter plugins).
         nodes: Vec<String>,
     },

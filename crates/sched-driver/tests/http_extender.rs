@@ -131,7 +131,7 @@ struct ChannelBinder(mpsc::UnboundedSender<String>);
 #[sched_driver::async_trait]
 impl Binder for ChannelBinder {
     async fn bind(&self, b: &Binding) -> Result<(), BindError> {
-        let _ = self.0.send(b.pod.clone());
+        let _ = self.0.send(b.pod.to_string());
         Ok(())
     }
 }
@@ -171,15 +171,13 @@ async fn a_slow_http_extender_does_not_delay_pods_it_does_not_manage() {
 
     // The GPU pod first: its filter call goes out and hangs.
     handle
-        .apply(sched_core::scheduler::ClusterEvent::PodAdd(pod(
-            "gpu", true,
-        )))
+        .apply(sched_core::scheduler::ClusterEvent::add(pod("gpu", true)))
         .unwrap();
     assert_eq!(next(&mut called).await, "/scheduler/filter");
     // Pods the extender does not manage, added after it, are bound while its call is out.
     for i in 0..3 {
         handle
-            .apply(sched_core::scheduler::ClusterEvent::PodAdd(pod(
+            .apply(sched_core::scheduler::ClusterEvent::add(pod(
                 &format!("plain-{i}"),
                 false,
             )))
@@ -288,7 +286,7 @@ async fn the_preempt_verb_is_called_through_the_driver() {
     let mut events = handle.subscribe();
     let run = tokio::spawn(driver.run(std::future::pending()));
     handle
-        .apply(sched_core::scheduler::ClusterEvent::PodAdd(high))
+        .apply(sched_core::scheduler::ClusterEvent::add(high))
         .unwrap();
     assert_eq!(next(&mut called).await, "/scheduler/preempt");
     let preempt = loop {
@@ -301,7 +299,7 @@ async fn the_preempt_verb_is_called_through_the_driver() {
             _ => continue,
         }
     };
-    assert_eq!(preempt, ("a".to_string(), vec!["default/low".to_string()]));
+    assert_eq!(preempt, ("a".to_string(), vec!["default/low".into()]));
     let body = server.requests.lock().unwrap()[0].1.clone();
     assert_eq!(
         body["NodeNameToMetaVictims"],
@@ -355,9 +353,7 @@ async fn shutdown_does_not_wait_for_an_extender_call() {
     let handle = driver.handle();
     let run = tokio::spawn(driver.run(std::future::pending()));
     handle
-        .apply(sched_core::scheduler::ClusterEvent::PodAdd(pod(
-            "slow", false,
-        )))
+        .apply(sched_core::scheduler::ClusterEvent::add(pod("slow", false)))
         .unwrap();
     assert_eq!(next(&mut called).await, "/scheduler/filter");
     handle.shutdown();
