@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::load_error::{LoadError, LoadErrorKind, Position};
 use super::{
-    DraObjects, Namespace, Node, Pod, PodDisruptionBudget, Role, StorageObjects, Workload,
+    DraObjects, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, Role, StorageObjects, Workload,
 };
 
 /// Where a loaded object came from: its file and index.
@@ -39,6 +39,8 @@ pub struct ClusterObjects {
     /// DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, for dynamic
     /// resource allocation.
     pub dra: DraObjects,
+    /// scheduler-plugins' PodGroups, for gang scheduling (Coscheduling).
+    pub pod_groups: Vec<PodGroup>,
     /// How many objects of each other kind (ConfigMap, Deployment, ...) were read and left out.
     pub other_kinds: BTreeMap<String, usize>,
     node_origins: Vec<Origin>,
@@ -112,6 +114,7 @@ impl ClusterObjects {
         self.storage.extend(other.storage);
         self.pdbs.extend(other.pdbs);
         self.dra.extend(other.dra);
+        self.pod_groups.extend(other.pod_groups);
         for (kind, n) in other.other_kinds {
             *self.other_kinds.entry(kind).or_default() += n;
         }
@@ -153,6 +156,7 @@ impl ClusterObjects {
             storage,
             pdbs,
             dra,
+            pod_groups,
             other_kinds,
             node_origins,
             pod_origins,
@@ -240,6 +244,7 @@ impl ClusterObjects {
             storage,
             pdbs,
             dra,
+            pod_groups,
             report,
         })
     }
@@ -268,6 +273,9 @@ pub struct Cluster {
     pub pdbs: Vec<PodDisruptionBudget>,
     /// Dynamic resource allocation objects.
     pub dra: DraObjects,
+    /// scheduler-plugins' PodGroups (for the engine's Coscheduling,
+    /// [`ClusterEvent::PodGroupAdd`](crate::scheduler::ClusterEvent::PodGroupAdd)).
+    pub pod_groups: Vec<PodGroup>,
     /// What was left out, and why.
     pub report: LoadReport,
 }

@@ -18,8 +18,8 @@ use super::objects::nullable;
 use super::{
     ClusterObjects, CsiDriver, CsiNode, CsiStorageCapacity, DeviceClass, LabelSelector, Namespace,
     Node, NodeSpec, NodeStatus, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod,
-    PodDisruptionBudget, PodSpec, PodStatus, ResourceClaim, ResourceClaimTemplate, ResourceList,
-    ResourceSlice, StorageClass, Workload, WorkloadKind,
+    PodDisruptionBudget, PodGroup, PodSpec, PodStatus, ResourceClaim, ResourceClaimTemplate,
+    ResourceList, ResourceSlice, StorageClass, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -382,6 +382,10 @@ impl Ctx<'_> {
                         let pdb: PodDisruptionBudget = self.named(kind, at, raw)?;
                         out.pdbs.push(pdb);
                     }
+                    "PodGroup" => {
+                        let g: PodGroup = self.named(kind, at, raw)?;
+                        out.pod_groups.push(g);
+                    }
                     "DeviceClass" => {
                         let c: DeviceClass = self.named(kind, at, raw)?;
                         out.dra.device_classes.push(c);
@@ -429,6 +433,7 @@ impl Ctx<'_> {
                 "ResourceSlice" => "ResourceSlice",
                 "ResourceClaim" => "ResourceClaim",
                 "ResourceClaimTemplate" => "ResourceClaimTemplate",
+                "PodGroup" => "PodGroup",
                 _ => "CSINode",
             };
             return Err(self.err(LoadErrorKind::EmptyName { kind, at }));
@@ -664,7 +669,8 @@ has_meta!(
     DeviceClass,
     ResourceSlice,
     ResourceClaim,
-    ResourceClaimTemplate
+    ResourceClaimTemplate,
+    PodGroup
 );
 
 /// Objects whose values Kubernetes' API validation would refuse.

@@ -16,6 +16,7 @@ mod load_error;
 mod namespace;
 mod objects;
 mod pdb;
+mod pod_group;
 mod quantity;
 mod resources;
 mod storage;
@@ -30,6 +31,7 @@ pub use namespace::Namespace;
 pub(crate) use objects::volume_claim;
 pub use objects::*;
 pub use pdb::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
+pub use pod_group::{POD_GROUP_LABEL, PodGroup, PodGroupSpec, PodGroupStatus, pod_group_of};
 pub use quantity::{Quantity, QuantityError};
 pub(crate) use resources::has_pod_level_requests;
 pub use resources::{
