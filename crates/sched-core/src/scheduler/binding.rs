@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::gang::{COSCHEDULING, PermitStatus};
 use super::hooks::ReserveHook;
 use super::{EventMask, PermitDecision, Scheduler, SchedulerEvent, Step, Tries};
 use crate::model::{Pod, PodKey};
@@ -313,6 +314,22 @@ impl Scheduler {
                     on.push(plugin.name().to_string());
                     timeout = Some(timeout.map_or(d, |t| t.min(d)));
                 }
+                PermitDecision::AllowWith(others) => {
+                    for other in &others {
+                        self.assumed.allow(other, plugin.name());
+                    }
+                }
+            }
+        }
+        match self.gang_permit(&p) {
+            Ok(None) => {}
+            Ok(Some(d)) => {
+                on.push(COSCHEDULING.to_string());
+                timeout = Some(timeout.map_or(d, |t| t.min(d)));
+            }
+            Err(reason) => {
+                self.undo(p, &key, COSCHEDULING, &reason, true, now);
+                return rejected(key, COSCHEDULING.to_string(), reason);
             }
         }
         match timeout {
@@ -351,6 +368,70 @@ impl Scheduler {
         match hook {
             ReserveHook::VolumeBinding => self.unreserve_volumes(p, now),
             ReserveHook::Plugin(r) => r.unreserve(&p.pod, &p.node),
+        }
+    }
+
+    /// Coscheduling's Permit for a placement: `Ok(None)` to go on, `Ok(Some(wait))` to hold it
+    /// (the first member to wait moves its siblings to activeQ), `Err` to reject it. On
+    /// success every waiting member of the group is allowed.
+    fn gang_permit(&mut self, p: &Placement) -> Result<Option<Duration>, String> {
+        let Some(g) = &self.gang else {
+            return Ok(None);
+        };
+        let (status, first) = g.permit(&p.pod, &self.snapshot);
+        let group = g.group_of_pod(&p.pod.key()).map(str::to_string);
+        match status {
+            PermitStatus::PodGroupNotFound => Err("PodGroup not found".to_string()),
+            PermitStatus::Wait => {
+                let wait = g.wait_time(group.as_deref().and_then(|k| g.group(k)));
+                if first && let Some(group) = &group {
+                    let me = p.pod.key();
+                    let siblings: Vec<String> = g
+                        .members(group)
+                        .filter(|k| *k != me)
+                        .map(str::to_string)
+                        .collect();
+                    self.queue.activate(siblings.iter().map(String::as_str));
+                }
+                Ok(Some(wait))
+            }
+            PermitStatus::Success => {
+                if let Some(group) = &group {
+                    for k in self.waiting_members(group) {
+                        self.assumed.allow(&k, COSCHEDULING);
+                    }
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The members of `group` held at Permit.
+    fn waiting_members(&self, group: &str) -> Vec<String> {
+        let Some(g) = &self.gang else {
+            return Vec::new();
+        };
+        g.members(group)
+            .filter(|k| matches!(self.assumed.get(k), Some(Stage::Waiting { .. })))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Rejects every member of `group` held at Permit (Coscheduling's `waitingPod.Reject`):
+    /// each is released, forgotten and waits in the unschedulable pool. All leave the map
+    /// before the first release, so that their releases find none of them waiting.
+    pub(super) fn reject_group(&mut self, group: &str, reason: &str, now: Duration) {
+        let waiting = self.waiting_members(group);
+        let placements: Vec<(String, Placement)> = waiting
+            .into_iter()
+            .filter_map(|k| {
+                let p = self.assumed.remove(&k).and_then(Stage::into_placement)?;
+                Some((k, p))
+            })
+            .collect();
+        for (k, p) in placements {
+            self.undo(p, &k, COSCHEDULING, reason, true, now);
         }
     }
 
@@ -539,6 +620,10 @@ impl Scheduler {
         let hooks = Arc::clone(&self.reserve);
         for hook in hooks.iter().rev() {
             self.unreserve_one(hook, p, now);
+        }
+        // Coscheduling's Unreserve: the group's waiting members go too.
+        if let Some(group) = self.gang.as_mut().and_then(|g| g.unreserve(&p.pod)) {
+            self.reject_group(&group, "rejection in Unreserve", now);
         }
     }
 

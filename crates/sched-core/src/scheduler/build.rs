@@ -62,7 +62,18 @@ impl Scheduler {
             parked: Default::default(),
             replies: Default::default(),
             last_call: 0,
+            gang: None,
         }
+    }
+
+    /// Turns gang scheduling on: scheduler-plugins' Coscheduling ([`super::gang`]) for every
+    /// profile, its QueueSort ordering the queue. PodGroups come as
+    /// [`ClusterEvent::PodGroupAdd`](super::ClusterEvent::PodGroupAdd) events.
+    #[must_use]
+    pub fn with_coscheduling(mut self, args: super::gang::CoschedulingArgs) -> Scheduler {
+        self.gang = Some(super::gang::Coscheduling::new(args));
+        self.queue.use_group_order();
+        self
     }
 
     /// Seeds the generator of preemption's dry-run offset (kube's random

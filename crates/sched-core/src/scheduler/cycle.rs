@@ -53,6 +53,12 @@ impl Scheduler {
     /// node; a placed pod goes on to Reserve and Permit. A pod a remote extender is
     /// interested in is parked after the filter plugins, its extenders' calls handed out.
     fn attempt(&mut self, slot: usize, key: PodKey, pod: Pod, now: Duration) -> Step {
+        // Coscheduling's PreFilter: a refused group member is unresolvable (no preemption).
+        if let Some(g) = &mut self.gang
+            && let Err(message) = g.pre_filter(&pod, &self.snapshot, now)
+        {
+            return self.gang_refused(key, pod, message, now);
+        }
         let remote = !self.extenders.is_empty() && self.needs_call(&pod);
         // A parked pod's nominated node is not tried on its own (it would need a call of
         // its own): the whole search covers it.
@@ -212,6 +218,40 @@ impl Scheduler {
         Some(self.finish_attempt(slot, key, pod, result, now))
     }
 
+    /// Coscheduling's PreFilter refused the pod: it waits for a PodGroup or pod event (or the
+    /// longest stay), and Coscheduling's PostFilter runs (kube runs PostFilter after an
+    /// unresolvable PreFilter too), which may reject and back off its group.
+    fn gang_refused(&mut self, key: PodKey, pod: Pod, message: String, now: Duration) -> Step {
+        self.queue.unschedulable(
+            &key,
+            EventMask::POD_GROUP | EventMask::ASSIGNED_POD_ADD,
+            now,
+        );
+        self.gang_post_filter(&pod, now);
+        let mut error = FitError::new(key.clone(), self.snapshot.len(), Vec::new());
+        error.pre_filter_message = Some(message);
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.clone(),
+            message: error.to_string(),
+        });
+        Step::Unschedulable { pod: key, error }
+    }
+
+    /// Coscheduling's PostFilter for a pod no node takes: it may reject every waiting member
+    /// of the pod's group.
+    fn gang_post_filter(&mut self, pod: &Pod, now: Duration) {
+        let Some(g) = &mut self.gang else {
+            return;
+        };
+        if g.group_of_pod(&pod.key()).is_none() {
+            return;
+        }
+        let status = g.post_filter(pod, &self.snapshot, now);
+        if let Some(group) = status.reject_group {
+            self.reject_group(&group, "optimistic rejection in PostFilter", now);
+        }
+    }
+
     /// A nominated pod is tried on its node first (kube's evaluateNominatedNode), with the
     /// pods nominated there before it held: the node, with the pod assumed there, if it fits.
     fn nominated_fit(&mut self, slot: usize, key: &str, pod: &Pod) -> Option<String> {
@@ -267,13 +307,23 @@ impl Scheduler {
         }
         self.queue.unschedulable(&key, waiting_for, now);
         if self.profiles[slot].post_filter.is_empty() {
+            self.gang_post_filter(&pod, now);
             self.events.push(SchedulerEvent::FailedScheduling {
                 pod: key.clone(),
                 message: error.to_string(),
             });
             return Step::Unschedulable { pod: key, error };
         }
+        // Coscheduling's PostFilter after preemption's, when preemption nominated nothing
+        // (kube stops at the first PostFilter plugin that succeeds; preemption runs on the
+        // cycle's snapshot, where the group's waiting members still are).
+        let gang_pod = self.gang.is_some().then(|| pod.clone());
         let (step, message, skipped) = self.run_post_filter(slot, pod, &error, waiting_for, now);
+        if let Some(p) = gang_pod
+            && step.is_none()
+        {
+            self.gang_post_filter(&p, now);
+        }
         // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
         if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
             error.post_filter_message = Some(message);

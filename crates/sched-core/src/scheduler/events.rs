@@ -4,7 +4,7 @@
 use crate::framework::Reason;
 use crate::model::{
     Cluster, CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodDisruptionBudget, PodKey, StorageClass,
+    PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PodKey, StorageClass,
 };
 
 /// A change to the cluster, as an informer reports it: an object added or changed (the whole
@@ -117,6 +117,7 @@ objects! {
     CsiStorageCapacity(CsiStorageCapacity) "`namespace/name`" => |o| o.key();
     Namespace(Namespace) "name" => |o| o.metadata.name.clone();
     PodDisruptionBudget(PodDisruptionBudget) "`namespace/name`" => |o| o.key();
+    PodGroup(PodGroup) "`namespace/name` (scheduler-plugins' PodGroup: gang scheduling, see [`Scheduler::with_coscheduling`](super::Scheduler::with_coscheduling); ignored without it)" => |o| o.key();
 }
 
 impl ObjectKey {
@@ -130,7 +131,7 @@ impl ClusterEvent {
     /// What informers report when they first list `cluster`: every object but the pending
     /// pods, as add events, in this order: namespaces, nodes, bound pods, StorageClasses,
     /// PersistentVolumes, claims, CSINodes, CSIDrivers, CSIStorageCapacities,
-    /// PodDisruptionBudgets. The objects are taken out of `cluster`; its pending pods stay
+    /// PodDisruptionBudgets, PodGroups. The objects are taken out of `cluster`; its pending pods stay
     /// there for the caller to add in its own order, and its workloads (which have no events)
     /// go to the snapshot ([`Snapshot::set_workloads`](crate::snapshot::Snapshot::set_workloads)).
     ///
@@ -173,6 +174,7 @@ impl ClusterEvent {
                 .map(ClusterEvent::add),
         );
         events.extend(cluster.pdbs.drain(..).map(ClusterEvent::add));
+        events.extend(cluster.pod_groups.drain(..).map(ClusterEvent::add));
         events
     }
 }
@@ -232,6 +234,8 @@ impl EventMask {
     pub const CSI_STORAGE_CAPACITY_ADD: EventMask = EventMask(1 << 23);
     /// A CSIStorageCapacity changed.
     pub const CSI_STORAGE_CAPACITY_UPDATE: EventMask = EventMask(1 << 24);
+    /// A PodGroup was added or changed, or a pod joined one (Coscheduling's events).
+    pub const POD_GROUP: EventMask = EventMask(1 << 25);
     /// Every kind.
     pub const ALL: EventMask = EventMask(u32::MAX);
 

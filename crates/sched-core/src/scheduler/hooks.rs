@@ -98,6 +98,10 @@ pub enum PermitDecision {
     /// Hold it (assumed) until [`Scheduler::allow`](super::Scheduler::allow) or
     /// [`Scheduler::reject`](super::Scheduler::reject), at most this long.
     Wait(Duration),
+    /// Bind it, and allow these waiting pods (`namespace/name`) on this plugin, as kube's
+    /// `IterateOverWaitingPods(... Allow)` does for a gang's last member. Pods not waiting on
+    /// the plugin are passed over.
+    AllowWith(Vec<String>),
 }
 
 /// kube's Permit: the last word before binding (gang scheduling, quotas, approvals).

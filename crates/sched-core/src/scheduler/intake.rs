@@ -72,6 +72,15 @@ impl Scheduler {
                     Err(i) => self.pdbs.insert(i, pdb),
                 }
             }
+            Object::PodGroup(pg) => {
+                if let Some(g) = &mut self.gang {
+                    let key = pg.key();
+                    if g.upsert_group(pg, now) {
+                        self.queue.set_group_created(&key, Some(now));
+                    }
+                    self.queue.on_event(EventMask::POD_GROUP, now);
+                }
+            }
         }
     }
 
@@ -124,6 +133,13 @@ impl Scheduler {
             }
             ObjectKey::Namespace(name) => drop(self.snapshot.remove_namespace(&name)),
             ObjectKey::PodDisruptionBudget(key) => self.pdbs.retain(|p| p.key() != key),
+            ObjectKey::PodGroup(key) => {
+                if let Some(g) = &mut self.gang
+                    && g.remove_group(&key)
+                {
+                    self.queue.set_group_created(&key, None);
+                }
+            }
         }
     }
 
@@ -131,6 +147,9 @@ impl Scheduler {
     /// allowed, or handed out and its bind not finished: kube's bind would fail and
     /// unreserve), and out of the snapshot.
     fn delete_pod(&mut self, key: &str, now: Duration) {
+        if let Some(g) = &mut self.gang {
+            g.forget_pod(key);
+        }
         self.queue.delete(key);
         self.parked.remove(key);
         self.nominator.delete(key);
@@ -165,6 +184,18 @@ impl Scheduler {
 
     fn apply_pod(&mut self, pod: Pod, now: Duration) {
         let key = pod.key();
+        // Coscheduling counts a group's pods, pending and bound, by their label.
+        let joined = match &mut self.gang {
+            Some(g) => {
+                let before = g.group_of_pod(&key).is_some();
+                g.note_pod(&pod);
+                !before && g.group_of_pod(&key).is_some()
+            }
+            None => false,
+        };
+        if joined {
+            self.queue.on_event(EventMask::POD_GROUP, now);
+        }
         if pod.spec.node_name.is_empty() {
             // Pending: queue it if one of our profiles schedules it; a pod being deleted is
             // not scheduled.

@@ -100,6 +100,10 @@
 //!   its status patches landed: an update that carries no `nominatedNodeName` keeps the
 //!   nomination made here. Without nominated pods of at least the pod's priority the cycle
 //!   runs exactly as before (one check of the nominator).
+//! - **Gang scheduling** ([`gang`], [`Scheduler::with_coscheduling`]): scheduler-plugins'
+//!   Coscheduling over PodGroups ([`Object::PodGroup`], [`ObjectKey::PodGroup`]): its
+//!   QueueSort, PreFilter, Permit (members held until `minMember` are assumed, then allowed
+//!   together), Unreserve (every waiting member released with one) and PostFilter.
 //! - **PodDisruptionBudgets** arrive as events ([`Object::PodDisruptionBudget`],
 //!   [`ObjectKey::PodDisruptionBudget`]; [`pdb`] for kube's rule).
 //!
@@ -143,6 +147,7 @@ mod build;
 mod cycle;
 mod events;
 mod extender;
+pub mod gang;
 mod hooks;
 mod intake;
 mod nominator;
@@ -212,6 +217,8 @@ pub struct Scheduler {
     replies: VecDeque<ExtenderCall>,
     /// The last call's identity.
     last_call: u64,
+    /// Gang scheduling (scheduler-plugins' Coscheduling), when on.
+    gang: Option<gang::Coscheduling>,
 }
 
 /// A pod parked on a remote extender call.
@@ -294,6 +301,12 @@ impl Scheduler {
                 message: s.message,
             });
         }
+    }
+
+    /// Gang scheduling's state (PodGroups, their members), when
+    /// [`Scheduler::with_coscheduling`] turned it on.
+    pub fn coscheduling(&self) -> Option<&gang::Coscheduling> {
+        self.gang.as_ref()
     }
 
     /// The cluster as the scheduler sees it (assumed pods included).

@@ -204,6 +204,18 @@ pub struct SchedulingQueue {
     /// kube's `podErrorBackoffQ`: pods whose attempt failed with an error.
     error_backoff: BTreeSet<BackoffKey>,
     seq: u64,
+    /// Coscheduling's QueueSort instead of PrioritySort, when set.
+    group_order: Option<GroupOrder>,
+}
+
+/// Coscheduling's QueueSort (scheduler-plugins' `Less`): priority, then the group's creation
+/// time (a pod without a group: when it was first queued), then the pod's `namespace/name`.
+#[derive(Clone, Debug, Default)]
+struct GroupOrder {
+    /// Creation time of each known group, by `namespace/name`.
+    created: HashMap<String, Duration>,
+    /// When each pod was first queued (kube's `InitialAttemptTimestamp` stand-in).
+    first_queued: HashMap<PodKey, Duration>,
 }
 
 fn priority(pod: &Pod) -> i32 {
@@ -319,13 +331,92 @@ impl SchedulingQueue {
         }
     }
 
+    /// The entry's place in activeQ: PrioritySort's (priority, time queued, arrival), or
+    /// Coscheduling's (priority, group creation or first queued, pod key).
+    fn active_key(&self, key: &PodKey, e: &Entry) -> ActiveKey {
+        match &self.group_order {
+            None => (Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()),
+            Some(g) => {
+                let time = crate::model::pod_group_of(&e.pod)
+                    .and_then(|group| g.created.get(&group).copied())
+                    .or_else(|| g.first_queued.get(&**key).copied())
+                    .unwrap_or(e.timestamp);
+                (Reverse(priority(&e.pod)), time, 0, key.clone())
+            }
+        }
+    }
+
+    /// Orders activeQ by Coscheduling's QueueSort from now on.
+    pub(crate) fn use_group_order(&mut self) {
+        let active: Vec<PodKey> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| e.queue == QueueName::Active)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let entries: Vec<(PodKey, Entry)> = active.iter().filter_map(|k| self.unlink(k)).collect();
+        let mut order = GroupOrder::default();
+        for (k, e) in self.pods.iter().chain(entries.iter().map(|(k, e)| (k, e))) {
+            order.first_queued.insert(k.clone(), e.timestamp);
+        }
+        self.group_order = Some(order);
+        for (k, e) in entries {
+            self.link(k, e, QueueName::Active);
+        }
+    }
+
+    /// The group `group` (`namespace/name`) was created at `created` (`None`: deleted): its
+    /// pods in activeQ take their new place.
+    pub(crate) fn set_group_created(&mut self, group: &str, created: Option<Duration>) {
+        if self.group_order.is_none() {
+            return;
+        }
+        let keys: Vec<PodKey> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| {
+                e.queue == QueueName::Active
+                    && crate::model::pod_group_of(&e.pod).as_deref() == Some(group)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let entries: Vec<(PodKey, Entry)> = keys.iter().filter_map(|k| self.unlink(k)).collect();
+        if let Some(g) = &mut self.group_order {
+            match created {
+                Some(t) => g.created.insert(group.to_string(), t),
+                None => g.created.remove(group),
+            };
+        }
+        for (k, e) in entries {
+            self.link(k, e, QueueName::Active);
+        }
+    }
+
+    /// Moves these pods from the unschedulable pool or backoffQ to activeQ (kube's
+    /// `Activate`, which Coscheduling asks for a waiting member's siblings). Returns how many
+    /// moved.
+    pub(crate) fn activate<'a>(&mut self, keys: impl IntoIterator<Item = &'a str>) -> usize {
+        let mut moved = 0;
+        for key in keys {
+            if matches!(
+                self.pods.get(key).map(|e| e.queue),
+                Some(QueueName::Unschedulable | QueueName::Backoff)
+            ) && let Some((k, e)) = self.unlink(key)
+            {
+                self.link(k, e, QueueName::Active);
+                moved += 1;
+            }
+        }
+        moved
+    }
+
     /// Takes the pod `key` out of the map and its queue: its stored key and its entry.
     fn unlink(&mut self, key: &str) -> Option<(PodKey, Entry)> {
         let (key, e) = self.pods.remove_entry(key)?;
         match e.queue {
             QueueName::Active => {
-                self.active
-                    .remove(&(Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()));
+                let k = self.active_key(&key, &e);
+                self.active.remove(&k);
             }
             QueueName::Backoff => {
                 let k = self.backoff_key(&key, &e);
@@ -344,8 +435,8 @@ impl SchedulingQueue {
         e.queue = queue;
         match queue {
             QueueName::Active => {
-                self.active
-                    .insert((Reverse(priority(&e.pod)), e.timestamp, e.seq, key.clone()));
+                let k = self.active_key(&key, &e);
+                self.active.insert(k);
             }
             QueueName::Backoff => {
                 let k = self.backoff_key(&key, &e);
@@ -363,6 +454,9 @@ impl SchedulingQueue {
         if self.pods.contains_key(&key) {
             self.update(pod, now);
             return;
+        }
+        if let Some(g) = &mut self.group_order {
+            g.first_queued.entry(key.clone()).or_insert(now);
         }
         self.seq += 1;
         let queue = if pod.spec.scheduling_gates.is_empty() {
@@ -410,7 +504,11 @@ impl SchedulingQueue {
 
     /// Removes a pod (deleted, or bound by someone else). Returns whether it was queued.
     pub fn delete(&mut self, key: &str) -> bool {
-        self.unlink(key).is_some()
+        let queued = self.unlink(key).is_some();
+        if let Some(g) = &mut self.group_order {
+            g.first_queued.remove(key);
+        }
+        queued
     }
 
     fn active_or_backoff(&self, e: &Entry, now: Duration) -> QueueName {
