@@ -304,7 +304,8 @@ fn coscheduling_less() {
     };
     // A pod without InitialAttemptTimestamp: the Go cases leave it nil where priorities differ.
     let z = Duration::ZERO;
-    let cases: Vec<(&str, P, P, Vec<(&str, &str, Duration)>, bool)> = vec![
+    type Groups = Vec<(&'static str, &'static str, Duration)>;
+    let cases: Vec<(&str, P, P, Groups, bool)> = vec![
         (
             "p1.priority less than p2.priority",
             p("p1", "ns1", low, None, z),
