@@ -668,8 +668,15 @@ impl Scheduler {
         // What the pod held is free again (for the others: the pod itself is requeued after).
         self.queue.on_event(EventMask::ASSIGNED_POD_DELETE, now);
         if unschedulable {
+            // A pod Coscheduling rejected waits for the events it registers (a pod added, a
+            // PodGroup added or changed), as kube requeues by the rejecting plugin's events.
+            let waiting_for = if plugin == COSCHEDULING {
+                super::gang::EVENTS
+            } else {
+                EventMask::ALL
+            };
             self.queue
-                .requeue_unschedulable(p.pod, p.tries, EventMask::ALL, now);
+                .requeue_unschedulable(p.pod, p.tries, waiting_for, now);
         } else {
             self.queue.requeue_with_backoff(p.pod, p.tries, now);
         }

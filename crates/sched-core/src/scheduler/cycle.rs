@@ -222,11 +222,7 @@ impl Scheduler {
     /// longest stay), and Coscheduling's PostFilter runs (kube runs PostFilter after an
     /// unresolvable PreFilter too), which may reject and back off its group.
     fn gang_refused(&mut self, key: PodKey, pod: Pod, message: String, now: Duration) -> Step {
-        self.queue.unschedulable(
-            &key,
-            EventMask::POD_GROUP | EventMask::ASSIGNED_POD_ADD,
-            now,
-        );
+        self.queue.unschedulable(&key, super::gang::EVENTS, now);
         self.gang_post_filter(&pod, now);
         let mut error = FitError::new(key.clone(), self.snapshot.len(), Vec::new());
         error.pre_filter_message = Some(message);

@@ -33,11 +33,16 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use super::EventMask;
 use crate::model::{Pod, PodGroup, PodKey, ResourceList, Resources, pod_group_of};
 use crate::snapshot::Snapshot;
 
 /// The plugin name Coscheduling holds pods under at Permit, and rejects them with.
 pub const COSCHEDULING: &str = "Coscheduling";
+
+/// The events Coscheduling registers (scheduler-plugins' `EventsToRegister`: a pod added, a
+/// PodGroup added or changed): a pod it rejected waits for one of them.
+pub const EVENTS: EventMask = EventMask(EventMask::POD_GROUP.0 | EventMask::ASSIGNED_POD_ADD.0);
 
 /// scheduler-plugins' `DefaultWaitTime`: the Permit wait when nothing else is set.
 pub const DEFAULT_WAIT_TIME: Duration = Duration::from_secs(60);
