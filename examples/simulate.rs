@@ -48,6 +48,13 @@
 //! arrive, then a summary (counts, every pending pod's fate, every victim).
 //! `examples/data/cycle.json` with `--config examples/data/scheduler-config.yaml` shows queue
 //! order, a gated pod, a preemption steered by a PodDisruptionBudget and two profiles.
+//!
+//! PodGroups (`scheduling.x-k8s.io/v1alpha1`) in the files turn on gang scheduling
+//! (scheduler-plugins' Coscheduling, `sched_core::scheduler::gang`): members wait at Permit
+//! (printed with their deadline) until `minMember` are placed, and the summary gives each group
+//! as placed, waiting, timed out or not placed. `examples/data/gangs.json` shows a gang placed
+//! together beside ordinary pods, one that times out waiting for a gated member, and one whose
+//! `minResources` the cluster cannot hold.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -56,10 +63,11 @@ use std::time::Duration;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{Cluster, ClusterObjects, Pod, PodKey, Role, load_file};
+use sched_core::model::{Cluster, ClusterObjects, Pod, PodKey, Role, load_file, pod_group_of};
 use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
+use sched_core::scheduler::gang::CoschedulingArgs;
 use sched_core::scheduler::{
     BindError, ClusterEvent, ObjectKey, QueueSettings, Scheduler, SchedulerEvent, Step,
 };
@@ -465,6 +473,12 @@ enum Fate {
     Preempted,
 }
 
+impl Fate {
+    fn is_bound(&self) -> bool {
+        matches!(self, Fate::Bound(_))
+    }
+}
+
 /// Seconds, as the step lines print them.
 fn secs(t: Duration) -> String {
     format!("{:.3}s", t.as_secs_f64())
@@ -558,6 +572,17 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
         settings.without_pop_from_backoff()
     };
     let mut scheduler = scheduler.with_queue_settings(settings);
+    // PodGroups turn gang scheduling (scheduler-plugins' Coscheduling) on.
+    let groups: Vec<(String, i32)> = cluster
+        .pod_groups
+        .iter()
+        .map(|g| (g.key(), g.spec.min_member))
+        .collect();
+    if !groups.is_empty() {
+        scheduler = scheduler.with_coscheduling(CoschedulingArgs::default());
+    }
+    // Groups a member of which timed out at Permit.
+    let mut timed_out: Vec<String> = Vec::new();
     let now = Duration::ZERO;
     let (nodes, bound, pdbs, pending) = (
         cluster.nodes.len(),
@@ -760,11 +785,26 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                     json!({"result": "preempt", "node": node, "victims": victims}),
                 );
             }
+            Step::Waiting { pod, node, until } => {
+                log.step(
+                    now,
+                    &pod,
+                    &profile_of(&pod),
+                    &format!("waiting at Permit on {node} until {}", secs(until)),
+                    json!({"result": "waiting", "node": node, "until": until.as_secs_f64()}),
+                );
+            }
             Step::Rejected {
                 pod,
                 plugin,
                 reason,
             } => {
+                if reason.contains("timeout")
+                    && let Some(g) = objects.get(&pod).and_then(pod_group_of)
+                    && !timed_out.contains(&g)
+                {
+                    timed_out.push(g);
+                }
                 log.step(
                     now,
                     &pod,
@@ -846,6 +886,42 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
         };
         let _ = writeln!(log.text, "    {key:<pod_width$}  {what}");
     }
+    // Each PodGroup: placed (minMember bound), waiting at Permit, timed out, or pending.
+    let mut group_docs = Vec::new();
+    for (key, min_member) in &groups {
+        let members: Vec<&str> = fates
+            .iter()
+            .filter(|(k, _)| objects.get(k).and_then(pod_group_of).as_ref() == Some(key))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let bound = members
+            .iter()
+            .filter(|k| fates[index[**k]].1.is_bound())
+            .count();
+        let waiting = scheduler
+            .waiting()
+            .filter(|(k, _)| members.contains(k))
+            .count();
+        let state = if bound as i64 >= i64::from(*min_member) && bound > 0 {
+            "placed"
+        } else if waiting > 0 {
+            "waiting"
+        } else if timed_out.contains(key) {
+            "timed out"
+        } else {
+            "not placed"
+        };
+        let _ = writeln!(
+            log.text,
+            "    group {key}: {state} ({bound} of {} members bound, {waiting} waiting, \
+             minMember {min_member})",
+            members.len()
+        );
+        group_docs.push(
+            json!({"group": key, "state": state, "members": members.len(),
+            "bound": bound, "waiting": waiting, "minMember": min_member}),
+        );
+    }
     for (victim, by, node) in &victims_all {
         let _ = writeln!(
             log.text,
@@ -880,6 +956,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
             },
             "victims": victims_all.iter().map(|(v, by, node)| json!({"pod": v, "preemptor": by, "node": node})).collect::<Vec<_>>(),
             "pods": pods,
+            "groups": group_docs,
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {

@@ -449,7 +449,15 @@ pub fn check_cluster_resource(
             return Ok(());
         }
     }
-    let gap: Vec<String> = left.iter().map(|(n, v)| format!("{n}:{v}")).collect();
+    // As Go prints the quantities left: CPU in cores (or millicores), the rest in units.
+    let gap: Vec<String> = left
+        .iter()
+        .map(|(n, v)| match *n {
+            "cpu" if v % 1000 == 0 => format!("{n}:{}", v / 1000),
+            "cpu" => format!("{n}:{v}m"),
+            _ => format!("{n}:{v}"),
+        })
+        .collect();
     Err(format!("resource gap: map[{}]", gap.join(" ")))
 }
 
