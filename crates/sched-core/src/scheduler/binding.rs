@@ -17,7 +17,7 @@
 //! The entry leaves the map before its release, so that a bind result arriving later finds
 //! nothing to release again: each Reserve has exactly one unreserve or one successful bind.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,36 +141,51 @@ impl Stage {
 #[derive(Debug, Default)]
 pub(super) struct AssumedPods {
     pods: HashMap<PodKey, Stage>,
-    /// How many are [`Stage::Waiting`] and [`Stage::Ready`]: a cycle without Permit waits
-    /// looks at neither.
-    waiting: usize,
-    ready: usize,
+    /// The [`Stage::Waiting`] pods by deadline, and the [`Stage::Ready`] pods by order, so
+    /// that the next timeout and the next allowed pod are found without a scan (a gang
+    /// holds members waiting while thousands of bound pods await their confirmation).
+    deadlines: BTreeSet<(Duration, PodKey)>,
+    ready: BTreeSet<(u64, PodKey)>,
     /// The order the next allowed pod gets.
     next_order: u64,
 }
 
 impl AssumedPods {
-    fn count(&mut self, stage: &Stage, up: bool) {
-        let n = match stage {
-            Stage::Waiting { .. } => &mut self.waiting,
-            Stage::Ready { .. } => &mut self.ready,
-            _ => return,
-        };
-        if up { *n += 1 } else { *n -= 1 }
+    fn index(&mut self, key: &PodKey, stage: &Stage, up: bool) {
+        match stage {
+            Stage::Waiting { deadline, .. } => {
+                let k = (*deadline, key.clone());
+                if up {
+                    self.deadlines.insert(k);
+                } else {
+                    self.deadlines.remove(&k);
+                }
+            }
+            Stage::Ready { order, .. } => {
+                let k = (*order, key.clone());
+                if up {
+                    self.ready.insert(k);
+                } else {
+                    self.ready.remove(&k);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Puts `key` in `stage` (replacing what it had).
     pub(super) fn insert(&mut self, key: PodKey, stage: Stage) {
-        self.count(&stage, true);
-        if let Some(old) = self.pods.insert(key, stage) {
-            self.count(&old, false);
+        if let Some(old) = self.pods.remove(&key) {
+            self.index(&key, &old, false);
         }
+        self.index(&key, &stage, true);
+        self.pods.insert(key, stage);
     }
 
     /// Takes `key` out, in whatever stage.
     pub(super) fn remove(&mut self, key: &str) -> Option<Stage> {
-        let stage = self.pods.remove(key)?;
-        self.count(&stage, false);
+        let (key, stage) = self.pods.remove_entry(key)?;
+        self.index(&key, &stage, false);
         Some(stage)
     }
 
@@ -200,47 +215,18 @@ impl AssumedPods {
 
     /// The Permit wait that ran out first (then by key), if any ran out by `now`.
     fn expired(&self, now: Duration) -> Option<PodKey> {
-        if self.waiting == 0 {
-            return None;
-        }
-        self.pods
-            .iter()
-            .filter_map(|(k, s)| match s {
-                Stage::Waiting { deadline, .. } if *deadline <= now => Some((*deadline, k)),
-                _ => None,
-            })
-            .min()
-            .map(|(_, k)| k.clone())
+        let (deadline, key) = self.deadlines.first()?;
+        (*deadline <= now).then(|| key.clone())
     }
 
     /// When the first Permit wait runs out.
     pub(super) fn next_deadline(&self) -> Option<Duration> {
-        if self.waiting == 0 {
-            return None;
-        }
-        self.pods
-            .values()
-            .filter_map(|s| match s {
-                Stage::Waiting { deadline, .. } => Some(*deadline),
-                _ => None,
-            })
-            .min()
+        self.deadlines.first().map(|(d, _)| *d)
     }
 
     /// The pod allowed first, moved to [`Stage::Binding`].
     fn next_ready(&mut self) -> Option<PodKey> {
-        if self.ready == 0 {
-            return None;
-        }
-        let key = self
-            .pods
-            .iter()
-            .filter_map(|(k, s)| match s {
-                Stage::Ready { order, .. } => Some((*order, k)),
-                _ => None,
-            })
-            .min()
-            .map(|(_, k)| k.clone())?;
+        let (_, key) = self.ready.first()?.clone();
         let placement = self.remove(&key)?.into_placement()?;
         self.insert(key.clone(), Stage::Binding { placement });
         Some(key)
