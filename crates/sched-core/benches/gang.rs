@@ -47,7 +47,7 @@ fn setup(nodes: usize, gangs: usize, gang: bool) -> Scheduler {
         }))
         .expect("pod group");
         if gang {
-            s.apply(ClusterEvent::PodGroupAdd(pg), now);
+            s.apply(ClusterEvent::add(pg), now);
         }
         for m in 0..GANG {
             let mut p = benchmark_pod(g * GANG + m);
@@ -56,7 +56,7 @@ fn setup(nodes: usize, gangs: usize, gang: bool) -> Scheduler {
                     .labels
                     .insert(POD_GROUP_LABEL.into(), format!("gang-{g}"));
             }
-            s.apply(ClusterEvent::PodAdd(p), now);
+            s.apply(ClusterEvent::add(p), now);
         }
     }
     s

@@ -274,7 +274,7 @@ pub struct Cluster {
     /// Dynamic resource allocation objects.
     pub dra: DraObjects,
     /// scheduler-plugins' PodGroups (for the engine's Coscheduling,
-    /// [`ClusterEvent::PodGroupAdd`](crate::scheduler::ClusterEvent::PodGroupAdd)).
+    /// [`Object::PodGroup`](crate::scheduler::Object::PodGroup) events).
     pub pod_groups: Vec<PodGroup>,
     /// What was left out, and why.
     pub report: LoadReport,

@@ -68,7 +68,7 @@ impl Scheduler {
 
     /// Turns gang scheduling on: scheduler-plugins' Coscheduling ([`super::gang`]) for every
     /// profile, its QueueSort ordering the queue. PodGroups come as
-    /// [`ClusterEvent::PodGroupAdd`](super::ClusterEvent::PodGroupAdd) events.
+    /// [`Object::PodGroup`](super::Object::PodGroup) events.
     #[must_use]
     pub fn with_coscheduling(mut self, args: super::gang::CoschedulingArgs) -> Scheduler {
         self.gang = Some(super::gang::Coscheduling::new(args));

@@ -26,7 +26,7 @@
 //!   `podGroupBackoffSeconds` the group is backed off (PreFilter refuses it meanwhile).
 //!
 //! Where the engine differs: a group's creation time is the engine time of its first
-//! [`ClusterEvent::PodGroupAdd`](super::ClusterEvent::PodGroupAdd) (the engine's clock is not
+//! [`Object::PodGroup`](super::Object::PodGroup) add event (the engine's clock is not
 //! the API server's); a pod's "initial attempt" time is when it was first queued.
 
 use std::cmp::Reverse;
