@@ -870,3 +870,45 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn preemption_takes_no_member_of_a_gang_at_its_min_member() {
+    // One node of 2 CPUs, full with a bound gang of 2 (minMember 2) and, on another node,
+    // an ordinary pod: a high-priority pod preempts the ordinary pod, never a gang member.
+    let mut sch = engine(
+        vec![node("n1", "2"), node("n2", "1")],
+        CoschedulingArgs::default(),
+    );
+    sch.apply(ClusterEvent::add(pg("job", "ns", 2, None)), s(0));
+    for i in 0..2 {
+        let mut p = gang_pod(&format!("w{i}"), "job", 1000);
+        p.spec.node_name = "n1".into();
+        sch.apply(ClusterEvent::add(p), s(0));
+    }
+    let mut solo = pod("solo", "ns", None, None, Some("1000m"));
+    solo.spec.node_name = "n2".into();
+    sch.apply(ClusterEvent::add(solo), s(0));
+    let high = with_priority(pod("high", "ns", None, None, Some("1000m")), 1000);
+    sch.apply(ClusterEvent::add(high), s(0));
+    match sch.schedule_one(s(0)) {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(node, "n2");
+            assert_eq!(victims, ["ns/solo"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // With the ordinary pod gone, nothing else can be taken: the gang stays whole.
+    sch.apply(ClusterEvent::Delete(ObjectKey::pod("ns/solo")), s(0));
+    let big = with_priority(pod("big", "ns", None, None, Some("2000m")), 1000);
+    sch.apply(ClusterEvent::add(big), s(0));
+    let mut now = s(0);
+    let mut out = Run::default();
+    run(&mut sch, &mut now, s(30), &mut out);
+    assert!(
+        !out.log.iter().any(|l| l.contains("Preempt")),
+        "{:?}",
+        out.log
+    );
+    assert_eq!(sch.snapshot().node_of("ns/w0"), Some("n1"));
+    assert_eq!(sch.snapshot().node_of("ns/w1"), Some("n1"));
+}

@@ -355,7 +355,13 @@ impl Scheduler {
         };
         // Pods still being bound or held at Permit are not victims.
         let busy = self.assumed.busy();
-        let protect = |k: &str| busy.contains(k);
+        // Members of a gang that has no member to spare are not victims either.
+        let gang_held = self
+            .gang
+            .as_ref()
+            .map(|g| g.members_at_min(&self.snapshot))
+            .unwrap_or_default();
+        let protect = |k: &str| busy.contains(k) || gang_held.contains(k);
         // kube's callExtenders: the extenders that preempt narrow the candidates.
         let skipped = std::cell::RefCell::new(Vec::new());
         let extenders = &self.extenders;

@@ -25,12 +25,15 @@
 //!   every waiting member is rejected ("optimistic rejection in PostFilter"), and with a
 //!   `podGroupBackoffSeconds` the group is backed off (PreFilter refuses it meanwhile).
 //!
+//! - **Preemption** (an addition): no placed member of a group with no more than `minMember`
+//!   placed is a victim ([`Coscheduling::members_at_min`]).
+//!
 //! Where the engine differs: a group's creation time is the engine time of its first
 //! [`Object::PodGroup`](super::Object::PodGroup) add event (the engine's clock is not
 //! the API server's); a pod's "initial attempt" time is when it was first queued.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use super::EventMask;
@@ -249,6 +252,28 @@ impl Coscheduling {
         self.members(group)
             .filter(|k| Some(*k) != except && snapshot.node_of(k).is_some())
             .count()
+    }
+
+    /// The placed members (assumed or bound) of every group with no more than `minMember`
+    /// placed: preemption takes none of them as victims, so that it never leaves a group
+    /// below `minMember` by taking one (an addition to scheduler-plugins, whose Coscheduling
+    /// does not guard its groups against preemption). A group with members to spare is not
+    /// guarded: one preemption taking several of its members may still leave it below.
+    pub fn members_at_min(&self, snapshot: &Snapshot) -> HashSet<PodKey> {
+        let mut out = HashSet::new();
+        for (key, g) in &self.groups {
+            let placed: Vec<&PodKey> = self
+                .members
+                .get(key)
+                .into_iter()
+                .flatten()
+                .filter(|k| snapshot.node_of(k).is_some())
+                .collect();
+            if placed.len() as i64 <= i64::from(g.pod_group.spec.min_member) {
+                out.extend(placed.into_iter().cloned());
+            }
+        }
+        out
     }
 
     /// scheduler-plugins' QueueSort `Less`: whether `a` (a pod and the time it was first
