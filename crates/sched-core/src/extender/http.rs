@@ -211,29 +211,7 @@ impl HttpExtender {
 }
 
 impl Extender for HttpExtender {
-    fn name(&self) -> &str {
-        &self.config.url_prefix
-    }
-
-    fn is_interested(&self, pod: &Pod) -> bool {
-        interested_in(&self.managed, pod)
-    }
-
-    fn is_ignorable(&self) -> bool {
-        self.config.ignorable
-    }
-
-    fn is_filter(&self) -> bool {
-        !self.config.filter_verb.is_empty()
-    }
-
-    fn is_prioritizer(&self) -> bool {
-        !self.config.prioritize_verb.is_empty()
-    }
-
-    fn is_binder(&self) -> bool {
-        !self.config.bind_verb.is_empty()
-    }
+    configured_extender!();
 
     fn filter(&self, pod: &Pod, nodes: &[&Node]) -> Result<FilterResult, ExtenderError> {
         let verb = self.config.filter_verb.as_str();

@@ -61,6 +61,36 @@
 //! may drop nodes and add victims. The
 //! first binder extender interested in the pod binds it instead of the caller's binder.
 
+/// The [`Extender`] methods an extender built from an [`ExtenderConfig`] answers from it
+/// (its `config` and `managed` fields): name, interest, ignorable and the verbs it has.
+macro_rules! configured_extender {
+    () => {
+        fn name(&self) -> &str {
+            &self.config.url_prefix
+        }
+
+        fn is_interested(&self, pod: &Pod) -> bool {
+            interested_in(&self.managed, pod)
+        }
+
+        fn is_ignorable(&self) -> bool {
+            self.config.ignorable
+        }
+
+        fn is_filter(&self) -> bool {
+            !self.config.filter_verb.is_empty()
+        }
+
+        fn is_prioritizer(&self) -> bool {
+            !self.config.prioritize_verb.is_empty()
+        }
+
+        fn is_binder(&self) -> bool {
+            !self.config.bind_verb.is_empty()
+        }
+    };
+}
+
 mod config;
 #[cfg(feature = "http-extender")]
 mod http;

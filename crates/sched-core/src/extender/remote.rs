@@ -173,29 +173,7 @@ fn not_here(name: &str) -> ExtenderError {
 }
 
 impl Extender for RemoteExtender {
-    fn name(&self) -> &str {
-        &self.config.url_prefix
-    }
-
-    fn is_interested(&self, pod: &Pod) -> bool {
-        interested_in(&self.managed, pod)
-    }
-
-    fn is_ignorable(&self) -> bool {
-        self.config.ignorable
-    }
-
-    fn is_filter(&self) -> bool {
-        !self.config.filter_verb.is_empty()
-    }
-
-    fn is_prioritizer(&self) -> bool {
-        !self.config.prioritize_verb.is_empty()
-    }
-
-    fn is_binder(&self) -> bool {
-        !self.config.bind_verb.is_empty()
-    }
+    configured_extender!();
 
     fn filter(&self, _: &Pod, _: &[&Node]) -> Result<FilterResult, ExtenderError> {
         Err(not_here(self.name()))

@@ -216,21 +216,7 @@ impl<'a> ExtenderCycle<'a> {
             };
             let result = replayed
                 .unwrap_or_else(|| ext.filter(pod, &nodes))
-                .and_then(|r| {
-                    // Only nodes it was given may pass (kube checks names for node-cache-capable
-                    // extenders; an in-process extender is held to the same rule).
-                    match r
-                        .feasible
-                        .iter()
-                        .find(|n| !nodes.iter().any(|x| x.metadata.name == **n))
-                    {
-                        Some(n) => Err(ExtenderError::UnknownNode {
-                            extender: ext.name().to_string(),
-                            node: n.clone(),
-                        }),
-                        None => Ok(r),
-                    }
-                });
+                .and_then(|r| only_given(ext.name(), r, &nodes));
             let r = match result {
                 Ok(r) => r,
                 Err(e) if ext.is_ignorable() => {
@@ -249,40 +235,7 @@ impl<'a> ExtenderCycle<'a> {
             };
             let kept: std::collections::HashSet<&str> =
                 r.feasible.iter().map(String::as_str).collect();
-            // A failed node's status: unresolvable ones take precedence (kube); only nodes the
-            // extender was given and did not keep get one.
-            let given: HashMap<&str, u32> = feasible
-                .iter()
-                .map(|&i| (snapshot.node(i as usize).info().name(), i))
-                .collect();
-            let statuses = r
-                .failed_and_unresolvable
-                .iter()
-                .map(|(n, m)| (n, m, true))
-                .chain(
-                    r.failed
-                        .iter()
-                        .filter(|(n, _)| !r.failed_and_unresolvable.contains_key(*n))
-                        .map(|(n, m)| (n, m, false)),
-                );
-            for (name, message, unresolvable) in statuses {
-                if kept.contains(name.as_str()) {
-                    continue;
-                }
-                if let Some(&index) = given.get(name.as_str()) {
-                    failures.push((
-                        index,
-                        NodeFailure {
-                            node: name.clone(),
-                            codes: vec![(
-                                ext.name().to_string(),
-                                Reason::Extender { unresolvable },
-                            )],
-                            messages: vec![message.clone()],
-                        },
-                    ));
-                }
-            }
+            record_failures(ext.name(), &r, &kept, snapshot, feasible, failures);
             feasible.retain(|&i| kept.contains(snapshot.node(i as usize).info().name()));
         }
         Ok(())
@@ -471,4 +424,65 @@ pub(crate) fn narrow_candidates(
     }
     out.extend(left.into_iter().map(|(n, v)| to_candidate(n, v)));
     Ok(out)
+}
+
+/// An extender's filter result, refused when it keeps a node it was not given (kube checks
+/// names for node-cache-capable extenders; an in-process extender is held to the same rule).
+fn only_given(
+    extender: &str,
+    r: FilterResult,
+    nodes: &[&Node],
+) -> Result<FilterResult, ExtenderError> {
+    match r
+        .feasible
+        .iter()
+        .find(|n| !nodes.iter().any(|x| x.metadata.name == **n))
+    {
+        Some(n) => Err(ExtenderError::UnknownNode {
+            extender: extender.to_string(),
+            node: n.clone(),
+        }),
+        None => Ok(r),
+    }
+}
+
+/// Records the status of each node in `feasible` the extender did not keep: unresolvable
+/// ones take precedence (kube); only nodes the extender was given and did not keep get one.
+fn record_failures(
+    extender: &str,
+    r: &FilterResult,
+    kept: &std::collections::HashSet<&str>,
+    snapshot: &Snapshot,
+    feasible: &[u32],
+    failures: &mut Vec<(u32, NodeFailure)>,
+) {
+    let given: HashMap<&str, u32> = feasible
+        .iter()
+        .map(|&i| (snapshot.node(i as usize).info().name(), i))
+        .collect();
+    let statuses = r
+        .failed_and_unresolvable
+        .iter()
+        .map(|(n, m)| (n, m, true))
+        .chain(
+            r.failed
+                .iter()
+                .filter(|(n, _)| !r.failed_and_unresolvable.contains_key(*n))
+                .map(|(n, m)| (n, m, false)),
+        );
+    for (name, message, unresolvable) in statuses {
+        if kept.contains(name.as_str()) {
+            continue;
+        }
+        if let Some(&index) = given.get(name.as_str()) {
+            failures.push((
+                index,
+                NodeFailure {
+                    node: name.clone(),
+                    codes: vec![(extender.to_string(), Reason::Extender { unresolvable })],
+                    messages: vec![message.clone()],
+                },
+            ));
+        }
+    }
 }
