@@ -275,7 +275,11 @@ fn coscheduling_pod_group_backoff_time() {
     let (status, activate) = cs.permit(&pods[0], &snap);
     assert_eq!(status, PermitStatus::Wait);
     assert!(activate);
-    let siblings: Vec<&str> = cs.members("ns/pg1").filter(|k| *k != "ns/pod1").collect();
+    let siblings: Vec<&str> = cs
+        .members("ns/pg1")
+        .map(|k| k.as_str())
+        .filter(|k| *k != "ns/pod1")
+        .collect();
     assert_eq!(siblings, ["ns/pod2", "ns/pod3"]);
     // PostFilter of pod2 backs the group off; PreFilter of pod3 is refused (unresolvable).
     cs.post_filter(&pods[1], &snap, s(0));
@@ -745,7 +749,9 @@ fn check_step(sch: &Scheduler, step: &Step, min: &BTreeMap<String, usize>) -> Re
             if let Some(group) = g.group_of_pod(pod) {
                 let placed = g
                     .members(group)
-                    .filter(|k| sch.snapshot().node_of(k).is_some() && !waiting.contains(k))
+                    .filter(|k| {
+                        sch.snapshot().node_of(k).is_some() && !waiting.contains(k.as_str())
+                    })
                     .count();
                 if placed < min[group] {
                     return Err(format!(
@@ -757,7 +763,7 @@ fn check_step(sch: &Scheduler, step: &Step, min: &BTreeMap<String, usize>) -> Re
         }
         Step::Rejected { pod, reason, .. } if reason.contains("timeout") => {
             if let Some(group) = g.group_of_pod(pod)
-                && let Some(k) = g.members(group).find(|k| waiting.contains(k))
+                && let Some(k) = g.members(group).find(|k| waiting.contains(k.as_str()))
             {
                 return Err(format!("{k} still waiting after {pod} timed out"));
             }

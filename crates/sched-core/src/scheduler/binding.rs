@@ -372,12 +372,9 @@ impl Scheduler {
                 let wait = g.wait_time(group.as_deref().and_then(|k| g.group(k)));
                 if first && let Some(group) = &group {
                     let me = p.pod.key();
-                    let siblings: Vec<String> = g
-                        .members(group)
-                        .filter(|k| *k != me)
-                        .map(str::to_string)
-                        .collect();
-                    self.queue.activate(siblings.iter().map(String::as_str));
+                    let siblings: Vec<PodKey> =
+                        g.members(group).filter(|k| **k != me).cloned().collect();
+                    self.queue.activate(siblings.iter().map(PodKey::as_str));
                 }
                 Ok(Some(wait))
             }
@@ -394,13 +391,13 @@ impl Scheduler {
     }
 
     /// The members of `group` held at Permit.
-    fn waiting_members(&self, group: &str) -> Vec<String> {
+    fn waiting_members(&self, group: &str) -> Vec<PodKey> {
         let Some(g) = &self.gang else {
             return Vec::new();
         };
         g.members(group)
             .filter(|k| matches!(self.assumed.get(k), Some(Stage::Waiting { .. })))
-            .map(str::to_string)
+            .cloned()
             .collect()
     }
 
@@ -409,7 +406,7 @@ impl Scheduler {
     /// before the first release, so that their releases find none of them waiting.
     pub(super) fn reject_group(&mut self, group: &str, reason: &str, now: Duration) {
         let waiting = self.waiting_members(group);
-        let placements: Vec<(String, Placement)> = waiting
+        let placements: Vec<(PodKey, Placement)> = waiting
             .into_iter()
             .filter_map(|k| {
                 let p = self.assumed.remove(&k).and_then(Stage::into_placement)?;

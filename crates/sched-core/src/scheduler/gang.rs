@@ -194,11 +194,8 @@ impl Coscheduling {
     }
 
     /// The pods (`namespace/name`) whose label names the group `key`, in key order.
-    pub fn members(&self, key: &str) -> impl Iterator<Item = &str> {
-        self.members
-            .get(key)
-            .into_iter()
-            .flat_map(|m| m.iter().map(PodKey::as_str))
+    pub fn members(&self, key: &str) -> impl Iterator<Item = &PodKey> {
+        self.members.get(key).into_iter().flatten()
     }
 
     /// Records a pod (pending or bound) as a member of the group its label names, or as no
@@ -250,7 +247,7 @@ impl Coscheduling {
     /// but `except`.
     pub fn assigned(&self, group: &str, snapshot: &Snapshot, except: Option<&str>) -> usize {
         self.members(group)
-            .filter(|k| Some(*k) != except && snapshot.node_of(k).is_some())
+            .filter(|k| Some(k.as_str()) != except && snapshot.node_of(k).is_some())
             .count()
     }
 

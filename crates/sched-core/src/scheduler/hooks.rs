@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::Pod;
+use crate::model::{Pod, PodKey};
 
 /// One Reserve step of the engine, run in order at Reserve and in reverse at Unreserve:
 /// kube's VolumeBinding of the pod's profile (built in, first, as in kube's default
@@ -101,7 +101,7 @@ pub enum PermitDecision {
     /// Bind it, and allow these waiting pods (`namespace/name`) on this plugin, as kube's
     /// `IterateOverWaitingPods(... Allow)` does for a gang's last member. Pods not waiting on
     /// the plugin are passed over.
-    AllowWith(Vec<String>),
+    AllowWith(Vec<PodKey>),
 }
 
 /// kube's Permit: the last word before binding (gang scheduling, quotas, approvals).
