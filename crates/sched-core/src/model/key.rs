@@ -33,11 +33,20 @@ pub struct PodKey(Arc<str>);
 impl PodKey {
     /// The key of the pod `name` in `namespace`.
     pub fn new(namespace: &str, name: &str) -> PodKey {
-        let mut s = String::with_capacity(namespace.len() + 1 + name.len());
-        s.push_str(namespace);
-        s.push('/');
-        s.push_str(name);
-        PodKey(s.into())
+        // Joined on the stack and copied once into the shared allocation (a `String` would be
+        // a second allocation): Kubernetes names fit (a namespace is at most 63 bytes, a pod
+        // name 253).
+        let len = namespace.len() + 1 + name.len();
+        let mut buf = [0u8; 320];
+        if len <= buf.len() {
+            buf[..namespace.len()].copy_from_slice(namespace.as_bytes());
+            buf[namespace.len()] = b'/';
+            buf[namespace.len() + 1..len].copy_from_slice(name.as_bytes());
+            if let Ok(joined) = std::str::from_utf8(&buf[..len]) {
+                return PodKey(Arc::from(joined));
+            }
+        }
+        PodKey(format!("{namespace}/{name}").into())
     }
 
     /// The namespace (before the first `/`; empty for a key without one).

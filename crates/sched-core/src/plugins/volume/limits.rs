@@ -431,7 +431,7 @@ impl Predicate for NodeVolumeLimits {
                 &local
             }
         };
-        if attached.limits.is_empty() {
+        if attached.limited.is_empty() {
             return Ok(());
         }
         let new = if attached.has_csi_node {
@@ -442,14 +442,17 @@ impl Predicate for NodeVolumeLimits {
         // Per driver (the list is sorted by driver): the new volumes not attached already.
         for run in new.chunk_by(|a, b| a.1 == b.1) {
             let driver = run[0].1.as_str();
-            let Some(&limit) = attached.limits.get(driver) else {
+            let Some(d) = attached.limited.iter().find(|d| d.driver == driver) else {
                 continue;
             };
-            let n = run
-                .iter()
-                .filter(|(id, _)| !attached.ids.contains_key(id))
-                .count() as i64;
-            if n > 0 && attached.counts.get(driver).copied().unwrap_or(0) + n > limit {
+            let n = if attached.ids.is_empty() {
+                run.len()
+            } else {
+                run.iter()
+                    .filter(|(id, _)| !attached.ids.contains_key(id))
+                    .count()
+            } as i64;
+            if n > 0 && d.count + n > d.limit {
                 return Err(Reason::MaxVolumeCount);
             }
         }
@@ -463,14 +466,23 @@ impl Predicate for NodeVolumeLimits {
 const MEMO_CSI: usize = 0;
 const MEMO_IN_TREE: usize = 2;
 
-/// A node's CSI attach limits per driver, whether it has a CSINode, the unique volumes its
-/// pods attach (volume handle to CSI driver), and how many per driver.
+/// A node's limited CSI drivers with their limits and how many unique volumes its pods attach
+/// of each, whether it has a CSINode, and the unique volumes its pods attach (volume handle
+/// to CSI driver). The filter reads it for every node it visits: the drivers are a short list
+/// searched in place (a node has a few), not maps whose probes would each miss the cache.
 #[derive(Debug)]
 struct Attached {
-    limits: HashMap<String, i64>,
+    limited: Vec<DriverUse>,
     has_csi_node: bool,
     ids: HashMap<String, String>,
-    counts: HashMap<String, i64>,
+}
+
+/// A CSI driver with a limit on a node, and the unique volumes of it the node's pods attach.
+#[derive(Debug)]
+struct DriverUse {
+    driver: String,
+    limit: i64,
+    count: i64,
 }
 
 impl Attached {
@@ -484,15 +496,18 @@ impl Attached {
             let _ = attachables(storage, p.pod(), false, v1_34, &mut list);
             unique(&list, csi_node, &mut ids);
         }
-        let mut counts: HashMap<String, i64> = HashMap::new();
-        for driver in ids.values() {
-            *counts.entry(driver.clone()).or_default() += 1;
-        }
+        let limited = csi_limits(node.node(), csi_node)
+            .into_iter()
+            .map(|(driver, limit)| DriverUse {
+                count: ids.values().filter(|d| **d == driver).count() as i64,
+                driver,
+                limit,
+            })
+            .collect();
         Attached {
-            limits: csi_limits(node.node(), csi_node),
+            limited,
             has_csi_node: csi_node.is_some(),
             ids,
-            counts,
         }
     }
 }
