@@ -64,6 +64,7 @@
 
 pub mod bench_cluster;
 pub mod config;
+pub mod dra;
 pub mod extender;
 mod fast_path;
 pub mod formulas;

@@ -1,0 +1,5 @@
+//! Dynamic resource allocation (kube v1.34's `resource.k8s.io/v1`): what evaluates the
+//! objects [`crate::model::dra`] reads.
+//!
+//! It sits right above the model and below the snapshot: it reads DeviceClasses,
+//! ResourceSlices and ResourceClaims and knows nothing of nodes' pods or the engine.
