@@ -54,7 +54,7 @@ use crate::formulas::MAX_NODE_SCORE;
 use crate::framework::{
     BoxPredicate, BoxPriority, CycleContext, ErasedState, KubeVersion, PluginError,
 };
-use crate::model::{Pod, PodKey};
+use crate::model::{Pod, PodKey, Resources};
 use crate::snapshot::{Snapshot, SnapshotError};
 
 /// kube's floor on how many feasible nodes to look for before stopping.
@@ -162,6 +162,17 @@ pub struct ScheduleResult {
     /// The chosen node's weighted total score (0 when only one node was feasible and scoring
     /// was skipped, as kube does).
     pub score: i64,
+}
+
+/// A cycle's choice before the pod is assumed ([`Profile::schedule_unassumed`]).
+#[derive(Debug)]
+pub(crate) struct Unassumed {
+    /// The chosen node and the cycle's counts.
+    pub(crate) result: ScheduleResult,
+    /// The pod's effective requests, as [`Snapshot::assume_at`] takes them.
+    pub(crate) requests: Resources,
+    /// The pod's non-zero CPU and memory requests.
+    pub(crate) non_zero: (i64, i64),
 }
 
 /// A compiled, immutable scheduling pipeline: predicates, weighted priorities and the cycle
@@ -285,17 +296,6 @@ impl Profile {
         self.assume_after(cache, pod, snapshot, &[], Some(extension))
     }
 
-    /// [`Profile::assume_after`] without an extension.
-    pub(crate) fn schedule_and_assume_blocking(
-        &self,
-        cache: &mut Cache,
-        pod: &Pod,
-        snapshot: &mut Snapshot,
-        blocked: &[(u32, u16, Reason)],
-    ) -> Result<ScheduleResult, ScheduleError> {
-        self.assume_after(cache, pod, snapshot, blocked, None)
-    }
-
     /// [`Profile::schedule_and_assume`] where the nodes of `blocked` fail with the given
     /// predicate and reason before any filter runs on them (the scheduling engine's nominated
     /// pods: nodes where the pod does not fit beside the pods nominated there). They count as
@@ -310,13 +310,37 @@ impl Profile {
         blocked: &[(u32, u16, Reason)],
         extension: Option<&mut dyn CycleExtension>,
     ) -> Result<ScheduleResult, ScheduleError> {
-        let cx = CycleContext::for_version(pod, snapshot, self.version);
-        let r = self.schedule_blocking(cache, &cx, blocked, extension)?;
-        let (requests, non_zero) = cx.into_requests();
+        let placed = self.schedule_unassumed(cache, pod, snapshot, blocked, extension)?;
         snapshot
-            .assume_at(pod.clone(), r.node_index, requests, non_zero)
+            .assume_at(
+                pod.clone(),
+                placed.result.node_index,
+                placed.requests,
+                placed.non_zero,
+            )
             .map_err(ScheduleError::Assume)?;
-        Ok(r)
+        Ok(placed.result)
+    }
+
+    /// [`Profile::assume_after`] up to the assume: the node chosen and the pod's requests as
+    /// the cycle computed them, for a caller that owns the pod to move it into the snapshot
+    /// with [`Snapshot::assume_at`] (the scheduling engine: no copy of the pod).
+    pub(crate) fn schedule_unassumed(
+        &self,
+        cache: &mut Cache,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        blocked: &[(u32, u16, Reason)],
+        extension: Option<&mut dyn CycleExtension>,
+    ) -> Result<Unassumed, ScheduleError> {
+        let cx = CycleContext::for_version(pod, snapshot, self.version);
+        let result = self.schedule_blocking(cache, &cx, blocked, extension)?;
+        let (requests, non_zero) = cx.into_requests();
+        Ok(Unassumed {
+            result,
+            requests,
+            non_zero,
+        })
     }
 
     fn schedule_in(

@@ -72,8 +72,9 @@ impl From<&str> for BindError {
 /// A pod assumed on a node, as the cycle placed it: what a release or a requeue needs.
 #[derive(Clone, Debug)]
 pub(super) struct Placement {
-    /// The pod as it was queued, to requeue it if the placement is undone.
-    pub(super) pod: Pod,
+    /// The assumed pod (its node name set), shared with the snapshot; requeued without the
+    /// node name ([`Placement::into_pod`]) if the placement is undone.
+    pub(super) pod: Arc<Pod>,
     /// The node it is assumed on.
     pub(super) node: String,
     /// The profile (scheduler name) that placed it.
@@ -82,6 +83,16 @@ pub(super) struct Placement {
     pub(super) tries: Tries,
     /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
     pub(super) volumes: AssumedVolumes,
+}
+
+impl Placement {
+    /// The pod as it was queued (no node name), to requeue it: no copy once the snapshot
+    /// forgot it.
+    pub(super) fn into_pod(pod: Arc<Pod>) -> Pod {
+        let mut pod = Arc::unwrap_or_clone(pod);
+        pod.spec.node_name.clear();
+        pod
+    }
 }
 
 /// Where an assumed pod is between its Reserve and the informer's report of it bound.
@@ -548,7 +559,8 @@ impl Scheduler {
                 self.release(&mut p, now);
                 // Forget the assumed pod; it is gone already when its node was deleted.
                 self.forget(pod);
-                self.queue.requeue_with_backoff(p.pod, p.tries, now);
+                self.queue
+                    .requeue_with_backoff(Placement::into_pod(p.pod), p.tries, now);
                 self.events.push(SchedulerEvent::BindingFailed {
                     pod: pod.into(),
                     node: p.node,
@@ -659,9 +671,10 @@ impl Scheduler {
                 EventMask::ALL
             };
             self.queue
-                .requeue_unschedulable(p.pod, p.tries, waiting_for, now);
+                .requeue_unschedulable(Placement::into_pod(p.pod), p.tries, waiting_for, now);
         } else {
-            self.queue.requeue_with_backoff(p.pod, p.tries, now);
+            self.queue
+                .requeue_with_backoff(Placement::into_pod(p.pod), p.tries, now);
         }
     }
 }

@@ -3,6 +3,7 @@
 //! extenders, every node), and the profile's PostFilter plugins (preemption) when no node
 //! takes it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
@@ -14,7 +15,7 @@ use super::{
 use crate::extender::{ExtenderCall, ExtenderCallId};
 use crate::framework::KubeVersion;
 use crate::model::{Pod, PodKey};
-use crate::profile::{FitError, ScheduleError, ScheduleResult};
+use crate::profile::{FitError, ScheduleError, Unassumed};
 use crate::snapshot::Snapshot;
 
 impl Scheduler {
@@ -63,7 +64,9 @@ impl Scheduler {
         // A parked pod's nominated node is not tried on its own (it would need a call of
         // its own): the whole search covers it.
         if !remote && let Some(node) = self.nominated_fit(slot, &key, &pod) {
-            return self.placed(slot, key, pod, node, now);
+            let mut pod = pod;
+            pod.spec.node_name.clone_from(&node);
+            return self.placed(slot, key, Arc::new(pod), node, now);
         }
         let start_index = self.next_start_index;
         let mode = if remote { Pass::Record } else { Pass::Plain };
@@ -83,7 +86,7 @@ impl Scheduler {
         pod: &Pod,
         pass: Pass<'_>,
     ) -> (
-        Result<ScheduleResult, ScheduleError>,
+        Result<Unassumed, ScheduleError>,
         Vec<Skipped>,
         Option<Vec<u32>>,
     ) {
@@ -108,16 +111,17 @@ impl Scheduler {
                 Pass::Replay(call) => Some(ExtenderCycle::replay(extenders, call)),
             };
             let r = match ext.as_mut() {
-                None => s.profile.schedule_and_assume_blocking(
+                None => {
+                    s.profile
+                        .schedule_unassumed(&mut s.cache, pod, &self.snapshot, &blocked, None)
+                }
+                Some(e) => s.profile.schedule_unassumed(
                     &mut s.cache,
                     pod,
-                    &mut self.snapshot,
+                    &self.snapshot,
                     &blocked,
+                    Some(e),
                 ),
-                Some(e) => {
-                    s.profile
-                        .assume_after(&mut s.cache, pod, &mut self.snapshot, &blocked, Some(e))
-                }
             };
             if let Some(mut e) = ext {
                 skipped = e.take_skipped();
@@ -136,23 +140,32 @@ impl Scheduler {
         slot: usize,
         key: PodKey,
         pod: Pod,
-        result: Result<ScheduleResult, ScheduleError>,
+        result: Result<Unassumed, ScheduleError>,
         now: Duration,
     ) -> Step {
         match result {
-            Ok(r) => self.placed(slot, key, pod, r.node, now),
+            // The pod moves into the snapshot (no copy); the placement shares it.
+            Ok(u) => {
+                match (self.snapshot).assume_at(pod, u.result.node_index, u.requests, u.non_zero) {
+                    Ok(pod) => self.placed(slot, key, pod, u.result.node, now),
+                    Err(error) => self.failed(key, ScheduleError::Assume(error), now),
+                }
+            }
             Err(ScheduleError::Unschedulable(error)) => {
                 self.unschedulable(slot, key, pod, error, now)
             }
-            Err(error) => {
-                self.queue.backoff_after_error(&key, now);
-                self.events.push(SchedulerEvent::FailedScheduling {
-                    pod: key.clone(),
-                    message: error.to_string(),
-                });
-                Step::Failed { pod: key, error }
-            }
+            Err(error) => self.failed(key, error, now),
         }
+    }
+
+    /// The attempt failed with an error that is not the pod's (it backs off).
+    fn failed(&mut self, key: PodKey, error: ScheduleError, now: Duration) -> Step {
+        self.queue.backoff_after_error(&key, now);
+        self.events.push(SchedulerEvent::FailedScheduling {
+            pod: key.clone(),
+            message: error.to_string(),
+        });
+        Step::Failed { pod: key, error }
     }
 
     /// Parks `pod` (it stays in flight) on a call of the remote extenders interested in it,
@@ -268,7 +281,14 @@ impl Scheduler {
 
     /// The pod is assumed on `node`: it leaves the queue and its nomination, and goes on to
     /// Reserve and Permit.
-    fn placed(&mut self, slot: usize, key: PodKey, pod: Pod, node: String, now: Duration) -> Step {
+    fn placed(
+        &mut self,
+        slot: usize,
+        key: PodKey,
+        pod: Arc<Pod>,
+        node: String,
+        now: Duration,
+    ) -> Step {
         self.nominator.delete(&key);
         let tries = self.queue.done(&key).unwrap_or_default();
         let placement = binding::Placement {

@@ -402,7 +402,7 @@ mod tests {
             assert_eq!(blocked.len(), 10);
             let mut cache = profile.create_cache();
             let r = profile
-                .schedule_and_assume_blocking(&mut cache, &incoming, &mut snapshot, &blocked)
+                .assume_after(&mut cache, &incoming, &mut snapshot, &blocked, None)
                 .unwrap();
             // 150 nodes at 50%: 100 nodes to find; the 10 held ones are evaluated too.
             assert_eq!(

@@ -845,20 +845,22 @@ impl Snapshot {
     /// [`Snapshot::assume`] onto the node at `index` (which the caller got from this
     /// snapshot).
     /// The pod's effective and non-zero requests come precomputed (the scheduling cycle has
-    /// them).
+    /// them). Returns the assumed pod (its node name set), shared with the snapshot.
     pub(crate) fn assume_at(
         &mut self,
         mut pod: Pod,
         index: usize,
         requests: Resources,
         non_zero: (i64, i64),
-    ) -> Result<(), SnapshotError> {
+    ) -> Result<Arc<Pod>, SnapshotError> {
         let info = self.infos.get(index).ok_or_else(|| {
             SnapshotError::UnknownNode(format!("index {index} of {}", self.infos.len()))
         })?;
         pod.spec.node_name = info.name().to_string();
-        let info = PodInfo::with_requests(Arc::new(pod), requests, non_zero, &mut self.interner);
-        self.add_info_at(info, index)
+        let pod = Arc::new(pod);
+        let info = PodInfo::with_requests(pod.clone(), requests, non_zero, &mut self.interner);
+        self.add_info_at(info, index)?;
+        Ok(pod)
     }
 
     /// Takes an assumed pod off its node and returns it as it was before [`Snapshot::assume`]
