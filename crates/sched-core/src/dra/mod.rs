@@ -4,3 +4,5 @@
 //!
 //! It sits right above the model and below the snapshot: it reads DeviceClasses,
 //! ResourceSlices and ResourceClaims and knows nothing of nodes' pods or the engine.
+
+pub mod allocator;
