@@ -595,6 +595,8 @@ fn is_selector_error(e: &AllocError) -> bool {
 fn cases() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(basic_cases());
+    v.extend(all_and_admin_cases());
+    v.extend(node_and_constraint_cases());
     v
 }
 
@@ -845,6 +847,1034 @@ fn basic_cases() -> Vec<Case> {
             )],
             node: n1(),
             ..Case::new("no-claims-to-allocate")
+        },
+    ]
+}
+
+fn admin(mut c: ResourceClaim, request: usize) -> ResourceClaim {
+    exactly(&mut c, request).admin_access = Some(true);
+    c
+}
+
+fn with_mode(mut c: ResourceClaim, request: usize, mode: &str) -> ResourceClaim {
+    exactly(&mut c, request).allocation_mode = mode.to_owned();
+    c
+}
+
+/// A claim with one `firstAvailable` request whose first alternative asks for all devices.
+fn first_all_claim() -> ResourceClaim {
+    let mut c = claim_with_requests(
+        CLAIM0,
+        vec![],
+        vec![request_with_prioritized_list(
+            REQ0,
+            vec![
+                sub_request(SUB_REQ0, CLASS_A, 1, vec![]),
+                sub_request(SUB_REQ1, CLASS_B, 1, vec![]),
+            ],
+        )],
+    );
+    let first = &mut c.spec.devices.requests[0].first_available[0];
+    first.allocation_mode = "All".to_owned();
+    first.count = 0;
+    c
+}
+
+fn all_and_admin_cases() -> Vec<Case> {
+    let n1 = || node(NODE1, REGION1);
+    let local1 = || Some(local_node_selector(NODE1));
+    let two_devices = || {
+        vec![slice(
+            SLICE1,
+            At::Node(NODE1),
+            POOL1,
+            DRIVER_A,
+            vec![device(DEVICE1), device(DEVICE2)],
+        )]
+    };
+    let classes_ab = || vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)];
+    let one_b =
+        |name: &str| claim_with_requests(name, vec![], vec![request(REQ0, CLASS_B, 1, vec![])]);
+    let one_a =
+        |name: &str| claim_with_requests(name, vec![], vec![request(REQ0, CLASS_A, 1, vec![])]);
+    let all_a = |name: &str| claim_with_requests(name, vec![], vec![all_request(REQ0, CLASS_A)]);
+    let a_and_b_slices = || {
+        vec![
+            slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_A),
+            slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_B),
+        ]
+    };
+    let many_a_and_b_slices = || {
+        vec![
+            slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            ),
+            slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_B),
+        ]
+    };
+    vec![
+        Case {
+            claims: vec![all_a(CLAIM0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("all-devices-single")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_A),
+                slice_with_one_device(SLICE1, At::Node(NODE1), POOL2, DRIVER_A),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ0, DRIVER_A, POOL2, DEVICE1, false),
+                ],
+            )]),
+            ..Case::new("all-devices-many")
+        },
+        Case {
+            claims: vec![{
+                let mut c = all_a(CLAIM0);
+                exactly(&mut c, 0).count = 1;
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![{
+                let mut s = slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_A);
+                s.spec.pool.resource_slice_count += 1;
+                s
+            }],
+            node: n1(),
+            expect: Expect::Error(|e| {
+                matches!(e, AllocError::PoolIncomplete { claim, request, pool }
+                    if claim == CLAIM0 && request == REQ0 && pool == "driver-a/pool-1")
+            }),
+            ..Case::new("all-devices-of-the-incomplete-pool")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0), one_b(CLAIM1)],
+            classes: classes_ab(),
+            slices: a_and_b_slices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                ),
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+                ),
+            ]),
+            ..Case::new("all-devices-plus-another")
+        },
+        Case {
+            claims: vec![one_b(CLAIM1), all_a(CLAIM0)],
+            classes: classes_ab(),
+            slices: a_and_b_slices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+                ),
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                ),
+            ]),
+            ..Case::new("all-devices-plus-another-reversed")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0), one_b(CLAIM1)],
+            classes: classes_ab(),
+            slices: many_a_and_b_slices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![
+                        result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                        result(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                    ],
+                ),
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+                ),
+            ]),
+            ..Case::new("all-devices-many-plus-another")
+        },
+        Case {
+            claims: vec![one_b(CLAIM1), all_a(CLAIM0)],
+            classes: classes_ab(),
+            slices: many_a_and_b_slices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+                ),
+                allocation(
+                    local1(),
+                    vec![
+                        result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                        result(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                    ],
+                ),
+            ]),
+            ..Case::new("all-devices-many-plus-another-reversed")
+        },
+        Case {
+            claims: vec![one_a(CLAIM1), all_a(CLAIM0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            ..Case::new("all-devices-no-solution")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0), one_a(CLAIM1)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            ..Case::new("all-devices-no-solution-reversed")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_no_devices(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            ..Case::new("all-devices-slice-without-devices")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            node: n1(),
+            ..Case::new("all-devices-no-slices")
+        },
+        Case {
+            claims: vec![all_a(CLAIM0)],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            ..Case::new("all-devices-some-allocated")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![with_mode(admin(claim(CLAIM0, REQ0, CLASS_A), 0), 0, "All")],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, true),
+                    result(REQ0, DRIVER_A, POOL1, DEVICE2, true),
+                ],
+            )]),
+            ..Case::new("all-devices-some-allocated-admin-access")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![with_mode(
+                admin(
+                    admin(
+                        claim_with_requests(
+                            CLAIM0,
+                            vec![],
+                            vec![
+                                request(REQ0, CLASS_A, 1, vec![]),
+                                request(REQ1, CLASS_A, 1, vec![]),
+                            ],
+                        ),
+                        0,
+                    ),
+                    1,
+                ),
+                1,
+                "All",
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            ..Case::new("all-devices-some-allocating-admin-access")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![{
+                let mut c = admin(claim(CLAIM0, REQ0, CLASS_A), 0);
+                exactly(&mut c, 0).count = 2;
+                c
+            }],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, true),
+                    result(REQ0, DRIVER_A, POOL1, DEVICE2, true),
+                ],
+            )]),
+            ..Case::new("count-devices-some-allocated-admin-access")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![
+                admin(claim(CLAIM0, REQ0, CLASS_A), 0),
+                admin(claim(CLAIM1, REQ0, CLASS_A), 0),
+            ],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(local1(), vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, true)]),
+                allocation(local1(), vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, true)]),
+            ]),
+            ..Case::new("separate-claims-share-device-admin-access")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![
+                claim(CLAIM0, REQ0, CLASS_A),
+                admin(claim(CLAIM1, REQ0, CLASS_A), 0),
+            ],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: two_devices(),
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                ),
+                allocation(local1(), vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, true)]),
+            ]),
+            ..Case::new("admin-access-claims-device-allocating-for-non-admin-access")
+        },
+        Case {
+            features: features(false, true),
+            claims: vec![first_all_claim()],
+            classes: classes_ab(),
+            slices: vec![
+                slice_with_no_devices(SLICE1, At::Node(NODE1), POOL1, DRIVER_A),
+                slice_with_one_device(SLICE2, At::Node(NODE1), POOL2, DRIVER_B),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, false)],
+            )]),
+            ..Case::new("all-devices-slice-without-devices-prioritized-list")
+        },
+        Case {
+            features: features(false, true),
+            claims: vec![first_all_claim()],
+            classes: classes_ab(),
+            slices: vec![slice_with_one_device(
+                SLICE2,
+                At::Node(NODE1),
+                POOL2,
+                DRIVER_B,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, false)],
+            )]),
+            ..Case::new("all-devices-no-slices-prioritized-list")
+        },
+        Case {
+            features: features(false, true),
+            claims: vec![first_all_claim()],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1)],
+            classes: classes_ab(),
+            slices: vec![
+                slice(
+                    SLICE1,
+                    At::Node(NODE1),
+                    POOL1,
+                    DRIVER_A,
+                    vec![device(DEVICE1), device(DEVICE2)],
+                ),
+                slice_with_one_device(SLICE2, At::Node(NODE1), POOL2, DRIVER_B),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, false)],
+            )]),
+            ..Case::new("all-devices-some-allocated-prioritized-list")
+        },
+    ]
+}
+
+fn two_attr_devices(attr: &str, a: DeviceAttribute, b: DeviceAttribute) -> Vec<ResourceSlice> {
+    vec![slice(
+        SLICE1,
+        At::Node(NODE1),
+        POOL1,
+        DRIVER_A,
+        vec![
+            with_attrs(device(DEVICE1), &[(attr, a)]),
+            with_attrs(device(DEVICE2), &[(attr, b)]),
+        ],
+    )]
+}
+
+fn node_and_constraint_cases() -> Vec<Case> {
+    let n1 = || node(NODE1, REGION1);
+    let local1 = || Some(local_node_selector(NODE1));
+    let region1 = || node_label_selector("region", &[REGION1]);
+    let classes_ab = || vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)];
+    let int_attribute = "driver-a/numa";
+    let version_attribute = "driver-a/driverVersion";
+    let string_attribute = "driver-a/stringAttribute";
+    let bool_attribute = "driver-a/boolAttribute";
+    let all_attrs = |d: &str| {
+        with_attrs(
+            device(d),
+            &[
+                ("driverVersion", version_attr("1.0.0")),
+                ("numa", int_attr(1)),
+                ("stringAttribute", string_attr("stringAttributeValue")),
+                ("boolAttribute", bool_attr(true)),
+            ],
+        )
+    };
+    let count2 = |attr: &str| {
+        vec![claim_with_requests(
+            CLAIM0,
+            vec![match_attribute(&[], attr)],
+            vec![request(REQ0, CLASS_A, 2, vec![])],
+        )]
+    };
+    vec![
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Selector(region1()),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                Some(region1()),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("network-attached-device")
+        },
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Selector(region1()),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: node(NODE2, REGION2),
+            ..Case::new("unsuccessful-allocation-network-attached-device")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 4, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice_with_one_device(SLICE1, At::Selector(region1()), POOL1, DRIVER_A),
+                slice_with_one_device(SLICE1, At::All, POOL2, DRIVER_A),
+                slice_with_one_device(
+                    SLICE1,
+                    At::Selector(node_label_selector("planet", &["earth"])),
+                    POOL3,
+                    DRIVER_A,
+                ),
+                slice_with_one_device(
+                    SLICE1,
+                    At::Selector(local_node_selector(NODE1)),
+                    POOL4,
+                    DRIVER_A,
+                ),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_expressions: vec![
+                            node_label_selector("region", &[REGION1]).node_selector_terms[0]
+                                .match_expressions[0]
+                                .clone(),
+                            node_label_selector("planet", &["earth"]).node_selector_terms[0]
+                                .match_expressions[0]
+                                .clone(),
+                        ],
+                        match_fields: local_node_selector(NODE1).node_selector_terms[0]
+                            .match_fields
+                            .clone(),
+                    }],
+                }),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ0, DRIVER_A, POOL2, DEVICE1, false),
+                    result(REQ0, DRIVER_A, POOL3, DEVICE1, false),
+                    result(REQ0, DRIVER_A, POOL4, DEVICE1, false),
+                ],
+            )]),
+            ..Case::new("many-network-attached-devices")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 2, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice_with_one_device(SLICE1, At::Selector(region1()), POOL1, DRIVER_A),
+                slice_with_one_device(SLICE1, At::Node(NODE1), POOL2, DRIVER_A),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ0, DRIVER_A, POOL2, DEVICE1, false),
+                ],
+            )]),
+            ..Case::new("local-and-network-attached-devices")
+        },
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A), claim(CLAIM0, REQ0, CLASS_B)],
+            classes: classes_ab(),
+            slices: vec![
+                slice(
+                    SLICE1,
+                    At::Node(NODE1),
+                    POOL1,
+                    DRIVER_A,
+                    vec![device(DEVICE1), device(DEVICE2)],
+                ),
+                slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_B),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                ),
+                allocation(
+                    local1(),
+                    vec![result(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+                ),
+            ]),
+            ..Case::new("several-different-drivers")
+        },
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1), (DRIVER_A, POOL1, DEVICE2)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            ..Case::new("already-allocated-devices")
+        },
+        Case {
+            claims: vec![admin(claim(CLAIM0, REQ0, CLASS_A), 0)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| {
+                matches!(e, AllocError::FeatureDisabled { claim, request, feature: Feature::AdminAccess }
+                    if claim == CLAIM0 && request == REQ0)
+            }),
+            ..Case::new("admin-access-disabled")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![admin(claim(CLAIM0, REQ0, CLASS_A), 0)],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1), (DRIVER_A, POOL1, DEVICE2)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, true)],
+            )]),
+            ..Case::new("admin-access-enabled")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![
+                    match_attribute(&[], int_attribute),
+                    match_attribute(&[], version_attribute),
+                    match_attribute(&[], string_attribute),
+                    match_attribute(&[], bool_attribute),
+                ],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![]),
+                    request(REQ1, CLASS_A, 1, vec![]),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![all_attrs(DEVICE1), all_attrs(DEVICE2)],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1, DRIVER_A, POOL1, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("with-constraint")
+        },
+        Case {
+            claims: vec![claim_with_constraints(
+                CLAIM0,
+                REQ0,
+                CLASS_A,
+                vec![match_attribute(&[], "driver-a/NonExistentAttribute")],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            ..Case::new("with-constraint-non-existent-attribute")
+        },
+        Case {
+            claims: count2(int_attribute),
+            classes: classes_ab(),
+            slices: two_attr_devices("numa", int_attr(1), int_attr(2)),
+            node: n1(),
+            ..Case::new("with-constraint-not-matching-int-attribute")
+        },
+        Case {
+            claims: vec![with_mode(
+                claim_with_requests(
+                    CLAIM0,
+                    vec![match_attribute(&[], int_attribute)],
+                    vec![request(REQ0, CLASS_A, 0, vec![])],
+                ),
+                0,
+                "All",
+            )],
+            classes: classes_ab(),
+            slices: two_attr_devices("numa", int_attr(1), int_attr(2)),
+            node: n1(),
+            expect: Expect::Error(|e| {
+                matches!(e, AllocError::ConstraintUnsatisfiable { claim, request, device }
+                    if claim == CLAIM0 && request == REQ0 && device == "driver-a/pool-1/device-2")
+            }),
+            ..Case::new("with-constraint-not-matching-int-attribute-all-devices")
+        },
+        Case {
+            claims: count2(string_attribute),
+            classes: classes_ab(),
+            slices: two_attr_devices(
+                "stringAttribute",
+                string_attr("stringAttributeValue"),
+                string_attr("stringAttributeValue2"),
+            ),
+            node: n1(),
+            ..Case::new("with-constraint-not-matching-string-attribute")
+        },
+        Case {
+            claims: count2(bool_attribute),
+            classes: classes_ab(),
+            slices: two_attr_devices("boolAttribute", bool_attr(true), bool_attr(false)),
+            node: n1(),
+            ..Case::new("with-constraint-not-matching-bool-attribute")
+        },
+        Case {
+            claims: count2(version_attribute),
+            classes: classes_ab(),
+            slices: two_attr_devices(
+                "driverVersion",
+                version_attr("1.0.0"),
+                version_attr("2.0.0"),
+            ),
+            node: n1(),
+            ..Case::new("with-constraint-not-matching-version-attribute")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![match_attribute(&[REQ0], version_attribute)],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![]),
+                    request(REQ1, CLASS_A, 1, vec![]),
+                ],
+            )],
+            classes: classes_ab(),
+            slices: two_attr_devices(
+                "driverVersion",
+                version_attr("1.0.0"),
+                version_attr("2.0.0"),
+            ),
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1, DRIVER_A, POOL1, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("with-constraint-for-request")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![
+                    match_attribute(&[REQ0], version_attribute),
+                    match_attribute(&[], string_attribute),
+                ],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![]),
+                    request(REQ1, CLASS_A, 1, vec![]),
+                ],
+            )],
+            classes: classes_ab(),
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![
+                    with_attrs(
+                        device(DEVICE1),
+                        &[
+                            ("driverVersion", version_attr("1.0.0")),
+                            ("stringAttribute", string_attr("a")),
+                        ],
+                    ),
+                    with_attrs(
+                        device(DEVICE2),
+                        &[
+                            ("driverVersion", version_attr("2.0.0")),
+                            ("stringAttribute", string_attr("b")),
+                        ],
+                    ),
+                    with_attrs(
+                        device(DEVICE3),
+                        &[
+                            ("driverVersion", version_attr("3.0.0")),
+                            ("stringAttribute", string_attr("b")),
+                        ],
+                    ),
+                ],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                    result(REQ1, DRIVER_A, POOL1, DEVICE3, false),
+                ],
+            )]),
+            ..Case::new("with-constraint-for-request-retry")
+        },
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![class_with_config(CLASS_A, DRIVER_A, "classAttribute")],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation_with_configs(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                vec![allocated_config(
+                    "FromClass",
+                    &[REQ0],
+                    DRIVER_A,
+                    "classAttribute",
+                )],
+            )]),
+            ..Case::new("with-class-device-config")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![]),
+                    request(REQ1, CLASS_A, 1, vec![]),
+                    request(REQ2, CLASS_B, 1, vec![]),
+                ],
+            )],
+            classes: vec![
+                class_with_config(CLASS_A, DRIVER_A, "classAttribute-A"),
+                class_with_config(CLASS_B, DRIVER_B, "classAttribute-B"),
+            ],
+            slices: vec![
+                slice_with_multiple_devices(SLICE1, At::Node(NODE1), POOL1, DRIVER_A, 2),
+                slice_with_one_device(SLICE2, At::Node(NODE1), POOL1, DRIVER_B),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation_with_configs(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE0, false),
+                    result(REQ1, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ2, DRIVER_B, POOL1, DEVICE1, false),
+                ],
+                vec![
+                    allocated_config("FromClass", &[REQ0, REQ1], DRIVER_A, "classAttribute-A"),
+                    allocated_config("FromClass", &[REQ2], DRIVER_B, "classAttribute-B"),
+                ],
+            )]),
+            ..Case::new("with-class-device-config-with-multiple-request-and-configs")
+        },
+        Case {
+            claims: vec![{
+                let mut c = claim(CLAIM0, REQ0, CLASS_A);
+                c.spec.devices.config = vec![claim_config(&[], DRIVER_A, "deviceAttribute")];
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation_with_configs(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+                vec![allocated_config(
+                    "FromClaim",
+                    &[],
+                    DRIVER_A,
+                    "deviceAttribute",
+                )],
+            )]),
+            ..Case::new("claim-with-device-config")
+        },
+        Case {
+            claims: vec![{
+                let mut c = claim(CLAIM0, REQ0, CLASS_A);
+                exactly(&mut c, 0).selectors = vec![DeviceSelector::default()];
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| matches!(e, AllocError::EmptySelector { index: 0, .. })),
+            ..Case::new("unknown-selector")
+        },
+        Case {
+            claims: vec![with_mode(claim(CLAIM0, REQ0, CLASS_A), 0, "future-mode")],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(
+                |e| matches!(e, AllocError::UnsupportedAllocationMode { mode, .. } if mode == "future-mode"),
+            ),
+            ..Case::new("unknown-allocation-mode")
+        },
+        Case {
+            claims: vec![claim_with_constraints(
+                CLAIM0,
+                REQ0,
+                CLASS_A,
+                vec![DeviceConstraint::default()],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| matches!(e, AllocError::EmptyConstraint { index: 0, .. })),
+            ..Case::new("unknown-constraint")
+        },
+        Case {
+            claims: vec![{
+                let mut c = claim(CLAIM0, REQ0, CLASS_A);
+                exactly(&mut c, 0).selectors = vec![cel("noSuchVar")];
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| {
+                is_selector_error(e)
+                    && matches!(e, AllocError::Selector { owner: SelectorOwner::Claim(c), .. } if c == CLAIM0)
+            }),
+            ..Case::new("invalid-CEL-one-device")
+        },
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![{
+                let mut c = class(CLASS_A, DRIVER_A);
+                c.spec.selectors[0] = cel("noSuchVar");
+                c
+            }],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| {
+                is_selector_error(e)
+                    && matches!(e, AllocError::Selector { owner: SelectorOwner::Class(c), .. } if c == CLASS_A)
+            }),
+            ..Case::new("invalid-CEL-one-device-class")
+        },
+        Case {
+            claims: vec![{
+                let mut c = claim(CLAIM0, REQ0, CLASS_A);
+                exactly(&mut c, 0).selectors = vec![cel("noSuchVar")];
+                exactly(&mut c, 0).allocation_mode = "All".to_owned();
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(is_selector_error),
+            ..Case::new("invalid-CEL-all-devices")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 500, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            expect: Expect::Error(|e| matches!(e, AllocError::TooManyDevices { count: 500, .. })),
+            ..Case::new("too-many-devices-single-request")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, MAX, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            ..Case::new("many-devices-okay")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, MAX, vec![]),
+                    request(REQ1, CLASS_A, 1, vec![]),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_multiple_devices(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                33,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| matches!(e, AllocError::TooManyDevices { count: 33, .. })),
+            ..Case::new("too-many-devices-total")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 500, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            expect: Expect::Error(|e| matches!(e, AllocError::TooManyDevices { count: 500, .. })),
+            ..Case::new("all-devices-invalid-CEL")
         },
     ]
 }
