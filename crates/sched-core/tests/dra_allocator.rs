@@ -476,6 +476,8 @@ enum Expect {
 
 struct Case {
     name: &'static str,
+    /// Upstream's `expectNumAllocateOneInvocations` (0: not checked).
+    steps: u64,
     features: Features,
     claims: Vec<ResourceClaim>,
     allocated: Vec<(&'static str, &'static str, &'static str)>,
@@ -490,6 +492,7 @@ impl Case {
     fn new(name: &'static str) -> Self {
         Case {
             name,
+            steps: 0,
             features: Features::NONE,
             claims: Vec::new(),
             allocated: Vec::new(),
@@ -541,7 +544,13 @@ fn run(case: &Case) -> Result<(), String> {
         &TestSelectors,
     );
     let claims: Vec<&ResourceClaim> = case.claims.iter().collect();
-    let got = allocator.allocate(TargetNode::from(&case.node), &claims);
+    let (got, stats) = allocator.allocate_with_stats(TargetNode::from(&case.node), &claims);
+    if case.steps > 0 && stats.search_steps != case.steps {
+        return Err(format!(
+            "{} search steps, want {}",
+            stats.search_steps, case.steps
+        ));
+    }
     match (&case.expect, got) {
         (Expect::Error(check), Err(e)) if check(&e) => Ok(()),
         (Expect::Error(_), other) => Err(format!("expected an error, got {other:?}")),
@@ -597,6 +606,8 @@ fn cases() -> Vec<Case> {
     v.extend(basic_cases());
     v.extend(all_and_admin_cases());
     v.extend(node_and_constraint_cases());
+    v.extend(prioritized_list_cases());
+    v.extend(disabled_feature_cases());
     v
 }
 
@@ -1875,6 +1886,802 @@ fn node_and_constraint_cases() -> Vec<Case> {
             classes: vec![class(CLASS_A, DRIVER_A)],
             expect: Expect::Error(|e| matches!(e, AllocError::TooManyDevices { count: 500, .. })),
             ..Case::new("all-devices-invalid-CEL")
+        },
+    ]
+}
+
+fn memory_device(name: &str, memory: &str, version: Option<&str>) -> Device {
+    let d = device_memory(name, memory);
+    match version {
+        Some(v) => with_attrs(d, &[("driverVersion", version_attr(v))]),
+        None => d,
+    }
+}
+
+fn all_sub(name: &str, class: &str) -> DeviceSubRequest {
+    DeviceSubRequest {
+        name: name.to_owned(),
+        device_class_name: class.to_owned(),
+        allocation_mode: "All".to_owned(),
+        ..DeviceSubRequest::default()
+    }
+}
+
+fn prioritized_list_cases() -> Vec<Case> {
+    let n1 = || node(NODE1, REGION1);
+    let local1 = || Some(local_node_selector(NODE1));
+    let classes_ab = || vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)];
+    let pl = features(false, true);
+    let version_attribute = "driver-a/driverVersion";
+    let constrained = |constraint_requests: &[&str]| {
+        claim_with_requests(
+            CLAIM0,
+            vec![match_attribute(constraint_requests, version_attribute)],
+            vec![
+                request(REQ0, CLASS_A, 1, vec![memory_at_least("8Gi")]),
+                request_with_prioritized_list(
+                    REQ1,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_A, 1, vec![memory_at_least("2Gi")]),
+                        sub_request(SUB_REQ1, CLASS_A, 1, vec![memory_at_least("1Gi")]),
+                    ],
+                ),
+            ],
+        )
+    };
+    let eight_and_four = || {
+        vec![
+            slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![memory_device(DEVICE1, "8Gi", None)],
+            ),
+            slice(
+                SLICE2,
+                At::Node(NODE1),
+                POOL2,
+                DRIVER_A,
+                vec![memory_device(DEVICE2, "4Gi", None)],
+            ),
+        ]
+    };
+    vec![
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_B, 1, vec![]),
+                        sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                    ],
+                )],
+            )],
+            classes: classes_ab(),
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("prioritized-list-first-unavailable")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_B, 2, vec![]),
+                        sub_request(SUB_REQ1, CLASS_A, 2, vec![]),
+                    ],
+                )],
+            )],
+            classes: classes_ab(),
+            slices: vec![
+                slice_with_one_device(SLICE1, At::Node(NODE1), POOL1, DRIVER_A),
+                slice_with_one_device(SLICE2, At::Node(NODE1), POOL2, DRIVER_B),
+            ],
+            node: n1(),
+            ..Case::new("prioritized-list-non-available")
+        },
+        Case {
+            features: pl,
+            claims: vec![{
+                let mut c = claim_with_requests(
+                    CLAIM0,
+                    vec![],
+                    vec![request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, 1, vec![]),
+                            sub_request(SUB_REQ1, CLASS_B, 2, vec![]),
+                        ],
+                    )],
+                );
+                c.spec.devices.config = vec![
+                    claim_config(&[REQ0_SUB_REQ0], DRIVER_A, "foo"),
+                    claim_config(&[REQ0_SUB_REQ1], DRIVER_B, "bar"),
+                ];
+                c
+            }],
+            classes: classes_ab(),
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_B,
+                vec![device(DEVICE1), device(DEVICE2)],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation_with_configs(
+                local1(),
+                vec![
+                    result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1, false),
+                    result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2, false),
+                ],
+                vec![allocated_config(
+                    "FromClaim",
+                    &[REQ0_SUB_REQ1],
+                    DRIVER_B,
+                    "bar",
+                )],
+            )]),
+            ..Case::new("prioritized-list-device-config")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_A, 2, vec![]),
+                        sub_request(SUB_REQ1, CLASS_B, 2, vec![]),
+                    ],
+                )],
+            )],
+            classes: vec![
+                class_with_config(CLASS_A, DRIVER_A, "foo"),
+                class_with_config(CLASS_B, DRIVER_B, "bar"),
+            ],
+            slices: vec![
+                slice(
+                    SLICE1,
+                    At::Node(NODE1),
+                    POOL1,
+                    DRIVER_B,
+                    vec![device(DEVICE1), device(DEVICE2)],
+                ),
+                slice(
+                    SLICE2,
+                    At::Node(NODE1),
+                    POOL2,
+                    DRIVER_A,
+                    vec![device(DEVICE3)],
+                ),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation_with_configs(
+                local1(),
+                vec![
+                    result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1, false),
+                    result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2, false),
+                ],
+                vec![allocated_config(
+                    "FromClass",
+                    &[REQ0_SUB_REQ1],
+                    DRIVER_B,
+                    "bar",
+                )],
+            )]),
+            ..Case::new("prioritized-list-class-config")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![memory_at_least("1Gi")]),
+                    request_with_prioritized_list(
+                        REQ1,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, 1, vec![memory_at_least("4Gi")]),
+                            sub_request(SUB_REQ1, CLASS_A, 2, vec![memory_at_least("2Gi")]),
+                        ],
+                    ),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![
+                    device_memory(DEVICE1, "2Gi"),
+                    device_memory(DEVICE2, "2Gi"),
+                    device_memory(DEVICE3, "1Gi"),
+                ],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE3, false),
+                    result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-subrequests-with-expressions")
+        },
+        Case {
+            features: pl,
+            claims: vec![constrained(&[REQ0, REQ1])],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice(
+                    SLICE1,
+                    At::Node(NODE1),
+                    POOL1,
+                    DRIVER_A,
+                    vec![memory_device(DEVICE1, "8Gi", Some("1.0.0"))],
+                ),
+                slice(
+                    SLICE2,
+                    At::Node(NODE1),
+                    POOL2,
+                    DRIVER_A,
+                    vec![
+                        memory_device(DEVICE2, "2Gi", Some("2.0.0")),
+                        memory_device(DEVICE3, "1Gi", Some("1.0.0")),
+                    ],
+                ),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE3, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-subrequests-with-constraints-ref-parent-request")
+        },
+        Case {
+            features: pl,
+            claims: vec![constrained(&[REQ0, REQ1_SUB_REQ0])],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice(
+                    SLICE1,
+                    At::Node(NODE1),
+                    POOL1,
+                    DRIVER_A,
+                    vec![memory_device(DEVICE1, "8Gi", Some("1.0.0"))],
+                ),
+                slice(
+                    SLICE2,
+                    At::Node(NODE1),
+                    POOL2,
+                    DRIVER_A,
+                    vec![memory_device(DEVICE2, "2Gi", Some("2.0.0"))],
+                ),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-subrequests-with-constraints-ref-sub-request")
+        },
+        Case {
+            features: pl,
+            claims: vec![{
+                let mut c = claim_with_requests(
+                    CLAIM0,
+                    vec![],
+                    vec![request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, 1, vec![]),
+                            sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                        ],
+                    )],
+                );
+                let first = &mut c.spec.devices.requests[0].first_available[0];
+                first.allocation_mode = "All".to_owned();
+                first.count = 0;
+                c
+            }],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            )],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1)],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, false)],
+            )]),
+            ..Case::new("prioritized-list-subrequests-with-allocation-mode-all")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, 1, vec![]),
+                    request_with_prioritized_list(
+                        REQ1,
+                        vec![
+                            all_sub(SUB_REQ0, CLASS_A),
+                            sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                        ],
+                    ),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-allocation-mode-all-multiple-requests")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![sub_request(SUB_REQ0, CLASS_A, 1, vec![])],
+                )],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Error(|e| {
+                matches!(e, AllocError::FeatureDisabled { claim, request, feature: Feature::PrioritizedList }
+                    if claim == CLAIM0 && request == REQ0)
+            }),
+            ..Case::new("prioritized-list-disabled")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ1, CLASS_A, 1, vec![memory_at_least("8Gi")]),
+                    request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, 1, vec![memory_at_least("8Gi")]),
+                            sub_request(SUB_REQ1, CLASS_A, 1, vec![memory_at_least("4Gi")]),
+                        ],
+                    ),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: eight_and_four(),
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ1, DRIVER_A, POOL1, DEVICE1, false),
+                    result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-multi-request")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, 1, vec![memory_at_least("8Gi")]),
+                            sub_request(SUB_REQ1, CLASS_A, 1, vec![memory_at_least("4Gi")]),
+                        ],
+                    ),
+                    request(REQ1, CLASS_A, 1, vec![memory_at_least("8Gi")]),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: eight_and_four(),
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, false),
+                    result(REQ1, DRIVER_A, POOL1, DEVICE1, false),
+                ],
+            )]),
+            ..Case::new("prioritized-list-with-backtracking")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_B, 500, vec![]),
+                        sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                    ],
+                )],
+            )],
+            classes: classes_ab(),
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("prioritized-list-too-many-in-first-subrequest")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        all_sub(SUB_REQ0, CLASS_A),
+                        sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                    ],
+                )],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            )],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE2)],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("prioritized-list-allocation-mode-all")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, MAX, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_multiple_devices(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                32,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                multiple_results(REQ0, DRIVER_A, POOL1, 32, 0),
+            )]),
+            ..Case::new("max-number-devices")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, MAX, vec![]),
+                            sub_request(SUB_REQ1, CLASS_A, MAX / 2, vec![]),
+                        ],
+                    ),
+                    request_with_prioritized_list(
+                        REQ1,
+                        vec![
+                            sub_request(SUB_REQ0, CLASS_A, MAX, vec![]),
+                            sub_request(SUB_REQ1, CLASS_A, MAX / 2, vec![]),
+                        ],
+                    ),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_multiple_devices(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                64,
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(local1(), {
+                let mut r = multiple_results(REQ0_SUB_REQ1, DRIVER_A, POOL1, 16, 0);
+                r.extend(multiple_results(REQ1_SUB_REQ1, DRIVER_A, POOL1, 16, 16));
+                r
+            })]),
+            steps: 75,
+            ..Case::new("prioritized-list-max-allocation-limit-request")
+        },
+        Case {
+            features: pl,
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request_with_prioritized_list(
+                        REQ0,
+                        vec![
+                            all_sub(SUB_REQ0, CLASS_A),
+                            sub_request(SUB_REQ1, CLASS_A, 2, vec![]),
+                        ],
+                    ),
+                    request(REQ1, CLASS_B, 2, vec![]),
+                ],
+            )],
+            classes: classes_ab(),
+            slices: vec![
+                slice_with_multiple_devices(SLICE1, At::Node(NODE1), POOL1, DRIVER_A, 31),
+                slice_with_multiple_devices(SLICE2, At::Node(NODE1), POOL2, DRIVER_B, 2),
+            ],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![
+                    result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-0", false),
+                    result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-1", false),
+                    result(REQ1, DRIVER_B, POOL2, "device-0", false),
+                    result(REQ1, DRIVER_B, POOL2, "device-1", false),
+                ],
+            )]),
+            steps: 42,
+            ..Case::new("prioritized-list-max-allocation-allocation-mode-all")
+        },
+    ]
+}
+
+fn taint(value: &str, effect: &str) -> sched_core::model::DeviceTaint {
+    sched_core::model::DeviceTaint {
+        key: "taint-key".to_owned(),
+        value: value.to_owned(),
+        effect: effect.to_owned(),
+        ..sched_core::model::DeviceTaint::default()
+    }
+}
+
+fn tainted(mut d: Device, taints: &[(&str, &str)]) -> Device {
+    for (value, effect) in taints {
+        d.taints.push(taint(value, effect));
+    }
+    d
+}
+
+fn consuming_counters(mut d: Device) -> Device {
+    d.consumes_counters
+        .push(sched_core::model::DeviceCounterConsumption {
+            counter_set: "counter-set-1".to_owned(),
+            counters: BTreeMap::from([(
+                "memory".to_owned(),
+                sched_core::model::Counter {
+                    value: "4Gi".parse().expect("quantity"),
+                },
+            )]),
+        });
+    d
+}
+
+fn with_counter_set(mut s: ResourceSlice) -> ResourceSlice {
+    s.spec.shared_counters.push(sched_core::model::CounterSet {
+        name: "counter-set-1".to_owned(),
+        counters: BTreeMap::from([(
+            "memory".to_owned(),
+            sched_core::model::Counter {
+                value: "18Gi".parse().expect("quantity"),
+            },
+        )]),
+    });
+    s
+}
+
+/// Upstream's cases of alpha features with the gate off: what v1.34's defaults do.
+fn disabled_feature_cases() -> Vec<Case> {
+    let n1 = || node(NODE1, REGION1);
+    let local1 = || Some(local_node_selector(NODE1));
+    let no_schedule = ("taint-value", "NoSchedule");
+    let no_execute = ("taint-value-2", "NoExecute");
+    vec![
+        Case {
+            claims: vec![claim(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![tainted(device(DEVICE1), &[no_schedule, no_execute])],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("tainted-disabled")
+        },
+        Case {
+            features: features(false, true),
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request_with_prioritized_list(
+                    REQ0,
+                    vec![
+                        sub_request(SUB_REQ0, CLASS_B, 1, vec![]),
+                        sub_request(SUB_REQ1, CLASS_A, 1, vec![]),
+                    ],
+                )],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![tainted(device(DEVICE1), &[no_schedule])],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("tainted-prioritized-list-disabled")
+        },
+        Case {
+            features: features(true, false),
+            claims: vec![admin(claim(CLAIM0, REQ0, CLASS_A), 0)],
+            allocated: vec![(DRIVER_A, POOL1, DEVICE1), (DRIVER_A, POOL1, DEVICE2)],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![tainted(device(DEVICE1), &[no_schedule])],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, true)],
+            )]),
+            ..Case::new("tainted-admin-access-disabled")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![all_request(REQ0, CLASS_A)],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![tainted(device(DEVICE1), &[no_schedule])],
+            )],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+            )]),
+            ..Case::new("tainted-all-devices-single-disabled")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 1, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![with_counter_set(slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![consuming_counters(device(DEVICE1))],
+            ))],
+            node: n1(),
+            ..Case::new("partitionable-devices-disabled-device-consumes-counters")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 1, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![with_counter_set(slice(
+                SLICE1,
+                At::Node(NODE1),
+                POOL1,
+                DRIVER_A,
+                vec![consuming_counters(device(DEVICE1)), device(DEVICE2)],
+            ))],
+            node: n1(),
+            expect: Expect::Results(vec![allocation(
+                local1(),
+                vec![result(REQ0, DRIVER_A, POOL1, DEVICE2, false)],
+            )]),
+            ..Case::new("partitionable-devices-disabled-other-device-do-not-consume-counters")
+        },
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 1, vec![])],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![{
+                let mut d = device(DEVICE2);
+                d.node_name = Some(NODE1.to_owned());
+                let mut s = slice(SLICE1, At::All, POOL1, DRIVER_A, vec![d]);
+                s.spec.all_nodes = None;
+                s.spec.per_device_node_selection = Some(true);
+                s
+            }],
+            node: n1(),
+            ..Case::new("partitionable-devices-disabled-per-device-node-selection")
         },
     ]
 }

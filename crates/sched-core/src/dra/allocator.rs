@@ -360,6 +360,15 @@ pub struct ClaimAllocation {
     pub existing: bool,
 }
 
+/// How much searching an allocation took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Steps of the search: kube's `NumAllocateOneInvocations`, the calls of its
+    /// `allocateOne`, which this search makes in the same number.
+    pub search_steps: u64,
+}
+
 /// kube's `structured.Allocator` over a fixed state: the slices, classes and allocated
 /// devices. One allocator serves any number of [`Allocator::allocate`] calls.
 pub struct Allocator<'a, S: ?Sized> {
@@ -398,6 +407,26 @@ impl<'a, S: SelectorEval + ?Sized> Allocator<'a, S> {
         node: TargetNode<'_>,
         claims: &[&ResourceClaim],
     ) -> Result<Outcome, AllocError> {
+        self.allocate_with_stats(node, claims).0
+    }
+
+    /// [`Allocator::allocate`], with how much searching it took.
+    pub fn allocate_with_stats(
+        &self,
+        node: TargetNode<'_>,
+        claims: &[&ResourceClaim],
+    ) -> (Result<Outcome, AllocError>, Stats) {
+        let mut stats = Stats::default();
+        let outcome = self.allocate_counting(node, claims, &mut stats.search_steps);
+        (outcome, stats)
+    }
+
+    fn allocate_counting(
+        &self,
+        node: TargetNode<'_>,
+        claims: &[&ResourceClaim],
+        steps: &mut u64,
+    ) -> Result<Outcome, AllocError> {
         let mut to_allocate = Vec::new();
         let mut extra = None::<AllocatedDevices>;
         for claim in claims {
@@ -417,6 +446,7 @@ impl<'a, S: SelectorEval + ?Sized> Allocator<'a, S> {
             self.selectors,
             node,
             &to_allocate,
+            steps,
         )?;
         let Some(mut found) = found else {
             return Ok(Outcome::DoesNotFit);

@@ -163,6 +163,8 @@ pub(super) struct Search<'a, S: ?Sized> {
     /// Per request or alternative, per candidate: 0 unknown, 1 selectable, 2 not.
     cache: Vec<Vec<u8>>,
     pub(super) result: Vec<Vec<Picked>>,
+    /// Calls of [`Search::allocate_one`] (kube's `NumAllocateOneInvocations`).
+    invocations: u64,
 }
 
 /// Runs kube's `Allocate` for claims without an allocation: `None` when they do not fit.
@@ -174,6 +176,7 @@ pub(super) fn run<S: SelectorEval + ?Sized>(
     selectors: &S,
     node: TargetNode<'_>,
     claims: &[&ResourceClaim],
+    invocations: &mut u64,
 ) -> Result<Option<Vec<AllocationResult>>, AllocError> {
     let pools = gather_pools(slices, &node);
     let mut candidates = Vec::new();
@@ -205,11 +208,14 @@ pub(super) fn run<S: SelectorEval + ?Sized>(
         allocating: vec![Vec::new(); n],
         cache: Vec::new(),
         result: Vec::with_capacity(claims.len()),
+        invocations: 0,
     };
     for (c, claim) in claims.iter().enumerate() {
         search.prepare_claim(features, classes, c, claim)?;
     }
-    match search.allocate_one(Indices::default(), false) {
+    let found = search.allocate_one(Indices::default(), false);
+    *invocations = search.invocations;
+    match found {
         Ok(true) => {}
         Ok(false) | Err(Stop::MaxSize) => return Ok(None),
         Err(Stop::Fatal(e)) => return Err(e),
@@ -508,6 +514,7 @@ impl<'a, S: SelectorEval + ?Sized> Search<'a, S> {
 
     /// kube's `allocateOne`: finds devices for the device `r` and everything after it.
     fn allocate_one(&mut self, r: Indices, allocate_sub: bool) -> Result<bool, Stop> {
+        self.invocations += 1;
         if r.claim >= self.claims.len() {
             return Ok(true);
         }
