@@ -94,7 +94,6 @@ const POOL4: &str = "pool-4";
 const REQ0: &str = "req-0";
 const REQ1: &str = "req-1";
 const REQ2: &str = "req-2";
-const REQ3: &str = "req-3";
 const SUB_REQ0: &str = "subReq-0";
 const SUB_REQ1: &str = "subReq-1";
 const REQ0_SUB_REQ0: &str = "req-0/subReq-0";
@@ -109,7 +108,6 @@ const DEVICE0: &str = "device-0";
 const DEVICE1: &str = "device-1";
 const DEVICE2: &str = "device-2";
 const DEVICE3: &str = "device-3";
-const DEVICE4: &str = "device-4";
 const MAX: i64 = 32;
 
 fn meta(name: &str) -> ObjectMeta {
@@ -120,13 +118,15 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn node(name: &str, region: &str) -> Node {
-    let mut node = Node::default();
-    node.metadata = meta(name);
-    node.metadata.labels = BTreeMap::from([
+    let mut metadata = meta(name);
+    metadata.labels = BTreeMap::from([
         ("region".to_owned(), region.to_owned()),
         ("planet".to_owned(), "earth".to_owned()),
     ]);
-    node
+    Node {
+        metadata,
+        ..Node::default()
+    }
 }
 
 fn cel(expression: &str) -> DeviceSelector {
@@ -2497,7 +2497,6 @@ fn taint(value: &str, effect: &str) -> sched_core::model::DeviceTaint {
         key: "taint-key".to_owned(),
         value: value.to_owned(),
         effect: effect.to_owned(),
-        ..sched_core::model::DeviceTaint::default()
     }
 }
 

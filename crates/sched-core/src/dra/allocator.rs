@@ -438,19 +438,10 @@ impl<'a, S: SelectorEval + ?Sized> Allocator<'a, S> {
             }
         }
         let allocated = extra.as_ref().unwrap_or(self.allocated);
-        let found = search::run(
-            self.features,
-            self.slices,
-            self.classes,
-            allocated,
-            self.selectors,
-            node,
-            &to_allocate,
-            steps,
-        )?;
-        let Some(mut found) = found else {
+        let Some(solved) = search::run(self, allocated, node, &to_allocate, steps)? else {
             return Ok(Outcome::DoesNotFit);
         };
+        let mut found = output::build(&solved, node.name)?;
         let mut out = Vec::with_capacity(claims.len());
         let mut next = found.drain(..);
         for claim in claims {

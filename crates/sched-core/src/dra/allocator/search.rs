@@ -7,14 +7,13 @@
 //! results.
 
 use crate::model::{
-    AllocationResult, Device, DeviceAttribute, DeviceClass, DeviceSelector, ResourceClaim,
-    ResourceSlice,
+    Device, DeviceAttribute, DeviceClass, DeviceSelector, ResourceClaim, ResourceSlice,
 };
 
 use super::pools::{Pool, gather_pools};
 use super::{
-    ALLOCATION_RESULTS_MAX_SIZE, AllocError, AllocatedDevices, Feature, Features, SelectorEval,
-    SelectorOwner, TargetNode, claim_name, output,
+    ALLOCATION_RESULTS_MAX_SIZE, AllocError, AllocatedDevices, Allocator, Feature, Features,
+    SelectorEval, SelectorOwner, TargetNode, claim_name,
 };
 
 /// One device of a gathered pool.
@@ -167,18 +166,17 @@ pub(super) struct Search<'a, S: ?Sized> {
     invocations: u64,
 }
 
-/// Runs kube's `Allocate` for claims without an allocation: `None` when they do not fit.
-pub(super) fn run<S: SelectorEval + ?Sized>(
-    features: Features,
-    slices: &[ResourceSlice],
-    classes: &[DeviceClass],
+/// Runs kube's search for claims without an allocation: the solved search, `None` when
+/// they do not fit.
+pub(super) fn run<'a, S: SelectorEval + ?Sized>(
+    allocator: &Allocator<'a, S>,
     allocated: &AllocatedDevices,
-    selectors: &S,
     node: TargetNode<'_>,
-    claims: &[&ResourceClaim],
+    claims: &'a [&'a ResourceClaim],
     invocations: &mut u64,
-) -> Result<Option<Vec<AllocationResult>>, AllocError> {
-    let pools = gather_pools(slices, &node);
+) -> Result<Option<Search<'a, S>>, AllocError> {
+    let (features, classes) = (allocator.features, allocator.classes);
+    let pools = gather_pools(allocator.slices, &node);
     let mut candidates = Vec::new();
     let mut pool_ranges = Vec::with_capacity(pools.len());
     for (p, pool) in pools.iter().enumerate() {
@@ -197,7 +195,7 @@ pub(super) fn run<S: SelectorEval + ?Sized>(
     }
     let n = candidates.len();
     let mut search = Search {
-        selectors,
+        selectors: allocator.selectors,
         claims,
         pools,
         candidates,
@@ -220,7 +218,7 @@ pub(super) fn run<S: SelectorEval + ?Sized>(
         Ok(false) | Err(Stop::MaxSize) => return Ok(None),
         Err(Stop::Fatal(e)) => return Err(e),
     }
-    output::build(&search, node.name).map(Some)
+    Ok(Some(search))
 }
 
 /// kube's `deviceIndices`: which device of which request (or alternative) of which claim.
