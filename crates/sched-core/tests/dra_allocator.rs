@@ -2684,3 +2684,217 @@ fn disabled_feature_cases() -> Vec<Case> {
         },
     ]
 }
+
+/// Upstream's `interrupt/off` subtest: six devices asked of five, no cancellation (this
+/// allocator takes no context, so the timeout and cancel variants have no counterpart).
+#[test]
+fn interrupt_off() {
+    let case = Case {
+        claims: vec![claim_with_requests(
+            CLAIM0,
+            vec![],
+            vec![request(REQ0, CLASS_A, 6, vec![])],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![slice(
+            SLICE1,
+            At::Node(NODE1),
+            POOL1,
+            DRIVER_A,
+            vec![
+                device(DEVICE1),
+                device(DEVICE2),
+                device(DEVICE3),
+                device("device-4"),
+                device("device-5"),
+            ],
+        )],
+        node: node(NODE1, REGION1),
+        ..Case::new("interrupt/off")
+    };
+    run(&case).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Beyond upstream's table: what this port adds around kube's `Allocate`.
+
+/// A claim that already has an allocation keeps it, and its devices are busy for the others
+/// (kube's allocated state holds every allocated claim's devices).
+#[test]
+fn an_existing_allocation_is_kept_and_its_devices_are_busy() {
+    let slices = vec![slice(
+        SLICE1,
+        At::Node(NODE1),
+        POOL1,
+        DRIVER_A,
+        vec![device(DEVICE1), device(DEVICE2)],
+    )];
+    let classes = vec![class(CLASS_A, DRIVER_A)];
+    let mut done = claim(CLAIM0, REQ0, CLASS_A);
+    let existing = allocation(
+        local_node_selector(NODE2).into(),
+        vec![result(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+    );
+    done.status.allocation = Some(existing.clone());
+    let fresh = claim(CLAIM1, REQ0, CLASS_A);
+    let allocated = AllocatedDevices::new();
+    let allocator = Allocator::new(
+        Features::default(),
+        &slices,
+        &classes,
+        &allocated,
+        &TestSelectors,
+    );
+    let node1 = node(NODE1, REGION1);
+    let Ok(Outcome::Allocated(got)) =
+        allocator.allocate(TargetNode::from(&node1), &[&done, &fresh])
+    else {
+        panic!("allocates");
+    };
+    assert_eq!(got.len(), 2);
+    assert!(got[0].existing);
+    assert_eq!(got[0].result, existing);
+    assert!(!got[1].existing);
+    assert_eq!(
+        got[1].result.devices.results,
+        vec![result(REQ0, DRIVER_A, POOL1, DEVICE2, false)]
+    );
+
+    // Two claims already holding both devices: a third does not fit.
+    let mut done2 = claim("claim-2", REQ0, CLASS_A);
+    done2.status.allocation = Some(allocation(
+        None,
+        vec![result(REQ0, DRIVER_A, POOL1, DEVICE2, false)],
+    ));
+    let got = allocator.allocate(TargetNode::from(&node1), &[&done, &done2, &fresh]);
+    assert_eq!(got, Ok(Outcome::DoesNotFit));
+
+    // An admin-access allocation does not make its device busy.
+    let mut watching = admin(claim("claim-2", REQ0, CLASS_A), 0);
+    watching.status.allocation = Some(allocation(
+        None,
+        vec![result(REQ0, DRIVER_A, POOL1, DEVICE2, true)],
+    ));
+    let Ok(Outcome::Allocated(got)) =
+        allocator.allocate(TargetNode::from(&node1), &[&done, &watching, &fresh])
+    else {
+        panic!("allocates");
+    };
+    assert_eq!(
+        got[2].result.devices.results,
+        vec![result(REQ0, DRIVER_A, POOL1, DEVICE2, false)]
+    );
+}
+
+/// Requests that need an alpha feature (off in v1.34) are refused with a typed error.
+#[test]
+fn requests_needing_an_alpha_feature_are_refused() {
+    let slices = vec![slice_with_one_device(
+        SLICE1,
+        At::Node(NODE1),
+        POOL1,
+        DRIVER_A,
+    )];
+    let classes = vec![class(CLASS_A, DRIVER_A)];
+    let allocated = AllocatedDevices::new();
+    let allocator = Allocator::new(
+        Features::default(),
+        &slices,
+        &classes,
+        &allocated,
+        &TestSelectors,
+    );
+    let node1 = node(NODE1, REGION1);
+
+    let mut capacity = claim(CLAIM0, REQ0, CLASS_A);
+    exactly(&mut capacity, 0).capacity = Some(sched_core::model::CapacityRequirements {
+        requests: BTreeMap::from([("memory".to_owned(), "1Gi".parse().expect("quantity"))]),
+    });
+    let err = allocator
+        .allocate(TargetNode::from(&node1), &[&capacity])
+        .unwrap_err();
+    assert!(
+        matches!(&err, AllocError::FeatureDisabled { feature: Feature::ConsumableCapacity, request, .. } if request == REQ0),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "claim claim-0, request req-0: needs the DRAConsumableCapacity feature, which is disabled"
+    );
+
+    let distinct = claim_with_constraints(
+        CLAIM0,
+        REQ0,
+        CLASS_A,
+        vec![DeviceConstraint {
+            distinct_attribute: Some("driver-a/numa".to_owned()),
+            ..DeviceConstraint::default()
+        }],
+    );
+    let err = allocator
+        .allocate(TargetNode::from(&node1), &[&distinct])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AllocError::FeatureDisabled {
+                feature: Feature::ConsumableCapacity,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// v1.34's defaults are admin access and prioritized lists on; a selector's runtime error is
+/// fatal for the whole allocation, as in kube, and names the owner of the selector.
+#[test]
+fn defaults_and_selector_errors() {
+    assert_eq!(Features::default(), Features::V1_34);
+    assert!(Features::V1_34.admin_access && Features::V1_34.prioritized_list);
+
+    let slices = vec![slice(
+        SLICE1,
+        At::Node(NODE1),
+        POOL1,
+        DRIVER_A,
+        vec![device(DEVICE1), device_memory(DEVICE2, "2Gi")],
+    )];
+    let classes = vec![class(CLASS_A, DRIVER_A)];
+    let allocated = AllocatedDevices::new();
+    let allocator = Allocator::new(
+        Features::default(),
+        &slices,
+        &classes,
+        &allocated,
+        &TestSelectors,
+    );
+    let node1 = node(NODE1, REGION1);
+    // device-1 has no memory capacity: CEL's map lookup fails at run time, before device-2
+    // (which would match) is tried.
+    let c = claim_with_requests(
+        CLAIM0,
+        vec![],
+        vec![request(REQ0, CLASS_A, 1, vec![memory_at_least("1Gi")])],
+    );
+    let err = allocator
+        .allocate(TargetNode::from(&node1), &[&c])
+        .unwrap_err();
+    let AllocError::Selector {
+        owner,
+        index,
+        source,
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(
+        (owner, *index),
+        (&SelectorOwner::Claim(CLAIM0.to_owned()), 0)
+    );
+    assert_eq!(source.message, "no such key: memory");
+    assert!(
+        err.to_string().starts_with("claim claim-0: selector #0: "),
+        "{err}"
+    );
+}
