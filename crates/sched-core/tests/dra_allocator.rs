@@ -2851,7 +2851,8 @@ fn requests_needing_an_alpha_feature_are_refused() {
 #[test]
 fn defaults_and_selector_errors() {
     assert_eq!(Features::default(), Features::V1_34);
-    assert!(Features::V1_34.admin_access && Features::V1_34.prioritized_list);
+    let defaults = Features::default();
+    assert!(defaults.admin_access && defaults.prioritized_list);
 
     let slices = vec![slice(
         SLICE1,
@@ -2895,6 +2896,64 @@ fn defaults_and_selector_errors() {
     assert_eq!(source.message, "no such key: memory");
     assert!(
         err.to_string().starts_with("claim claim-0: selector #0: "),
+        "{err}"
+    );
+}
+
+/// Slices' node selectors as kube's `nodeaffinity.NodeSelector` reads them: `NotIn` on the
+/// node name excludes the node, and a malformed selector is an error naming the slice.
+#[test]
+fn slice_node_selectors() {
+    let classes = vec![class(CLASS_A, DRIVER_A)];
+    let allocated = AllocatedDevices::new();
+    let node1 = node(NODE1, REGION1);
+    let c = claim(CLAIM0, REQ0, CLASS_A);
+    let mut not_node1 = local_node_selector(NODE1);
+    not_node1.node_selector_terms[0].match_fields[0].operator = NodeSelectorOperator::NotIn;
+    let slices = vec![
+        slice_with_one_device(SLICE1, At::Selector(not_node1), POOL1, DRIVER_A),
+        slice_with_one_device(
+            SLICE2,
+            At::Selector(node_label_selector("region", &[REGION1])),
+            POOL2,
+            DRIVER_A,
+        ),
+    ];
+    let allocator = Allocator::new(
+        Features::default(),
+        &slices,
+        &classes,
+        &allocated,
+        &TestSelectors,
+    );
+    let Ok(Outcome::Allocated(got)) = allocator.allocate(TargetNode::from(&node1), &[&c]) else {
+        panic!("allocates");
+    };
+    assert_eq!(
+        got[0].result.devices.results,
+        vec![result(REQ0, DRIVER_A, POOL2, DEVICE1, false)]
+    );
+
+    let mut gt = node_label_selector("gpus", &["two"]);
+    gt.node_selector_terms[0].match_expressions[0].operator = NodeSelectorOperator::Gt;
+    let slices = vec![slice_with_one_device(
+        SLICE1,
+        At::Selector(gt),
+        POOL1,
+        DRIVER_A,
+    )];
+    let allocator = Allocator::new(
+        Features::default(),
+        &slices,
+        &classes,
+        &allocated,
+        &TestSelectors,
+    );
+    let err = allocator
+        .allocate(TargetNode::from(&node1), &[&c])
+        .unwrap_err();
+    assert!(
+        matches!(&err, AllocError::InvalidNodeSelector { slice, .. } if slice == SLICE1),
         "{err}"
     );
 }

@@ -328,6 +328,14 @@ pub enum AllocError {
         /// The evaluator's error.
         source: SelectorError,
     },
+    /// A slice's node selector is malformed (kube: "failed to perform node selection").
+    #[error("failed to perform node selection for slice {slice}: {message}")]
+    InvalidNodeSelector {
+        /// The slice.
+        slice: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A slice's node selector has several terms, which an allocation cannot merge.
     #[error(
         "create NodeSelector for claim {claim}: unsupported ResourceSlice.NodeSelector with {terms} terms"

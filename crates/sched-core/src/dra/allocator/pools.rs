@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::model::{NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, ResourceSlice};
 
-use super::TargetNode;
+use super::{AllocError, TargetNode};
 
 /// One pool (driver and pool name) with the slices of its newest generation.
 #[derive(Debug)]
@@ -20,36 +20,90 @@ pub(super) struct Pool<'a> {
 }
 
 /// kube's `nodeMatches`: a node name, all nodes or a node selector, in that order of
-/// precedence; none of them matches no node.
+/// precedence; none of them matches no node. `Err` describes a malformed node selector
+/// (kube's `nodeaffinity.NewNodeSelector` refuses it).
 pub(super) fn node_matches(
     node: &TargetNode<'_>,
     node_name: Option<&str>,
     all_nodes: bool,
     selector: Option<&NodeSelector>,
-) -> bool {
+) -> Result<bool, String> {
     match (node_name.filter(|n| !n.is_empty()), all_nodes, selector) {
-        (Some(name), _, _) => node.name == name,
-        (None, true, _) => true,
+        (Some(name), _, _) => Ok(node.name == name),
+        (None, true, _) => Ok(true),
         (None, false, Some(selector)) => selector_matches(selector, node),
-        (None, false, None) => false,
+        (None, false, None) => Ok(false),
     }
 }
 
-/// kube's node selector semantics: terms ORed, a term's requirements ANDed, an empty term
-/// matches nothing, `matchFields` reads `metadata.name` only.
-fn selector_matches(selector: &NodeSelector, node: &TargetNode<'_>) -> bool {
-    selector.node_selector_terms.iter().any(|term| {
-        if term.match_expressions.is_empty() && term.match_fields.is_empty() {
-            return false;
+/// kube's `nodeaffinity.NodeSelector`: empty terms are left out, the others ORed, a term's
+/// requirements ANDed; `matchFields` reads the node's fields, of which there is only
+/// `metadata.name` (an unknown field reads as empty).
+fn selector_matches(selector: &NodeSelector, node: &TargetNode<'_>) -> Result<bool, String> {
+    let terms = selector
+        .node_selector_terms
+        .iter()
+        .filter(|t| !(t.match_expressions.is_empty() && t.match_fields.is_empty()));
+    for term in terms.clone() {
+        for r in &term.match_expressions {
+            check_label_requirement(r)?;
         }
+        for r in &term.match_fields {
+            if !matches!(
+                r.operator,
+                NodeSelectorOperator::In | NodeSelectorOperator::NotIn
+            ) {
+                return Err(format!(
+                    "matchFields operator {:?} not supported",
+                    r.operator
+                ));
+            }
+            if r.values.len() != 1 {
+                return Err(format!(
+                    "matchFields {}: values must have one element",
+                    r.key
+                ));
+            }
+        }
+    }
+    Ok(terms.into_iter().any(|term| {
         term.match_expressions
             .iter()
             .all(|r| requirement_matches(r, node.labels.get(&r.key).map(String::as_str)))
-            && term
-                .match_fields
-                .iter()
-                .all(|r| r.key == "metadata.name" && requirement_matches(r, Some(node.name)))
-    })
+            // kube ignores matchFields for a node without a name.
+            && (node.name.is_empty()
+                || term.match_fields.iter().all(|r| {
+                    let value = if r.key == "metadata.name" { node.name } else { "" };
+                    (value == r.values[0]) == (r.operator == NodeSelectorOperator::In)
+                }))
+    }))
+}
+
+/// The checks of kube's `labels.NewRequirement` on the values of a requirement (not the
+/// syntax of keys and values).
+fn check_label_requirement(r: &NodeSelectorRequirement) -> Result<(), String> {
+    let n = r.values.len();
+    match r.operator {
+        NodeSelectorOperator::In | NodeSelectorOperator::NotIn if n == 0 => Err(format!(
+            "{}: for 'in', 'notin' operators, values set can't be empty",
+            r.key
+        )),
+        NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist if n != 0 => {
+            Err(format!(
+                "{}: values set must be empty for exists and does not exist",
+                r.key
+            ))
+        }
+        NodeSelectorOperator::Gt | NodeSelectorOperator::Lt
+            if n != 1 || r.values[0].parse::<i64>().is_err() =>
+        {
+            Err(format!(
+                "{}: for 'Gt', 'Lt' operators, exactly one integer value is required",
+                r.key
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
@@ -80,12 +134,14 @@ fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool
 /// each pool kept. Slices with `perDeviceNodeSelection` set are left out (that field belongs
 /// to DRAPartitionableDevices, off in v1.34).
 ///
+/// A malformed node selector of a slice this node has to check is an error, as in kube.
+///
 /// kube collects the pools in a Go map and so searches them in a random order; here they
 /// come in the order their first slice has in `slices`, which makes the search repeatable.
 pub(super) fn gather_pools<'a>(
     slices: &'a [ResourceSlice],
     node: &TargetNode<'_>,
-) -> Vec<Pool<'a>> {
+) -> Result<Vec<Pool<'a>>, AllocError> {
     let mut pools: Vec<Pool<'a>> = Vec::new();
     let mut index: HashMap<(&'a str, &'a str), usize> = HashMap::new();
     for slice in slices {
@@ -98,7 +154,12 @@ pub(super) fn gather_pools<'a>(
         if node_name.is_none() && !all_nodes && spec.node_selector.is_none() {
             continue;
         }
-        if !node_matches(node, node_name, all_nodes, spec.node_selector.as_ref()) {
+        let matches = node_matches(node, node_name, all_nodes, spec.node_selector.as_ref())
+            .map_err(|message| AllocError::InvalidNodeSelector {
+                slice: slice.metadata.name.clone(),
+                message,
+            })?;
+        if !matches {
             continue;
         }
         let key = (spec.driver.as_str(), spec.pool.name.as_str());
@@ -132,7 +193,7 @@ pub(super) fn gather_pools<'a>(
         pool.invalid =
             duplicate_device(&pool.slices).map(|name| format!("duplicate device name {name}"));
     }
-    pools
+    Ok(pools)
 }
 
 /// The first device name that a pool's slices list twice.
