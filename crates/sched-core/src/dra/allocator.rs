@@ -132,6 +132,12 @@ impl AllocatedDevices {
         }
     }
 
+    /// Whether no device is allocated.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.by_driver.is_empty()
+    }
+
     /// Whether the device is allocated.
     #[must_use]
     pub fn contains(&self, driver: &str, pool: &str, device: &str) -> bool {
@@ -436,17 +442,16 @@ impl<'a, S: SelectorEval + ?Sized> Allocator<'a, S> {
         steps: &mut u64,
     ) -> Result<Outcome, AllocError> {
         let mut to_allocate = Vec::new();
-        let mut extra = None::<AllocatedDevices>;
+        // This pod's claims that are allocated already: their devices are busy too, kept
+        // apart from the shared set so that it is not copied.
+        let mut own = AllocatedDevices::new();
         for claim in claims {
             match &claim.status.allocation {
-                Some(existing) => extra
-                    .get_or_insert_with(|| self.allocated.clone())
-                    .insert_allocation(existing),
+                Some(existing) => own.insert_allocation(existing),
                 None => to_allocate.push(*claim),
             }
         }
-        let allocated = extra.as_ref().unwrap_or(self.allocated);
-        let Some(solved) = search::run(self, allocated, node, &to_allocate, steps)? else {
+        let Some(solved) = search::run(self, &own, node, &to_allocate, steps)? else {
             return Ok(Outcome::DoesNotFit);
         };
         let mut found = output::build(&solved, node.name)?;

@@ -167,10 +167,10 @@ pub(super) struct Search<'a, S: ?Sized> {
 }
 
 /// Runs kube's search for claims without an allocation: the solved search, `None` when
-/// they do not fit.
+/// they do not fit. `own` holds the devices of the pod's claims that are allocated already.
 pub(super) fn run<'a, S: SelectorEval + ?Sized>(
     allocator: &Allocator<'a, S>,
-    allocated: &AllocatedDevices,
+    own: &AllocatedDevices,
     node: TargetNode<'_>,
     claims: &'a [&'a ResourceClaim],
     invocations: &mut u64,
@@ -187,7 +187,10 @@ pub(super) fn run<'a, S: SelectorEval + ?Sized>(
                     pool: p,
                     slice,
                     device,
-                    allocated: allocated.contains(pool.driver, pool.name, &device.name),
+                    allocated: allocator
+                        .allocated
+                        .contains(pool.driver, pool.name, &device.name)
+                        || (!own.is_empty() && own.contains(pool.driver, pool.name, &device.name)),
                 });
             }
         }
