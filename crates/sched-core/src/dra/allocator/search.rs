@@ -70,6 +70,9 @@ struct MatchAttribute<'a> {
     attribute: &'a str,
     value: Option<&'a DeviceAttribute>,
     num_devices: usize,
+    /// Per candidate, once looked up: its attribute (the search checks the same devices
+    /// again and again while it backtracks).
+    lookups: Vec<Option<Option<&'a DeviceAttribute>>>,
 }
 
 impl<'a> MatchAttribute<'a> {
@@ -88,11 +91,20 @@ impl<'a> MatchAttribute<'a> {
         })
     }
 
-    fn add(&mut self, request: &str, sub: Option<&str>, driver: &str, device: &'a Device) -> bool {
+    fn add(
+        &mut self,
+        request: &str,
+        sub: Option<&str>,
+        candidate: usize,
+        driver: &str,
+        device: &'a Device,
+    ) -> bool {
         if !self.applies(request, sub) {
             return true;
         }
-        let Some(attribute) = lookup_attribute(device, driver, self.attribute) else {
+        let attribute = *self.lookups[candidate]
+            .get_or_insert_with(|| lookup_attribute(device, driver, self.attribute));
+        let Some(attribute) = attribute else {
             return false;
         };
         if self.num_devices == 0 {
@@ -335,6 +347,7 @@ impl<'a, S: SelectorEval + ?Sized> Search<'a, S> {
                     attribute,
                     value: None,
                     num_devices: 0,
+                    lookups: vec![None; self.candidates.len()],
                 });
             } else if constraint.distinct_attribute.is_some() {
                 return Err(AllocError::FeatureDisabled {
@@ -662,7 +675,7 @@ impl<'a, S: SelectorEval + ?Sized> Search<'a, S> {
         let (driver, device) = (cand.slice.spec.driver.as_str(), cand.device);
         let constraints = &mut self.constraints[r.claim];
         for i in 0..constraints.len() {
-            if !constraints[i].add(base, sub, driver, device) {
+            if !constraints[i].add(base, sub, candidate, driver, device) {
                 if must {
                     let pool = &self.pools[cand.pool];
                     return Err(AllocError::ConstraintUnsatisfiable {
