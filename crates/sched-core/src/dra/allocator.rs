@@ -5,16 +5,20 @@
 //! and `DeviceStatus` (DRAResourceClaimDeviceStatus, beta) to `structured.NewAllocator`; only
 //! the `experimental` implementation supports `DeviceStatus`, so that is the one kube runs and
 //! the one ported here, with the alpha gates off (DRADeviceTaints, DRAPartitionableDevices,
-//! DRAConsumableCapacity, DRADeviceBindingConditions): a claim that needs one of them is
-//! refused with [`AllocError::FeatureDisabled`], devices consuming counters are never picked
-//! and slices with `perDeviceNodeSelection` are left out, as kube does with those gates off.
+//! DRAConsumableCapacity, DRADeviceBindingConditions), as kube behaves with them off: a
+//! request with `capacity` or a `distinctAttribute` constraint is refused with
+//! [`AllocError::FeatureDisabled`], devices consuming counters are never picked, slices with
+//! `perDeviceNodeSelection` are left out and device taints are ignored. (Binding conditions
+//! are not in [`crate::model::Device`], so devices that carry them are not told apart.)
 //!
 //! The search is kube's: claims in order, requests in order, a request's devices one by one,
 //! each tried against the pools' devices in order (pools in the order their first slice comes
 //! in the input, where kube's Go map order is random), backtracking when a later device finds
 //! no candidate; the first complete solution wins. `firstAvailable` alternatives are tried in
-//! order, the first that leads to a solution is kept. The allocator never evaluates CEL
-//! itself: selectors go through a [`SelectorEval`].
+//! order, the first that leads to a solution is kept. Incomplete pools are searched as kube
+//! searches them; only a request for `All` devices is refused while a pool is incomplete. The
+//! allocator never evaluates CEL itself: selectors go through a [`SelectorEval`], and an
+//! evaluation error stops the allocation with [`AllocError::Selector`], as in kube.
 
 mod output;
 mod pools;
