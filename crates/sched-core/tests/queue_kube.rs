@@ -114,7 +114,7 @@ fn queue_without_pop_from_backoff() -> SchedulingQueue {
 }
 
 fn pop_name(q: &mut SchedulingQueue, now: Duration) -> Option<String> {
-    q.pop(now).map(|p| p.metadata.name)
+    q.pop(now).map(|p| p.metadata.name.clone())
 }
 
 /// Adds `p` and pops it (kube's tests pop a pod before `AddUnschedulableIfNotPresent`).
@@ -280,7 +280,7 @@ fn priority_queue_update_pod_that_did_not_exist_in_the_queue() {
     let mut q = queue();
     q.update(updated(&mpp(), "test"), s(0));
     assert_eq!(pos(&q, &mpp()), Some(QueueName::Active));
-    assert_eq!(q.pop(s(0)), Some(updated(&mpp(), "test")));
+    assert_eq!(q.pop(s(0)).as_deref(), Some(&updated(&mpp(), "test")));
 }
 
 #[test]
@@ -310,7 +310,7 @@ fn priority_queue_update_pod_backing_off_stays_in_backoff_q() {
     // Updated where it waits; after an error it waits out its backoff (1 s, ending in the
     // window of 1 s, so until 2 s), even with activeQ empty.
     assert_eq!(q.pop(s(1)), None);
-    assert_eq!(q.pop(s(2)), Some(updated(&mpp(), "test")));
+    assert_eq!(q.pop(s(2)).as_deref(), Some(&updated(&mpp(), "test")));
 }
 
 #[test]
@@ -320,7 +320,7 @@ fn priority_queue_update_unschedulable_pod_still_backing_off_moves_to_backoff_q(
     reject(&mut q, &mpp(), FOO, s(0));
     q.update(updated(&mpp(), "test"), s(0));
     assert_eq!(pos(&q, &mpp()), Some(QueueName::Backoff));
-    assert_eq!(q.pop(s(1)), Some(updated(&mpp(), "test")));
+    assert_eq!(q.pop(s(1)).as_deref(), Some(&updated(&mpp(), "test")));
 }
 
 #[test]
@@ -332,7 +332,7 @@ fn priority_queue_update_unschedulable_pod_done_backing_off_moves_to_active_q() 
     let now = q.settings().max_backoff;
     q.update(updated(&mpp(), "test1"), now);
     assert_eq!(pos(&q, &mpp()), Some(QueueName::Active));
-    assert_eq!(q.pop(now), Some(updated(&mpp(), "test1")));
+    assert_eq!(q.pop(now).as_deref(), Some(&updated(&mpp(), "test1")));
 }
 
 #[test]
@@ -372,7 +372,7 @@ fn priority_queue_update_when_in_flight_requeues_the_rejected_pod() {
     // Rejected by a plugin that pod updates can help: the update may change the result.
     reject(&mut q, &p, EventMask::ALL, s(0));
     assert_eq!(pos(&q, &p), Some(QueueName::Backoff));
-    assert_eq!(q.pop(s(1)), Some(u));
+    assert_eq!(q.pop(s(1)).as_deref(), Some(&u));
 }
 
 // ---------------------------------------------------------------------------------------------

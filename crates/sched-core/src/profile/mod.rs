@@ -318,7 +318,7 @@ impl Profile {
                 placed.requests,
                 placed.non_zero,
             )
-            .map_err(ScheduleError::Assume)?;
+            .map_err(|refused| ScheduleError::Assume(refused.error))?;
         Ok(placed.result)
     }
 

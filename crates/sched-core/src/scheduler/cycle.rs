@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::{
-    EventMask, ExtenderCycle, Parked, Scheduler, SchedulerEvent, Skipped, Step, binding,
+    EventMask, ExtenderCycle, Parked, Scheduler, SchedulerEvent, Skipped, Step, Tries, binding,
     events_for, extender, post_filter, preemption,
 };
 use crate::extender::{ExtenderCall, ExtenderCallId};
@@ -53,27 +53,28 @@ impl Scheduler {
     /// One attempt for a popped pod of profile `slot`: its nominated node first, then every
     /// node; a placed pod goes on to Reserve and Permit. A pod a remote extender is
     /// interested in is parked after the filter plugins, its extenders' calls handed out.
-    fn attempt(&mut self, slot: usize, key: PodKey, pod: Pod, now: Duration) -> Step {
+    fn attempt(&mut self, slot: usize, key: PodKey, pod: Arc<Pod>, now: Duration) -> Step {
         // Coscheduling's PreFilter: a refused group member is unresolvable (no preemption).
         if let Some(g) = &mut self.gang
             && let Err(message) = g.pre_filter(&pod, &self.snapshot, now)
         {
-            return self.gang_refused(key, pod, message, now);
+            return self.gang_refused(key, &pod, message, now);
         }
         let remote = !self.extenders.is_empty() && self.needs_call(&pod);
         // A parked pod's nominated node is not tried on its own (it would need a call of
         // its own): the whole search covers it.
         if !remote && let Some(node) = self.nominated_fit(slot, &key, &pod) {
-            let mut pod = pod;
+            let tries = self.queue.done(&key).unwrap_or_default();
+            let mut pod = Arc::unwrap_or_clone(pod);
             pod.spec.node_name.clone_from(&node);
-            return self.placed(slot, key, Arc::new(pod), node, now);
+            return self.placed(slot, key, Arc::new(pod), node, tries, now);
         }
         let start_index = self.next_start_index;
         let mode = if remote { Pass::Record } else { Pass::Plain };
         let (result, skipped, recorded) = self.run_cycle(slot, &pod, mode);
         self.note_skipped(&key, skipped);
         if let Some(nodes) = recorded {
-            return self.park(key, pod, &nodes, start_index);
+            return self.park(key, Arc::unwrap_or_clone(pod), &nodes, start_index);
         }
         self.finish_attempt(slot, key, pod, result, now)
     }
@@ -139,28 +140,38 @@ impl Scheduler {
         &mut self,
         slot: usize,
         key: PodKey,
-        pod: Pod,
+        pod: Arc<Pod>,
         result: Result<Unassumed, ScheduleError>,
         now: Duration,
     ) -> Step {
         match result {
-            // The pod moves into the snapshot (no copy); the placement shares it.
             Ok(u) => {
-                match (self.snapshot).assume_at(pod, u.result.node_index, u.requests, u.non_zero) {
-                    Ok(pod) => self.placed(slot, key, pod, u.result.node, now),
-                    Err(error) => self.failed(key, ScheduleError::Assume(error), now),
+                // The queue lets go of the pod first, so that it moves into the snapshot
+                // uncopied; the placement shares it.
+                let tries = self.queue.done(&key).unwrap_or_default();
+                let pod = Arc::unwrap_or_clone(pod);
+                let index = u.result.node_index;
+                match self.snapshot.assume_at(pod, index, u.requests, u.non_zero) {
+                    Ok(pod) => self.placed(slot, key, pod, u.result.node, tries, now),
+                    Err(refused) => {
+                        self.queue.requeue_with_backoff(*refused.pod, tries, now);
+                        self.failed_event(key, ScheduleError::Assume(refused.error))
+                    }
                 }
             }
             Err(ScheduleError::Unschedulable(error)) => {
-                self.unschedulable(slot, key, pod, error, now)
+                self.unschedulable(slot, key, Arc::unwrap_or_clone(pod), error, now)
             }
-            Err(error) => self.failed(key, error, now),
+            Err(error) => {
+                self.queue.backoff_after_error(&key, now);
+                self.failed_event(key, error)
+            }
         }
     }
 
-    /// The attempt failed with an error that is not the pod's (it backs off).
-    fn failed(&mut self, key: PodKey, error: ScheduleError, now: Duration) -> Step {
-        self.queue.backoff_after_error(&key, now);
+    /// The attempt failed with an error that is not the pod's (it backs off): the event and
+    /// the step.
+    fn failed_event(&mut self, key: PodKey, error: ScheduleError) -> Step {
         self.events.push(SchedulerEvent::FailedScheduling {
             pod: key.clone(),
             message: error.to_string(),
@@ -234,9 +245,9 @@ impl Scheduler {
     /// Coscheduling's PreFilter refused the pod: it waits for a PodGroup or pod event (or the
     /// longest stay), and Coscheduling's PostFilter runs (kube runs PostFilter after an
     /// unresolvable PreFilter too), which may reject and back off its group.
-    fn gang_refused(&mut self, key: PodKey, pod: Pod, message: String, now: Duration) -> Step {
+    fn gang_refused(&mut self, key: PodKey, pod: &Pod, message: String, now: Duration) -> Step {
         self.queue.unschedulable(&key, super::gang::EVENTS, now);
-        self.gang_post_filter(&pod, now);
+        self.gang_post_filter(pod, now);
         let mut error = FitError::new(key.clone(), self.snapshot.len(), Vec::new());
         error.pre_filter_message = Some(message);
         self.events.push(SchedulerEvent::FailedScheduling {
@@ -287,10 +298,10 @@ impl Scheduler {
         key: PodKey,
         pod: Arc<Pod>,
         node: String,
+        tries: Tries,
         now: Duration,
     ) -> Step {
         self.nominator.delete(&key);
-        let tries = self.queue.done(&key).unwrap_or_default();
         let placement = binding::Placement {
             pod,
             node,

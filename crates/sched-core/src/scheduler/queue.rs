@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::events::EventMask;
@@ -160,7 +161,8 @@ pub struct QueueCounts {
 
 #[derive(Clone, Debug)]
 struct Entry {
-    pod: Pod,
+    /// The pod, shared with the attempt that popped it.
+    pod: Arc<Pod>,
     queue: QueueName,
     /// When the pod entered its current wait (kube's `Timestamp`).
     timestamp: Duration,
@@ -465,7 +467,7 @@ impl SchedulingQueue {
             QueueName::Gated
         };
         let e = Entry {
-            pod,
+            pod: Arc::new(pod),
             queue,
             timestamp: now,
             tries: Tries::default(),
@@ -486,7 +488,7 @@ impl SchedulingQueue {
             return;
         };
         let changed = e.pod.spec != pod.spec || e.pod.metadata.labels != pod.metadata.labels;
-        e.pod = pod;
+        e.pod = Arc::new(pod);
         let queue = match e.queue {
             QueueName::Gated if e.pod.spec.scheduling_gates.is_empty() => {
                 e.timestamp = now;
@@ -584,10 +586,11 @@ impl SchedulingQueue {
     }
 
     /// Takes the next pod to schedule: backoffs and stays are flushed at `now` first, then
-    /// the highest-priority, longest-waiting pod of activeQ is popped (its attempts counted).
+    /// the highest-priority, longest-waiting pod of activeQ is popped (its attempts counted),
+    /// shared with the queue while it is in flight.
     /// With [`QueueSettings::pop_from_backoff`], an empty activeQ gives the first pod of
     /// backoffQ that a plugin rejected, its backoff not yet over (kube's `popBackoff`).
-    pub fn pop(&mut self, now: Duration) -> Option<Pod> {
+    pub fn pop(&mut self, now: Duration) -> Option<Arc<Pod>> {
         self.flush(now);
         let key = match self.active.pop_first() {
             Some((_, _, _, key)) => key,
@@ -614,7 +617,7 @@ impl SchedulingQueue {
 
     /// The pod `key` if it is in flight (popped, its attempt not over), and whether its spec or
     /// labels changed since it was popped.
-    pub(crate) fn in_flight(&self, key: &str) -> Option<(&Pod, bool)> {
+    pub(crate) fn in_flight(&self, key: &str) -> Option<(&Arc<Pod>, bool)> {
         self.pods
             .get(key)
             .filter(|e| e.queue == QueueName::InFlight)
@@ -669,7 +672,7 @@ impl SchedulingQueue {
         self.unlink(&key);
         self.seq += 1;
         let e = Entry {
-            pod,
+            pod: Arc::new(pod),
             queue: QueueName::Backoff,
             timestamp: now,
             tries,
@@ -698,7 +701,7 @@ impl SchedulingQueue {
         self.unlink(&key);
         self.seq += 1;
         let e = Entry {
-            pod,
+            pod: Arc::new(pod),
             queue: QueueName::Unschedulable,
             timestamp: now,
             tries,
@@ -764,7 +767,7 @@ mod tests {
         q.add(pod("high", 10), s(1));
         q.add(pod("low-new", 1), s(2));
         let order: Vec<String> = std::iter::from_fn(|| q.pop(s(3)))
-            .map(|p| p.metadata.name)
+            .map(|p| p.metadata.name.clone())
             .collect();
         assert_eq!(order, ["high", "low-old", "low-new"]);
     }
@@ -910,7 +913,10 @@ mod tests {
         assert_eq!(q.on_event(EventMask::ALL, s(100)), 0);
         p.spec.scheduling_gates.clear();
         q.update(p, s(101));
-        assert_eq!(q.pop(s(101)).map(|p| p.metadata.name), Some("gated".into()));
+        assert_eq!(
+            q.pop(s(101)).map(|p| p.metadata.name.clone()),
+            Some("gated".into())
+        );
     }
 
     #[test]

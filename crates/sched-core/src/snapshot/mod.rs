@@ -845,21 +845,36 @@ impl Snapshot {
     /// [`Snapshot::assume`] onto the node at `index` (which the caller got from this
     /// snapshot).
     /// The pod's effective and non-zero requests come precomputed (the scheduling cycle has
-    /// them). Returns the assumed pod (its node name set), shared with the snapshot.
+    /// them). Returns the assumed pod (its node name set), shared with the snapshot; a
+    /// refused pod comes back as it was given.
     pub(crate) fn assume_at(
         &mut self,
         mut pod: Pod,
         index: usize,
         requests: Resources,
         non_zero: (i64, i64),
-    ) -> Result<Arc<Pod>, SnapshotError> {
-        let info = self.infos.get(index).ok_or_else(|| {
-            SnapshotError::UnknownNode(format!("index {index} of {}", self.infos.len()))
-        })?;
+    ) -> Result<Arc<Pod>, Refused> {
+        let Some(info) = self.infos.get(index) else {
+            let error =
+                SnapshotError::UnknownNode(format!("index {index} of {}", self.infos.len()));
+            return Err(Refused {
+                error,
+                pod: Box::new(pod),
+            });
+        };
         pod.spec.node_name = info.name().to_string();
         let pod = Arc::new(pod);
         let info = PodInfo::with_requests(pod.clone(), requests, non_zero, &mut self.interner);
-        self.add_info_at(info, index)?;
+        if let Err(error) = self.check_add(&info, index) {
+            drop(info);
+            let mut pod = Arc::unwrap_or_clone(pod);
+            pod.spec.node_name.clear();
+            return Err(Refused {
+                error,
+                pod: Box::new(pod),
+            });
+        }
+        self.commit_add(info, index);
         Ok(pod)
     }
 
@@ -870,6 +885,15 @@ impl Snapshot {
         pod.spec.node_name.clear();
         Ok(pod)
     }
+}
+
+/// A pod [`Snapshot::assume_at`] refused, given back with the reason.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    /// Why the pod cannot be assumed there.
+    pub(crate) error: SnapshotError,
+    /// The pod, as it was given.
+    pub(crate) pod: Box<Pod>,
 }
 
 /// A node as plugins see it: its position in the snapshot, the full [`NodeInfo`] and the
