@@ -545,6 +545,12 @@ fn run(sch: &mut Scheduler, now: &mut Duration, limit: Duration, out: &mut Run) 
                 out.log.push(format!("bind {pod}"));
                 out.bound.push(pod.to_string());
             }
+            Step::Preempt { pod, node, victims } => {
+                out.log.push(format!("Preempt {pod} on {node}: {victims:?}"));
+                for v in victims {
+                    sch.apply(ClusterEvent::Delete(ObjectKey::pod(v)), *now);
+                }
+            }
             Step::Waiting { pod, .. } => out.log.push(format!("wait {pod}")),
             Step::Rejected { pod, reason, .. } => out.log.push(format!("reject {pod}: {reason}")),
             Step::Unschedulable { pod, .. } => out.log.push(format!("unschedulable {pod}")),
@@ -718,6 +724,7 @@ struct GangSpec {
     size: usize,
     min_member: usize,
     milli_cpu: u32,
+    priority: i32,
 }
 
 #[derive(Clone, Debug)]
@@ -726,16 +733,21 @@ enum Op {
     Run(u64),
     /// Delete the i-th pod (modulo the pods).
     Delete(usize),
+    /// Add an ordinary pod of priority 1000 asking for this many millicores: it preempts.
+    Urgent(u32),
 }
 
 fn gang_strategy() -> impl Strategy<Value = GangSpec> {
-    (1usize..6, 500u32..2500).prop_flat_map(|(size, cpu)| {
-        (1..=size).prop_map(move |min| GangSpec {
-            size,
-            min_member: min,
-            milli_cpu: cpu,
-        })
-    })
+    (1usize..6, 500u32..2500, prop_oneof![Just(0), Just(100)]).prop_flat_map(
+        |(size, cpu, priority)| {
+            (1..=size).prop_map(move |min| GangSpec {
+                size,
+                min_member: min,
+                milli_cpu: cpu,
+                priority,
+            })
+        },
+    )
 }
 
 /// Checks the gang invariants after each step: a member handed out for binding has at least
@@ -757,6 +769,24 @@ fn check_step(sch: &Scheduler, step: &Step, min: &BTreeMap<String, usize>) -> Re
                     return Err(format!(
                         "{pod} bound with {placed} of {} placed",
                         min[group]
+                    ));
+                }
+            }
+        }
+        // No preemption leaves a group that had `minMember` placed below it.
+        Step::Preempt { victims, .. } => {
+            for (group, &min_member) in min {
+                let placed = g
+                    .members(group)
+                    .filter(|k| sch.snapshot().node_of(k).is_some())
+                    .count();
+                let taken = victims
+                    .iter()
+                    .filter(|v| g.group_of_pod(v) == Some(group.as_str()))
+                    .count();
+                if placed >= min_member && placed - taken < min_member {
+                    return Err(format!(
+                        "{group}: {taken} of {placed} placed taken, minMember {min_member}"
                     ));
                 }
             }
@@ -785,6 +815,7 @@ proptest! {
         ops in proptest::collection::vec(prop_oneof![
             (1u64..120).prop_map(Op::Run),
             (0usize..32).prop_map(Op::Delete),
+            (500u32..3000).prop_map(Op::Urgent),
         ], 1..12),
     ) {
         let nodes: Vec<Node> = nodes.iter().enumerate()
@@ -799,7 +830,8 @@ proptest! {
             sch.apply(ClusterEvent::add(group), s(0));
             for j in 0..g.size {
                 let name = format!("g{i}-{j}");
-                sch.apply(ClusterEvent::add(gang_pod(&name, &format!("g{i}"), g.milli_cpu)), s(0));
+                let member = with_priority(gang_pod(&name, &format!("g{i}"), g.milli_cpu), g.priority);
+                sch.apply(ClusterEvent::add(member), s(0));
                 pods.push(format!("ns/{name}"));
             }
         }
@@ -815,6 +847,12 @@ proptest! {
                     let key = pods[i % pods.len()].clone();
                     sch.apply(ClusterEvent::Delete(ObjectKey::pod(key)), now);
                 }
+                Op::Urgent(milli_cpu) => {
+                    let name = format!("urgent{}", pods.len());
+                    let p = with_priority(pod(&name, "ns", None, None, Some(&format!("{milli_cpu}m"))), 1000);
+                    sch.apply(ClusterEvent::add(p), now);
+                    pods.push(format!("ns/{name}"));
+                }
                 Op::Run(secs) => {
                     let limit = now + s(secs);
                     for _ in 0..10_000 {
@@ -827,6 +865,11 @@ proptest! {
                                     .find(|i| *i.key() == pod).unwrap().pod().clone();
                                 p.spec.node_name = node;
                                 sch.apply(ClusterEvent::update(p), now);
+                            }
+                            Step::Preempt { victims, .. } => {
+                                for v in victims {
+                                    sch.apply(ClusterEvent::Delete(ObjectKey::pod(v)), now);
+                                }
                             }
                             Step::Idle { until: Some(t) } if t <= limit => now = t.max(now),
                             Step::Idle { .. } => break,
@@ -917,4 +960,160 @@ fn preemption_takes_no_member_of_a_gang_at_its_min_member() {
     );
     assert_eq!(sch.snapshot().node_of("ns/w0"), Some("n1"));
     assert_eq!(sch.snapshot().node_of("ns/w1"), Some("n1"));
+}
+
+/// `count` members of `group` bound on the nodes given, one per entry, each asking for
+/// `milli_cpu`.
+fn bound_members(sch: &mut Scheduler, group: &str, nodes: &[&str], milli_cpu: u32) {
+    for (i, n) in nodes.iter().enumerate() {
+        let mut p = gang_pod(&format!("{group}{i}"), group, milli_cpu);
+        p.spec.node_name = (*n).into();
+        sch.apply(ClusterEvent::add(p), s(0));
+    }
+}
+
+fn bound_pod(sch: &mut Scheduler, name: &str, node: &str, cpu: &str) {
+    let mut p = pod(name, "ns", None, Some(node), Some(cpu));
+    p.spec.priority = Some(0);
+    sch.apply(ClusterEvent::add(p), s(0));
+}
+
+/// A gang of 10 placed with minMember 8, three of them on the only node a high-priority pod
+/// fits: one preemption takes at most 2 of them.
+#[test]
+fn one_preemption_takes_at_most_a_gangs_members_beyond_min_member() {
+    let setup = || {
+        let mut sch = engine(
+            vec![
+                node("n1", "4"),
+                node("n2", "2"),
+                node("n3", "2"),
+                node("n4", "2"),
+                node("n5", "2"),
+            ],
+            CoschedulingArgs::default(),
+        );
+        sch.apply(ClusterEvent::add(pg("job", "ns", 8, None)), s(0));
+        let nodes = ["n1", "n1", "n1", "n2", "n2", "n3", "n3", "n4", "n4", "n5"];
+        bound_members(&mut sch, "job", &nodes, 1000);
+        sch
+    };
+    let placed = |sch: &Scheduler| {
+        (0..10)
+            .filter(|i| sch.snapshot().node_of(&format!("ns/job{i}")).is_some())
+            .count()
+    };
+    // 3 CPUs: the free one and two members' (the budget, 10 - 8).
+    let mut sch = setup();
+    sch.apply(
+        ClusterEvent::add(with_priority(pod("high", "ns", None, None, Some("3")), 1000)),
+        s(0),
+    );
+    match sch.schedule_one(s(0)) {
+        Step::Preempt { node, victims, .. } => {
+            assert_eq!(node, "n1");
+            assert_eq!(victims.len(), 2, "{victims:?}");
+            assert!(victims.iter().all(|v| v.starts_with("ns/job")), "{victims:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // 4 CPUs would need all three: n1 is no candidate, and nothing is taken.
+    let mut sch = setup();
+    sch.apply(
+        ClusterEvent::add(with_priority(pod("high", "ns", None, None, Some("4")), 1000)),
+        s(0),
+    );
+    let mut now = s(0);
+    let mut out = Run::default();
+    run(&mut sch, &mut now, s(30), &mut out);
+    assert!(
+        !out.log.iter().any(|l| l.contains("Preempt")),
+        "{:?}",
+        out.log
+    );
+    assert_eq!(placed(&sch), 10);
+}
+
+/// A gang of 4 (priority 100, minMember 4, each member a whole node) on 4 nodes each held by
+/// a low-priority filler: its first member's preemption takes the fillers of all 4 nodes, and
+/// the gang is then bound whole.
+#[test]
+fn a_gang_preempts_for_all_its_members_at_once() {
+    let nodes = ["n0", "n1", "n2", "n3"];
+    let mut sch = engine(
+        nodes.iter().map(|n| node(n, "2")).collect(),
+        CoschedulingArgs::default(),
+    );
+    for (i, n) in nodes.iter().enumerate() {
+        bound_pod(&mut sch, &format!("filler{i}"), n, "2");
+    }
+    sch.apply(ClusterEvent::add(pg("hi", "ns", 4, None)), s(0));
+    for i in 0..4 {
+        let p = with_priority(gang_pod(&format!("hi{i}"), "hi", 2000), 100);
+        sch.apply(ClusterEvent::add(p), s(0));
+    }
+    match sch.schedule_one(s(0)) {
+        Step::Preempt { pod, victims, .. } => {
+            assert_eq!(pod, "ns/hi0");
+            let mut v = victims.clone();
+            v.sort();
+            assert_eq!(v, ["ns/filler0", "ns/filler1", "ns/filler2", "ns/filler3"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The victims deleted, the gang is bound whole with no further preemption.
+    for i in 0..4 {
+        sch.apply(
+            ClusterEvent::Delete(ObjectKey::pod(format!("ns/filler{i}"))),
+            s(0),
+        );
+    }
+    let mut now = s(0);
+    let mut out = Run::default();
+    run(&mut sch, &mut now, s(60), &mut out);
+    let mut bound = out.bound.clone();
+    bound.sort();
+    assert_eq!(bound, ["ns/hi0", "ns/hi1", "ns/hi2", "ns/hi3"], "{:?}", out.log);
+    assert!(!out.log.iter().any(|l| l.contains("Preempt")), "{:?}", out.log);
+}
+
+/// Two gangs and low-priority fillers: the high gang of 4 would need 4 nodes, but 2 of the 5
+/// are held by a low gang at its minMember (which preemption never takes below): nothing is
+/// preempted, and the member's message says the gang would not fit.
+#[test]
+fn a_gang_that_cannot_fit_even_with_every_victim_taken_preempts_nothing() {
+    let nodes = ["n0", "n1", "n2", "n3", "n4"];
+    let mut sch = engine(
+        nodes.iter().map(|n| node(n, "2")).collect(),
+        CoschedulingArgs::default(),
+    );
+    sch.apply(ClusterEvent::add(pg("lo", "ns", 2, None)), s(0));
+    bound_members(&mut sch, "lo", &["n0", "n1"], 2000);
+    for (i, n) in nodes[2..].iter().enumerate() {
+        bound_pod(&mut sch, &format!("filler{i}"), n, "2");
+    }
+    sch.apply(ClusterEvent::add(pg("hi", "ns", 4, None)), s(0));
+    for i in 0..4 {
+        let p = with_priority(gang_pod(&format!("hi{i}"), "hi", 2000), 100);
+        sch.apply(ClusterEvent::add(p), s(0));
+    }
+    match sch.schedule_one(s(0)) {
+        Step::Unschedulable { pod, error } => {
+            assert_eq!(pod, "ns/hi0");
+            let text = error.to_string();
+            assert!(
+                text.contains("preemption: the gang ns/hi would not fit: member ns/hi3"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut now = s(0);
+    let mut out = Run::default();
+    run(&mut sch, &mut now, s(120), &mut out);
+    assert!(!out.log.iter().any(|l| l.contains("Preempt")), "{:?}", out.log);
+    assert!(out.bound.is_empty(), "{:?}", out.log);
+    for name in ["ns/lo0", "ns/lo1", "ns/filler0", "ns/filler1", "ns/filler2"] {
+        assert!(sch.snapshot().node_of(name).is_some(), "{name}");
+    }
 }

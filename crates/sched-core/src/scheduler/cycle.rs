@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::{
     EventMask, ExtenderCycle, Parked, Scheduler, SchedulerEvent, Skipped, Step, Tries, binding,
-    events_for, extender, post_filter, preemption,
+    events_for, extender, gang_preemption, post_filter, preemption,
 };
 use crate::extender::{ExtenderCall, ExtenderCallId};
 use crate::framework::KubeVersion;
@@ -384,15 +384,17 @@ impl Scheduler {
             }
             _ => None,
         };
+        // The members a gang still needs besides this one: it preempts only for them all.
+        let missing = self.missing_members(&pod);
         // Pods still being bound or held at Permit are not victims.
         let busy = self.assumed.busy();
-        // Members of a gang that has no member to spare are not victims either.
-        let gang_held = self
+        // A gang loses at most its members beyond `minMember` (Coscheduling's budgets).
+        let budgets = self
             .gang
             .as_ref()
-            .map(|g| g.members_at_min(&self.snapshot))
+            .map(super::gang::Coscheduling::budgets)
             .unwrap_or_default();
-        let protect = |k: &str| busy.contains(k) || gang_held.contains(k);
+        let protect = |k: &str| busy.contains(k);
         // kube's callExtenders: the extenders that preempt narrow the candidates.
         let skipped = std::cell::RefCell::new(Vec::new());
         let extenders = &self.extenders;
@@ -408,6 +410,7 @@ impl Scheduler {
         let env = preemption::Environment::new(&self.nominator)
             .pdbs(&self.pdbs)
             .protect(&protect)
+            .groups(&budgets)
             .candidates(&narrow);
         let rng = &mut self.preemption_rng;
         let out = post_filter::run_post_filter(
@@ -419,15 +422,58 @@ impl Scheduler {
             &mut |n| rng.random_range(0..n),
             &env,
         );
+        // A gang's member: the victims of the whole gang's plan, or none.
+        let mut message = out.message;
+        let mut preemption = out.preemption;
+        let mut others = Vec::new();
+        if let (Some(missing), Some(Ok(preemption::Outcome::Preempt(c)))) =
+            (&missing, &mut preemption)
+        {
+            let args = self.profiles[slot]
+                .post_filter
+                .preemption_args()
+                .unwrap_or((10, 100));
+            match gang_preemption::plan(
+                &self.profiles[slot].profile,
+                &self.snapshot,
+                landed.as_ref().unwrap_or(&pod),
+                c,
+                missing,
+                args,
+                &mut |n| rng.random_range(0..n),
+                &env,
+            ) {
+                Ok(plan) => {
+                    c.victims.extend(plan.victims);
+                    others = plan.nodes;
+                }
+                Err(unfit) => {
+                    message = format!("preemption: {unfit}");
+                    preemption = Some(Ok(preemption::Outcome::NoCandidate(
+                        preemption::NoCandidate {
+                            num_all_nodes: self.snapshot.len(),
+                            failures: Vec::new(),
+                        },
+                    )));
+                }
+            }
+        }
         let mut skipped = skipped.into_inner();
-        if let Some(Err(ScheduleError::Extender { extender, source })) = &out.preemption {
+        if let Some(Err(ScheduleError::Extender { extender, source })) = &preemption {
             skipped.push(Skipped {
                 extender: extender.clone(),
                 message: source.to_string(),
             });
         }
-        let step = match out.preemption {
+        let step = match preemption {
             Some(Ok(preemption::Outcome::Preempt(c))) => {
+                // The room planned for the gang's other members is theirs: lower-priority
+                // pods nominated there lose their nomination, as on the preemptor's node.
+                for (_, node) in &others {
+                    for other in self.nominator.lower_priority_on(node, &pod) {
+                        self.nominator.delete(&other);
+                    }
+                }
                 Some(self.nominate(key, pod, c, waiting_for, now))
             }
             Some(Ok(preemption::Outcome::NoCandidate(_))) => {
@@ -439,7 +485,7 @@ impl Scheduler {
             // preemption: the nomination stays as it is.
             _ => None,
         };
-        (step, out.message, skipped)
+        (step, message, skipped)
     }
 
     /// Preemption chose node `c.node` for `pod`: the pod is nominated there and waits for its
@@ -474,6 +520,33 @@ impl Scheduler {
             victims,
             node: c.node,
         }
+    }
+}
+
+impl Scheduler {
+    /// The pending members the group of `pod` needs besides it to reach `minMember`, when it
+    /// needs any (Coscheduling on, the group known): [`gang_preemption`]'s input.
+    fn missing_members(&self, pod: &Pod) -> Option<gang_preemption::Missing> {
+        let g = self.gang.as_ref()?;
+        let key = pod.key();
+        let group = g.group_of_pod(&key)?;
+        let min_member = usize::try_from(g.group(group)?.spec.min_member.max(0)).unwrap_or(0);
+        let assigned = g.assigned(group, &self.snapshot, Some(&key));
+        let needed = min_member.saturating_sub(assigned + 1);
+        if needed == 0 {
+            return None;
+        }
+        let mut pending: Vec<&Pod> = g
+            .members(group)
+            .filter(|k| **k != key && self.snapshot.node_of(k).is_none())
+            .filter_map(|k| self.queue.waiting_pod(k))
+            .collect();
+        pending.sort_by_cached_key(|p| g.sort_key(p, Duration::ZERO));
+        Some(gang_preemption::Missing {
+            group: group.to_string(),
+            needed,
+            pending: pending.into_iter().cloned().collect(),
+        })
     }
 }
 

@@ -33,7 +33,7 @@
 //! the API server's); a pod's "initial attempt" time is when it was first queued.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::EventMask;
@@ -251,26 +251,25 @@ impl Coscheduling {
             .count()
     }
 
-    /// The placed members (assumed or bound) of every group with no more than `minMember`
-    /// placed: preemption takes none of them as victims, so that it never leaves a group
-    /// below `minMember` by taking one (an addition to scheduler-plugins, whose Coscheduling
-    /// does not guard its groups against preemption). A group with members to spare is not
-    /// guarded: one preemption taking several of its members may still leave it below.
-    pub fn members_at_min(&self, snapshot: &Snapshot) -> HashSet<PodKey> {
-        let mut out = HashSet::new();
+    /// Each group's preemption budget: a group may lose at most its placed members (assumed
+    /// or bound) less `minMember` to one preemption (an addition to scheduler-plugins, whose
+    /// Coscheduling does not guard its groups against preemption).
+    pub fn budgets(&self) -> GroupBudgets {
+        let mut budgets = GroupBudgets::default();
         for (key, g) in &self.groups {
-            let placed: Vec<&PodKey> = self
-                .members
-                .get(key)
-                .into_iter()
-                .flatten()
-                .filter(|k| snapshot.node_of(k).is_some())
-                .collect();
-            if placed.len() as i64 <= i64::from(g.pod_group.spec.min_member) {
-                out.extend(placed.into_iter().cloned());
+            let Some(members) = self.members.get(key) else {
+                continue;
+            };
+            let index = budgets.min_member.len();
+            budgets
+                .min_member
+                .push(usize::try_from(g.pod_group.spec.min_member.max(0)).unwrap_or(0));
+            budgets.members.push(members.iter().cloned().collect());
+            for m in members {
+                budgets.group_of.insert(m.clone(), index);
             }
         }
-        out
+        budgets
     }
 
     /// scheduler-plugins' QueueSort `Less`: whether `a` (a pod and the time it was first
@@ -416,6 +415,44 @@ impl Coscheduling {
         };
         self.permitted.remove(&key);
         Some(key)
+    }
+}
+
+/// How many members each PodGroup may lose to one preemption, as PodDisruptionBudgets bound
+/// kube's preemption but never broken: a group with `placed` members assumed or bound may lose
+/// `placed - minMember` (none when it has no more than `minMember` placed). Preemption reads
+/// the placed members from the snapshot it works on, so a plan that took some already leaves
+/// the rest a smaller budget. Built by [`Coscheduling::budgets`].
+#[derive(Clone, Debug, Default)]
+pub struct GroupBudgets {
+    /// Each member's group (an index into the other fields).
+    group_of: HashMap<PodKey, usize>,
+    /// Each group's members, pending or placed.
+    members: Vec<Vec<PodKey>>,
+    /// Each group's `minMember`.
+    min_member: Vec<usize>,
+}
+
+impl GroupBudgets {
+    /// The group (an index) of the pod `key`, if it is a member of a known group.
+    pub fn group_of(&self, key: &str) -> Option<usize> {
+        self.group_of.get(key).copied()
+    }
+
+    /// Whether no pod is a member of a known group.
+    pub fn is_empty(&self) -> bool {
+        self.group_of.is_empty()
+    }
+
+    /// How many members the group `group` may still lose in `snapshot`, given that `taken`
+    /// of its members were taken off it already (and are not in `snapshot`).
+    pub fn allowed(&self, group: usize, snapshot: &Snapshot, taken: usize) -> usize {
+        let placed = self.members[group]
+            .iter()
+            .filter(|k| snapshot.node_of(k).is_some())
+            .count()
+            + taken;
+        placed.saturating_sub(self.min_member[group])
     }
 }
 

@@ -148,6 +148,7 @@ mod cycle;
 mod events;
 mod extender;
 pub mod gang;
+mod gang_preemption;
 mod hooks;
 mod intake;
 mod nominator;

@@ -47,6 +47,7 @@
 //! [`Scheduler::new`]: super::Scheduler::new
 
 use super::nominator::{Fit, Nominator};
+use super::gang::GroupBudgets;
 use super::pdb::violation_flags;
 use crate::framework::{CycleContext, KubeVersion, PodRequests, Reason, ResourceSet};
 use crate::model::{Pod, PodDisruptionBudget, PodKey, Resources, pod_requests};
@@ -91,6 +92,7 @@ pub struct Environment<'a> {
     nominator: &'a Nominator,
     protected: &'a dyn Fn(&str) -> bool,
     candidates: &'a CandidateFilter<'a>,
+    groups: Option<&'a GroupBudgets>,
 }
 
 /// What narrows the candidates before the choice (kube's `callExtenders`: the extenders that
@@ -128,6 +130,7 @@ impl<'a> Environment<'a> {
             nominator,
             protected: &nothing_protected,
             candidates: &keep_candidates,
+            groups: None,
         }
     }
 
@@ -152,6 +155,20 @@ impl<'a> Environment<'a> {
     pub fn protect(mut self, protected: &'a dyn Fn(&str) -> bool) -> Environment<'a> {
         self.protected = protected;
         self
+    }
+
+    /// The PodGroups' budgets ([`GroupBudgets`]): on each node, the victims of a group beyond
+    /// what it may lose are reprieved before the fit check (its most important members
+    /// first), so no preemption takes more than its budget; by default there are none.
+    #[must_use]
+    pub fn groups(mut self, budgets: &'a GroupBudgets) -> Environment<'a> {
+        self.groups = Some(budgets);
+        self
+    }
+
+    /// The nominations preemption holds.
+    pub fn nominator(&self) -> &'a Nominator {
+        self.nominator
     }
 
     /// Whether `pod` may not be a victim.
@@ -379,6 +396,12 @@ fn victims_on(
     let removed = snapshot.take_pod_infos_where(index, |p| {
         priority(p.pod()) < priority(pod) && !env.is_protected(p.key())
     });
+    let removed = match env.groups {
+        Some(budgets) if !budgets.is_empty() => {
+            keep_within_budgets(snapshot, index, removed, budgets)
+        }
+        _ => removed,
+    };
     if removed.is_empty() {
         return Ok(OnNode::NoVictims);
     }
@@ -411,6 +434,50 @@ fn victims_on(
         return Err(e);
     }
     Ok(OnNode::Victims(pods, violations))
+}
+
+/// The PodGroups' budgets on the node at `index`: of the `removed` pods of each group, those
+/// beyond what the group may lose go back at once, its most important members first (the
+/// reprieve's order), so that at most its budget of its least important members can be
+/// victims. The other removed pods are returned in their order.
+fn keep_within_budgets(
+    snapshot: &mut Snapshot,
+    index: usize,
+    removed: Vec<PodInfo>,
+    budgets: &GroupBudgets,
+) -> Vec<PodInfo> {
+    let groups: Vec<Option<usize>> = removed.iter().map(|p| budgets.group_of(p.key())).collect();
+    if groups.iter().all(Option::is_none) {
+        return removed;
+    }
+    // Least important first: each group's budget goes to those.
+    let mut order: Vec<usize> = (0..removed.len()).collect();
+    order.sort_by(|&a, &b| more_important(removed[b].pod(), removed[a].pod()));
+    // Per group: (its members removed here, how many it may lose, how many counted so far).
+    let mut budget: std::collections::HashMap<usize, (usize, usize)> =
+        std::collections::HashMap::new();
+    for g in groups.iter().flatten() {
+        budget.entry(*g).or_default().0 += 1;
+    }
+    for (g, (removed_here, allowed)) in &mut budget {
+        *allowed = budgets.allowed(*g, snapshot, *removed_here);
+    }
+    let mut back = vec![false; removed.len()];
+    let mut counted: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for &i in &order {
+        let Some(g) = groups[i] else {
+            continue;
+        };
+        let n = counted.entry(g).or_default();
+        *n += 1;
+        back[i] = *n > budget[&g].1;
+    }
+    let (mut keep, mut restore) = (Vec::new(), Vec::new());
+    for (info, b) in removed.into_iter().zip(back) {
+        if b { restore.push(info) } else { keep.push(info) }
+    }
+    put_back(snapshot, index, restore);
+    keep
 }
 
 /// Puts pods taken off the node at `index` back as they were (no copies).

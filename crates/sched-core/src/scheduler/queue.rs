@@ -615,6 +615,20 @@ impl SchedulingQueue {
         self.unlink(key).map(|(_, e)| e.tries)
     }
 
+    /// The pod `key` if it waits in activeQ, backoffQ or the unschedulable pool (not gated,
+    /// not in flight).
+    pub(crate) fn waiting_pod(&self, key: &str) -> Option<&Pod> {
+        self.pods
+            .get(key)
+            .filter(|e| {
+                matches!(
+                    e.queue,
+                    QueueName::Active | QueueName::Backoff | QueueName::Unschedulable
+                )
+            })
+            .map(|e| &*e.pod)
+    }
+
     /// The pod `key` if it is in flight (popped, its attempt not over), and whether its spec or
     /// labels changed since it was popped.
     pub(crate) fn in_flight(&self, key: &str) -> Option<(&Arc<Pod>, bool)> {
