@@ -546,7 +546,8 @@ fn run(sch: &mut Scheduler, now: &mut Duration, limit: Duration, out: &mut Run) 
                 out.bound.push(pod.to_string());
             }
             Step::Preempt { pod, node, victims } => {
-                out.log.push(format!("Preempt {pod} on {node}: {victims:?}"));
+                out.log
+                    .push(format!("Preempt {pod} on {node}: {victims:?}"));
                 for v in victims {
                     sch.apply(ClusterEvent::Delete(ObjectKey::pod(v)), *now);
                 }
@@ -1006,21 +1007,30 @@ fn one_preemption_takes_at_most_a_gangs_members_beyond_min_member() {
     // 3 CPUs: the free one and two members' (the budget, 10 - 8).
     let mut sch = setup();
     sch.apply(
-        ClusterEvent::add(with_priority(pod("high", "ns", None, None, Some("3")), 1000)),
+        ClusterEvent::add(with_priority(
+            pod("high", "ns", None, None, Some("3")),
+            1000,
+        )),
         s(0),
     );
     match sch.schedule_one(s(0)) {
         Step::Preempt { node, victims, .. } => {
             assert_eq!(node, "n1");
             assert_eq!(victims.len(), 2, "{victims:?}");
-            assert!(victims.iter().all(|v| v.starts_with("ns/job")), "{victims:?}");
+            assert!(
+                victims.iter().all(|v| v.starts_with("ns/job")),
+                "{victims:?}"
+            );
         }
         other => panic!("{other:?}"),
     }
     // 4 CPUs would need all three: n1 is no candidate, and nothing is taken.
     let mut sch = setup();
     sch.apply(
-        ClusterEvent::add(with_priority(pod("high", "ns", None, None, Some("4")), 1000)),
+        ClusterEvent::add(with_priority(
+            pod("high", "ns", None, None, Some("4")),
+            1000,
+        )),
         s(0),
     );
     let mut now = s(0);
@@ -1073,8 +1083,17 @@ fn a_gang_preempts_for_all_its_members_at_once() {
     run(&mut sch, &mut now, s(60), &mut out);
     let mut bound = out.bound.clone();
     bound.sort();
-    assert_eq!(bound, ["ns/hi0", "ns/hi1", "ns/hi2", "ns/hi3"], "{:?}", out.log);
-    assert!(!out.log.iter().any(|l| l.contains("Preempt")), "{:?}", out.log);
+    assert_eq!(
+        bound,
+        ["ns/hi0", "ns/hi1", "ns/hi2", "ns/hi3"],
+        "{:?}",
+        out.log
+    );
+    assert!(
+        !out.log.iter().any(|l| l.contains("Preempt")),
+        "{:?}",
+        out.log
+    );
 }
 
 /// Two gangs and low-priority fillers: the high gang of 4 would need 4 nodes, but 2 of the 5
@@ -1111,7 +1130,11 @@ fn a_gang_that_cannot_fit_even_with_every_victim_taken_preempts_nothing() {
     let mut now = s(0);
     let mut out = Run::default();
     run(&mut sch, &mut now, s(120), &mut out);
-    assert!(!out.log.iter().any(|l| l.contains("Preempt")), "{:?}", out.log);
+    assert!(
+        !out.log.iter().any(|l| l.contains("Preempt")),
+        "{:?}",
+        out.log
+    );
     assert!(out.bound.is_empty(), "{:?}", out.log);
     for name in ["ns/lo0", "ns/lo1", "ns/filler0", "ns/filler1", "ns/filler2"] {
         assert!(sch.snapshot().node_of(name).is_some(), "{name}");

@@ -436,8 +436,7 @@ impl Scheduler {
             match gang_preemption::plan(
                 &self.profiles[slot].profile,
                 &self.snapshot,
-                landed.as_ref().unwrap_or(&pod),
-                c,
+                (landed.as_ref().unwrap_or(&pod), c),
                 missing,
                 args,
                 &mut |n| rng.random_range(0..n),

@@ -25,8 +25,20 @@
 //!   every waiting member is rejected ("optimistic rejection in PostFilter"), and with a
 //!   `podGroupBackoffSeconds` the group is backed off (PreFilter refuses it meanwhile).
 //!
-//! - **Preemption** (an addition): no placed member of a group with no more than `minMember`
-//!   placed is a victim ([`Coscheduling::members_at_min`]).
+//! Beyond scheduler-plugins (whose Coscheduling does not guard its groups against preemption
+//! nor preempt for a group as a whole):
+//!
+//! - **Budgets** ([`Coscheduling::budgets`], [`GroupBudgets`]): one preemption takes at most
+//!   `placed - minMember` members of a group (none of a group with no more than `minMember`
+//!   placed), as a PodDisruptionBudget that may not be broken: on each node, the group's
+//!   members beyond its budget are reprieved before the fit check, its most important first;
+//!   a node where the preemptor then does not fit is no candidate.
+//! - **Preemption for the whole gang** (`scheduler::gang_preemption`): a member that preempts
+//!   while its group misses other members to reach `minMember` does so only if, on a copy of
+//!   the snapshot with its victims gone, each missing member (pending, in queue order) fits or
+//!   finds its own preemption candidate; then every victim of the plan is deleted in one
+//!   [`Step::Preempt`](super::Step::Preempt) and the member is nominated. Otherwise nothing is
+//!   deleted, and its PostFilter message says "preemption: the gang ... would not fit: ...".
 //!
 //! Where the engine differs: a group's creation time is the engine time of its first
 //! [`Object::PodGroup`](super::Object::PodGroup) add event (the engine's clock is not

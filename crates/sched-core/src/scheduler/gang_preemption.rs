@@ -59,7 +59,9 @@ pub(crate) enum GangUnfit {
         pending: usize,
     },
     /// A member finds no node even with lower-priority pods preempted.
-    #[error("the gang {group} would not fit: member {member} finds no node even with preemption ({why})")]
+    #[error(
+        "the gang {group} would not fit: member {member} finds no node even with preemption ({why})"
+    )]
     Member {
         /// The group, `namespace/name`.
         group: String,
@@ -71,7 +73,7 @@ pub(crate) enum GangUnfit {
 }
 
 /// Plans a gang's preemption on a copy of `snapshot`: `first` (DefaultPreemption's choice for
-/// `preemptor`) taken, then each of `missing.needed` pending members placed or preempting for
+/// the member `preemptor`) taken, then each of `missing.needed` pending members placed or preempting for
 /// itself with `args` and `env`. See the module docs.
 ///
 /// # Errors
@@ -79,8 +81,7 @@ pub(crate) enum GangUnfit {
 pub(crate) fn plan(
     profile: &Profile,
     snapshot: &Snapshot,
-    preemptor: &Pod,
-    first: &Candidate,
+    (preemptor, first): (&Pod, &Candidate),
     missing: &Missing,
     args: (i32, i32),
     offset: &mut dyn FnMut(usize) -> usize,

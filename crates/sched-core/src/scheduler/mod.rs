@@ -103,7 +103,9 @@
 //! - **Gang scheduling** ([`gang`], [`Scheduler::with_coscheduling`]): scheduler-plugins'
 //!   Coscheduling over PodGroups ([`Object::PodGroup`], [`ObjectKey::PodGroup`]): its
 //!   QueueSort, PreFilter, Permit (members held until `minMember` are assumed, then allowed
-//!   together), Unreserve (every waiting member released with one) and PostFilter.
+//!   together), Unreserve (every waiting member released with one) and PostFilter; beyond
+//!   it, preemption takes no group below `minMember` and a gang member preempts only if the
+//!   whole gang then fits (see [`gang`]).
 //! - **PodDisruptionBudgets** arrive as events ([`Object::PodDisruptionBudget`],
 //!   [`ObjectKey::PodDisruptionBudget`]; [`pdb`] for kube's rule).
 //!

@@ -46,8 +46,8 @@
 //! [`Scheduler::from_config`]: super::Scheduler::from_config
 //! [`Scheduler::new`]: super::Scheduler::new
 
-use super::nominator::{Fit, Nominator};
 use super::gang::GroupBudgets;
+use super::nominator::{Fit, Nominator};
 use super::pdb::violation_flags;
 use crate::framework::{CycleContext, KubeVersion, PodRequests, Reason, ResourceSet};
 use crate::model::{Pod, PodDisruptionBudget, PodKey, Resources, pod_requests};
@@ -474,7 +474,11 @@ fn keep_within_budgets(
     }
     let (mut keep, mut restore) = (Vec::new(), Vec::new());
     for (info, b) in removed.into_iter().zip(back) {
-        if b { restore.push(info) } else { keep.push(info) }
+        if b {
+            restore.push(info)
+        } else {
+            keep.push(info)
+        }
     }
     put_back(snapshot, index, restore);
     keep
