@@ -1140,3 +1140,57 @@ fn a_gang_that_cannot_fit_even_with_every_victim_taken_preempts_nothing() {
         assert!(sch.snapshot().node_of(name).is_some(), "{name}");
     }
 }
+
+/// kube's Workload API (`scheduling.k8s.io/v1alpha1`, kube v1.35) read from kubectl JSON by
+/// kind: its gang pod group becomes a Coscheduling group that pods join by `workloadRef`; its
+/// basic pod group (`minMember` 0) is no gang.
+#[test]
+fn a_workloads_gang_pod_group_is_scheduled_all_together() {
+    use sched_core::model::{Role, load_bytes};
+    let pod_json = |name: &str, group: &str| {
+        format!(
+            r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"ml"}},
+            "spec":{{"workloadRef":{{"name":"job","podGroup":"{group}"}},
+            "containers":[{{"name":"c","image":"pause",
+            "resources":{{"requests":{{"cpu":"1"}}}}}}]}}}}"#
+        )
+    };
+    let json = format!(
+        r#"{{"kind":"List","items":[
+          {{"apiVersion":"scheduling.k8s.io/v1alpha1","kind":"Workload",
+            "metadata":{{"name":"job","namespace":"ml"}},
+            "spec":{{"podGroups":[{{"name":"train","policy":{{"gang":{{"minCount":3}}}}}},
+                                {{"name":"driver","policy":{{"basic":{{}}}}}}]}}}},
+          {}, {}, {}]}}"#,
+        pod_json("t0", "train"),
+        pod_json("t1", "train"),
+        pod_json("d0", "driver")
+    );
+    let cluster = load_bytes("w.json", json.as_bytes(), Role::Mixed)
+        .unwrap()
+        .into_cluster()
+        .unwrap();
+    assert_eq!(cluster.pod_groups.len(), 2);
+    assert_eq!(cluster.pod_groups[0].key(), "ml/job/train");
+    assert_eq!(cluster.pod_groups[0].spec.min_member, 3);
+    assert_eq!(cluster.pod_groups[1].key(), "ml/job/driver");
+    assert_eq!(cluster.pod_groups[1].spec.min_member, 0);
+    let mut sch = engine(vec![node("n1", "8")], CoschedulingArgs::default());
+    for g in &cluster.pod_groups {
+        sch.apply(ClusterEvent::add(g.clone()), s(0));
+    }
+    for p in &cluster.pending {
+        sch.apply(ClusterEvent::add(p.clone()), s(0));
+    }
+    let mut now = s(0);
+    let mut out = Run::default();
+    run(&mut sch, &mut now, s(30), &mut out);
+    // Two of three members: the gang waits; the basic pod group's pod is bound alone.
+    assert_eq!(out.bound, ["ml/d0"], "{:?}", out.log);
+    let third: Pod = serde_json::from_str(&pod_json("t2", "train")).unwrap();
+    sch.apply(ClusterEvent::add(third), now);
+    run(&mut sch, &mut now, s(60), &mut out);
+    let mut train: Vec<&str> = out.bound[1..].iter().map(String::as_str).collect();
+    train.sort();
+    assert_eq!(train, ["ml/t0", "ml/t1", "ml/t2"], "{:?}", out.log);
+}

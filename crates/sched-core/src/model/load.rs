@@ -19,7 +19,7 @@ use super::{
     ClusterObjects, CsiDriver, CsiNode, CsiStorageCapacity, DeviceClass, LabelSelector, Namespace,
     Node, NodeSpec, NodeStatus, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod,
     PodDisruptionBudget, PodGroup, PodSpec, PodStatus, ResourceClaim, ResourceClaimTemplate,
-    ResourceList, ResourceSlice, StorageClass, Workload, WorkloadKind,
+    ResourceList, ResourceSlice, SchedulingWorkload, StorageClass, Workload, WorkloadKind,
 };
 
 /// What a file is expected to hold.
@@ -386,6 +386,11 @@ impl Ctx<'_> {
                         let g: PodGroup = self.named(kind, at, raw)?;
                         out.pod_groups.push(g);
                     }
+                    // kube's Workload API: its gang pod groups join Coscheduling's groups.
+                    "Workload" => {
+                        let w: SchedulingWorkload = self.named(kind, at, raw)?;
+                        out.pod_groups.extend(w.pod_groups());
+                    }
                     "DeviceClass" => {
                         let c: DeviceClass = self.named(kind, at, raw)?;
                         out.dra.device_classes.push(c);
@@ -670,7 +675,8 @@ has_meta!(
     ResourceSlice,
     ResourceClaim,
     ResourceClaimTemplate,
-    PodGroup
+    PodGroup,
+    SchedulingWorkload
 );
 
 /// Objects whose values Kubernetes' API validation would refuse.

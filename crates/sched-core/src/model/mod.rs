@@ -19,6 +19,7 @@ mod pdb;
 mod pod_group;
 mod quantity;
 mod resources;
+mod scheduling_workload;
 mod storage;
 
 pub use cluster::{Cluster, ClusterObjects, LeftOut, LoadReport, ReportEntry};
@@ -37,6 +38,10 @@ pub(crate) use resources::has_pod_level_requests;
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ResourceName, Resources,
     pod_container_non_zero_requests, pod_limits, pod_non_zero_requests, pod_requests,
+};
+pub use scheduling_workload::{
+    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroupPolicy, SchedulingWorkload,
+    WorkloadPodGroup, WorkloadReference, WorkloadSpec, workload_group_of,
 };
 pub use storage::*;
 

@@ -427,6 +427,9 @@ pub struct PodSpec {
     /// Gates that keep the pod out of scheduling while any is present.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub scheduling_gates: Vec<PodSchedulingGate>,
+    /// The Workload and pod group the pod belongs to (kube v1.35's alpha Workload API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_ref: Option<super::WorkloadReference>,
     /// Dynamic resource claims (DRA); see [`crate::model::DraObjects`] for the objects they
     /// name.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]

@@ -101,7 +101,8 @@ impl PodGroup {
 }
 
 /// The `namespace/name` of the PodGroup `pod` belongs to by its [`POD_GROUP_LABEL`]
-/// (scheduler-plugins' `GetPodGroupFullName`); `None` without the label.
+/// (scheduler-plugins' `GetPodGroupFullName`), else the `namespace/workload/pod group` its
+/// `spec.workloadRef` names (kube's Workload API); `None` without either.
 ///
 /// ```
 /// use sched_core::model::{Pod, POD_GROUP_LABEL, pod_group_of};
@@ -114,7 +115,8 @@ impl PodGroup {
 pub fn pod_group_of(pod: &Pod) -> Option<String> {
     match pod.metadata.labels.get(POD_GROUP_LABEL) {
         Some(name) if !name.is_empty() => Some(format!("{}/{}", pod.metadata.namespace, name)),
-        _ => None,
+        // Without the label, the Workload API's reference ([`super::workload_group_of`]).
+        _ => super::workload_group_of(pod),
     }
 }
 

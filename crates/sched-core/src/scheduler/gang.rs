@@ -2,7 +2,8 @@
 //! engine component ([`Scheduler::with_coscheduling`](super::Scheduler::with_coscheduling)).
 //!
 //! Pods join the [`PodGroup`] named by their [`POD_GROUP_LABEL`](crate::model::POD_GROUP_LABEL)
-//! label in their namespace. What Coscheduling does at each point, as scheduler-plugins
+//! label in their namespace, or, without the label, the pod group of a kube Workload their
+//! `spec.workloadRef` names ([`crate::model::SchedulingWorkload`], read into PodGroups). What Coscheduling does at each point, as scheduler-plugins
 //! defines it (`coscheduling.go`, `core/core.go`):
 //!
 //! - **QueueSort** ([`Coscheduling::less`]): priority (higher first), then the group's creation
