@@ -6,3 +6,4 @@
 //! ResourceSlices and ResourceClaims and knows nothing of nodes' pods or the engine.
 
 pub mod allocator;
+pub mod cel;
