@@ -704,3 +704,22 @@ fn compiled_selectors_are_shared_across_threads() {
         }
     });
 }
+
+/// What could allocate or loop without bound is charged for it, and refused above the limit.
+#[test]
+fn unbounded_work_is_refused_before_it_runs() {
+    for e in [
+        "size(lists.range(1000000000)) > 0",
+        "lists.range(2000000).all(x, x >= 0)",
+        r#"[1, 2, 3].map(x, string(x)).join("").split("").exists(s, s.replace("1", "22").matches("2+"))"#,
+    ] {
+        assert!(
+            matches!(
+                CompiledSelector::compile(e),
+                Err(CelError::CostLimitExceeded { .. })
+            ),
+            "{e}"
+        );
+    }
+    holds("size(lists.range(10)) == 10");
+}

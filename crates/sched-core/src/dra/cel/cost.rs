@@ -481,7 +481,17 @@ impl Walk {
             "slice" | "flatten" | "distinct" | "sort" | "@sortByAssociatedKeys" => {
                 (subject_size, subject.clone())
             }
-            "lists.range" => (1, T::List(UNKNOWN, Box::new(T::Int))),
+            // Builds a list as long as its argument: charged by that length when it is a
+            // literal, refused (unknown cost) otherwise, so no expression allocates unbounded.
+            "lists.range" => {
+                let n = match args.first().map(|a| &a.expr) {
+                    Some(Expr::Literal(LiteralValue::Int(n))) => {
+                        u64::try_from(*n.inner()).unwrap_or(0)
+                    }
+                    _ => UNKNOWN,
+                };
+                (n, T::List(n, Box::new(T::Int)))
+            }
             "quantity" => (factor(arg(0).size(), STRING_TRAVERSAL), T::Quantity),
             "isQuantity" => (factor(arg(0).size(), STRING_TRAVERSAL), T::Bool),
             "semver" => (1, T::Semver),
