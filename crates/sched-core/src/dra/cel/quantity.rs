@@ -432,3 +432,74 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("sub", "quantity_sub_int", q(), vec![INT_TYPE], sub_int)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> CelQuantity {
+        CelQuantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn parses_every_suffix_exactly() {
+        for (text, same) in [
+            ("1Ki", "1024"),
+            ("1Mi", "1048576"),
+            ("1Ei", "1152921504606846976"),
+            ("1k", "1000"),
+            ("1E", "1000000000000000000"),
+            ("100m", "0.1"),
+            ("1n", "0.000000001"),
+            ("1u", "0.000001"),
+            ("2e3", "2000"),
+            ("2E-3", "0.002"),
+            ("+5", "5"),
+            (".5", "0.5"),
+            ("5.", "5"),
+            ("-0", "0"),
+        ] {
+            assert_eq!(q(text), q(same), "{text} vs {same}");
+        }
+    }
+
+    #[test]
+    fn refuses_as_kube_does() {
+        assert_eq!(CelQuantity::parse(""), Err(FORMAT_ERROR));
+        assert_eq!(CelQuantity::parse("Mi"), Err(FORMAT_ERROR));
+        assert_eq!(CelQuantity::parse("1.2.3"), Err(FORMAT_ERROR));
+        assert_eq!(CelQuantity::parse("10Mo"), Err(FORMAT_ERROR));
+        assert_eq!(
+            CelQuantity::parse("10Mm"),
+            Err("unable to parse quantity's suffix")
+        );
+        assert_eq!(
+            CelQuantity::parse("1e10001"),
+            Err("unable to parse quantity's suffix")
+        );
+    }
+
+    #[test]
+    fn compares_and_adds_exactly() {
+        assert_eq!(q("1Gi").compare(&q("1G")), Ordering::Greater);
+        assert_eq!(q("-1").compare(&q("1m")), Ordering::Less);
+        assert_eq!(q("0.1").add(&q("0.2")), q("300m"));
+        assert_eq!(q("1").sub(&q("1n")), q("999999999n"));
+        // Beyond f64's precision, still exact.
+        assert_eq!(
+            q("9007199254740993").compare(&q("9007199254740992")),
+            Ordering::Greater
+        );
+    }
+
+    #[test]
+    fn integer_views() {
+        assert_eq!(q("50k").as_i64(), Some(50_000));
+        assert_eq!(q("1500m").as_i64(), None);
+        assert_eq!(q("2000m").as_i64(), Some(2));
+        assert_eq!(q("8Ei").as_i64(), None);
+        assert_eq!(q("-9223372036854775808").as_i64(), Some(i64::MIN));
+        assert_eq!(q("1.5").as_f64(), 1.5);
+        assert_eq!(q("-2").sign(), -1);
+    }
+}

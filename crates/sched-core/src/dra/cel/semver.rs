@@ -359,3 +359,70 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("patch", "semver_patch", s(), vec![], patch)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> CelSemver {
+        CelSemver::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn semver_org_precedence() {
+        // The ordering example of semver.org, item 11.
+        let ordered = [
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-alpha.beta",
+            "1.0.0-beta",
+            "1.0.0-beta.2",
+            "1.0.0-beta.11",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "2.0.0",
+            "2.1.0",
+            "2.1.1",
+        ];
+        for w in ordered.windows(2) {
+            assert_eq!(
+                v(w[0]).compare(&v(w[1])),
+                Ordering::Less,
+                "{} < {}",
+                w[0],
+                w[1]
+            );
+        }
+        assert_eq!(v("1.0.0+a").compare(&v("1.0.0+b")), Ordering::Equal);
+    }
+
+    #[test]
+    fn blang_semver_errors() {
+        let err = |s: &str| CelSemver::parse(s).unwrap_err();
+        assert_eq!(err(""), "Version string empty");
+        assert_eq!(err("1.0"), "No Major.Minor.Patch elements found");
+        assert_eq!(
+            err("a.0.0"),
+            "Invalid character(s) found in major number \"a\""
+        );
+        assert_eq!(
+            err("01.0.0"),
+            "Major number must not contain leading zeroes \"01\""
+        );
+        assert_eq!(err("1.0.0-"), "Prerelease is empty");
+        assert_eq!(
+            err("1.0.0-a_b"),
+            "Invalid character(s) found in prerelease \"a_b\""
+        );
+        assert_eq!(err("1.0.0+"), "Build meta data is empty");
+    }
+
+    #[test]
+    fn normalization() {
+        let n = |s: &str| CelSemver::parse_normalized(s);
+        assert_eq!(n("v1").unwrap().compare(&v("1.0.0")), Ordering::Equal);
+        assert_eq!(n("v01.02").unwrap().compare(&v("1.2.0")), Ordering::Equal);
+        assert_eq!(n("1.00.3").unwrap().compare(&v("1.0.3")), Ordering::Equal);
+        assert!(n("1.0-beta").is_err());
+    }
+}
