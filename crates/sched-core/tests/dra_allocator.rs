@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 
 use sched_core::dra::allocator::{
-    AllocError, AllocatedDevices, Allocator, Feature, Features, Outcome, SelectorError,
-    SelectorEval, SelectorOwner, TargetNode,
+    AllocError, AllocatedDevices, Allocator, Feature, Features, Outcome, SelectorOwner, TargetNode,
 };
+use sched_core::dra::selectors::CelSelectors;
 use sched_core::model::{
     AllocationResult, CelDeviceSelector, Device, DeviceAllocationResult, DeviceAttribute,
     DeviceCapacity, DeviceClaim, DeviceClass, DeviceClassSpec, DeviceConfiguration,
@@ -26,56 +26,11 @@ use sched_core::model::{
 };
 
 // ---------------------------------------------------------------------------------------
-// Selectors for the tests.
+// Selectors: kube's CEL environment (`sched_core::dra::cel`), compiled once per expression.
 
-/// A stand-in for the CEL evaluator, for these tests only: it understands the few expression
-/// shapes upstream's cases use and panics on anything else. The real CEL evaluator
-/// (`sched_core::dra::cel`) replaces it once the two are wired together.
-struct TestSelectors;
-
-impl SelectorEval for TestSelectors {
-    fn matches(
-        &self,
-        expression: &str,
-        driver: &str,
-        device: &Device,
-    ) -> Result<bool, SelectorError> {
-        if let Some(rest) = expression.strip_prefix("device.driver == \"") {
-            let wanted = rest.strip_suffix('"').expect("device.driver == \"...\"");
-            return Ok(driver == wanted);
-        }
-        // device.capacity["<domain>"].<name>.compareTo(quantity("<q>")) >= 0
-        if let Some(rest) = expression.strip_prefix("device.capacity[\"") {
-            let (domain, rest) = rest.split_once("\"].").expect("capacity domain");
-            let (name, rest) = rest
-                .split_once(".compareTo(quantity(\"")
-                .expect("compareTo");
-            let quantity = rest.strip_suffix("\")) >= 0").expect(">= 0");
-            let wanted: sched_core::model::Quantity = quantity.parse().expect("quantity");
-            let capacity = if domain == driver {
-                device
-                    .capacity
-                    .get(name)
-                    .or_else(|| device.capacity.get(&format!("{domain}/{name}")))
-            } else {
-                device.capacity.get(&format!("{domain}/{name}"))
-            };
-            let Some(capacity) = capacity else {
-                return Err(SelectorError::new(
-                    expression,
-                    format!("no such key: {name}"),
-                ));
-            };
-            return Ok(capacity.value.value() >= wanted.value());
-        }
-        if expression == "noSuchVar" {
-            return Err(SelectorError::new(
-                expression,
-                "compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar'",
-            ));
-        }
-        panic!("TestSelectors does not understand {expression:?}");
-    }
+fn selectors() -> &'static CelSelectors {
+    static SELECTORS: std::sync::OnceLock<CelSelectors> = std::sync::OnceLock::new();
+    SELECTORS.get_or_init(CelSelectors::new)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -543,7 +498,7 @@ fn run(case: &Case) -> Result<(), String> {
         &case.slices,
         &case.classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let claims: Vec<&ResourceClaim> = case.claims.iter().collect();
     let (got, stats) = allocator.allocate_with_stats(TargetNode::from(&case.node), &claims);
@@ -2822,7 +2777,7 @@ fn an_existing_allocation_is_kept_and_its_devices_are_busy() {
         &slices,
         &classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let node1 = node(NODE1, REGION1);
     let Ok(Outcome::Allocated(got)) =
@@ -2881,7 +2836,7 @@ fn requests_needing_an_alpha_feature_are_refused() {
         &slices,
         &classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let node1 = node(NODE1, REGION1);
 
@@ -2947,7 +2902,7 @@ fn defaults_and_selector_errors() {
         &slices,
         &classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let node1 = node(NODE1, REGION1);
     // device-1 has no memory capacity: CEL's map lookup fails at run time, before device-2
@@ -3003,7 +2958,7 @@ fn slice_node_selectors() {
         &slices,
         &classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let Ok(Outcome::Allocated(got)) = allocator.allocate(TargetNode::from(&node1), &[&c]) else {
         panic!("allocates");
@@ -3026,7 +2981,7 @@ fn slice_node_selectors() {
         &slices,
         &classes,
         &allocated,
-        &TestSelectors,
+        selectors(),
     );
     let err = allocator
         .allocate(TargetNode::from(&node1), &[&c])
