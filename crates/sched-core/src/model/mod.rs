@@ -17,7 +17,7 @@ mod namespace;
 mod objects;
 mod pdb;
 mod pod_group;
-mod quantity;
+pub(crate) mod quantity;
 mod resources;
 mod scheduling_workload;
 mod storage;

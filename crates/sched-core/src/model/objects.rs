@@ -830,6 +830,34 @@ pub struct NodeSelectorRequirement {
     pub values: Vec<String>,
 }
 
+impl NodeSelectorRequirement {
+    /// Whether a label's value (`None`: the label is absent) meets the requirement, as kube's
+    /// `labels.Requirement.Matches` judges it: `Gt` and `Lt` compare integers and fail on
+    /// anything else.
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
+        let listed = |v: &str| self.values.iter().any(|x| x == v);
+        match self.operator {
+            NodeSelectorOperator::In => value.is_some_and(listed),
+            NodeSelectorOperator::NotIn => !value.is_some_and(listed),
+            NodeSelectorOperator::Exists => value.is_some(),
+            NodeSelectorOperator::DoesNotExist => value.is_none(),
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+                let (Some(v), [bound]) = (value, self.values.as_slice()) else {
+                    return false;
+                };
+                let (Ok(v), Ok(bound)) = (v.parse::<i64>(), bound.parse::<i64>()) else {
+                    return false;
+                };
+                if self.operator == NodeSelectorOperator::Gt {
+                    v > bound
+                } else {
+                    v < bound
+                }
+            }
+        }
+    }
+}
+
 /// A weighted node selector term.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -91,16 +91,117 @@ fn div_ceil(a: i128, b: i128) -> i128 {
     if a.rem_euclid(b) != 0 { q + 1 } else { q }
 }
 
-/// The parsed number: `(-1)^negative * digits * 10^exp10 * 1024^binary_pow`.
-struct Parts<'a> {
-    negative: bool,
+/// A quantity's text read as a number: `(-1)^negative * digits * 10^exp10 * 1024^binary_pow`
+/// ([`scan`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Parts {
+    /// A leading `-`.
+    pub(crate) negative: bool,
     /// Significant decimal digits, without leading zeros (empty for zero).
-    digits: &'a str,
-    exp10: i64,
-    binary_pow: u32,
+    pub(crate) digits: String,
+    /// The power of ten of the last digit, the decimal suffix or exponent included.
+    pub(crate) exp10: i64,
+    /// The power of 1024 of a binary suffix.
+    pub(crate) binary_pow: u32,
 }
 
-impl Parts<'_> {
+/// Why a text is not a quantity's number, as [`scan`] finds it (each parser words it its way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanError {
+    /// Nothing at all.
+    Empty,
+    /// No digit before the suffix.
+    NoDigits,
+    /// `e`/`E` not followed by an optionally signed integer.
+    BadExponent,
+    /// A decimal exponent beyond +-10,000 (or beyond an i64).
+    ExponentOutOfRange,
+    /// A suffix that is none of kube's; it starts at byte `at`.
+    UnknownSuffix {
+        /// Where the suffix starts in the text.
+        at: usize,
+    },
+}
+
+/// Reads `text` as `resource.ParseQuantity` reads it: sign, digits with at most one point,
+/// then a decimal (`n` .. `E`), binary (`Ki` .. `Ei`) or exponent (`e3`) suffix.
+pub(crate) fn scan(text: &str) -> Result<Parts, ScanError> {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() {
+        return Err(ScanError::Empty);
+    }
+    let mut i = 0;
+    let mut negative = false;
+    if bytes[0] == b'+' || bytes[0] == b'-' {
+        negative = bytes[0] == b'-';
+        i = 1;
+    }
+    // Collect the significant digits and the power of ten of the last one.
+    let mut digits = String::new();
+    let mut exp10: i64 = 0;
+    let mut any_digit = false;
+    let mut seen_point = false;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_digit() {
+            any_digit = true;
+            if !(digits.is_empty() && c == b'0') {
+                digits.push(c as char);
+            }
+            if seen_point {
+                exp10 -= 1;
+            }
+        } else if c == b'.' && !seen_point {
+            seen_point = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if !any_digit {
+        return Err(ScanError::NoDigits);
+    }
+    let mut binary_pow: u32 = 0;
+    match &text[i..] {
+        "" => {}
+        "n" => exp10 -= 9,
+        "u" => exp10 -= 6,
+        "m" => exp10 -= 3,
+        "k" => exp10 += 3,
+        "M" => exp10 += 6,
+        "G" => exp10 += 9,
+        "T" => exp10 += 12,
+        "P" => exp10 += 15,
+        "E" => exp10 += 18,
+        "Ki" => binary_pow = 1,
+        "Mi" => binary_pow = 2,
+        "Gi" => binary_pow = 3,
+        "Ti" => binary_pow = 4,
+        "Pi" => binary_pow = 5,
+        "Ei" => binary_pow = 6,
+        s if s.starts_with(['e', 'E']) => {
+            let rest = &s[1..];
+            let body = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+            if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(ScanError::BadExponent);
+            }
+            let exp: i64 = rest.parse().map_err(|_| ScanError::ExponentOutOfRange)?;
+            if !(-10_000..=10_000).contains(&exp) {
+                return Err(ScanError::ExponentOutOfRange);
+            }
+            exp10 += exp;
+        }
+        _ => return Err(ScanError::UnknownSuffix { at: i }),
+    }
+    Ok(Parts {
+        negative,
+        digits,
+        exp10,
+        binary_pow,
+    })
+}
+
+impl Parts {
     /// `ceil(value * scale)` exactly, or `None` when it does not fit in an i64.
     fn ceil_scaled(&self, scale: u32) -> Option<i64> {
         if self.digits.is_empty() {
@@ -160,84 +261,16 @@ impl FromStr for Quantity {
             text: text.to_string(),
             why,
         };
-        let bytes = text.as_bytes();
-        if bytes.is_empty() {
-            return Err(syntax("empty string"));
-        }
-        let mut i = 0;
-        let mut negative = false;
-        if bytes[0] == b'+' || bytes[0] == b'-' {
-            negative = bytes[0] == b'-';
-            i = 1;
-        }
-        // Collect the significant digits and the power of ten of the last one.
-        let mut digits = String::new();
-        let mut exp10: i64 = 0;
-        let mut any_digit = false;
-        let mut seen_point = false;
-        while i < bytes.len() {
-            let c = bytes[i];
-            if c.is_ascii_digit() {
-                any_digit = true;
-                if !(digits.is_empty() && c == b'0') {
-                    digits.push(c as char);
-                }
-                if seen_point {
-                    exp10 -= 1;
-                }
-            } else if c == b'.' && !seen_point {
-                seen_point = true;
-            } else {
-                break;
-            }
-            i += 1;
-        }
-        if !any_digit {
-            return Err(syntax("no digits"));
-        }
-        let suffix = &text[i..];
-        let mut binary_pow: u32 = 0;
-        match suffix {
-            "" => {}
-            "n" => exp10 -= 9,
-            "u" => exp10 -= 6,
-            "m" => exp10 -= 3,
-            "k" => exp10 += 3,
-            "M" => exp10 += 6,
-            "G" => exp10 += 9,
-            "T" => exp10 += 12,
-            "P" => exp10 += 15,
-            "E" => exp10 += 18,
-            "Ki" => binary_pow = 1,
-            "Mi" => binary_pow = 2,
-            "Gi" => binary_pow = 3,
-            "Ti" => binary_pow = 4,
-            "Pi" => binary_pow = 5,
-            "Ei" => binary_pow = 6,
-            s if s.starts_with(['e', 'E']) => {
-                let rest = &s[1..];
-                let body = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-                if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(syntax("bad decimal exponent"));
-                }
-                let exp: i64 = rest.parse().map_err(|_| QuantityError::OutOfRange {
-                    text: text.to_string(),
-                })?;
-                if !(-10_000..=10_000).contains(&exp) {
-                    return Err(QuantityError::OutOfRange {
-                        text: text.to_string(),
-                    });
-                }
-                exp10 += exp;
-            }
-            _ => return Err(syntax("unknown suffix")),
-        }
-        let parts = Parts {
-            negative,
-            digits: &digits,
-            exp10,
-            binary_pow,
-        };
+        let parts = scan(text).map_err(|e| match e {
+            ScanError::Empty => syntax("empty string"),
+            ScanError::NoDigits => syntax("no digits"),
+            ScanError::BadExponent => syntax("bad decimal exponent"),
+            ScanError::ExponentOutOfRange => QuantityError::OutOfRange {
+                text: text.to_string(),
+            },
+            ScanError::UnknownSuffix { .. } => syntax("unknown suffix"),
+        })?;
+        let negative = parts.negative;
         let value = parts
             .ceil_scaled(1)
             .ok_or_else(|| QuantityError::OutOfRange {

@@ -69,7 +69,7 @@ fn selector_matches(selector: &NodeSelector, node: &TargetNode<'_>) -> Result<bo
     Ok(terms.into_iter().any(|term| {
         term.match_expressions
             .iter()
-            .all(|r| requirement_matches(r, node.labels.get(&r.key).map(String::as_str)))
+            .all(|r| r.matches_value(node.labels.get(&r.key).map(String::as_str)))
             // kube ignores matchFields for a node without a name.
             && (node.name.is_empty()
                 || term.match_fields.iter().all(|r| {
@@ -103,29 +103,6 @@ fn check_label_requirement(r: &NodeSelectorRequirement) -> Result<(), String> {
             ))
         }
         _ => Ok(()),
-    }
-}
-
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let listed = |v: &str| r.values.iter().any(|x| x == v);
-    match r.operator {
-        NodeSelectorOperator::In => value.is_some_and(listed),
-        NodeSelectorOperator::NotIn => !value.is_some_and(listed),
-        NodeSelectorOperator::Exists => value.is_some(),
-        NodeSelectorOperator::DoesNotExist => value.is_none(),
-        NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
-            let (Some(v), [bound]) = (value, r.values.as_slice()) else {
-                return false;
-            };
-            let (Ok(v), Ok(bound)) = (v.parse::<i64>(), bound.parse::<i64>()) else {
-                return false;
-            };
-            if r.operator == NodeSelectorOperator::Gt {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
     }
 }
 

@@ -14,6 +14,8 @@ use cel::common::types::{CelBool, CelDouble, CelInt, CelString, INT_TYPE, STRING
 use cel::common::value::{CowVal, StaticVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use num_bigint::BigInt;
+
+use crate::model::quantity::{ScanError, scan};
 use num_traits_lite::{is_zero, sign_of};
 
 /// The CEL type name kube gives quantities.
@@ -22,9 +24,6 @@ pub const TYPE_NAME: &str = "kubernetes.Quantity";
 /// kube's message for text that is not a quantity (`resource.ErrFormatWrong`).
 pub const FORMAT_ERROR: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-
-/// Decimal exponents beyond this are refused (the model's quantities use the same bound).
-const MAX_EXPONENT: i64 = 10_000;
 
 static QUANTITY_TYPE: LazyLock<Type> = LazyLock::new(|| Type::new_opaque_type(TYPE_NAME));
 
@@ -55,80 +54,32 @@ mod num_traits_lite {
 impl CelQuantity {
     /// Parses a quantity as `resource.ParseQuantity` does; the error is kube's message.
     pub fn parse(text: &str) -> Result<CelQuantity, &'static str> {
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        let mut negative = false;
-        if let Some(&c) = bytes.first()
-            && (c == b'+' || c == b'-')
-        {
-            negative = c == b'-';
-            i = 1;
-        }
-        let mut digits = String::new();
-        let mut exponent: i64 = 0;
-        let mut any_digit = false;
-        let mut seen_point = false;
-        while i < bytes.len() {
-            let c = bytes[i];
-            if c.is_ascii_digit() {
-                any_digit = true;
-                digits.push(c as char);
-                if seen_point {
-                    exponent -= 1;
+        const SUFFIX_ERROR: &str = "unable to parse quantity's suffix";
+        let parts = scan(text).map_err(|e| match e {
+            ScanError::Empty | ScanError::NoDigits | ScanError::BadExponent => FORMAT_ERROR,
+            ScanError::ExponentOutOfRange => SUFFIX_ERROR,
+            // Text the format allows but no suffix kube knows, or text it does not allow.
+            ScanError::UnknownSuffix { at } => {
+                if text[at..]
+                    .bytes()
+                    .all(|b| b"eEinumkKMGTP+-0123456789".contains(&b))
+                {
+                    SUFFIX_ERROR
+                } else {
+                    FORMAT_ERROR
                 }
-            } else if c == b'.' && !seen_point {
-                seen_point = true;
-            } else {
-                break;
             }
-            i += 1;
-        }
-        if !any_digit {
-            return Err(FORMAT_ERROR);
-        }
-        let suffix = &text[i..];
-        let mut binary_pow: u32 = 0;
-        match suffix {
-            "" => {}
-            "n" => exponent -= 9,
-            "u" => exponent -= 6,
-            "m" => exponent -= 3,
-            "k" => exponent += 3,
-            "M" => exponent += 6,
-            "G" => exponent += 9,
-            "T" => exponent += 12,
-            "P" => exponent += 15,
-            "E" => exponent += 18,
-            "Ki" => binary_pow = 1,
-            "Mi" => binary_pow = 2,
-            "Gi" => binary_pow = 3,
-            "Ti" => binary_pow = 4,
-            "Pi" => binary_pow = 5,
-            "Ei" => binary_pow = 6,
-            s if s.starts_with(['e', 'E']) => {
-                let rest = &s[1..];
-                let body = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-                if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(FORMAT_ERROR);
-                }
-                let e: i64 = rest
-                    .parse()
-                    .map_err(|_| "unable to parse quantity's suffix")?;
-                if !(-MAX_EXPONENT..=MAX_EXPONENT).contains(&e) {
-                    return Err("unable to parse quantity's suffix");
-                }
-                exponent += e;
-            }
-            s if s.bytes().all(|b| b"eEinumkKMGTP+-0123456789".contains(&b)) => {
-                return Err("unable to parse quantity's suffix");
-            }
-            _ => return Err(FORMAT_ERROR),
-        }
-        let mut mantissa: BigInt = digits.parse().map_err(|_| FORMAT_ERROR)?;
-        mantissa *= BigInt::from(1024u32).pow(binary_pow);
-        if negative {
+        })?;
+        let mut mantissa = if parts.digits.is_empty() {
+            BigInt::default()
+        } else {
+            parts.digits.parse::<BigInt>().map_err(|_| FORMAT_ERROR)?
+        };
+        mantissa *= BigInt::from(1024u32).pow(parts.binary_pow);
+        if parts.negative {
             mantissa = -mantissa;
         }
+        let exponent = parts.exp10;
         Ok(CelQuantity { mantissa, exponent })
     }
 

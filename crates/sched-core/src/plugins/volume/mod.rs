@@ -22,10 +22,7 @@ pub use restrictions::VolumeRestrictions;
 pub use zone::VolumeZone;
 
 use crate::framework::{Reason, VolumeProblem};
-use crate::model::{
-    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, PersistentVolume,
-    PersistentVolumeClaim, Pod,
-};
+use crate::model::{Node, NodeSelector, PersistentVolume, PersistentVolumeClaim, Pod};
 use crate::snapshot::StorageIndex;
 
 /// kube's lister error for a missing object (`persistentvolumeclaim "data" not found`), the
@@ -72,28 +69,6 @@ pub(crate) fn pv_class(pv: &PersistentVolume) -> &str {
         .map_or(pv.spec.storage_class_name.as_str(), |s| s.as_str())
 }
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    match r.operator {
-        NodeSelectorOperator::In => value.is_some_and(|v| r.values.iter().any(|x| x == v)),
-        NodeSelectorOperator::NotIn => !value.is_some_and(|v| r.values.iter().any(|x| x == v)),
-        NodeSelectorOperator::Exists => value.is_some(),
-        NodeSelectorOperator::DoesNotExist => value.is_none(),
-        NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
-            let (Some(v), [bound]) = (value, r.values.as_slice()) else {
-                return false;
-            };
-            let (Ok(v), Ok(bound)) = (v.parse::<i64>(), bound.parse::<i64>()) else {
-                return false;
-            };
-            if r.operator == NodeSelectorOperator::Gt {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-    }
-}
-
 /// kube's `MatchNodeSelectorTerms`: the terms are ORed, a term's requirements ANDed, an empty
 /// term matches nothing; `matchFields` reads `metadata.name`.
 pub(crate) fn node_selector_matches(sel: &NodeSelector, node: &Node) -> bool {
@@ -103,10 +78,10 @@ pub(crate) fn node_selector_matches(sel: &NodeSelector, node: &Node) -> bool {
         }
         t.match_expressions
             .iter()
-            .all(|r| requirement_matches(r, node.metadata.labels.get(&r.key).map(|s| s.as_str())))
+            .all(|r| r.matches_value(node.metadata.labels.get(&r.key).map(|s| s.as_str())))
             && t.match_fields.iter().all(|r| {
                 let v = (r.key == "metadata.name").then_some(node.metadata.name.as_str());
-                r.key == "metadata.name" && requirement_matches(r, v)
+                r.key == "metadata.name" && r.matches_value(v)
             })
     })
 }
