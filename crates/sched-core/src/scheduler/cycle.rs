@@ -423,40 +423,20 @@ impl Scheduler {
             &env,
         );
         // A gang's member: the victims of the whole gang's plan, or none.
-        let mut message = out.message;
-        let mut preemption = out.preemption;
-        let mut others = Vec::new();
-        if let (Some(missing), Some(Ok(preemption::Outcome::Preempt(c)))) =
-            (&missing, &mut preemption)
-        {
-            let args = self.profiles[slot]
-                .post_filter
-                .preemption_args()
-                .unwrap_or((10, 100));
-            match gang_preemption::plan(
-                &self.profiles[slot].profile,
+        let mut out = out;
+        let others = match &missing {
+            Some(missing) => gang_preemption::apply(
+                &self.profiles[slot],
                 &self.snapshot,
-                (landed.as_ref().unwrap_or(&pod), c),
+                landed.as_ref().unwrap_or(&pod),
                 missing,
-                args,
                 &mut |n| rng.random_range(0..n),
                 &env,
-            ) {
-                Ok(plan) => {
-                    c.victims.extend(plan.victims);
-                    others = plan.nodes;
-                }
-                Err(unfit) => {
-                    message = format!("preemption: {unfit}");
-                    preemption = Some(Ok(preemption::Outcome::NoCandidate(
-                        preemption::NoCandidate {
-                            num_all_nodes: self.snapshot.len(),
-                            failures: Vec::new(),
-                        },
-                    )));
-                }
-            }
-        }
+                &mut out,
+            ),
+            None => Vec::new(),
+        };
+        let (message, preemption) = (out.message, out.preemption);
         let mut skipped = skipped.into_inner();
         if let Some(Err(ScheduleError::Extender { extender, source })) = &preemption {
             skipped.push(Skipped {
@@ -464,11 +444,27 @@ impl Scheduler {
                 message: source.to_string(),
             });
         }
-        let step = match preemption {
+        let step = self.post_filter_step(key, pod, preemption, &others, waiting_for, now);
+        (step, message, skipped)
+    }
+
+    /// What PostFilter's preemption outcome makes of the pod: nominated with its victims
+    /// (the room planned for a gang's other members, `others`, is theirs too), or its
+    /// nomination cleared when preemption cannot help.
+    fn post_filter_step(
+        &mut self,
+        key: PodKey,
+        pod: Pod,
+        preemption: Option<Result<preemption::Outcome, ScheduleError>>,
+        others: &[(PodKey, String)],
+        waiting_for: EventMask,
+        now: Duration,
+    ) -> Option<Step> {
+        match preemption {
             Some(Ok(preemption::Outcome::Preempt(c))) => {
-                // The room planned for the gang's other members is theirs: lower-priority
-                // pods nominated there lose their nomination, as on the preemptor's node.
-                for (_, node) in &others {
+                // Lower-priority pods nominated where the gang's other members are planned
+                // lose their nomination, as on the preemptor's node.
+                for (_, node) in others {
                     for other in self.nominator.lower_priority_on(node, &pod) {
                         self.nominator.delete(&other);
                     }
@@ -483,8 +479,7 @@ impl Scheduler {
             // Not eligible, no candidate left by the extenders, a plugin error, or no
             // preemption: the nomination stays as it is.
             _ => None,
-        };
-        (step, message, skipped)
+        }
     }
 
     /// Preemption chose node `c.node` for `pod`: the pod is nominated there and waits for its

@@ -137,3 +137,44 @@ fn take(snapshot: &mut Snapshot, victims: &[Arc<Pod>]) {
         let _ = snapshot.remove_pod(&v.key());
     }
 }
+
+/// Applies the gang's plan to DefaultPreemption's outcome `out` for one of its members (the
+/// profile `state`'s preemption arguments): the plan's victims join the candidate's, and the
+/// nodes planned for the other members are returned; or, when the gang would not fit, no
+/// victim is taken and the message says why.
+pub(crate) fn apply(
+    state: &super::Slot,
+    snapshot: &Snapshot,
+    preemptor: &Pod,
+    missing: &Missing,
+    offset: &mut dyn FnMut(usize) -> usize,
+    env: &Environment<'_>,
+    out: &mut super::post_filter::PostFilterOutcome,
+) -> Vec<(PodKey, String)> {
+    let Some(Ok(Outcome::Preempt(c))) = &mut out.preemption else {
+        return Vec::new();
+    };
+    let args = state.post_filter.preemption_args().unwrap_or((10, 100));
+    match plan(
+        &state.profile,
+        snapshot,
+        (preemptor, c),
+        missing,
+        args,
+        offset,
+        env,
+    ) {
+        Ok(plan) => {
+            c.victims.extend(plan.victims);
+            plan.nodes
+        }
+        Err(unfit) => {
+            out.message = format!("preemption: {unfit}");
+            out.preemption = Some(Ok(Outcome::NoCandidate(preemption::NoCandidate {
+                num_all_nodes: snapshot.len(),
+                failures: Vec::new(),
+            })));
+            Vec::new()
+        }
+    }
+}
