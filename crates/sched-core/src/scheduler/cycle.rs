@@ -413,7 +413,7 @@ impl Scheduler {
             .groups(&budgets)
             .candidates(&narrow);
         let rng = &mut self.preemption_rng;
-        let out = post_filter::run_post_filter(
+        let mut out = post_filter::run_post_filter(
             &self.profiles[slot].post_filter,
             &self.profiles[slot].profile,
             &mut self.snapshot,
@@ -423,7 +423,6 @@ impl Scheduler {
             &env,
         );
         // A gang's member: the victims of the whole gang's plan, or none.
-        let mut out = out;
         let others = match &missing {
             Some(missing) => gang_preemption::apply(
                 &self.profiles[slot],
