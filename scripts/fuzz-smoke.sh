@@ -11,6 +11,9 @@
 #   FUZZ_TARGETS    space-separated targets (default: all of `cargo fuzz list`)
 #   FUZZ_SANITIZER  cargo-fuzz sanitizer (default none: both crates forbid unsafe code;
 #                   use "address" to also check the unsafe code of dependencies)
+#   FUZZ_PROFILE    dev (default: unoptimized, so that building sched-core with coverage
+#                   instrumentation in one codegen unit takes minutes, not the 25 an
+#                   optimized build takes on 2 cores) or release (faster fuzzing, for long runs)
 #   FUZZ_KEEP       set to 1 to keep the scratch directory (new corpus entries, crash inputs)
 #
 # cargo-fuzz needs nightly-only compiler flags; on the stable toolchain they are enabled with
@@ -24,6 +27,7 @@ export RUSTC_BOOTSTRAP=1
 export CARGO_TERM_COLOR=never
 seconds="${FUZZ_SECONDS:-20}"
 sanitizer="${FUZZ_SANITIZER:-none}"
+profile="--${FUZZ_PROFILE:-dev}"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "== installing cargo-fuzz"
@@ -49,8 +53,8 @@ else
 fi
 
 start=$(date +%s)
-echo "== building ${#targets[@]} fuzz targets (sanitizer: $sanitizer)"
-cargo fuzz build --sanitizer "$sanitizer"
+echo "== building ${#targets[@]} fuzz targets (sanitizer: $sanitizer, ${profile#--})"
+cargo fuzz build "$profile" --sanitizer "$sanitizer"
 
 failures=()
 summary=()
@@ -77,7 +81,7 @@ for t in "${targets[@]}"; do
         for input in "fuzz/regressions/$t"/*; do
             [[ -f "$input" ]] || continue
             log="$scratch/$t.regression.log"
-            if cargo fuzz run --sanitizer "$sanitizer" "$t" "$input" -- \
+            if cargo fuzz run "$profile" --sanitizer "$sanitizer" "$t" "$input" -- \
                 -artifact_prefix="$artifacts/" >"$log" 2>&1; then
                 echo "ok   $t regression $(basename "$input")"
             else
@@ -95,7 +99,7 @@ for t in "${targets[@]}"; do
 
     # 2. Fuzz for a while from the seeds.
     log="$scratch/$t.fuzz.log"
-    if cargo fuzz run --sanitizer "$sanitizer" "$t" "$corpus" -- \
+    if cargo fuzz run "$profile" --sanitizer "$sanitizer" "$t" "$corpus" -- \
         -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$artifacts/" >"$log" 2>&1; then
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
