@@ -298,7 +298,8 @@ pub trait CandidateStore: Send + Sync {
 }
 
 /// Registers `candidate` in `store` now and again every `every` on `clock`, forever (run it
-/// beside the elector, and [`CandidateStore::deregister`] when the elector stops). Keep
+/// beside the elector, and [`CandidateStore::deregister`] before the elector releases;
+/// [`run_candidate`] does both). Keep
 /// `every` well below the registry's time to live. Failed registrations are logged and
 /// retried at the next period.
 pub async fn keep_registered(
@@ -313,6 +314,58 @@ pub async fn keep_registered(
         }
         clock.sleep(every).await;
     }
+}
+
+/// Runs `elector` (configured
+/// [`coordinated`](crate::ElectionConfigBuilder::coordinated)) as a registered candidate
+/// until `shutdown` resolves: keeps `candidate` registered in `store` every `every` (as
+/// [`keep_registered`]) and runs elections one after another (a lost term is followed by a
+/// new attempt). On `shutdown` it leaves in the order that hands the lease on at once:
+///
+/// 1. stop renewing the registration and deregister;
+/// 2. then cancel the elector, which releases a lease it holds (with
+///    [`release_on_cancel`](crate::ElectionConfigBuilder::release_on_cancel)).
+///
+/// The other order lets the coordinator see the released lease while the leaving
+/// candidate is still registered and give the lease back to it; the next leader then waits
+/// a whole lease for that grant to expire.
+///
+/// # Errors
+/// The deregistration's error (the elector was stopped and released all the same; the
+/// registration then lapses after the registry's time to live).
+pub async fn run_candidate<C: crate::LeaderCallbacks + ?Sized>(
+    elector: &crate::LeaderElector,
+    callbacks: &C,
+    store: &dyn CandidateStore,
+    candidate: &Candidate,
+    clock: &dyn Clock,
+    every: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), LockError> {
+    let (leave, left) = tokio::sync::watch::channel(false);
+    let registration = async {
+        tokio::select! {
+            biased;
+            () = shutdown => {}
+            () = keep_registered(store, candidate, clock, every) => {}
+        }
+        let deregistered = store.deregister(&candidate.identity).await;
+        let _ = leave.send(true);
+        deregistered
+    };
+    let elections = async {
+        loop {
+            let mut left = left.clone();
+            let leaving = async move {
+                let _ = left.wait_for(|l| *l).await;
+            };
+            if elector.run(callbacks, leaving).await == crate::RunOutcome::Cancelled {
+                break;
+            }
+        }
+    };
+    let (deregistered, ()) = tokio::join!(registration, elections);
+    deregistered
 }
 
 /// An in-memory [`CandidateStore`] shared by clones: a registration lives for `ttl` after

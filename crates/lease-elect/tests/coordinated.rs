@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lease_elect::coordinated::{
-    Candidate, CandidateStore, CandidateVersion, Coordinator, MemoryCandidates, keep_registered,
+    Candidate, CandidateStore, CandidateVersion, Coordinator, MemoryCandidates, run_candidate,
 };
 use lease_elect::{
     Clock, ElectionConfig, Instant, LeaderCallbacks, LeaderElector, LeaderGuard, MemoryLock,
@@ -96,6 +96,20 @@ fn start_replica(
     candidates: &MemoryCandidates,
     terms: &Terms,
 ) -> Replica {
+    let registry = Arc::new(candidates.clone());
+    start_replica_in(store, id, version, clock, candidates, registry, terms)
+}
+
+/// [`start_replica`] registering through `registry` (`candidates` or a wrapper of it).
+fn start_replica_in(
+    store: &MemoryStore,
+    id: &str,
+    version: &str,
+    clock: &SimClock,
+    candidates: &MemoryCandidates,
+    registry: Arc<dyn CandidateStore>,
+    terms: &Terms,
+) -> Replica {
     let candidate = Candidate::new(id, v("1.33"), v(version));
     let elector = LeaderElector::new(config(MemoryLock::new(store, id), clock, true));
     let watch = Watch {
@@ -105,31 +119,63 @@ fn start_replica(
         clock: clock.clone(),
         candidates: candidates.clone(),
     };
-    let candidates = candidates.clone();
-    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let clock = clock.clone();
     let task = tokio::spawn(async move {
-        candidates.register(&candidate).await.unwrap();
-        let keep = keep_registered(&candidates, &candidate, &clock, Duration::from_secs(1));
-        let run = async {
-            loop {
-                let outcome = elector
-                    .run(&watch, async {
-                        let _ = (&mut stopped).await;
-                    })
-                    .await;
-                if outcome == lease_elect::RunOutcome::Cancelled {
-                    break;
-                }
-            }
+        let shutdown = async {
+            let _ = stopped.await;
         };
-        tokio::select! {
-            () = keep => {}
-            () = run => {}
-        }
-        candidates.deregister(&candidate.identity).await.unwrap();
+        let every = Duration::from_secs(1);
+        run_candidate(
+            &elector, &watch, &*registry, &candidate, &clock, every, shutdown,
+        )
+        .await
+        .unwrap();
     });
     Replica { stop, task }
+}
+
+/// Two coordinators elected on a lock of their own; the leader reconciles `store`'s record
+/// every 200 ms.
+fn start_coordinators(
+    store: &MemoryStore,
+    candidates: &MemoryCandidates,
+    clock: &SimClock,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let coordinator_store = MemoryStore::new("coordinator");
+    let mut coordinators = Vec::new();
+    for id in ["coord-1", "coord-2"] {
+        let elector = LeaderElector::new(config(
+            MemoryLock::new(&coordinator_store, id),
+            clock,
+            false,
+        ));
+        let coordinator = Arc::new(
+            Coordinator::new(
+                Arc::new(MemoryLock::new(store, id)),
+                Arc::new(candidates.clone()),
+            )
+            .with_clock(Arc::new(clock.clone()))
+            .with_lease_duration(Duration::from_secs(10))
+            .unwrap(),
+        );
+        let clock = clock.clone();
+        coordinators.push(tokio::spawn(async move {
+            let work = on_leading(move |guard| {
+                let coordinator = Arc::clone(&coordinator);
+                let clock = clock.clone();
+                async move {
+                    coordinator
+                        .run(&guard, &clock, Duration::from_millis(200))
+                        .await
+                }
+            });
+            loop {
+                elector.run(&work, std::future::pending::<()>()).await;
+            }
+        }));
+    }
+    coordinators
 }
 
 async fn stop_replica(replica: Replica) {
@@ -166,39 +212,7 @@ async fn rolling_upgrade_under_oldest_emulation_version() {
 
     // The coordinators' own election: two coordinators, one leads and reconciles every 200 ms.
     let coordinators_start = clock.now();
-    let coordinator_store = MemoryStore::new("coordinator");
-    let mut coordinators = Vec::new();
-    for id in ["coord-1", "coord-2"] {
-        let elector = LeaderElector::new(config(
-            MemoryLock::new(&coordinator_store, id),
-            &clock,
-            false,
-        ));
-        let coordinator = Arc::new(
-            Coordinator::new(
-                Arc::new(MemoryLock::new(&store, id)),
-                Arc::new(candidates.clone()),
-            )
-            .with_clock(Arc::new(clock.clone()))
-            .with_lease_duration(Duration::from_secs(10))
-            .unwrap(),
-        );
-        let clock = clock.clone();
-        coordinators.push(tokio::spawn(async move {
-            let work = on_leading(move |guard| {
-                let coordinator = Arc::clone(&coordinator);
-                let clock = clock.clone();
-                async move {
-                    coordinator
-                        .run(&guard, &clock, Duration::from_millis(200))
-                        .await
-                }
-            });
-            loop {
-                elector.run(&work, std::future::pending::<()>()).await;
-            }
-        }));
-    }
+    let coordinators = start_coordinators(&store, &candidates, &clock);
     tokio::time::sleep(Duration::from_secs(20)).await;
     // The strategy's pick (equal versions: the smallest identity) leads first, though it
     // registered last, within a coordinator pass and a retry period.
@@ -356,6 +370,57 @@ async fn candidates_that_disagree_on_the_strategy_elect_nobody() {
     let record = store.peek().unwrap().0;
     assert_eq!(record.strategy.as_deref(), Some("example.com/other"));
     assert_eq!(record.holder_identity, "c");
+}
+
+/// A registry whose deregistration takes a second (a slow backend).
+struct SlowDeregistration(MemoryCandidates);
+
+#[async_trait]
+impl CandidateStore for SlowDeregistration {
+    async fn register(&self, candidate: &Candidate) -> Result<(), lease_elect::LockError> {
+        self.0.register(candidate).await
+    }
+    async fn deregister(&self, identity: &str) -> Result<(), lease_elect::LockError> {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        self.0.deregister(identity).await
+    }
+    async fn candidates(&self) -> Result<Vec<Candidate>, lease_elect::LockError> {
+        self.0.candidates().await
+    }
+}
+
+/// A leader that stops gracefully hands over at once even when its deregistration is slow:
+/// `run_candidate` deregisters before it releases, so the coordinator never sees the
+/// released lease while the leaving candidate is still registered (it would give the lease
+/// back to it, and the next leader would wait the whole 10 s lease).
+#[tokio::test(start_paused = true)]
+async fn a_graceful_stop_hands_over_at_once_with_a_slow_registry() {
+    let clock = SimClock::new();
+    let store = MemoryStore::new("kube-scheduler");
+    let candidates = MemoryCandidates::new(Arc::new(clock.clone()), Duration::from_secs(3));
+    let terms = Terms::default();
+    let slow = Arc::new(SlowDeregistration(candidates.clone()));
+    let e1 = start_replica_in(&store, "e1", "1.33", &clock, &candidates, slow, &terms);
+    let e2 = start_replica(&store, "e2", "1.33", &clock, &candidates, &terms);
+    let coordinators = start_coordinators(&store, &candidates, &clock);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(leaders(&terms), ["e1"]);
+
+    stop_replica(e1).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(leaders(&terms), ["e1", "e2"]);
+    let t = terms.0.lock().unwrap().clone();
+    let gap = t[1]
+        .2
+        .saturating_duration_since(t[0].3.expect("e1 stopped"));
+    assert!(
+        gap <= Duration::from_millis(1_500),
+        "hand-over took {gap:?}"
+    );
+    stop_replica(e2).await;
+    for c in coordinators {
+        c.abort();
+    }
 }
 
 fn leaders(terms: &Terms) -> Vec<String> {

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::LockFactory;
 use super::election::Timing;
 use crate::coordinated::{Candidate, CandidateStore, CandidateVersion, Coordinator};
-use crate::{ElectionConfig, LeaderCallbacks, LeaderElector, LeaderGuard, RunOutcome, on_leading};
+use crate::{ElectionConfig, LeaderCallbacks, LeaderElector, LeaderGuard, on_leading};
 
 /// What [`coordinated_election`] measured.
 #[derive(Clone, Debug)]
@@ -103,8 +103,9 @@ async fn wait_for_term(terms: &Mutex<Vec<Term>>, n: usize, bound: Duration) {
 /// 3. `e3` (1.34) joins; `e1` crashes (no release, no deregistration): `e2` (1.33) leads
 ///    next, never `e3`, within two leases + slack (the coordinator waits for the record to
 ///    stay unchanged for the lease and for `e1`'s registration to expire);
-/// 4. `e2` stops (releases, deregisters): `e3` leads within the hand-over bound (a
-///    coordinator pass and a retry period).
+/// 4. `e2` stops (deregisters, then releases, as
+///    [`run_candidate`](crate::coordinated::run_candidate) leaves): `e3` leads within the
+///    hand-over bound (a coordinator pass and a retry period).
 ///
 /// Throughout: `e3` never leads while a 1.33 candidate is live, and terms never overlap.
 ///
@@ -133,34 +134,23 @@ pub async fn coordinated_election(
         };
         let candidates = Arc::clone(&candidates);
         let elector = LeaderElector::new(config(lock, timing, true));
-        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            candidates
-                .register(&candidate)
-                .await
-                .expect("register the candidate");
             let clock = crate::TokioClock::new();
-            let keep = crate::coordinated::keep_registered(&*candidates, &candidate, &clock, every);
-            let run = async {
-                loop {
-                    let outcome = elector
-                        .run(&watch, async {
-                            let _ = (&mut stopped).await;
-                        })
-                        .await;
-                    if outcome == RunOutcome::Cancelled {
-                        break;
-                    }
-                }
+            let shutdown = async {
+                let _ = stopped.await;
             };
-            tokio::select! {
-                () = keep => {}
-                () = run => {}
-            }
-            candidates
-                .deregister(&candidate.identity)
-                .await
-                .expect("deregister the candidate");
+            crate::coordinated::run_candidate(
+                &elector,
+                &watch,
+                &*candidates,
+                &candidate,
+                &clock,
+                every,
+                shutdown,
+            )
+            .await
+            .expect("deregister the candidate");
         });
         Replica { stop, task }
     };
