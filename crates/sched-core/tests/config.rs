@@ -43,7 +43,7 @@ fn scores(p: &Profile) -> Vec<(&str, i64)> {
     p.priority_weights().collect()
 }
 
-const DEFAULT_FILTERS: [&str; 12] = [
+const DEFAULT_FILTERS: [&str; 13] = [
     "NodeUnschedulable",
     "NodeName",
     "TaintToleration",
@@ -56,6 +56,7 @@ const DEFAULT_FILTERS: [&str; 12] = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ];
 
 const DEFAULT_SCORES: [(&str, i64); 7] = [
@@ -1149,7 +1150,7 @@ fn volume_plugins_read_the_snapshots_storage_objects() {
 }
 
 #[test]
-fn gated_pods_and_resource_claims_are_never_placed() {
+fn gated_pods_are_never_placed_and_missing_claims_reject_the_pod() {
     let snapshot = nodes(&[node("n", "8", "16Gi")]);
     let p = profile("");
     let gated = pod_with(
@@ -1168,8 +1169,21 @@ fn gated_pods_and_resource_claims_are_never_placed() {
         "1Gi",
         serde_json::json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}}),
     );
+    // The default profile runs DynamicResources: a claim the snapshot does not have rejects
+    // the pod with kube's text.
+    match p.schedule(&mut p.create_cache(), &claims, &snapshot) {
+        Err(ScheduleError::Unschedulable(e)) => assert_eq!(
+            e.pre_filter_message.as_deref(),
+            Some("could not find ResourceClaim \"default/gpu-claim\"")
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A profile without it refuses the pod rather than placing it without its devices.
+    let without = profile(
+        "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: DynamicResources\n",
+    );
     assert!(matches!(
-        p.schedule(&mut p.create_cache(), &claims, &snapshot),
+        without.schedule(&mut without.create_cache(), &claims, &snapshot),
         Err(ScheduleError::Unsupported { .. })
     ));
 }

@@ -64,6 +64,10 @@ fn by_hand(seed: u64) -> Profile {
             BoxPredicate::new(interpod::MatchInterPodAffinity::new()),
             "InterPodAffinity",
         ))
+        .predicate(f(
+            BoxPredicate::new(sched_core::plugins::dra::DynamicResources::new()),
+            "DynamicResources",
+        ))
         .priority(
             s(
                 BoxPriority::new(node::TaintTolerationPriority::new()),

@@ -803,6 +803,7 @@ impl Engine {
                     node,
                     profile,
                     volumes,
+                    claims,
                     extender_binder,
                     ..
                 } => {
@@ -819,6 +820,7 @@ impl Engine {
                         node,
                         profile,
                         volumes,
+                        claims,
                         extender_binder,
                     };
                     self.spawn_bind(b, permit, rt);

@@ -24,6 +24,11 @@ pub struct Binding {
     /// PersistentVolume's `claimRef`, each claim to provision annotated with the node); write
     /// them in [`Binder::pre_bind`]. Empty for most pods.
     pub volumes: AssumedVolumes,
+    /// The ResourceClaims DynamicResources decided (kube's PreBind writes them: each claim's
+    /// new allocation, with the `resource.kubernetes.io/delete-protection` finalizer, and the
+    /// pod in its `status.reservedFor`); write them in [`Binder::pre_bind`]. Empty for pods
+    /// without claims.
+    pub claims: Vec<sched_core::plugins::dra::ClaimBinding>,
     /// The extender that binds this pod (kube: the first binder extender interested in it).
     /// When set, the driver calls it (on the blocking pool) instead of [`Binder::bind`];
     /// [`Binder::pre_bind`] and [`Binder::post_bind`] still run.

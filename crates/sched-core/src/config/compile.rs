@@ -158,7 +158,11 @@ impl Registry {
         r.put(
             "DynamicResources",
             PRE_ENQUEUE | PRE_FILTER | FILTER | POST_FILTER | RESERVE | PRE_BIND,
-            None,
+            Some(Arc::new(|_| {
+                Ok(BoxPredicate::new(
+                    crate::plugins::dra::DynamicResources::new(),
+                ))
+            })),
             None,
         );
         r = r

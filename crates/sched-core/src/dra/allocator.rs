@@ -126,6 +126,22 @@ impl AllocatedDevices {
             .insert(device.to_owned());
     }
 
+    /// Marks one device as free again.
+    pub fn remove(&mut self, driver: &str, pool: &str, device: &str) {
+        let Some(pools) = self.by_driver.get_mut(driver) else {
+            return;
+        };
+        if let Some(devices) = pools.get_mut(pool) {
+            devices.remove(device);
+            if devices.is_empty() {
+                pools.remove(pool);
+            }
+        }
+        if pools.is_empty() {
+            self.by_driver.remove(driver);
+        }
+    }
+
     /// Marks the devices of an allocation as allocated, except those held with admin access
     /// (as kube gathers its allocated state).
     pub fn insert_allocation(&mut self, allocation: &AllocationResult) {
@@ -475,6 +491,15 @@ impl<'a, S: SelectorEval + ?Sized> Allocator<'a, S> {
         }
         Ok(Outcome::Allocated(out))
     }
+}
+
+/// Whether `node` matches `selector` (kube's `nodeaffinity.NodeSelector`, as an allocation's
+/// or a slice's node selector is read). `Err` describes a malformed selector.
+pub fn node_selector_matches(
+    selector: &crate::model::NodeSelector,
+    node: TargetNode<'_>,
+) -> Result<bool, String> {
+    pools::node_matches(&node, None, false, Some(selector))
 }
 
 /// A claim's name for errors: `namespace/name`, or `name` without a namespace.

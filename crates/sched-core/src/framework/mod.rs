@@ -135,6 +135,9 @@ pub enum Reason {
     /// ([`Prepared::Reject`], whose message names the object), in a v1.20 profile every node
     /// fails with it.
     Volume(VolumeProblem),
+    /// kube's DynamicResources rejected the node or the pod (every one of its rejections is
+    /// `UnschedulableAndUnresolvable`: preemption does not help).
+    DynamicResources(DraProblem),
     /// A predicate narrowed the pod's nodes to others ([`Prepared::RunOn`], kube's
     /// `PreFilterResult`): the node was not filtered. The profile's explanation names the
     /// predicates that narrowed the nodes ("node(s) didn't satisfy plugin(s) \[NodeAffinity\]").
@@ -172,6 +175,33 @@ impl VolumeBindingConflicts {
     /// Whether no conflict is set.
     pub fn is_empty(self) -> bool {
         self.0 == 0
+    }
+}
+
+/// Why kube's DynamicResources rejects a node, or the pod before any node is filtered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum DraProblem {
+    /// The pod's claims that need an allocation cannot all be allocated on the node.
+    CannotAllocate,
+    /// An allocated claim of the pod is for other nodes (its allocation's node selector).
+    ClaimNotOnNode,
+    /// The allocator failed on the node (a selector that does not evaluate, a malformed
+    /// slice): kube fails the whole attempt with an error; here the node fails with it.
+    AllocatorError,
+    /// PreFilter rejected the pod (a claim missing, in use, being allocated, a device class
+    /// missing): the [`Rejection`] carries kube's text.
+    PodRejected,
+}
+
+impl DraProblem {
+    fn text(self) -> &'static str {
+        match self {
+            DraProblem::CannotAllocate => "cannot allocate all claims",
+            DraProblem::ClaimNotOnNode => "resourceclaim not available on the node",
+            DraProblem::AllocatorError => "node(s) failed to allocate devices with an error",
+            DraProblem::PodRejected => "dynamic resource allocation rejected the pod",
+        }
     }
 }
 
@@ -350,6 +380,7 @@ impl Reason {
                     .into(),
             }),
             Reason::Volume(problem) => out(problem.text().into()),
+            Reason::DynamicResources(problem) => out(problem.text().into()),
             // The profile names the predicates (see `Reason::OutsidePreFilterResult`).
             Reason::OutsidePreFilterResult => out("node(s) didn't satisfy plugin(s)".into()),
             Reason::Custom(code) => out(format!("custom reason {code}").into()),

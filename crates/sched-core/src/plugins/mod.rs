@@ -1,5 +1,6 @@
 //! Built-in predicates and priorities, with kube-scheduler's legacy names and exact semantics.
 
+pub mod dra;
 pub mod interpod;
 pub mod node;
 pub mod resource;

@@ -136,7 +136,8 @@ pub enum ScheduleError {
         gates: Vec<String>,
     },
     /// The pod needs something this crate does not evaluate, so no placement is made rather
-    /// than a wrong one (a pod with `resourceClaims` needs kube's DynamicResources plugin).
+    /// than a wrong one (a pod with `resourceClaims` needs kube's DynamicResources plugin,
+    /// which a legacy Policy profile, or one that disables it, does not run).
     #[error("pod {pod}: {what} is not supported: {reason}")]
     Unsupported {
         /// `namespace/name` of the pod.
@@ -239,6 +240,14 @@ impl Profile {
     /// profile has no VolumeBinding: kube's Reserve then assumes nothing.
     pub fn volume_binder(&self) -> Option<crate::snapshot::VolumeBinderId> {
         self.predicates.iter().find_map(|p| p.volume_binder())
+    }
+
+    /// Whether the profile runs kube's DynamicResources (its Filter, and so its Reserve and
+    /// PreBind).
+    pub fn runs_dynamic_resources(&self) -> bool {
+        self.predicates
+            .iter()
+            .any(|p| p.name() == crate::plugins::dra::NAME)
     }
 
     /// percentageOfNodesToScore (0 = adaptive).
@@ -422,12 +431,12 @@ impl Profile {
                     .collect(),
             });
         }
-        if !pod.spec.resource_claims.is_empty() {
+        if !pod.spec.resource_claims.is_empty() && !self.runs_dynamic_resources() {
             return Err(ScheduleError::Unsupported {
                 pod: pod.key(),
                 what: "DynamicResources",
                 reason: format!(
-                    "the pod has {} resourceClaims (dynamic resource allocation)",
+                    "the pod has {} resourceClaims (dynamic resource allocation) and the profile does not run DynamicResources",
                     pod.spec.resource_claims.len()
                 ),
             });

@@ -25,6 +25,7 @@ use super::gang::{COSCHEDULING, PermitStatus};
 use super::hooks::ReserveHook;
 use super::{EventMask, PermitDecision, Scheduler, SchedulerEvent, Step, Tries};
 use crate::model::{Pod, PodKey};
+use crate::plugins::dra::{ClaimBinding, allocate_on};
 use crate::plugins::volume::{AssumedVolumes, assume_volumes, forget_volumes};
 
 /// Why the caller's bind of a placed pod failed (the binder's or the API server's message),
@@ -83,6 +84,8 @@ pub(super) struct Placement {
     pub(super) tries: Tries,
     /// What VolumeBinding's Reserve changed in the snapshot's storage objects.
     pub(super) volumes: AssumedVolumes,
+    /// What DynamicResources' Reserve allocated, for PreBind to write.
+    pub(super) claims: Vec<ClaimBinding>,
 }
 
 impl Placement {
@@ -353,6 +356,7 @@ impl Scheduler {
     fn reserve_one(&mut self, hook: &ReserveHook, p: &mut Placement) -> Result<(), String> {
         match hook {
             ReserveHook::VolumeBinding => self.reserve_volumes(p),
+            ReserveHook::DynamicResources => self.reserve_claims(p),
             ReserveHook::Plugin(r) => r
                 .reserve(&p.pod, &p.node)
                 .map_err(|e| e.reason().to_string()),
@@ -364,6 +368,7 @@ impl Scheduler {
     fn unreserve_one(&mut self, hook: &ReserveHook, p: &mut Placement, now: Duration) {
         match hook {
             ReserveHook::VolumeBinding => self.unreserve_volumes(p, now),
+            ReserveHook::DynamicResources => self.unreserve_claims(p),
             ReserveHook::Plugin(r) => r.unreserve(&p.pod, &p.node),
         }
     }
@@ -461,6 +466,66 @@ impl Scheduler {
         }
     }
 
+    /// DynamicResources' Reserve, for a profile that runs it: the pod's claims are allocated
+    /// on the node again (the Filter's answer for the node, the snapshot unchanged since) and
+    /// the new allocations held in flight, so that no other pod's cycle takes their devices
+    /// or allocates the claims again. On failure, kube's message.
+    fn reserve_claims(&mut self, p: &mut Placement) -> Result<(), String> {
+        if p.pod.spec.resource_claims.is_empty()
+            || !self
+                .profiles
+                .iter()
+                .any(|s| s.name == p.profile && s.profile.runs_dynamic_resources())
+        {
+            return Ok(());
+        }
+        let Some(info) = self.snapshot.get(&p.node) else {
+            return Ok(());
+        };
+        let claims = allocate_on(self.snapshot.dra(), &p.pod, info.node())?;
+        if claims.iter().any(|c| c.allocation.is_some()) {
+            let dra = self.snapshot.dra_mut();
+            for c in &claims {
+                if let Some(a) = &c.allocation {
+                    dra.set_pending(&c.namespace, &c.name, a.clone());
+                }
+            }
+        }
+        p.claims = claims;
+        Ok(())
+    }
+
+    /// DynamicResources' Unreserve: the allocations held in flight for the placement are
+    /// dropped (idempotent: the placement forgets them).
+    fn unreserve_claims(&mut self, p: &mut Placement) {
+        let claims = std::mem::take(&mut p.claims);
+        if claims.iter().any(|c| c.allocation.is_some()) {
+            let dra = self.snapshot.dra_mut();
+            for c in &claims {
+                if c.allocation.is_some() {
+                    dra.clear_pending(&c.namespace, &c.name);
+                }
+            }
+        }
+    }
+
+    /// After the bind (kube's `AssumeClaimAfterAPICall`): the claims hold what PreBind wrote,
+    /// their allocations and the pod in `status.reservedFor`, until the informer reports them.
+    fn confirm_claims(&mut self, p: &Placement) {
+        if p.claims.is_empty() {
+            return;
+        }
+        let dra = self.snapshot.dra_mut();
+        for c in &p.claims {
+            dra.confirm(
+                &c.namespace,
+                &c.name,
+                c.allocation.clone(),
+                c.consumer.clone(),
+            );
+        }
+    }
+
     /// Hands a placement out as [`Step::Bind`]; it is binding until its result comes.
     fn hand_out(&mut self, key: PodKey, p: Placement) -> Step {
         let step = self.bind_step(key.clone(), &p);
@@ -474,6 +539,7 @@ impl Scheduler {
             node: p.node.clone(),
             profile: p.profile.clone(),
             volumes: p.volumes.clone(),
+            claims: p.claims.clone(),
             extender_binder: self.binder_for(&p.pod, &p.node),
         }
     }
@@ -547,6 +613,7 @@ impl Scheduler {
         };
         match result {
             Ok(()) => {
+                self.confirm_claims(&p);
                 let node = p.node;
                 let stage = Stage::Bound { node: node.clone() };
                 let key = PodKey::from(pod);
@@ -588,10 +655,19 @@ impl Scheduler {
     pub(super) fn reported_bound(&mut self, key: &str, node: &str, now: Duration) -> bool {
         match self.assumed.get(key) {
             None => false,
-            Some(stage) if stage.node() == node => self
-                .assumed
-                .remove_if(key, |s| !matches!(s, Stage::Waiting { .. }))
-                .is_some(),
+            Some(stage) if stage.node() == node => {
+                let Some(stage) = self
+                    .assumed
+                    .remove_if(key, |s| !matches!(s, Stage::Waiting { .. }))
+                else {
+                    return false;
+                };
+                if let Some(p) = stage.into_placement() {
+                    // Bound before its bind reported back: PreBind wrote the claims.
+                    self.confirm_claims(&p);
+                }
+                true
+            }
             Some(_) => {
                 self.leave(key, now);
                 false

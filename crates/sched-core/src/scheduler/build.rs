@@ -52,7 +52,7 @@ impl Scheduler {
             queue: SchedulingQueue::new(settings),
             assumed: AssumedPods::default(),
             events: Vec::new(),
-            reserve: Arc::from([ReserveHook::VolumeBinding]),
+            reserve: Arc::from([ReserveHook::VolumeBinding, ReserveHook::DynamicResources]),
             permit: Vec::new(),
             nominator: Nominator::new(),
             pdbs: Vec::new(),

@@ -308,6 +308,7 @@ impl Scheduler {
             profile: self.profiles[slot].name.clone(),
             tries,
             volumes: Default::default(),
+            claims: Vec::new(),
         };
         self.reserve_and_permit(key, placement, now)
     }

@@ -3,8 +3,9 @@
 
 use crate::framework::Reason;
 use crate::model::{
-    Cluster, CsiDriver, CsiNode, CsiStorageCapacity, Namespace, Node, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PodKey, StorageClass,
+    Cluster, CsiDriver, CsiNode, CsiStorageCapacity, DeviceClass, Namespace, Node,
+    PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PodKey,
+    ResourceClaim, ResourceSlice, StorageClass,
 };
 
 /// A change to the cluster, as an informer reports it: an object added or changed (the whole
@@ -117,6 +118,9 @@ objects! {
     CsiStorageCapacity(CsiStorageCapacity) "`namespace/name`" => |o| o.key();
     Namespace(Namespace) "name" => |o| o.metadata.name.clone();
     PodDisruptionBudget(PodDisruptionBudget) "`namespace/name`" => |o| o.key();
+    DeviceClass(DeviceClass) "name" => |o| o.metadata.name.clone();
+    ResourceSlice(ResourceSlice) "name" => |o| o.metadata.name.clone();
+    ResourceClaim(ResourceClaim) "`namespace/name`" => |o| format!("{}/{}", o.metadata.namespace, o.metadata.name);
     PodGroup(PodGroup) "`namespace/name` (scheduler-plugins' PodGroup: gang scheduling, see [`Scheduler::with_coscheduling`](super::Scheduler::with_coscheduling); ignored without it)" => |o| o.key();
 }
 
@@ -131,7 +135,9 @@ impl ClusterEvent {
     /// What informers report when they first list `cluster`: every object but the pending
     /// pods, as add events, in this order: namespaces, nodes, bound pods, StorageClasses,
     /// PersistentVolumes, claims, CSINodes, CSIDrivers, CSIStorageCapacities,
-    /// PodDisruptionBudgets, PodGroups. The objects are taken out of `cluster`; its pending pods stay
+    /// PodDisruptionBudgets, PodGroups, DeviceClasses, ResourceSlices, ResourceClaims (the
+    /// ResourceClaimTemplates stay in `cluster`: the scheduler reads the claims made from
+    /// them, not the templates). The objects are taken out of `cluster`; its pending pods stay
     /// there for the caller to add in its own order, and its workloads (which have no events)
     /// go to the snapshot ([`Snapshot::set_workloads`](crate::snapshot::Snapshot::set_workloads)).
     ///
@@ -175,6 +181,10 @@ impl ClusterEvent {
         );
         events.extend(cluster.pdbs.drain(..).map(ClusterEvent::add));
         events.extend(cluster.pod_groups.drain(..).map(ClusterEvent::add));
+        let dra = &mut cluster.dra;
+        events.extend(dra.device_classes.drain(..).map(ClusterEvent::add));
+        events.extend(dra.resource_slices.drain(..).map(ClusterEvent::add));
+        events.extend(dra.resource_claims.drain(..).map(ClusterEvent::add));
         events
     }
 }
@@ -236,6 +246,14 @@ impl EventMask {
     pub const CSI_STORAGE_CAPACITY_UPDATE: EventMask = EventMask(1 << 24);
     /// A PodGroup was added or changed, or a pod joined one (Coscheduling's events).
     pub const POD_GROUP: EventMask = EventMask(1 << 25);
+    /// A ResourceClaim was added or changed.
+    pub const RESOURCE_CLAIM: EventMask = EventMask(1 << 26);
+    /// A ResourceSlice was added or changed.
+    pub const RESOURCE_SLICE: EventMask = EventMask(1 << 27);
+    /// A DeviceClass was added or changed.
+    pub const DEVICE_CLASS: EventMask = EventMask(1 << 28);
+    /// A DRA object was deleted (DynamicResources does not wait for it).
+    pub const DRA_DELETE: EventMask = EventMask(1 << 29);
     /// Every kind.
     pub const ALL: EventMask = EventMask(u32::MAX);
 
@@ -336,6 +354,17 @@ const VOLUME_LIMITS: EventMask = EventMask(
         | EventMask::PVC_ADD.0,
 );
 
+/// DynamicResources' events (v1.34, with queueing hints on): a node added or its labels or
+/// allocatable changed, a ResourceClaim, ResourceSlice or DeviceClass added or changed.
+const DYNAMIC_RESOURCES: EventMask = EventMask(
+    EventMask::NODE_ADD.0
+        | EventMask::NODE_LABEL.0
+        | EventMask::NODE_ALLOCATABLE.0
+        | EventMask::RESOURCE_CLAIM.0
+        | EventMask::RESOURCE_SLICE.0
+        | EventMask::DEVICE_CLASS.0,
+);
+
 /// The events that can make a node that rejected a pod for `reason` accept it (the events the
 /// rejecting plugin registers in kube). A pod rejected for several reasons waits for any of
 /// their events. Custom reasons wait for any event.
@@ -368,6 +397,7 @@ pub fn events_for(reason: &Reason) -> EventMask {
             VOLUME_BINDING
         }
         Reason::MaxVolumeCount => VOLUME_LIMITS,
+        Reason::DynamicResources(_) => DYNAMIC_RESOURCES,
         // VolumeRestrictions (ReadWriteOncePod): the pod using the claim going away, claims.
         Reason::ReadWriteOncePodConflict => {
             node_add | E::ASSIGNED_POD_DELETE | E::PVC_ADD | E::PVC_UPDATE

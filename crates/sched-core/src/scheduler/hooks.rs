@@ -6,13 +6,16 @@ use std::time::Duration;
 use crate::model::{Pod, PodKey};
 
 /// One Reserve step of the engine, run in order at Reserve and in reverse at Unreserve:
-/// kube's VolumeBinding of the pod's profile (built in, first, as in kube's default
-/// profiles), then the caller's plugins in the order added.
+/// kube's VolumeBinding and DynamicResources of the pod's profile (built in, first, in the
+/// order of kube's default profiles), then the caller's plugins in the order added.
 #[derive(Clone, Debug)]
 pub(super) enum ReserveHook {
     /// VolumeBinding's Reserve: the PersistentVolumes and claims matched at Filter are
     /// assumed in the snapshot's storage index; Unreserve forgets them.
     VolumeBinding,
+    /// DynamicResources' Reserve: the pod's claims are allocated on the node and the
+    /// allocations held in flight in the snapshot's DRA index; Unreserve drops them.
+    DynamicResources,
     /// A caller's [`ReservePlugin`].
     Plugin(Arc<dyn ReservePlugin>),
 }
@@ -22,6 +25,7 @@ impl ReserveHook {
     pub(super) fn name(&self) -> &str {
         match self {
             ReserveHook::VolumeBinding => "VolumeBinding",
+            ReserveHook::DynamicResources => crate::plugins::dra::NAME,
             ReserveHook::Plugin(p) => p.name(),
         }
     }

@@ -72,6 +72,18 @@ impl Scheduler {
                     Err(i) => self.pdbs.insert(i, pdb),
                 }
             }
+            Object::DeviceClass(o) => {
+                self.snapshot.dra_mut().upsert_class(o);
+                self.queue.on_event(EventMask::DEVICE_CLASS, now);
+            }
+            Object::ResourceSlice(o) => {
+                self.snapshot.dra_mut().upsert_slice(o);
+                self.queue.on_event(EventMask::RESOURCE_SLICE, now);
+            }
+            Object::ResourceClaim(o) => {
+                self.snapshot.dra_mut().upsert_claim(o);
+                self.queue.on_event(EventMask::RESOURCE_CLAIM, now);
+            }
             Object::PodGroup(pg) => {
                 if let Some(g) = &mut self.gang {
                     let key = pg.key();
@@ -130,6 +142,19 @@ impl Scheduler {
                 let s = self.storage_for(StorageObjectRef::Other);
                 drop(s.remove_capacity(namespace, name));
                 self.queue.on_event(EventMask::STORAGE_DELETE, now);
+            }
+            ObjectKey::DeviceClass(name) => {
+                drop(self.snapshot.dra_mut().remove_class(&name));
+                self.queue.on_event(EventMask::DRA_DELETE, now);
+            }
+            ObjectKey::ResourceSlice(name) => {
+                drop(self.snapshot.dra_mut().remove_slice(&name));
+                self.queue.on_event(EventMask::DRA_DELETE, now);
+            }
+            ObjectKey::ResourceClaim(key) => {
+                let (namespace, name) = split_key(&key);
+                drop(self.snapshot.dra_mut().remove_claim(namespace, name));
+                self.queue.on_event(EventMask::DRA_DELETE, now);
             }
             ObjectKey::Namespace(name) => drop(self.snapshot.remove_namespace(&name)),
             ObjectKey::PodDisruptionBudget(key) => self.pdbs.retain(|p| p.key() != key),

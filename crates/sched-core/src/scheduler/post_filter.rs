@@ -3,9 +3,9 @@
 //! them, which kube's FitError prints after the reasons (`Diagnosis.PostFilterMsg`).
 //!
 //! kube v1.34's default profile runs DynamicResources' PostFilter before DefaultPreemption's
-//! ([`preemption`]). sched-core does not schedule pods with resource
-//! claims, so DynamicResources has no claim to deallocate ("no new claims to deallocate") and
-//! DefaultPreemption runs next; but when a PreFilter plugin before DynamicResources rejected
+//! ([`preemption`]). For a pod without claims DynamicResources has no claim to deallocate ("no
+//! new claims to deallocate"), for one with claims nothing it may deallocate here ("still not
+//! schedulable"), and DefaultPreemption runs next; but when a PreFilter plugin before DynamicResources rejected
 //! the pod, DynamicResources' PreFilter never ran, its PostFilter finds no state and fails
 //! with kube's "not found" error, and DefaultPreemption does not run.
 //!
@@ -198,6 +198,22 @@ impl PostFilterPlugins {
     }
 }
 
+/// DynamicResources' PostFilter message for a pod whose PreFilter ran: without claims (or when
+/// its PreFilter rejected the pod before keeping them) "no new claims to deallocate"; with
+/// claims, "still not schedulable". kube would first deallocate an allocated claim that no
+/// other pod uses and whose node selector failed a node ("deallocation of ResourceClaim
+/// completed"); that write is not made here.
+fn dynamic_resources_post_filter(snapshot: &Snapshot, pod: &Pod, error: &FitError) -> &'static str {
+    let kept_claims = error.pre_filter_message.is_none()
+        && !pod.spec.resource_claims.is_empty()
+        && crate::plugins::dra::pod_claims(pod, snapshot.dra()).is_ok_and(|c| !c.is_empty());
+    if kept_claims {
+        "still not schedulable"
+    } else {
+        "no new claims to deallocate"
+    }
+}
+
 /// kube's status codes, as a PostFilter point ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -278,7 +294,7 @@ pub fn run_post_filter(
                         preemption: None,
                     };
                 }
-                reasons.push("no new claims to deallocate".to_string());
+                reasons.push(dynamic_resources_post_filter(snapshot, pod, error).to_string());
             }
             PostFilterPlugin::DefaultPreemption {
                 min_candidate_nodes_percentage,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::extender::{ExtenderBinder, ExtenderCall};
 use crate::model::PodKey;
+use crate::plugins::dra::ClaimBinding;
 use crate::plugins::volume::AssumedVolumes;
 use crate::profile::{FitError, ScheduleError};
 
@@ -25,6 +26,10 @@ pub enum Step {
         /// PreBind): PersistentVolumes reserved for its unbound `WaitForFirstConsumer` claims
         /// and claims to provision on the node. Empty for most pods.
         volumes: AssumedVolumes,
+        /// The ResourceClaims to write before binding the pod (kube's DynamicResources
+        /// PreBind): each claim's new allocation, if the cycle allocated it, and the pod added
+        /// to its `status.reservedFor`. Empty for pods without claims.
+        claims: Vec<ClaimBinding>,
         /// The extender that binds the pod instead of the caller's binder (kube: the first
         /// binder extender interested in the pod): call [`ExtenderBinder::bind`] and report
         /// its result to [`Scheduler::finish_binding`](super::Scheduler::finish_binding). `None`: the caller binds.

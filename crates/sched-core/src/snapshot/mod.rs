@@ -7,6 +7,7 @@
 mod affinity;
 mod claims;
 mod columns;
+mod dra;
 mod intern;
 mod namespaces;
 mod node_info;
@@ -16,6 +17,7 @@ mod storage;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use dra::DraIndex;
 pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protocol, flags};
@@ -117,6 +119,8 @@ pub struct Snapshot {
     workloads: Vec<Workload>,
     namespaces: NamespaceLabels,
     storage: Arc<StorageIndex>,
+    /// DeviceClasses, ResourceSlices, ResourceClaims and the devices in use.
+    dra: Arc<DraIndex>,
     skipped_pods: usize,
     affinity_pods: usize,
     required_anti_affinity_pods: usize,
@@ -336,6 +340,18 @@ impl Snapshot {
     /// The storage objects, indexed by name.
     pub fn storage(&self) -> &StorageIndex {
         &self.storage
+    }
+
+    /// The dynamic resource allocation objects and the devices in use.
+    pub fn dra(&self) -> &DraIndex {
+        &self.dra
+    }
+
+    /// The dynamic resource allocation objects, to change (copied first if a clone of this
+    /// snapshot shares them).
+    pub fn dra_mut(&mut self) -> &mut DraIndex {
+        self.generation += 1;
+        Arc::make_mut(&mut self.dra)
     }
 
     /// The storage objects, to add, replace or remove single objects as they change (copied

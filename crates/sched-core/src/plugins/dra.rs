@@ -1,0 +1,357 @@
+//! kube v1.34's DynamicResources plugin (`pkg/scheduler/framework/plugins/dynamicresources`):
+//! a pod's ResourceClaims at PreFilter and Filter here, and the allocation its Reserve and
+//! PreBind hand on ([`allocate_on`], which the scheduling engine calls).
+//!
+//! - **PreFilter** ([`DynamicResources::prepare`]): the pod's claims are looked up (by
+//!   `resourceClaimName`, or for a template by the name in `status.resourceClaimStatuses`,
+//!   which must name a claim the pod controls); a claim being deleted, in use by the most
+//!   consumers a claim may have, or with an allocation in flight rejects the pod, as does a
+//!   request whose device class does not exist. A pod without claims skips the plugin.
+//! - **Filter**: the claims to allocate are allocated together on the node by the structured
+//!   allocator ([`crate::dra::allocator`], v1.34's features) over the snapshot's slices,
+//!   classes and devices in use; then every allocated claim's node selector must match.
+//!
+//! Every rejection is kube's `UnschedulableAndUnresolvable` with kube's text. Where this
+//! differs from kube: PreEnqueue's check of the claims runs at PreFilter (the pod is tried and
+//! reported unschedulable with the same text, where kube keeps it out of the active queue);
+//! an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
+//! attempt; the DRAExtendedResource (alpha) and device binding conditions are not run, as
+//! with v1.34's default gates; Filter's timeout (DRASchedulerFilterTimeout) is not applied.
+
+use std::sync::Arc;
+
+use crate::dra::allocator::{self, Allocator, Features, Outcome, TargetNode};
+use crate::framework::{
+    CycleContext, DraProblem, PluginError, PluginErrorKind, Predicate, Prepared, Reason, Rejection,
+};
+use crate::model::{
+    AllocationResult, Node, NodeSelector, Pod, ResourceClaim, ResourceClaimConsumerReference,
+};
+use crate::snapshot::{DraIndex, NodeRef};
+
+/// The plugin's name.
+pub const NAME: &str = "DynamicResources";
+
+/// How many consumers a claim's `status.reservedFor` may list (kube's
+/// `ResourceClaimReservedForMaxSize`).
+pub const RESERVED_FOR_MAX_SIZE: usize = 256;
+
+/// kube's DynamicResources at PreFilter and Filter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DynamicResources {
+    features: Features,
+}
+
+impl DynamicResources {
+    /// With kube v1.34's default features.
+    pub fn new() -> Self {
+        DynamicResources::default()
+    }
+}
+
+/// What PreFilter found for the pod: its claims to allocate and the node selectors of those
+/// allocated already.
+#[derive(Debug, Default)]
+pub struct DraState {
+    to_allocate: Vec<Arc<ResourceClaim>>,
+    on_nodes: Vec<NodeSelector>,
+}
+
+impl Predicate for DynamicResources {
+    type State = DraState;
+
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<DraState>, PluginError> {
+        let pod = cx.pod();
+        if pod.spec.resource_claims.is_empty() {
+            return Ok(Prepared::Skip);
+        }
+        let dra = cx.snapshot().dra();
+        let claims = match pod_claims(pod, dra) {
+            Ok(c) => c,
+            Err(message) => return Ok(reject(message)),
+        };
+        if claims.is_empty() {
+            return Ok(Prepared::Skip);
+        }
+        let mut state = DraState::default();
+        for claim in claims {
+            let key = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
+            match &claim.status.allocation {
+                Some(allocation) => {
+                    if !can_be_reserved(&claim) && !is_reserved_for(&claim, pod) {
+                        return Ok(reject("resourceclaim in use".into()));
+                    }
+                    if let Some(selector) = &allocation.node_selector {
+                        check_node_selector(selector)?;
+                        state.on_nodes.push(selector.clone());
+                    }
+                }
+                None => {
+                    if dra.has_pending(&claim.metadata.namespace, &claim.metadata.name) {
+                        return Ok(reject(format!(
+                            "resource claim {key} is in the process of being allocated"
+                        )));
+                    }
+                    if let Some(message) = missing_class(&claim, &key, dra, self.features)? {
+                        return Ok(reject(message));
+                    }
+                    state.to_allocate.push(claim);
+                }
+            }
+        }
+        Ok(Prepared::Run(state))
+    }
+
+    fn filter(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &DraState,
+        node: NodeRef<'_>,
+    ) -> Result<(), Reason> {
+        let node = node.node();
+        if !state.to_allocate.is_empty() {
+            let claims: Vec<&ResourceClaim> = state.to_allocate.iter().map(|c| &**c).collect();
+            match allocate(cx.snapshot().dra(), self.features, node, &claims) {
+                Ok(Outcome::Allocated(_)) => {}
+                Ok(_) => return Err(Reason::DynamicResources(DraProblem::CannotAllocate)),
+                Err(_) => return Err(Reason::DynamicResources(DraProblem::AllocatorError)),
+            }
+        }
+        let target = TargetNode::from(node);
+        if state
+            .on_nodes
+            .iter()
+            .any(|s| !allocator::node_selector_matches(s, target).unwrap_or(false))
+        {
+            return Err(Reason::DynamicResources(DraProblem::ClaimNotOnNode));
+        }
+        Ok(())
+    }
+}
+
+/// A claim the pod's bind has to write (kube's PreBind, `bindClaim`): its new allocation, if
+/// the cycle allocated it, and the pod added to its `status.reservedFor`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ClaimBinding {
+    /// The claim's namespace (the pod's).
+    pub namespace: String,
+    /// The claim's name.
+    pub name: String,
+    /// The allocation to write into `status.allocation` (with kube's finalizer
+    /// `resource.kubernetes.io/delete-protection` on the claim); `None` when the claim was
+    /// allocated already.
+    pub allocation: Option<AllocationResult>,
+    /// The entry to add to `status.reservedFor`: the pod.
+    pub consumer: ResourceClaimConsumerReference,
+}
+
+/// Reserve's allocation for `pod` on `node` (kube's Reserve and what its PreBind writes): the
+/// claims not yet reserved for the pod, each with the allocation found for it on the node if
+/// it needs one. `Ok(empty)` for a pod without claims.
+///
+/// # Errors
+/// kube's text when the claims cannot be resolved or allocated on the node any more.
+pub fn allocate_on(dra: &DraIndex, pod: &Pod, node: &Node) -> Result<Vec<ClaimBinding>, String> {
+    if pod.spec.resource_claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let claims = pod_claims(pod, dra)?;
+    let to_allocate: Vec<&ResourceClaim> = claims
+        .iter()
+        .filter(|c| c.status.allocation.is_none())
+        .map(|c| &**c)
+        .collect();
+    let mut found = Vec::new();
+    if !to_allocate.is_empty() {
+        match allocate(dra, Features::V1_34, node, &to_allocate) {
+            Ok(Outcome::Allocated(a)) => found = a,
+            Ok(_) => return Err("claim allocation not found for node".into()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut found = found.into_iter();
+    let consumer = ResourceClaimConsumerReference {
+        resource: "pods".into(),
+        name: pod.metadata.name.clone(),
+        uid: pod.metadata.uid.clone(),
+        ..ResourceClaimConsumerReference::default()
+    };
+    Ok(claims
+        .iter()
+        .filter_map(|claim| {
+            let allocation = match claim.status.allocation {
+                Some(_) => None,
+                None => found.next().map(|a| a.result),
+            };
+            (allocation.is_some() || !is_reserved_for(claim, pod)).then(|| ClaimBinding {
+                namespace: claim.metadata.namespace.clone(),
+                name: claim.metadata.name.clone(),
+                allocation,
+                consumer: consumer.clone(),
+            })
+        })
+        .collect())
+}
+
+fn allocate(
+    dra: &DraIndex,
+    features: Features,
+    node: &Node,
+    claims: &[&ResourceClaim],
+) -> Result<Outcome, allocator::AllocError> {
+    Allocator::new(
+        features,
+        dra.slices(),
+        dra.classes(),
+        dra.allocated(),
+        dra.selectors(),
+    )
+    .allocate(TargetNode::from(node), claims)
+}
+
+fn reject(message: String) -> Prepared<DraState> {
+    Prepared::Reject(Rejection::new(
+        Reason::DynamicResources(DraProblem::PodRejected),
+        message,
+    ))
+}
+
+/// The pod's claims, in `spec.resourceClaims` order (kube's `foreachPodResourceClaim`): a
+/// template's entry without a claim name in the status needs no claim and is passed over.
+///
+/// # Errors
+/// kube's text for a claim not created yet, missing, being deleted or not the pod's own.
+pub fn pod_claims(pod: &Pod, dra: &DraIndex) -> Result<Vec<Arc<ResourceClaim>>, String> {
+    let namespace = &pod.metadata.namespace;
+    let mut out = Vec::with_capacity(pod.spec.resource_claims.len());
+    for entry in &pod.spec.resource_claims {
+        let (name, must_check_owner) = if let Some(name) = &entry.resource_claim_name {
+            (name, false)
+        } else if entry.resource_claim_template_name.is_some() {
+            let status = pod
+                .status
+                .resource_claim_statuses
+                .iter()
+                .find(|s| s.name == entry.name)
+                .ok_or_else(|| {
+                    format!(
+                        "pod \"{namespace}/{}\": ResourceClaim not created yet",
+                        pod.metadata.name
+                    )
+                })?;
+            match &status.resource_claim_name {
+                Some(name) => (name, true),
+                None => continue,
+            }
+        } else {
+            return Err(format!(
+                "pod \"{namespace}/{}\", spec.resourceClaim {:?}: API unsupported",
+                pod.metadata.name, entry.name
+            ));
+        };
+        let claim = dra
+            .claim(namespace, name)
+            .ok_or_else(|| format!("could not find ResourceClaim \"{namespace}/{name}\""))?;
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Err(format!("resourceclaim {name:?} is being deleted"));
+        }
+        if must_check_owner && !controlled_by(claim, pod) {
+            return Err(format!(
+                "ResourceClaim {name} was not created for pod {namespace}/{} (pod is not owner)",
+                pod.metadata.name
+            ));
+        }
+        out.push(Arc::clone(claim));
+    }
+    Ok(out)
+}
+
+/// kube's `metav1.IsControlledBy`: the claim's controller reference names the pod's UID.
+fn controlled_by(claim: &ResourceClaim, pod: &Pod) -> bool {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == pod.metadata.uid)
+}
+
+/// kube's `resourceclaim.IsReservedForPod`.
+fn is_reserved_for(claim: &ResourceClaim, pod: &Pod) -> bool {
+    claim
+        .status
+        .reserved_for
+        .iter()
+        .any(|r| r.uid == pod.metadata.uid)
+}
+
+/// kube's `resourceclaim.CanBeReserved`.
+fn can_be_reserved(claim: &ResourceClaim) -> bool {
+    claim.status.reserved_for.len() < RESERVED_FOR_MAX_SIZE
+}
+
+/// kube's `nodeaffinity.NewNodeSelector` checks on an allocation's node selector.
+fn check_node_selector(selector: &NodeSelector) -> Result<(), PluginError> {
+    let probe = std::collections::BTreeMap::new();
+    let node = TargetNode {
+        name: "",
+        labels: &probe,
+    };
+    allocator::node_selector_matches(selector, node)
+        .map(drop)
+        .map_err(|e| PluginError::new(NAME, PluginErrorKind::InvalidInput(e)))
+}
+
+/// PreFilter's check of the device classes a claim to allocate names (kube's
+/// `validateDeviceClass`): kube's text for the first missing one.
+fn missing_class(
+    claim: &ResourceClaim,
+    key: &str,
+    dra: &DraIndex,
+    features: Features,
+) -> Result<Option<String>, PluginError> {
+    let check = |class: &str, request: &str| -> Result<Option<String>, PluginError> {
+        if class.is_empty() {
+            return Err(PluginError::new(
+                NAME,
+                PluginErrorKind::InvalidInput(format!(
+                    "request {request}: unsupported request type"
+                )),
+            ));
+        }
+        Ok(dra
+            .class(class)
+            .is_none()
+            .then(|| format!("request {request}: device class {class} does not exist")))
+    };
+    for request in &claim.spec.devices.requests {
+        if let Some(exactly) = &request.exactly {
+            if let Some(m) = check(&exactly.device_class_name, &request.name)? {
+                return Ok(Some(m));
+            }
+        } else if !request.first_available.is_empty() {
+            if !features.prioritized_list {
+                return Ok(Some(format!(
+                    "resource claim {key}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                    request.name
+                )));
+            }
+            for sub in &request.first_available {
+                let name = format!("{}/{}", request.name, sub.name);
+                if let Some(m) = check(&sub.device_class_name, &name)? {
+                    return Ok(Some(m));
+                }
+            }
+        } else {
+            return Ok(Some(format!(
+                "resource claim {key}, request {}: unknown request type",
+                request.name
+            )));
+        }
+    }
+    Ok(None)
+}
