@@ -46,6 +46,8 @@
 //! profile, result: bound to a node, unschedulable with kube's message, preemption with its
 //! node and victims, a rejection by a plugin), gated pods and pods naming no profile as they
 //! arrive, then a summary (counts, every pending pod's fate, every victim).
+//! `examples/data/gpus.json` is a GPU cluster for DynamicResources (claims made from
+//! ResourceClaimTemplates for pending pods, as kube's resourceclaim controller would).
 //! `examples/data/cycle.json` with `--config examples/data/scheduler-config.yaml` shows queue
 //! order, a gated pod, a preemption steered by a PodDisruptionBudget and two profiles.
 //!
@@ -63,7 +65,9 @@ use std::time::Duration;
 
 use sched_core::config::{DEFAULT_SCHEDULER_NAME, Registry, SchedulerConfiguration};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{Cluster, ClusterObjects, Pod, PodKey, Role, load_file, pod_group_of};
+use sched_core::model::{
+    Cluster, ClusterObjects, Pod, PodKey, ResourceClaim, Role, load_file, pod_group_of,
+};
 use sched_core::plugins::volume;
 use sched_core::policy::Policy;
 use sched_core::profile::{Cache, Profile, ScheduleError};
@@ -276,7 +280,13 @@ fn policy_profile(args: &Args) -> Result<Profile, String> {
 
 fn run() -> Result<Outcome, String> {
     let args = parse_args()?;
-    let cluster = load(&args)?.into_cluster().map_err(|e| e.to_string())?;
+    let mut cluster = load(&args)?.into_cluster().map_err(|e| e.to_string())?;
+    let made = claims_from_templates(&mut cluster);
+    if made > 0 {
+        eprintln!(
+            "simulate: made {made} ResourceClaims from ResourceClaimTemplates for pending pods"
+        );
+    }
     for line in cluster.report.to_string().lines() {
         eprintln!("simulate: {line}");
     }
@@ -284,8 +294,7 @@ fn run() -> Result<Outcome, String> {
     if !dra.is_empty() {
         eprintln!(
             "simulate: loaded {} DeviceClasses, {} ResourceSlices, {} ResourceClaims and {} \
-             ResourceClaimTemplates; dynamic resource allocation is not evaluated: a pod with \
-             resourceClaims is reported in its place",
+             ResourceClaimTemplates (templates are not read: the claims made from them are)",
             dra.device_classes.len(),
             dra.resource_slices.len(),
             dra.resource_claims.len(),
@@ -329,6 +338,19 @@ fn run() -> Result<Outcome, String> {
     snapshot.set_namespace_labels(namespaces);
     // PersistentVolumes, claims, StorageClasses and CSINodes of the mixed files.
     snapshot.set_storage(cluster.storage);
+    // DeviceClasses, ResourceSlices and ResourceClaims (dynamic resource allocation).
+    {
+        let dra = snapshot.dra_mut();
+        for c in cluster.dra.device_classes {
+            dra.upsert_class(c);
+        }
+        for s in cluster.dra.resource_slices {
+            dra.upsert_slice(s);
+        }
+        for c in cluster.dra.resource_claims {
+            dra.upsert_claim(c);
+        }
+    }
     let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();
@@ -385,6 +407,13 @@ fn run() -> Result<Outcome, String> {
                 if let Some(binder) = profile.volume_binder() {
                     let _ = volume::assume_volumes(&mut snapshot, binder, pod, &r.node, version);
                 }
+                // Allocate its ResourceClaims there and write them (DynamicResources' Reserve
+                // and PreBind), so that its next pods do not count on the same devices.
+                let claims = if profile.runs_dynamic_resources() {
+                    bind_claims(&mut snapshot, pod, &r.node)
+                } else {
+                    Vec::new()
+                };
                 let table = profile.last_scores(cache);
                 let mut rows: Vec<(usize, i64, Vec<i64>)> =
                     (0..table.len()).map(|i| table.row(i)).collect();
@@ -404,6 +433,9 @@ fn run() -> Result<Outcome, String> {
                     snapshot.len(),
                     r.evaluated_nodes
                 );
+                for c in &claims {
+                    let _ = writeln!(text, "    claim {c}");
+                }
                 let mut top = Vec::new();
                 for (idx, total, per) in &rows {
                     let name = snapshot.node_infos()[*idx].name();
@@ -422,6 +454,7 @@ fn run() -> Result<Outcome, String> {
                 results.push(json!({
                     "pod": key, "node": r.node, "score": r.score,
                     "feasibleNodes": r.feasible_nodes, "evaluatedNodes": r.evaluated_nodes, "top": top,
+                    "claims": claims,
                 }));
             }
             Err(ScheduleError::Unschedulable(fit)) => {
@@ -718,11 +751,12 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 node,
                 profile,
                 volumes,
+                claims,
                 extender_binder,
                 ..
             } => {
                 // The simulated API server accepts the binding (or the binder extender
-                // answers), and the informer reports the volumes and the pod bound.
+                // answers), and the informer reports the volumes, the claims and the pod bound.
                 let result = match &extender_binder {
                     Some(b) => b.bind().map_err(|e| format!("extender {}: {e}", b.name())),
                     None => Ok(()),
@@ -744,6 +778,14 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 for pvc in volumes.provisions() {
                     scheduler.apply(ClusterEvent::update(pvc.clone()), now);
                 }
+                let mut allocated = Vec::new();
+                for c in &claims {
+                    let written = scheduler.snapshot().dra().claim(&c.namespace, &c.name);
+                    if let Some(claim) = written.map(|c| ResourceClaim::clone(c)) {
+                        allocated.push(describe_claim(&claim));
+                        scheduler.apply(ClusterEvent::update(claim), now);
+                    }
+                }
                 if let Some(obj) = objects.get(&pod) {
                     let mut confirmed = obj.clone();
                     confirmed.spec.node_name = node.clone();
@@ -753,8 +795,12 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                     now,
                     &pod,
                     &profile,
-                    &format!("bound to {node}"),
-                    json!({"result": "bound", "node": node}),
+                    &if allocated.is_empty() {
+                        format!("bound to {node}")
+                    } else {
+                        format!("bound to {node}, claims {}", allocated.join("; "))
+                    },
+                    json!({"result": "bound", "node": node, "claims": allocated}),
                 );
                 set(&mut fates, &pod, Fate::Bound(node));
             }
@@ -963,6 +1009,96 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
         print!("{}", log.text);
     }
     Ok(outcome)
+}
+
+/// kube's resourceclaim controller, as far as scheduling needs it: each pending pod's
+/// `resourceClaimTemplateName` without a claim in `status.resourceClaimStatuses` gets one,
+/// named `<pod>-<claim>` (kube adds a random suffix), with the template's spec, controlled by
+/// the pod. A template that does not exist is left alone: the scheduler reports the claim as
+/// not created yet. Returns how many claims were made.
+fn claims_from_templates(cluster: &mut Cluster) -> usize {
+    let dra = &mut cluster.dra;
+    let mut made = 0;
+    for pod in &mut cluster.pending {
+        let ns = pod.metadata.namespace.clone();
+        for entry in &pod.spec.resource_claims {
+            let Some(template) = &entry.resource_claim_template_name else {
+                continue;
+            };
+            let has_status = pod
+                .status
+                .resource_claim_statuses
+                .iter()
+                .any(|s| s.name == entry.name);
+            let Some(t) = dra
+                .resource_claim_templates
+                .iter()
+                .find(|t| t.metadata.namespace == ns && t.metadata.name == *template)
+            else {
+                continue;
+            };
+            if has_status {
+                continue;
+            }
+            let name = format!("{}-{}", pod.metadata.name, entry.name);
+            let mut claim = ResourceClaim {
+                metadata: t.spec.metadata.clone(),
+                spec: t.spec.spec.clone(),
+                ..ResourceClaim::default()
+            };
+            claim.metadata.name.clone_from(&name);
+            claim.metadata.namespace.clone_from(&ns);
+            claim.metadata.uid = format!("claim-{ns}-{name}");
+            claim.metadata.owner_references = vec![sched_core::model::OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: pod.metadata.name.clone(),
+                uid: pod.metadata.uid.clone(),
+                controller: Some(true),
+            }];
+            dra.resource_claims.push(claim);
+            let mut status = sched_core::model::PodResourceClaimStatus::default();
+            status.name.clone_from(&entry.name);
+            status.resource_claim_name = Some(name);
+            pod.status.resource_claim_statuses.push(status);
+            made += 1;
+        }
+    }
+    made
+}
+
+/// DynamicResources' Reserve and PreBind for a pod placed on `node` outside the engine: its
+/// claims are allocated there and written into the snapshot (allocation and `reservedFor`).
+/// Returns each claim as [`describe_claim`] prints it.
+fn bind_claims(snapshot: &mut Snapshot, pod: &Pod, node: &str) -> Vec<String> {
+    let Some(info) = snapshot.get(node) else {
+        return Vec::new();
+    };
+    let Ok(bindings) = sched_core::plugins::dra::allocate_on(snapshot.dra(), pod, info.node())
+    else {
+        return Vec::new();
+    };
+    let dra = snapshot.dra_mut();
+    let mut out = Vec::new();
+    for b in bindings {
+        dra.confirm(&b.namespace, &b.name, b.allocation, b.consumer);
+        if let Some(claim) = dra.claim(&b.namespace, &b.name) {
+            out.push(describe_claim(claim));
+        }
+    }
+    out
+}
+
+/// `name: pool/device, ...` of an allocated claim.
+fn describe_claim(claim: &ResourceClaim) -> String {
+    let devices: Vec<String> = claim
+        .status
+        .allocation
+        .iter()
+        .flat_map(|a| &a.devices.results)
+        .map(|r| format!("{}/{}", r.pool, r.device))
+        .collect();
+    format!("{}: {}", claim.metadata.name, devices.join(", "))
 }
 
 fn main() -> ExitCode {

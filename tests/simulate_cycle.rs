@@ -224,3 +224,58 @@ fn without_the_budget_preemption_takes_a_cache_pod() {
         "{victims:?}"
     );
 }
+
+/// `examples/data/gpus.json`: two nodes of eight GPUs (one ResourceSlice each), a DeviceClass,
+/// two ResourceClaimTemplates (one GPU; four GPUs of one model with at least 40Gi each) and
+/// eleven pods using them. Both modes place ten pods, each GPU allocated once, and report the
+/// eleventh with kube's DynamicResources text.
+#[test]
+fn gpus_are_allocated_through_claim_templates() {
+    for cycle in [false, true] {
+        let mut args = vec![
+            "--objects",
+            "examples/data/gpus.json",
+            "--config",
+            "examples/data/scheduler-config.yaml",
+        ];
+        if cycle {
+            args.push("--cycle");
+        }
+        let out = simulate(&args);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("made 11 ResourceClaims from ResourceClaimTemplates"),
+            "{stderr}"
+        );
+        let mut devices: Vec<&str> = stdout
+            .split([' ', ',', '\n'])
+            .filter(|w| w.starts_with("gpu-node-") && w.contains("/gpu-"))
+            .collect();
+        let n = devices.len();
+        devices.sort_unstable();
+        devices.dedup();
+        assert_eq!((n, devices.len()), (16, 16), "every GPU once: {stdout}");
+        for train in ["train-0-gpu:", "train-1-gpu:"] {
+            let line = stdout.lines().find(|l| l.contains(train)).unwrap();
+            let node = line.split(train).nth(1).unwrap().trim();
+            let first = node.split('/').next().unwrap();
+            assert_eq!(
+                line.matches(&format!("{first}/gpu-")).count(),
+                4,
+                "four GPUs of one node: {line}"
+            );
+        }
+        assert!(
+            stdout.contains(
+                "ml/infer-8 -> unschedulable: 0/2 nodes are available: 2 cannot allocate all claims."
+            ) || stdout.contains(
+                "unschedulable: 0/2 nodes are available: 2 cannot allocate all claims. still not \
+                 schedulable, preemption: 0/2 nodes are available: 2 Preemption is not helpful \
+                 for scheduling."
+            ),
+            "{stdout}"
+        );
+    }
+}

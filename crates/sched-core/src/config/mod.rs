@@ -58,9 +58,11 @@
 //!   (the scheduling cycle's), `DefaultPreemption`'s arguments, `clientConnection`,
 //!   `leaderElection`, `enableProfiling`, `enableContentionProfiling`,
 //!   `delayCacheUntilActive`.
-//! - `SchedulingGates` and `DynamicResources` are always in force: a gated pod is
-//!   [`SchedulingGated`](crate::profile::ScheduleError::SchedulingGated) and a pod with
-//!   `resourceClaims` an explicit unsupported outcome, whatever the profile says.
+//! - `SchedulingGates` is always in force: a gated pod is
+//!   [`SchedulingGated`](crate::profile::ScheduleError::SchedulingGated), whatever the
+//!   profile says. A profile that disables `DynamicResources` makes a pod with
+//!   `resourceClaims` an explicit unsupported outcome rather than a placement without its
+//!   devices.
 //! - `extenders` ([`crate::extender::ExtenderConfig`]): read with kube's validation (a positive
 //!   weight for a prioritizer, valid and distinct extended resource names, at most one
 //!   binder; `httpTimeout` in Go's duration syntax, `tlsConfig`'s `*Data` fields in base64);

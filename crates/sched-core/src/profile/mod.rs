@@ -247,7 +247,7 @@ impl Profile {
     pub fn runs_dynamic_resources(&self) -> bool {
         self.predicates
             .iter()
-            .any(|p| p.name() == crate::plugins::dra::NAME)
+            .any(|p| p.name() == "DynamicResources")
     }
 
     /// percentageOfNodesToScore (0 = adaptive).
