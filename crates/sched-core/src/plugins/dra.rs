@@ -250,7 +250,7 @@ pub fn pod_claims(pod: &Pod, dra: &DraIndex) -> Result<Vec<Arc<ResourceClaim>>, 
             }
         } else {
             return Err(format!(
-                "pod \"{namespace}/{}\", spec.resourceClaim {:?}: API unsupported",
+                "pod \"{namespace}/{}\", spec.resourceClaim {:?}: none of the supported fields are set",
                 pod.metadata.name, entry.name
             ));
         };
@@ -260,10 +260,12 @@ pub fn pod_claims(pod: &Pod, dra: &DraIndex) -> Result<Vec<Arc<ResourceClaim>>, 
         if claim.metadata.deletion_timestamp.is_some() {
             return Err(format!("resourceclaim {name:?} is being deleted"));
         }
-        if must_check_owner && !controlled_by(claim, pod) {
+        if must_check_owner
+            && (claim.metadata.namespace != *namespace || !controlled_by(claim, pod))
+        {
             return Err(format!(
-                "ResourceClaim {name} was not created for pod {namespace}/{} (pod is not owner)",
-                pod.metadata.name
+                "ResourceClaim {}/{name} was not created for pod {namespace}/{} (pod is not owner)",
+                claim.metadata.namespace, pod.metadata.name
             ));
         }
         out.push(Arc::clone(claim));

@@ -1,0 +1,257 @@
+//! Cases of kube v1.34's `TestPlugin` (`dynamicresources_test.go`) through the scheduling
+//! engine with kube's fixtures (pod `default/my-pod` with the template claim `my-resource`,
+//! made as `my-pod-my-resource`; class `my-resource-class`; driver `some-driver`; node
+//! `worker`), each with kube's expected PreFilter or Filter status and PostFilter message, as
+//! kube's FitError prints them. `wrong-topology` keeps kube's Filter status; its PostFilter
+//! differs (kube deallocates the claim, "deallocation of ResourceClaim completed"; here
+//! nothing is written and the message is "still not schedulable").
+
+use std::time::Duration;
+
+use sched_core::config::{Registry, SchedulerConfiguration};
+use sched_core::model::{Node, Pod, ResourceClaim, ResourceSlice};
+use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
+use sched_core::snapshot::Snapshot;
+use serde_json::{Value, json};
+
+fn worker() -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": "worker", "labels": {"kubernetes.io/hostname": "worker"}},
+        "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap()
+}
+
+/// kube's `podWithClaimTemplateInStatus` (or without the status entry).
+fn pod(with_status: bool) -> Pod {
+    let mut v = json!({
+        "metadata": {"name": "my-pod", "namespace": "default", "uid": "1234"},
+        "spec": {"containers": [{"name": "c", "image": "pause"}],
+                 "resourceClaims": [{"name": "my-resource", "resourceClaimTemplateName": "my-resource"}]}
+    });
+    if with_status {
+        v["status"] = json!({"resourceClaimStatuses": [
+            {"name": "my-resource", "resourceClaimName": "my-pod-my-resource"}]});
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+/// kube's `claim`: one request `req-1` for one device of `my-resource-class`, owned by the pod.
+fn claim() -> Value {
+    json!({
+        "metadata": {"name": "my-pod-my-resource", "namespace": "default", "uid": "1234",
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "my-pod",
+                                          "uid": "1234", "controller": true}]},
+        "spec": {"devices": {"requests": [{"name": "req-1", "exactly": {
+            "deviceClassName": "my-resource-class", "allocationMode": "ExactCount", "count": 1}}]}}
+    })
+}
+
+/// An allocation of `some-driver`'s `instance-1` limited to the node named `on`.
+fn allocation(on: &str) -> Value {
+    json!({
+        "devices": {"results": [{"request": "req-1", "driver": "some-driver",
+                                 "pool": "worker", "device": "instance-1"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [on]}]}]}
+    })
+}
+
+fn class() -> Value {
+    json!({"metadata": {"name": "my-resource-class"},
+           "spec": {"selectors": [{"cel": {"expression": "device.driver == \"some-driver\""}}]}})
+}
+
+/// kube's `workerNodeSlice`: one device, `instance-1`, on `worker`.
+fn slice() -> ResourceSlice {
+    serde_json::from_value(json!({
+        "metadata": {"name": "worker-some-driver"},
+        "spec": {"driver": "some-driver", "nodeName": "worker",
+                 "pool": {"name": "worker", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "instance-1"}]}
+    }))
+    .unwrap()
+}
+
+/// Runs one attempt of `pod` with these objects: `Ok(bind claims)` or `Err(FitError text)`.
+fn attempt(pod: Pod, objects: Vec<ClusterEvent>) -> Result<Vec<(String, bool)>, String> {
+    let snapshot = Snapshot::from_objects(vec![worker()], vec![]).unwrap();
+    let config = SchedulerConfiguration::from_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+    )
+    .unwrap();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    let now = Duration::ZERO;
+    for e in objects {
+        s.apply(e, now);
+    }
+    s.apply(ClusterEvent::add(pod), now);
+    match s.schedule_one(now) {
+        Step::Bind { claims, .. } => Ok(claims
+            .iter()
+            .map(|c| (c.name.clone(), c.allocation.is_some()))
+            .collect()),
+        Step::Unschedulable { error, .. } => Err(error.to_string()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn add_claim(v: Value) -> ClusterEvent {
+    ClusterEvent::add(serde_json::from_value::<ResourceClaim>(v).unwrap())
+}
+
+fn add_class() -> ClusterEvent {
+    ClusterEvent::add(serde_json::from_value::<sched_core::model::DeviceClass>(class()).unwrap())
+}
+
+/// kube's FitError for a PreFilter rejection (`Diagnosis.PreFilterMsg`) and a PostFilter
+/// message, preemption not helping (DynamicResources' rejections are unresolvable).
+fn prefilter(message: &str, post: &str) -> String {
+    format!(
+        "0/1 nodes are available: {message}. {post}, preemption: 0/1 nodes are available: 1 \
+         Preemption is not helpful for scheduling."
+    )
+}
+
+/// kube's FitError for the one node failing Filter with `message`.
+fn filter(message: &str, post: &str) -> String {
+    format!(
+        "0/1 nodes are available: 1 {message}. {post}, preemption: 0/1 nodes are available: 1 \
+         Preemption is not helpful for scheduling."
+    )
+}
+
+#[test]
+fn missing_claim() {
+    assert_eq!(
+        attempt(pod(false), vec![add_class()]),
+        Err(prefilter(
+            "pod \"default/my-pod\": ResourceClaim not created yet",
+            "no new claims to deallocate"
+        ))
+    );
+}
+
+#[test]
+fn deleted_claim() {
+    let mut c = claim();
+    c["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Err(prefilter(
+            "resourceclaim \"my-pod-my-resource\" is being deleted",
+            "no new claims to deallocate"
+        ))
+    );
+}
+
+#[test]
+fn wrong_claim() {
+    let mut c = claim();
+    c["metadata"]["ownerReferences"][0]["uid"] = json!("other");
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Err(prefilter(
+            "ResourceClaim default/my-pod-my-resource was not created for pod default/my-pod \
+             (pod is not owner)",
+            "no new claims to deallocate"
+        ))
+    );
+}
+
+#[test]
+fn no_resources() {
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(claim())]),
+        Err(filter(
+            "cannot allocate all claims",
+            "still not schedulable"
+        ))
+    );
+}
+
+#[test]
+fn with_resources() {
+    assert_eq!(
+        attempt(
+            pod(true),
+            vec![add_class(), ClusterEvent::add(slice()), add_claim(claim())]
+        ),
+        Ok(vec![("my-pod-my-resource".to_string(), true)])
+    );
+}
+
+#[test]
+fn exhausted_resources() {
+    // Another claim holds the only device.
+    let mut other = claim();
+    other["metadata"]["name"] = json!("other");
+    other["metadata"]["uid"] = json!("other");
+    other["status"] = json!({"allocation": allocation("worker")});
+    assert_eq!(
+        attempt(
+            pod(true),
+            vec![
+                add_class(),
+                ClusterEvent::add(slice()),
+                add_claim(claim()),
+                add_claim(other)
+            ]
+        ),
+        Err(filter(
+            "cannot allocate all claims",
+            "still not schedulable"
+        ))
+    );
+}
+
+#[test]
+fn missing_class() {
+    assert_eq!(
+        attempt(
+            pod(true),
+            vec![ClusterEvent::add(slice()), add_claim(claim())]
+        ),
+        Err(prefilter(
+            "request req-1: device class my-resource-class does not exist",
+            "no new claims to deallocate"
+        ))
+    );
+}
+
+#[test]
+fn wrong_topology() {
+    let mut c = claim();
+    c["status"] = json!({"allocation": allocation("other-node")});
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Err(filter(
+            "resourceclaim not available on the node",
+            "still not schedulable"
+        ))
+    );
+}
+
+#[test]
+fn good_topology() {
+    // Allocated for worker and not yet reserved: PreBind only adds the pod to reservedFor.
+    let mut c = claim();
+    c["status"] = json!({"allocation": allocation("worker")});
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Ok(vec![("my-pod-my-resource".to_string(), false)])
+    );
+}
+
+#[test]
+fn reserved_okay() {
+    // Allocated and already reserved for the pod: nothing to write.
+    let mut c = claim();
+    c["status"] = json!({"allocation": allocation("worker"),
+                         "reservedFor": [{"resource": "pods", "name": "my-pod", "uid": "1234"}]});
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Ok(vec![])
+    );
+}
