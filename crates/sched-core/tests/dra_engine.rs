@@ -318,3 +318,48 @@ fn a_pod_without_dynamic_resources_in_its_profile_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// kube's resourceclaim controller makes the claim, then writes its name into the pod's
+/// status: the pod's update (kube's UpdatePodGeneratedResourceClaim) moves it out of the
+/// unschedulable pool at once, without waiting for another event.
+#[test]
+fn the_status_naming_a_template_claim_moves_the_pod() {
+    let mut s = scheduler(&["n1"], 1);
+    let mut p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
+        "spec": {"containers": [{"name": "c", "image": "pause"}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}
+    }))
+    .unwrap();
+    s.apply(ClusterEvent::add(p.clone()), t(0));
+    let message = unschedulable_message(&mut s, t(0));
+    assert!(
+        message.contains("pod \"default/p\": ResourceClaim not created yet"),
+        "{message}"
+    );
+    let mut made = claim("p-gpu", 1, "gpu");
+    made.metadata.owner_references = vec![
+        serde_json::from_value(json!(
+            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "uid-p", "controller": true}
+        ))
+        .unwrap(),
+    ];
+    s.apply(ClusterEvent::add(made), t(0));
+    // The claim's event alone wakes the pod; it fails again (no status yet) and waits.
+    let _ = s.schedule_one(t(1));
+    p.status.resource_claim_statuses =
+        vec![serde_json::from_value(json!({"name": "gpu", "resourceClaimName": "p-gpu"})).unwrap()];
+    s.apply(ClusterEvent::update(p), t(2));
+    let mut bound = None;
+    for secs in 2..12 {
+        if let Step::Bind { pod, .. } = s.schedule_one(t(secs)) {
+            bound = Some(secs);
+            assert_eq!(pod.to_string(), "default/p");
+            break;
+        }
+    }
+    assert!(
+        bound.is_some(),
+        "bound within its backoff after the status update"
+    );
+}

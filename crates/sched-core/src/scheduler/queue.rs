@@ -487,7 +487,11 @@ impl SchedulingQueue {
             self.add(pod, now);
             return;
         };
-        let changed = e.pod.spec != pod.spec || e.pod.metadata.labels != pod.metadata.labels;
+        // A change of the claims made for it counts too (kube's
+        // UpdatePodGeneratedResourceClaim, which DynamicResources waits for).
+        let changed = e.pod.spec != pod.spec
+            || e.pod.metadata.labels != pod.metadata.labels
+            || e.pod.status.resource_claim_statuses != pod.status.resource_claim_statuses;
         e.pod = Arc::new(pod);
         let queue = match e.queue {
             QueueName::Gated if e.pod.spec.scheduling_gates.is_empty() => {
