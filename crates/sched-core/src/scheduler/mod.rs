@@ -75,6 +75,12 @@
 //!   pod counts on them; [`Step::Bind`] carries these bindings for the caller to write before
 //!   binding the pod (kube's PreBind). An unreserve (a failed bind, a rejection, a deleted
 //!   pod) gives them back, except objects the informer has replaced since.
+//! - **Dynamic resources**: DeviceClasses, ResourceSlices and ResourceClaims arrive as events
+//!   ([`Object::ResourceClaim`], ...) into the snapshot's
+//!   [`DraIndex`](crate::snapshot::DraIndex). DynamicResources' Reserve allocates the pod's
+//!   claims on the chosen node and holds the allocations in flight, so no other cycle takes
+//!   their devices; [`Step::Bind`] carries the claims to write (allocation and
+//!   `reservedFor`, kube's PreBind), and an unreserve drops what is in flight.
 //!
 //! - **Preemption** (DefaultPreemption, [`preemption`], kube v1.34): when no node takes a pod
 //!   that may preempt, a dry run goes through the nodes where removing lower-priority pods
