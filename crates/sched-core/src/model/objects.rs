@@ -51,6 +51,16 @@ pub struct ObjectMeta {
     pub deletion_timestamp: Option<String>,
 }
 
+impl ObjectMeta {
+    /// Whether a controller owner reference names `owner_uid` (kube's `metav1.IsControlledBy`:
+    /// a pod's generic ephemeral volume claim, or its ResourceClaim made from a template).
+    pub fn is_controlled_by(&self, owner_uid: &str) -> bool {
+        self.owner_references
+            .iter()
+            .any(|o| o.controller == Some(true) && o.uid == owner_uid)
+    }
+}
+
 /// An owner reference (`metadata.ownerReferences[]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -261,7 +261,8 @@ pub fn pod_claims(pod: &Pod, dra: &DraIndex) -> Result<Vec<Arc<ResourceClaim>>, 
             return Err(format!("resourceclaim {name:?} is being deleted"));
         }
         if must_check_owner
-            && (claim.metadata.namespace != *namespace || !controlled_by(claim, pod))
+            && (claim.metadata.namespace != *namespace
+                || !claim.metadata.is_controlled_by(&pod.metadata.uid))
         {
             return Err(format!(
                 "ResourceClaim {}/{name} was not created for pod {namespace}/{} (pod is not owner)",
@@ -271,15 +272,6 @@ pub fn pod_claims(pod: &Pod, dra: &DraIndex) -> Result<Vec<Arc<ResourceClaim>>, 
         out.push(Arc::clone(claim));
     }
     Ok(out)
-}
-
-/// kube's `metav1.IsControlledBy`: the claim's controller reference names the pod's UID.
-fn controlled_by(claim: &ResourceClaim, pod: &Pod) -> bool {
-    claim
-        .metadata
-        .owner_references
-        .iter()
-        .any(|o| o.controller == Some(true) && o.uid == pod.metadata.uid)
 }
 
 /// kube's `resourceclaim.IsReservedForPod`.

@@ -35,10 +35,7 @@ pub(crate) use crate::model::volume_claim as claim_name;
 
 /// kube's `ephemeral.VolumeIsForPod`: the claim's controller is the pod.
 pub(crate) fn owned_by(pvc: &PersistentVolumeClaim, pod: &Pod) -> bool {
-    pvc.metadata
-        .owner_references
-        .iter()
-        .any(|o| o.controller == Some(true) && o.uid == pod.metadata.uid)
+    pvc.metadata.is_controlled_by(&pod.metadata.uid)
 }
 
 /// Looks up the claim of a pod volume as kube v1.34's plugins do: a missing name, a missing
