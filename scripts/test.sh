@@ -16,6 +16,8 @@ export CARGO_TERM_COLOR=never
 # This script starts every server the tests use, so a backend test that cannot find its
 # server is a failure here, never a skip (see lease_elect::testing::process::server_missing).
 export CI="${CI:-1}"
+# A one-off build gains nothing from incremental state, which is a third of a test build's size.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
