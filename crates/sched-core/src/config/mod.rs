@@ -109,6 +109,55 @@ pub struct SchedulerConfiguration {
     pub profiles: Vec<ProfileConfig>,
     /// `extenders`, in order (run by [`crate::scheduler::Scheduler::from_config`]).
     pub extenders: Vec<crate::extender::ExtenderConfig>,
+    /// `leaderElection`: whether replicas elect a leader, and the Lease they use.
+    pub leader_election: LeaderElectionConfig,
+}
+
+/// A configuration's `leaderElection`, with kube-scheduler's defaults: leader election on,
+/// the Lease `kube-system/kube-scheduler`, a 15 s lease renewed within 10 s, tried every 2 s.
+///
+/// ```
+/// use std::time::Duration;
+/// use sched_core::config::SchedulerConfiguration;
+///
+/// let c = SchedulerConfiguration::from_text(
+///     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+///      leaderElection:\n  leaseDuration: 4s\n  renewDeadline: 3s\n  resourceName: my-scheduler\n",
+/// )?;
+/// let le = &c.leader_election;
+/// assert!(le.leader_elect);
+/// assert_eq!((le.lease_duration, le.retry_period), (Duration::from_secs(4), Duration::from_secs(2)));
+/// assert_eq!((le.resource_namespace.as_str(), le.resource_name.as_str()), ("kube-system", "my-scheduler"));
+/// # Ok::<(), sched_core::config::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaderElectionConfig {
+    /// `leaderElect` (default true).
+    pub leader_elect: bool,
+    /// `leaseDuration` (default 15 s).
+    pub lease_duration: std::time::Duration,
+    /// `renewDeadline` (default 10 s).
+    pub renew_deadline: std::time::Duration,
+    /// `retryPeriod` (default 2 s).
+    pub retry_period: std::time::Duration,
+    /// `resourceName`: the Lease's name (default `kube-scheduler`).
+    pub resource_name: String,
+    /// `resourceNamespace`: the Lease's namespace (default `kube-system`).
+    pub resource_namespace: String,
+}
+
+impl Default for LeaderElectionConfig {
+    fn default() -> Self {
+        LeaderElectionConfig {
+            leader_elect: true,
+            lease_duration: std::time::Duration::from_secs(15),
+            renew_deadline: std::time::Duration::from_secs(10),
+            retry_period: std::time::Duration::from_secs(2),
+            resource_name: "kube-scheduler".into(),
+            resource_namespace: "kube-system".into(),
+        }
+    }
 }
 
 /// One profile: a scheduler name and its plugins, merged with v1.34's defaults.

@@ -10,7 +10,10 @@ use super::args::{
 };
 use super::compile::{DEFAULT_SCHEDULER_NAME, default_plugins};
 use super::error::{ConfigError, ConfigProblem, ProblemKind};
-use super::{API_VERSION, PluginRef, PluginSet, Plugins, ProfileConfig, SchedulerConfiguration};
+use super::{
+    API_VERSION, LeaderElectionConfig, PluginRef, PluginSet, Plugins, ProfileConfig,
+    SchedulerConfiguration,
+};
 use crate::extender::{ExtenderConfig, ExtenderTlsConfig, parse_go_duration};
 use crate::model::{NodeAffinity, NodeSelectorTerm, TopologySpreadConstraint};
 use crate::plugins::resource::{ResourceSpec, UtilizationShapePoint};
@@ -374,31 +377,7 @@ pub(super) fn configuration(doc: &Value) -> Result<SchedulerConfiguration, Confi
         None => w.push("apiVersion", ProblemKind::Required(String::new())),
     }
 
-    // Accepted and lightly checked; no decision depends on them.
-    let le = w.object(
-        top.and_then(|t| t.get("leaderElection")),
-        "leaderElection",
-        LEADER_ELECTION_FIELDS,
-    );
-    let leader_elect = w
-        .boolean(le, "leaderElect", "leaderElection")
-        .unwrap_or(true);
-    let lock = w
-        .string(le, "resourceLock", "leaderElection")
-        .unwrap_or_else(|| "leases".into());
-    for k in ["leaseDuration", "renewDeadline", "retryPeriod"] {
-        w.string(le, k, "leaderElection");
-    }
-    for k in ["resourceName", "resourceNamespace"] {
-        w.string(le, k, "leaderElection");
-    }
-    if leader_elect && lock != "leases" {
-        w.invalid(
-            "leaderElection.resourceLock",
-            quoted(&lock),
-            "resourceLock value must be \"leases\"",
-        );
-    }
+    let leader_election = leader_election(&mut w, top);
     let cc = w.object(
         top.and_then(|t| t.get("clientConnection")),
         "clientConnection",
@@ -515,7 +494,91 @@ pub(super) fn configuration(doc: &Value) -> Result<SchedulerConfiguration, Confi
         pod_max_backoff_seconds: max,
         profiles,
         extenders,
+        leader_election,
     })
+}
+
+/// `leaderElection`, defaulted (kube-scheduler's lock: the Lease `kube-system/kube-scheduler`,
+/// client-go's 15 s / 10 s / 2 s) and validated as component-base's
+/// `ValidateLeaderElectionConfiguration` does, plus kube-scheduler's rule that the lock is
+/// a Lease.
+fn leader_election(w: &mut Walk, top: Option<&Map<String, Value>>) -> LeaderElectionConfig {
+    let le = w.object(
+        top.and_then(|t| t.get("leaderElection")),
+        "leaderElection",
+        LEADER_ELECTION_FIELDS,
+    );
+    let mut out = LeaderElectionConfig::default();
+    if let Some(b) = w.boolean(le, "leaderElect", "leaderElection") {
+        out.leader_elect = b;
+    }
+    let lock = w
+        .string(le, "resourceLock", "leaderElection")
+        .unwrap_or_else(|| "leases".into());
+    for (key, slot) in [
+        ("leaseDuration", &mut out.lease_duration),
+        ("renewDeadline", &mut out.renew_deadline),
+        ("retryPeriod", &mut out.retry_period),
+    ] {
+        if let Some(t) = w.string(le, key, "leaderElection") {
+            match parse_go_duration(&t) {
+                Some(d) => *slot = d,
+                None => w.invalid(
+                    child("leaderElection", key),
+                    quoted(&t),
+                    "not a duration (Go's syntax, such as \"15s\", not negative)",
+                ),
+            }
+        }
+    }
+    if let Some(n) = w.string(le, "resourceName", "leaderElection") {
+        out.resource_name = n;
+    }
+    if let Some(n) = w.string(le, "resourceNamespace", "leaderElection") {
+        out.resource_namespace = n;
+    }
+    if !out.leader_elect {
+        return out;
+    }
+    for (key, d) in [
+        ("leaseDuration", out.lease_duration),
+        ("renewDeadline", out.renew_deadline),
+        ("retryPeriod", out.retry_period),
+    ] {
+        if d.is_zero() {
+            w.invalid(
+                child("leaderElection", key),
+                format!("{d:?}"),
+                "must be greater than zero",
+            );
+        }
+    }
+    if out.lease_duration <= out.renew_deadline {
+        w.invalid(
+            "leaderElection.leaseDuration",
+            format!("{:?}", out.renew_deadline),
+            "must be greater than `RenewDeadline`",
+        );
+    }
+    for (key, v) in [
+        ("resourceNamespace", &out.resource_namespace),
+        ("resourceName", &out.resource_name),
+    ] {
+        if v.is_empty() {
+            w.push(
+                child("leaderElection", key),
+                ProblemKind::Required(String::new()),
+            );
+        }
+    }
+    if lock != "leases" {
+        w.invalid(
+            "leaderElection.resourceLock",
+            quoted(&lock),
+            "resourceLock value must be \"leases\"",
+        );
+    }
+    out
 }
 
 fn render_set(s: &PluginSet) -> String {

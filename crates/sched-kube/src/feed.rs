@@ -1,0 +1,254 @@
+//! The watches: one kube-rs watcher per [`WATCHED`] kind (list, then watch, relisting when
+//! the watch expires, with backoff while the API server is away), turned into the engine's
+//! [`ClusterEvent`]s.
+//!
+//! Per kind the feed keeps the keys it has given the engine, so that:
+//! - an object seen again is an update, a new one an add;
+//! - after a relist (a watch that expired, an API server that came back), the objects that
+//!   are gone are deleted from the engine;
+//! - a malformed object (one the loader refuses) is reported, counted and skipped; an update
+//!   that is malformed leaves the engine with the object's last good version.
+//!
+//! Pods are watched without the terminal ones (kube-scheduler's field selector
+//! `status.phase!=Succeeded,status.phase!=Failed`): a pod that finishes leaves the watch, so
+//! the engine deletes it and its node has room again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt as _;
+use kube::core::DynamicObject;
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Api, Client};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
+use sched_core::model::PodKey;
+use sched_core::scheduler::{ClusterEvent, ObjectKey};
+use tokio::sync::mpsc;
+
+use crate::kinds::{WATCHED, WatchedKind};
+
+/// What the watches send to the scheduler's loop.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per watched change; boxing would cost an allocation each
+pub(crate) enum FeedMsg {
+    /// A change for the engine, of the kind at this index of [`WATCHED`].
+    Event(usize, ClusterEvent),
+    /// The kind at this index has been listed once (or is not served by this API server).
+    Synced(usize),
+}
+
+/// What the scheduler needs to know of a pod beyond the engine's model: its UID (bindings and
+/// deletions carry it as a precondition, events name it) and its scheduler name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PodInfo {
+    pub uid: String,
+    pub scheduler_name: String,
+}
+
+/// The pods' [`PodInfo`], kept by the pod watch.
+#[derive(Debug, Default)]
+pub(crate) struct PodCache(Mutex<HashMap<PodKey, PodInfo>>);
+
+impl PodCache {
+    pub(crate) fn get(&self, pod: &PodKey) -> Option<PodInfo> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(pod)
+            .cloned()
+    }
+
+    fn set(&self, pod: PodKey, info: Option<PodInfo>) {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match info {
+            Some(i) => m.insert(pod, i),
+            None => m.remove(&pod),
+        };
+    }
+}
+
+/// Counters of the watches (served as metrics).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FeedStats {
+    /// Objects the loader refused.
+    pub malformed: Counter,
+    /// Watch and list errors (each retried with backoff).
+    pub watch_errors: Counter,
+    /// Events handed to the engine.
+    pub events: Counter,
+}
+
+impl FeedStats {
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "sched_kube_malformed_objects",
+            "Watched objects that could not be read and were skipped",
+            self.malformed.clone(),
+        );
+        registry.register(
+            "sched_kube_watch_errors",
+            "List and watch errors, each retried with backoff",
+            self.watch_errors.clone(),
+        );
+        registry.register(
+            "sched_kube_watch_events",
+            "Object changes handed to the scheduling engine",
+            self.events.clone(),
+        );
+    }
+}
+
+/// Starts one watch per watched kind on `tasks`.
+pub(crate) fn spawn(
+    client: &Client,
+    pods: &Arc<PodCache>,
+    stats: &FeedStats,
+    tx: &mpsc::UnboundedSender<FeedMsg>,
+    tasks: &mut tokio::task::JoinSet<()>,
+) {
+    for (index, kind) in WATCHED.iter().enumerate() {
+        let watch = Watch {
+            index,
+            kind,
+            pods: pods.clone(),
+            stats: stats.clone(),
+            tx: tx.clone(),
+            known: HashSet::new(),
+            relisting: None,
+            synced: false,
+        };
+        tasks.spawn(watch.run(client.clone()));
+    }
+}
+
+/// One kind's watch and what it has told the engine.
+struct Watch {
+    index: usize,
+    kind: &'static WatchedKind,
+    pods: Arc<PodCache>,
+    stats: FeedStats,
+    tx: mpsc::UnboundedSender<FeedMsg>,
+    /// The keys the engine has.
+    known: HashSet<ObjectKey>,
+    /// The keys seen so far in a relist.
+    relisting: Option<HashSet<ObjectKey>>,
+    synced: bool,
+}
+
+impl Watch {
+    async fn run(mut self, client: Client) {
+        let api: Api<DynamicObject> = Api::all_with(client, &self.kind.api_resource());
+        let mut config = watcher::Config::default();
+        if self.kind.kind == "Pod" {
+            config = config.fields("status.phase!=Succeeded,status.phase!=Failed");
+        }
+        let mut stream = watcher(api, config).default_backoff().boxed();
+        while let Some(item) = stream.next().await {
+            let more = match item {
+                Ok(event) => self.on_event(event),
+                Err(e) => self.on_error(&e),
+            };
+            if !more {
+                return;
+            }
+        }
+    }
+
+    /// Handles one watcher event; false when the engine is gone.
+    fn on_event(&mut self, event: watcher::Event<DynamicObject>) -> bool {
+        match event {
+            watcher::Event::Init => {
+                self.relisting = Some(HashSet::new());
+                true
+            }
+            watcher::Event::InitApply(o) => {
+                if let Some(seen) = self.relisting.as_mut() {
+                    seen.insert(self.kind.key_of(&o));
+                }
+                self.apply(&o)
+            }
+            watcher::Event::InitDone => {
+                let seen = self.relisting.take().unwrap_or_default();
+                let gone: Vec<ObjectKey> = self.known.difference(&seen).cloned().collect();
+                for key in gone {
+                    if !self.delete(key) {
+                        return false;
+                    }
+                }
+                if !self.synced {
+                    self.synced = true;
+                    return self.tx.send(FeedMsg::Synced(self.index)).is_ok();
+                }
+                true
+            }
+            watcher::Event::Apply(o) => self.apply(&o),
+            watcher::Event::Delete(o) => self.delete(self.kind.key_of(&o)),
+        }
+    }
+
+    /// A list or watch error: retried by the watcher with backoff. A kind this API server
+    /// does not serve (404 on the first list) counts as listed and empty, so a cluster
+    /// without, say, the DRA API still schedules.
+    fn on_error(&mut self, e: &watcher::Error) -> bool {
+        self.stats.watch_errors.inc();
+        let not_served =
+            matches!(e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404);
+        if not_served && !self.synced {
+            tracing::warn!(
+                kind = self.kind.kind,
+                "not served by this API server; not watched"
+            );
+            self.synced = true;
+            let _ = self.tx.send(FeedMsg::Synced(self.index));
+            return false;
+        }
+        tracing::warn!(kind = self.kind.kind, error = %e, "watch failed; retrying with backoff");
+        true
+    }
+
+    fn apply(&mut self, o: &DynamicObject) -> bool {
+        let object = match self.kind.to_object(o) {
+            Ok(object) => object,
+            Err(e) => {
+                self.stats.malformed.inc();
+                tracing::error!(error = %e, "malformed object skipped");
+                return true;
+            }
+        };
+        let key = object.key();
+        if let ObjectKey::Pod(pod) = &key {
+            let spec = o.data.get("spec");
+            let info = PodInfo {
+                uid: o.metadata.uid.clone().unwrap_or_default(),
+                scheduler_name: spec
+                    .and_then(|s| s.get("schedulerName"))
+                    .and_then(|n| n.as_str())
+                    .unwrap_or(sched_core::config::DEFAULT_SCHEDULER_NAME)
+                    .to_owned(),
+            };
+            self.pods.set(pod.clone(), Some(info));
+        }
+        let event = if self.known.insert(key) {
+            ClusterEvent::Add(object)
+        } else {
+            ClusterEvent::Update(object)
+        };
+        self.send(event)
+    }
+
+    fn delete(&mut self, key: ObjectKey) -> bool {
+        if !self.known.remove(&key) {
+            return true;
+        }
+        if let ObjectKey::Pod(pod) = &key {
+            self.pods.set(pod.clone(), None);
+        }
+        self.send(ClusterEvent::Delete(key))
+    }
+
+    fn send(&self, event: ClusterEvent) -> bool {
+        self.stats.events.inc();
+        self.tx.send(FeedMsg::Event(self.index, event)).is_ok()
+    }
+}

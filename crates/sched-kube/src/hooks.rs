@@ -1,0 +1,156 @@
+//! The driver's hooks on the API server: [`KubeBinder`] (PreBind's volume writes, the
+//! binding, the `Scheduled` Event) and [`KubeVictimDeleter`] (kube's `PreemptPod` for each
+//! victim, and the preemptor's `nominatedNodeName`).
+
+use std::sync::Arc;
+
+use sched_core::model::PodKey;
+use sched_driver::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
+
+use crate::feed::PodCache;
+use crate::writes::{Condition, WriteError, Writer};
+
+/// Binds through `pods/binding`.
+pub(crate) struct KubeBinder {
+    pub writer: Writer,
+    pub pods: Arc<PodCache>,
+}
+
+fn bind_error(e: WriteError) -> BindError {
+    match e {
+        WriteError::Fenced => BindError::Fenced(e.to_string()),
+        WriteError::Refused { .. } => BindError::Refused(e.to_string()),
+        WriteError::Failed(source) => BindError::Failed(Box::new(source)),
+    }
+}
+
+fn delete_error(e: WriteError) -> DeleteError {
+    match e {
+        WriteError::Fenced => DeleteError::Fenced(e.to_string()),
+        other => DeleteError::Failed(Box::new(other)),
+    }
+}
+
+impl KubeBinder {
+    fn uid(&self, pod: &PodKey) -> Result<String, BindError> {
+        self.pods
+            .get(pod)
+            .map(|p| p.uid)
+            .ok_or_else(|| BindError::Refused(format!("pod {pod} is no longer watched")))
+    }
+}
+
+#[sched_driver::async_trait]
+impl Binder for KubeBinder {
+    async fn pre_bind(&self, b: &Binding) -> Result<(), BindError> {
+        if !b.claims.is_empty() {
+            // The allocation would have to be written to each claim's status first.
+            return Err(BindError::Refused(format!(
+                "pod {} has ResourceClaims, whose allocations this scheduler does not write yet",
+                b.pod
+            )));
+        }
+        if !b.volumes.is_empty() {
+            self.writer
+                .write_volumes(&b.volumes)
+                .await
+                .map_err(bind_error)?;
+        }
+        Ok(())
+    }
+
+    async fn bind(&self, b: &Binding) -> Result<(), BindError> {
+        let uid = self.uid(&b.pod)?;
+        self.writer
+            .bind(&b.pod, &uid, &b.node)
+            .await
+            .map_err(bind_error)
+    }
+
+    async fn post_bind(&self, b: &Binding) {
+        let Ok(uid) = self.uid(&b.pod) else { return };
+        let note = format!(
+            "Successfully assigned {}/{} to {}",
+            b.pod.namespace(),
+            b.pod.name(),
+            b.node
+        );
+        if let Err(e) = self
+            .writer
+            .record(
+                (&b.pod, &uid),
+                None,
+                &b.profile,
+                "Normal",
+                "Scheduled",
+                "Binding",
+                &note,
+            )
+            .await
+        {
+            tracing::warn!(pod = %b.pod, error = %e, "cannot record the Scheduled event");
+        }
+    }
+}
+
+/// Deletes victims as kube's `PreemptPod` does.
+pub(crate) struct KubeVictimDeleter {
+    pub writer: Writer,
+    pub pods: Arc<PodCache>,
+}
+
+#[sched_driver::async_trait]
+impl VictimDeleter for KubeVictimDeleter {
+    async fn delete_victims(&self, p: &Preemption) -> Result<(), DeleteError> {
+        let preemptor = self.pods.get(&p.pod).unwrap_or_default();
+        // kube's failure handler sets the nominated node with the PodScheduled condition.
+        self.writer
+            .patch_pod_status(&p.pod, None, Some(&p.node))
+            .await
+            .map_err(delete_error)?;
+        let message = format!(
+            "{}: preempting to accommodate a higher priority pod",
+            preemptor.scheduler_name
+        );
+        for victim in &p.victims {
+            let Some(info) = self.pods.get(victim) else {
+                continue; // already gone
+            };
+            let disruption = Condition {
+                type_: "DisruptionTarget",
+                status: "True",
+                reason: "PreemptionByScheduler",
+                message: &message,
+            };
+            match self
+                .writer
+                .patch_pod_status(victim, Some(disruption), None)
+                .await
+            {
+                Ok(()) | Err(WriteError::Refused { code: 404, .. }) => {}
+                Err(e) => return Err(delete_error(e)),
+            }
+            self.writer
+                .delete_pod(victim, &info.uid)
+                .await
+                .map_err(delete_error)?;
+            let note = format!("Preempted by pod {} on node {}", preemptor.uid, p.node);
+            if let Err(e) = self
+                .writer
+                .record(
+                    (victim, &info.uid),
+                    Some((&p.pod, &preemptor.uid)),
+                    &preemptor.scheduler_name,
+                    "Normal",
+                    "Preempted",
+                    "Preempting",
+                    &note,
+                )
+                .await
+            {
+                tracing::warn!(pod = %victim, error = %e, "cannot record the Preempted event");
+            }
+        }
+        Ok(())
+    }
+}

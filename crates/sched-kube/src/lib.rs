@@ -1,0 +1,388 @@
+//! sched-kube: sched-core's scheduling engine as a second scheduler on a Kubernetes API
+//! server, run as kube-scheduler runs, for the pods that name its profiles
+//! (`spec.schedulerName`).
+//!
+//! # Start here
+//! ```no_run
+//! use sched_core::config::SchedulerConfiguration;
+//! use sched_kube::{KubeScheduler, Options};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = kube::Client::try_default().await?; // in-cluster or ~/.kube/config
+//! let config = SchedulerConfiguration::from_file("scheduler.yaml")?;
+//! let scheduler = KubeScheduler::new(client, Options::new(config, "replica-a"))?;
+//! let addr = scheduler.serve("0.0.0.0:10251".parse()?).await?; // /healthz, /readyz, /metrics
+//! scheduler.run(async { tokio::signal::ctrl_c().await.ok(); }).await?;
+//! # let _ = addr; Ok(()) }
+//! ```
+//! The binary `sched-kube-scheduler` does the same from flags (`--config`, `--kubeconfig`,
+//! `--identity`, `--address`).
+//!
+//! # What a term of leadership does
+//! 1. **Elect** (the configuration's `leaderElection`, on by default): replicas share the
+//!    Lease `resourceNamespace/resourceName` through lease-elect-kube; only the leader
+//!    schedules, and every write it makes checks that its term is still valid first
+//!    ([`writes::Fence`]). A replica that loses its lease stops: [`KubeScheduler::run`]
+//!    returns [`RunError::LeadershipLost`] (kube-scheduler exits too).
+//! 2. **Rebuild from the watches**: one kube-rs watcher per [`kinds::WATCHED`] kind (list,
+//!    watch, relist on expiry, backoff while the API server is away). Nothing is scheduled
+//!    until every kind is listed (kube's cache sync); the listing is applied in dependency
+//!    order, pending pods last. A malformed object is logged, counted
+//!    (`sched_kube_malformed_objects_total`) and skipped.
+//! 3. **Schedule** with sched-driver: bindings through `pods/binding` with the pod's UID as a
+//!    precondition, at most [`Options::max_concurrent_binds`] at once; a refused or failed
+//!    binding unreserves the pod and requeues it; assumed pods are confirmed when the watch
+//!    reports them bound. PreBind writes VolumeBinding's decisions (PersistentVolume
+//!    `claimRef`s, the `selected-node` annotation of claims to provision).
+//! 4. **Report as kube does**: `Scheduled`, `FailedScheduling` and `Preempted` Events
+//!    (`events.k8s.io/v1`), the `PodScheduled=False` condition with kube's message,
+//!    `nominatedNodeName` for a preemptor, `DisruptionTarget` on a victim before its
+//!    (graceful) deletion.
+//!
+//! # Differences from kube-scheduler
+//! - Services, ReplicaSets, StatefulSets and ReplicationControllers are not watched: the
+//!   default spreading constraints (PodTopologySpread's `systemDefaulted`) see no owning
+//!   selector, so scores differ for pods those objects select.
+//! - PreBind does not wait for the PersistentVolume controller to finish volume bindings
+//!   (kube waits up to `bindTimeoutSeconds`); pods with ResourceClaims are refused at
+//!   PreBind (their allocations are not written yet) and retried with backoff.
+//!
+//! # Permissions
+//! The service account needs kube-scheduler's (`system:kube-scheduler`): get, list, watch of
+//! every watched kind; create of `pods/binding` and `events.k8s.io` events; patch of
+//! `pods/status`, persistentvolumes and persistentvolumeclaims; delete of pods; and the
+//! Lease permissions of lease-elect-kube.
+
+pub mod kinds;
+pub mod writes;
+
+mod feed;
+mod hooks;
+mod report;
+mod serve;
+
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use kube::Client;
+use lease_elect::{
+    ElectionConfig, ElectionMetrics, LeaderCallbacks, LeaderElector, LeaderGuard, RunOutcome,
+};
+use lease_elect_kube::LeaseLock;
+use sched_core::config::{ConfigError, Registry, SchedulerConfiguration};
+use sched_core::scheduler::{ClusterEvent, Object, Scheduler};
+use sched_core::snapshot::Snapshot;
+use sched_driver::metrics::SchedulerMetrics;
+use sched_driver::{BuildError, Driver, DriverError};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::feed::{FeedMsg, FeedStats, PodCache};
+use crate::hooks::{KubeBinder, KubeVictimDeleter};
+use crate::serve::Health;
+use crate::writes::{Fence, Writer};
+
+/// How a [`KubeScheduler`] runs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// The `KubeSchedulerConfiguration`: profiles, extenders, `leaderElection`.
+    pub config: SchedulerConfiguration,
+    /// This replica's identity in the Lease and in Events (kube: the hostname and a UUID).
+    pub identity: String,
+    /// At most this many bindings in flight (default 64).
+    pub max_concurrent_binds: usize,
+    /// Seeds the tie-breaking among equally scored nodes.
+    pub seed: u64,
+}
+
+impl Options {
+    /// Options with the defaults.
+    pub fn new(config: SchedulerConfiguration, identity: impl Into<String>) -> Options {
+        Options {
+            config,
+            identity: identity.into(),
+            max_concurrent_binds: 64,
+            seed: 0,
+        }
+    }
+}
+
+/// Why [`KubeScheduler`] stopped or did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The configuration's profiles did not compile.
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// The leader election settings were refused.
+    #[error("leader election: {0}")]
+    Election(String),
+    /// The driver's settings were refused.
+    #[error("driver: {0}")]
+    Build(#[from] BuildError),
+    /// The driver stopped with an error (fenced off, a panicking plugin).
+    #[error("driver: {0}")]
+    Driver(#[from] DriverError),
+    /// This replica led and lost its lease (kube-scheduler exits: "leaderelection lost").
+    #[error("leaderelection lost")]
+    LeadershipLost,
+}
+
+/// The scheduler on an API server; see the crate's docs.
+pub struct KubeScheduler {
+    client: Client,
+    options: Options,
+    metrics: SchedulerMetrics,
+    election_metrics: ElectionMetrics,
+    stats: FeedStats,
+    health: OnceLock<Arc<Health>>,
+    registry: Mutex<Option<prometheus_client::registry::Registry>>,
+}
+
+impl KubeScheduler {
+    /// A scheduler for `client`'s API server; its profiles are compiled once here to report
+    /// configuration errors before anything runs.
+    ///
+    /// # Errors
+    /// [`RunError::Config`].
+    pub fn new(client: Client, options: Options) -> Result<KubeScheduler, RunError> {
+        Scheduler::from_config(&options.config, &Registry::v1_34(), Snapshot::new(), 0)?;
+        let metrics = SchedulerMetrics::new();
+        let election_metrics = ElectionMetrics::new();
+        let stats = FeedStats::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        election_metrics.register(&mut registry);
+        stats.register(&mut registry);
+        Ok(KubeScheduler {
+            client,
+            options,
+            metrics,
+            election_metrics,
+            stats,
+            health: OnceLock::new(),
+            registry: Mutex::new(Some(registry)),
+        })
+    }
+
+    fn health(&self) -> Arc<Health> {
+        self.health
+            .get_or_init(|| {
+                let registry = self
+                    .registry
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default();
+                Arc::new(Health {
+                    registry,
+                    ready: false.into(),
+                    leading: false.into(),
+                    elector: OnceLock::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// Serves `/healthz`, `/readyz` and `/metrics` on `addr` (port 0 picks one); returns the
+    /// address bound.
+    ///
+    /// # Errors
+    /// The listener's.
+    pub async fn serve(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        serve::serve(addr, self.health()).await
+    }
+
+    /// Runs until `shutdown` resolves (then a leader releases its Lease) or this replica
+    /// loses its lease.
+    ///
+    /// # Errors
+    /// [`RunError::LeadershipLost`], or the driver's error.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunError> {
+        let this = Arc::new(self);
+        let le = this.options.config.leader_election.clone();
+        if !le.leader_elect {
+            return this.lead(Fence::unfenced(), shutdown).await;
+        }
+        let lock = LeaseLock::new(
+            this.client.clone(),
+            &le.resource_namespace,
+            &le.resource_name,
+            &this.options.identity,
+        );
+        let config = ElectionConfig::builder()
+            .lock(lock)
+            .name(&le.resource_name)
+            .lease_duration(le.lease_duration)
+            .renew_deadline(le.renew_deadline)
+            .retry_period(le.retry_period)
+            .release_on_cancel(true)
+            .metrics(&this.election_metrics)
+            .build()
+            .map_err(|e| RunError::Election(e.to_string()))?;
+        let elector = LeaderElector::new(config);
+        let health = this.health();
+        let _ = health.elector.set(elector.clone());
+        let failed = CancellationToken::new();
+        let callbacks = Callbacks {
+            scheduler: this.clone(),
+            result: Mutex::new(None),
+            failed: failed.clone(),
+        };
+        let stop = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = failed.cancelled() => {}
+            }
+        };
+        let outcome = elector.run(&callbacks, stop).await;
+        health.leading.store(false, Ordering::Relaxed);
+        let result = callbacks
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match (outcome, result) {
+            (_, Some(Err(e))) => Err(e),
+            (RunOutcome::LostLeadership, _) => Err(RunError::LeadershipLost),
+            _ => Ok(()),
+        }
+    }
+
+    /// One term: watch, rebuild, schedule until `stop`.
+    async fn lead(&self, fence: Fence, stop: impl Future<Output = ()>) -> Result<(), RunError> {
+        let health = self.health();
+        health.leading.store(true, Ordering::Relaxed);
+        let mut stop = pin!(stop);
+        let pods = Arc::new(PodCache::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut watches = tokio::task::JoinSet::new();
+        feed::spawn(&self.client, &pods, &self.stats, &tx, &mut watches);
+        drop(tx);
+
+        // kube's cache sync: every kind listed before the first cycle.
+        let mut listing: Vec<(usize, ClusterEvent)> = Vec::new();
+        let mut unsynced = kinds::WATCHED.len();
+        while unsynced > 0 {
+            tokio::select! {
+                m = rx.recv() => match m {
+                    Some(FeedMsg::Event(i, e)) => listing.push((i, e)),
+                    Some(FeedMsg::Synced(i)) => {
+                        tracing::debug!(kind = kinds::WATCHED[i].kind, "listed");
+                        unsynced -= 1;
+                    }
+                    None => return Ok(()),
+                },
+                () = &mut stop => return Ok(()),
+            }
+        }
+        let scheduler = Scheduler::from_config(
+            &self.options.config,
+            &Registry::v1_34(),
+            Snapshot::new(),
+            self.options.seed,
+        )?;
+        let writer = Writer::new(self.client.clone(), fence.clone(), &self.options.identity);
+        let driver = Driver::builder(scheduler)
+            .binder(KubeBinder {
+                writer: writer.clone(),
+                pods: pods.clone(),
+            })
+            .victim_deleter(KubeVictimDeleter {
+                writer: writer.clone(),
+                pods: pods.clone(),
+            })
+            .max_concurrent_binds(self.options.max_concurrent_binds)
+            .event_capacity(1 << 16)
+            .metrics(&self.metrics)
+            .build()?;
+        let handle = driver.handle();
+        // Dependency order (WATCHED's), and bound pods before pending ones.
+        listing.sort_by_key(|(i, e)| (*i, is_pending_pod(e)));
+        for (_, e) in listing {
+            if handle.apply(e).is_err() {
+                return Ok(());
+            }
+        }
+        tokio::spawn(report::run(handle.subscribe(), writer, pods.clone()));
+        let driver_stop = CancellationToken::new();
+        let mut run = {
+            let stop = driver_stop.clone();
+            tokio::spawn(driver.run(async move { stop.cancelled().await }))
+        };
+        health.ready.store(true, Ordering::Relaxed);
+        tracing::info!(identity = %self.options.identity, "watches synced; scheduling");
+        let ended = loop {
+            tokio::select! {
+                m = rx.recv() => match m {
+                    Some(FeedMsg::Event(_, e)) => {
+                        if handle.apply(e).is_err() {
+                            break None;
+                        }
+                    }
+                    Some(FeedMsg::Synced(_)) => {}
+                    None => break None,
+                },
+                r = &mut run => break Some(r),
+                () = &mut stop => break None,
+            }
+        };
+        health.ready.store(false, Ordering::Relaxed);
+        watches.abort_all();
+        let result = match ended {
+            Some(r) => r,
+            None => {
+                driver_stop.cancel();
+                // Bindings in flight finish (or are fenced off) before the term ends.
+                tokio::time::timeout(Duration::from_secs(30), &mut run)
+                    .await
+                    .unwrap_or_else(|_| {
+                        run.abort();
+                        Ok(Err(DriverError::EnginePanicked(
+                            "did not drain in 30 s".into(),
+                        )))
+                    })
+            }
+        };
+        match result {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.into()),
+            Err(join) => Err(DriverError::EnginePanicked(join.to_string()).into()),
+        }
+    }
+}
+
+fn is_pending_pod(e: &ClusterEvent) -> bool {
+    matches!(e, ClusterEvent::Add(Object::Pod(p)) if p.spec.node_name.is_empty())
+}
+
+/// The elector's callbacks: a term runs [`KubeScheduler::lead`].
+struct Callbacks {
+    scheduler: Arc<KubeScheduler>,
+    result: Mutex<Option<Result<(), RunError>>>,
+    failed: CancellationToken,
+}
+
+#[lease_elect::async_trait]
+impl LeaderCallbacks for Callbacks {
+    async fn on_started_leading(&self, guard: LeaderGuard) {
+        tracing::info!(identity = %self.scheduler.options.identity, token = guard.token().0, "leading");
+        let lost = guard.clone();
+        let result = self
+            .scheduler
+            .lead(Fence::leader(guard), async move { lost.lost().await })
+            .await;
+        if result.is_err() {
+            self.failed.cancel();
+        }
+        *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+    }
+
+    fn on_new_leader(&self, identity: &str) {
+        tracing::info!(leader = identity, "new leader");
+    }
+}

@@ -1,0 +1,108 @@
+//! kube's failure handler on the API server: a pod that did not schedule gets a
+//! `FailedScheduling` Event and the `PodScheduled=False` condition with kube's message, the
+//! reason `Unschedulable` (no node fits) or `SchedulerError` (the attempt failed).
+//!
+//! As kube's `updatePod`, the status is patched only when the condition changes; Events are
+//! written for every attempt.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use sched_core::model::PodKey;
+use sched_core::scheduler::SchedulerEvent;
+use sched_driver::{DriverEvent, StepTaken};
+use tokio::sync::broadcast;
+
+use crate::feed::PodCache;
+use crate::writes::{Condition, Writer};
+
+/// Writes what `events` reports until the driver stops.
+pub(crate) async fn run(
+    mut events: broadcast::Receiver<DriverEvent>,
+    writer: Writer,
+    pods: Arc<PodCache>,
+) {
+    let mut errored: HashSet<PodKey> = HashSet::new();
+    let mut last: HashMap<PodKey, (String, &'static str)> = HashMap::new();
+    loop {
+        let event = match events.recv().await {
+            Ok(e) => e,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(
+                    missed = n,
+                    "scheduling events fell behind; some not reported"
+                );
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        match event {
+            DriverEvent::Step(StepTaken::Failed { pod, .. }) => {
+                errored.insert(pod);
+            }
+            DriverEvent::Scheduler(SchedulerEvent::Scheduled { pod, .. }) => {
+                last.remove(&pod);
+            }
+            DriverEvent::Scheduler(SchedulerEvent::FailedScheduling { pod, message }) => {
+                let reason = if errored.remove(&pod) {
+                    "SchedulerError"
+                } else {
+                    "Unschedulable"
+                };
+                let Some(info) = pods.get(&pod) else {
+                    last.remove(&pod);
+                    continue;
+                };
+                if let Err(e) = writer
+                    .record(
+                        (&pod, &info.uid),
+                        None,
+                        &info.scheduler_name,
+                        "Warning",
+                        "FailedScheduling",
+                        "Scheduling",
+                        &message,
+                    )
+                    .await
+                {
+                    tracing::warn!(%pod, error = %e, "cannot record FailedScheduling");
+                }
+                let condition = (message, reason);
+                if last.get(&pod) == Some(&condition) {
+                    continue;
+                }
+                let patched = writer
+                    .patch_pod_status(
+                        &pod,
+                        Some(Condition {
+                            type_: "PodScheduled",
+                            status: "False",
+                            reason,
+                            message: &condition.0,
+                        }),
+                        None,
+                    )
+                    .await;
+                match patched {
+                    Ok(()) => {
+                        last.insert(pod, condition);
+                    }
+                    Err(e) => tracing::warn!(%pod, error = %e, "cannot update PodScheduled"),
+                }
+                if last.len() > 4096 {
+                    last.retain(|p, _| pods.get(p).is_some());
+                }
+            }
+            DriverEvent::Scheduler(SchedulerEvent::BindingFailed { pod, node, message }) => {
+                tracing::warn!(%pod, node, message, "binding failed; the pod is retried");
+            }
+            DriverEvent::Scheduler(SchedulerEvent::Rejected { object, message }) => {
+                tracing::error!(object, message, "the engine refused a watched change");
+            }
+            DriverEvent::PreemptionFailed { pod, message } => {
+                tracing::warn!(%pod, message, "preemption failed");
+            }
+            _ => {}
+        }
+    }
+}

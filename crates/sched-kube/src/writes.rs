@@ -1,0 +1,333 @@
+//! Everything the scheduler writes to the API server, as kube-scheduler writes it: the
+//! `pods/binding` subresource, PreBind's volume writes, status patches (the `PodScheduled`
+//! condition, `nominatedNodeName`, a victim's `DisruptionTarget`), victim deletions and
+//! `events.k8s.io/v1` Events.
+//!
+//! Every write is refused once this replica's term is over ([`Fence`]): a replica that lost
+//! its lease writes nothing more.
+
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Client};
+use lease_elect::LeaderGuard;
+use sched_core::model::PodKey;
+
+/// kube's `NoteLengthLimit`: an event's note is cut to this many bytes.
+pub const NOTE_LENGTH_LIMIT: usize = 1024;
+
+/// Why a write was not made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// This replica no longer leads: nothing is written.
+    #[error("this replica's lease is no longer valid")]
+    Fenced,
+    /// The API server refused the write (a conflict, an object that is gone, a failed
+    /// precondition): the status code and its message.
+    #[error("{code}: {message}")]
+    Refused {
+        /// The HTTP status code.
+        code: u16,
+        /// The API server's message.
+        message: String,
+    },
+    /// The request failed (a timeout, a lost connection).
+    #[error(transparent)]
+    Failed(kube::Error),
+}
+
+impl From<kube::Error> for WriteError {
+    fn from(e: kube::Error) -> WriteError {
+        match e {
+            kube::Error::Api(s) if (400..500).contains(&s.code) => WriteError::Refused {
+                code: s.code,
+                message: s.message.clone(),
+            },
+            other => WriteError::Failed(other),
+        }
+    }
+}
+
+/// Whether this replica may still write: its leader term's guard, or always when leader
+/// election is off.
+#[derive(Clone, Debug)]
+pub struct Fence(Option<LeaderGuard>);
+
+impl Fence {
+    /// Writes while `guard`'s term is valid.
+    pub fn leader(guard: LeaderGuard) -> Fence {
+        Fence(Some(guard))
+    }
+
+    /// Always writes (leader election off).
+    pub fn unfenced() -> Fence {
+        Fence(None)
+    }
+
+    fn check(&self) -> Result<(), WriteError> {
+        match &self.0 {
+            Some(g) if !g.is_valid() => Err(WriteError::Fenced),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The scheduler's writes, with its identity for Events.
+#[derive(Clone)]
+pub struct Writer {
+    client: Client,
+    fence: Fence,
+    /// `reportingInstance` of Events (kube: `<scheduler name>-<hostname>`; here the
+    /// replica's identity).
+    instance: String,
+}
+
+/// A condition for a pod's status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition<'a> {
+    /// `type` (`PodScheduled`, `DisruptionTarget`).
+    pub type_: &'a str,
+    /// `status` (`True`, `False`).
+    pub status: &'a str,
+    /// `reason`.
+    pub reason: &'a str,
+    /// `message`.
+    pub message: &'a str,
+}
+
+fn now() -> Timestamp {
+    Timestamp::try_from(SystemTime::now()).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+impl Writer {
+    /// A writer over `client`, fenced by `fence`; `instance` names this replica in Events.
+    pub fn new(client: Client, fence: Fence, instance: impl Into<String>) -> Writer {
+        Writer {
+            client,
+            fence,
+            instance: instance.into(),
+        }
+    }
+
+    fn pods(&self, pod: &PodKey) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), pod.namespace())
+    }
+
+    /// Binds `pod` (of UID `uid`) to `node`: a `Binding` posted to `pods/binding`, with the
+    /// pod's UID as a precondition, as kube's DefaultBinder does.
+    ///
+    /// # Errors
+    /// [`WriteError`]; 409 (already bound) and 404 (gone) are [`WriteError::Refused`].
+    pub async fn bind(&self, pod: &PodKey, uid: &str, node: &str) -> Result<(), WriteError> {
+        self.fence.check()?;
+        let binding = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name(), "namespace": pod.namespace(), "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        self.pods(pod)
+            .create_subresource::<_, serde_json::Value>(
+                "binding",
+                pod.name(),
+                &PostParams::default(),
+                &binding,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Merge-patches a pod's status: a condition (replacing the one of its type, as kube's
+    /// `UpdatePodCondition`; `lastTransitionTime` now) and/or `nominatedNodeName`.
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    pub async fn patch_pod_status(
+        &self,
+        pod: &PodKey,
+        condition: Option<Condition<'_>>,
+        nominated_node: Option<&str>,
+    ) -> Result<(), WriteError> {
+        self.fence.check()?;
+        let mut status = serde_json::Map::new();
+        if let Some(c) = condition {
+            // A strategic merge patch merges `conditions` by `type`.
+            status.insert(
+                "conditions".into(),
+                serde_json::json!([{
+                    "type": c.type_,
+                    "status": c.status,
+                    "reason": c.reason,
+                    "message": c.message,
+                    "lastTransitionTime": now().to_string(),
+                }]),
+            );
+        }
+        if let Some(n) = nominated_node {
+            status.insert("nominatedNodeName".into(), n.into());
+        }
+        let patch = serde_json::json!({ "status": status });
+        self.pods(pod)
+            .patch_status(
+                pod.name(),
+                &PatchParams::default(),
+                &Patch::Strategic(patch),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a victim of preemption (default grace period), only the pod of UID `uid`; a
+    /// pod already gone is not an error (kube's `PreemptPod`).
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    pub async fn delete_pod(&self, pod: &PodKey, uid: &str) -> Result<(), WriteError> {
+        self.fence.check()?;
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.pods(pod).delete(pod.name(), &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// VolumeBinding's PreBind writes: each PersistentVolume's `claimRef` and annotations as
+    /// the engine assumed them, and each claim to provision annotated with its node
+    /// (`volume.kubernetes.io/selected-node`). Merge patches, in the engine's order.
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    pub async fn write_volumes(
+        &self,
+        volumes: &sched_core::plugins::volume::AssumedVolumes,
+    ) -> Result<(), WriteError> {
+        for pv in volumes.bindings() {
+            self.fence.check()?;
+            let claim = pv.spec.claim_ref.as_ref().map(|c| {
+                serde_json::json!({
+                    "kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                    "namespace": c.namespace, "name": c.name, "uid": c.uid,
+                })
+            });
+            let patch = serde_json::json!({
+                "metadata": {"annotations": pv.metadata.annotations},
+                "spec": {"claimRef": claim},
+            });
+            Api::<PersistentVolume>::all(self.client.clone())
+                .patch(
+                    &pv.metadata.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await?;
+        }
+        for pvc in volumes.provisions() {
+            self.fence.check()?;
+            let patch = serde_json::json!({
+                "metadata": {"annotations": pvc.metadata.annotations},
+            });
+            Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &pvc.metadata.namespace)
+                .patch(
+                    &pvc.metadata.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Records an `events.k8s.io/v1` Event about `pod` (and `related`, a second pod), as
+    /// kube's event recorder writes it: `reportingController` the profile's scheduler name,
+    /// the note cut to [`NOTE_LENGTH_LIMIT`].
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record(
+        &self,
+        regarding: (&PodKey, &str),
+        related: Option<(&PodKey, &str)>,
+        controller: &str,
+        type_: &str,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) -> Result<(), WriteError> {
+        self.fence.check()?;
+        let reference = |(pod, uid): (&PodKey, &str)| ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(pod.namespace().to_owned()),
+            name: Some(pod.name().to_owned()),
+            uid: Some(uid.to_owned()),
+            ..ObjectReference::default()
+        };
+        let now = now();
+        let (pod, _) = regarding;
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", pod.name(), now.as_nanosecond())),
+                namespace: Some(pod.namespace().to_owned()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(now)),
+            reporting_controller: Some(controller.to_owned()),
+            reporting_instance: Some(format!("{controller}-{}", self.instance)),
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
+            note: Some(truncate_note(note)),
+            type_: Some(type_.to_owned()),
+            regarding: Some(reference(regarding)),
+            related: related.map(reference),
+            ..Event::default()
+        };
+        Api::<Event>::namespaced(self.client.clone(), pod.namespace())
+            .create(&PostParams::default(), &event)
+            .await?;
+        Ok(())
+    }
+}
+
+/// kube's `truncateMessage`: a note longer than [`NOTE_LENGTH_LIMIT`] is cut and ends with
+/// ` ...`.
+pub fn truncate_note(note: &str) -> String {
+    if note.len() <= NOTE_LENGTH_LIMIT {
+        return note.to_owned();
+    }
+    let suffix = " ...";
+    let mut end = NOTE_LENGTH_LIMIT - suffix.len();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{suffix}", &note[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_note_is_cut_as_kube_cuts_it() {
+        assert_eq!(truncate_note("short"), "short");
+        let long = "x".repeat(2000);
+        let cut = truncate_note(&long);
+        assert_eq!(cut.len(), NOTE_LENGTH_LIMIT);
+        assert!(cut.ends_with("x ..."));
+        // Never inside a character.
+        let wide = "é".repeat(600);
+        assert!(truncate_note(&wide).len() <= NOTE_LENGTH_LIMIT);
+    }
+}

@@ -1,0 +1,383 @@
+//! sched-kube against a real kube-apiserver v1.34 (started by the test from the binaries
+//! `scripts/reference.sh` builds; a missing binary fails the test). Nodes are API objects
+//! only: no kubelet runs, so a stand-in force-deletes pods whose graceful deletion began.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use lease_elect_kube::testing::apiserver::KubeApiServer;
+use sched_core::config::SchedulerConfiguration;
+use sched_kube::{KubeScheduler, Options};
+
+const NS: &str = "default";
+
+fn config(lease_name: &str) -> SchedulerConfiguration {
+    SchedulerConfiguration::from_text(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         leaderElection:\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n  \
+         resourceNamespace: default\n  resourceName: {lease_name}\n\
+         profiles:\n- schedulerName: sched-kube\n"
+    ))
+    .expect("valid configuration")
+}
+
+async fn create_node(client: &Client, name: &str, cpu: &str) {
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }))
+    .unwrap();
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap_or_else(|e| panic!("create node {name}: {e}"));
+    // The API server taints a new node not-ready (TaintNodesByCondition); the node
+    // lifecycle controller, which is not running, would lift it once the node is Ready.
+    Api::<Node>::all(client.clone())
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"taints": null}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("untaint node {name}: {e}"));
+}
+
+async fn create_pod(client: &Client, name: &str, scheduler: &str, cpu: &str, class: Option<&str>) {
+    let mut pod = serde_json::json!({
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "c", "image": "pause",
+                            "resources": {"requests": {"cpu": cpu}}}],
+        },
+    });
+    if let Some(c) = class {
+        pod["spec"]["priorityClassName"] = c.into();
+    }
+    let pod: Pod = serde_json::from_value(pod).unwrap();
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("create pod {name}: {e}"));
+}
+
+async fn pods(client: &Client) -> BTreeMap<String, Pod> {
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
+        .collect()
+}
+
+fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}
+
+fn condition<'a>(p: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.
+async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn events(client: &Client, reason: &str) -> Vec<Event> {
+    Api::<Event>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
+
+/// The kubelet's part in a graceful deletion, for nodes without one: a pod whose deletion
+/// began is removed at once.
+fn kubelet_stand_in(client: Client) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api = Api::<Pod>::namespaced(client, NS);
+        loop {
+            if let Ok(list) = api.list(&ListParams::default()).await {
+                for p in list.items {
+                    if p.metadata.deletion_timestamp.is_some() {
+                        let name = p.metadata.name.unwrap_or_default();
+                        let _ = api
+                            .delete(&name, &DeleteParams::default().grace_period(0))
+                            .await;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+async fn server() -> (KubeApiServer, Client) {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_test_writer()
+        .try_init();
+    let server = KubeApiServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("kube-apiserver: {e}"));
+    let client = server
+        .connection()
+        .client(NS, Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    (server, client)
+}
+
+/// A client for the scheduler: without a read timeout, so that its watches stay open.
+async fn scheduler_client(server: &KubeApiServer) -> Client {
+    server.connection().client(NS, None).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
+    let (server, client) = server().await;
+    for n in ["n1", "n2", "n3"] {
+        create_node(&client, n, "4").await;
+    }
+    // One pod before the scheduler starts (found by the initial listing), the rest after.
+    create_pod(&client, "early", "sched-kube", "1", None).await;
+    create_pod(&client, "foreign", "another-scheduler", "1", None).await;
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("binds"), "replica-a"),
+    )
+    .unwrap();
+    let addr = scheduler
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn({
+        let stop = stop.clone();
+        scheduler.run(async move { stop.cancelled().await })
+    });
+    for i in 0..11 {
+        create_pod(&client, &format!("p{i}"), "sched-kube", "1", None).await;
+    }
+    create_pod(&client, "too-big", "sched-kube", "1", None).await;
+
+    // 12 pods of 1 CPU fill three 4-CPU nodes; the 13th does not fit.
+    let all = eventually(Duration::from_secs(30), "12 pods bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            let bound = all.values().filter(|p| node_of(p).is_some()).count();
+            (bound == 12).then_some(all)
+        }
+    })
+    .await;
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in all.values() {
+        if let Some(n) = node_of(p) {
+            *per_node.entry(n).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        per_node.values().copied().collect::<Vec<_>>(),
+        vec![4, 4, 4]
+    );
+    assert!(
+        node_of(&all["foreign"]).is_none(),
+        "another scheduler's pod was bound"
+    );
+    let unbound: Vec<&String> = all
+        .iter()
+        .filter(|(_, p)| {
+            node_of(p).is_none()
+                && p.spec.as_ref().unwrap().scheduler_name.as_deref() == Some("sched-kube")
+        })
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(unbound.len(), 1, "{unbound:?}");
+    let last = unbound[0].clone();
+
+    // kube's failure handler: the condition and the event, with kube's message.
+    let want = "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, \
+                preemption: 0/3 nodes are available: 3 No preemption victims found for incoming \
+                pod.";
+    let cond = eventually(Duration::from_secs(10), "PodScheduled=False", || {
+        let client = client.clone();
+        let last = last.clone();
+        async move {
+            let all = pods(&client).await;
+            condition(&all[&last], "PodScheduled").cloned()
+        }
+    })
+    .await;
+    assert_eq!(cond.status, "False");
+    assert_eq!(cond.reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(cond.message.as_deref(), Some(want));
+    let failed = events(&client, "FailedScheduling").await;
+    assert!(
+        failed.iter().any(|e| e.note.as_deref() == Some(want)
+            && e.type_.as_deref() == Some("Warning")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(last.as_str())
+            && e.reporting_controller.as_deref() == Some("sched-kube")),
+        "{failed:?}"
+    );
+    let scheduled = events(&client, "Scheduled").await;
+    assert_eq!(scheduled.len(), 12, "one Scheduled event per bound pod");
+    let p0 = &all["p0"];
+    let note = format!(
+        "Successfully assigned default/p0 to {}",
+        node_of(p0).unwrap()
+    );
+    assert!(
+        scheduled
+            .iter()
+            .any(|e| e.note.as_deref() == Some(note.as_str()))
+    );
+
+    // Health and metrics.
+    let body = http_get(addr, "/metrics").await;
+    assert!(body.contains("scheduler_schedule_attempts_total"), "{body}");
+    assert!(http_get(addr, "/readyz").await.starts_with("ok"));
+    assert!(http_get(addr, "/healthz").await.starts_with("ok"));
+
+    // A freed node wakes the pending pod: it binds where room was made.
+    let victim = all
+        .iter()
+        .find(|(_, p)| node_of(p).is_some())
+        .map(|(n, p)| (n.clone(), node_of(p).unwrap().to_owned()))
+        .unwrap();
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .delete(&victim.0, &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let node = eventually(Duration::from_secs(20), "the pending pod bound", || {
+        let client = client.clone();
+        let last = last.clone();
+        async move { node_of(&pods(&client).await[&last]).map(str::to_owned) }
+    })
+    .await;
+    assert_eq!(node, victim.1);
+
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempts_lower_priority_pods_as_kube_does() {
+    let (server, client) = server().await;
+    let kubelet = kubelet_stand_in(client.clone());
+    for (name, value) in [("low", 10), ("high", 1000)] {
+        let pc: PriorityClass =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "value": value}))
+                .unwrap();
+        Api::<PriorityClass>::all(client.clone())
+            .create(&PostParams::default(), &pc)
+            .await
+            .unwrap();
+    }
+    create_node(&client, "n1", "2").await;
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("preempt"), "replica-a"),
+    )
+    .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn({
+        let stop = stop.clone();
+        scheduler.run(async move { stop.cancelled().await })
+    });
+    create_pod(&client, "low-a", "sched-kube", "1", Some("low")).await;
+    create_pod(&client, "low-b", "sched-kube", "1", Some("low")).await;
+    eventually(Duration::from_secs(30), "the low pods bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            (all.values().filter(|p| node_of(p).is_some()).count() == 2).then_some(())
+        }
+    })
+    .await;
+    let uid = |all: &BTreeMap<String, Pod>, n: &str| all[n].metadata.uid.clone().unwrap();
+    let before = pods(&client).await;
+    let low_a = uid(&before, "low-a");
+    create_pod(&client, "high", "sched-kube", "2", Some("high")).await;
+    let all = eventually(Duration::from_secs(30), "the high pod bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            all.get("high").and_then(node_of).is_some().then_some(all)
+        }
+    })
+    .await;
+    assert_eq!(node_of(&all["high"]), Some("n1"));
+    assert!(
+        !all.contains_key("low-a") && !all.contains_key("low-b"),
+        "victims deleted"
+    );
+    assert_eq!(
+        all["high"]
+            .status
+            .as_ref()
+            .unwrap()
+            .nominated_node_name
+            .as_deref(),
+        Some("n1"),
+        "the preemptor was nominated"
+    );
+    let preempted = events(&client, "Preempted").await;
+    let high = uid(&all, "high");
+    let note = format!("Preempted by pod {high} on node n1");
+    assert!(
+        preempted
+            .iter()
+            .any(|e| e.note.as_deref() == Some(note.as_str())
+                && e.regarding.as_ref().and_then(|r| r.uid.as_deref()) == Some(low_a.as_str())),
+        "{preempted:?}"
+    );
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    kubelet.abort();
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(out)
+}
