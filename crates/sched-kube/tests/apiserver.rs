@@ -2,168 +2,16 @@
 //! `scripts/reference.sh` builds; a missing binary fails the test). Nodes are API objects
 //! only: no kubelet runs, so a stand-in force-deletes pods whose graceful deletion began.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::{Api, Client};
-use lease_elect_kube::testing::apiserver::KubeApiServer;
-use sched_core::config::SchedulerConfiguration;
+use common::*;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::DeleteParams;
 use sched_kube::{KubeScheduler, Options};
-
-const NS: &str = "default";
-
-fn config(lease_name: &str) -> SchedulerConfiguration {
-    SchedulerConfiguration::from_text(&format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-         leaderElection:\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n  \
-         resourceNamespace: default\n  resourceName: {lease_name}\n\
-         profiles:\n- schedulerName: sched-kube\n"
-    ))
-    .expect("valid configuration")
-}
-
-async fn create_node(client: &Client, name: &str, cpu: &str) {
-    let node: Node = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }))
-    .unwrap();
-    Api::<Node>::all(client.clone())
-        .create(&PostParams::default(), &node)
-        .await
-        .unwrap_or_else(|e| panic!("create node {name}: {e}"));
-    // The API server taints a new node not-ready (TaintNodesByCondition); the node
-    // lifecycle controller, which is not running, would lift it once the node is Ready.
-    Api::<Node>::all(client.clone())
-        .patch(
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"spec": {"taints": null}})),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("untaint node {name}: {e}"));
-}
-
-async fn create_pod(client: &Client, name: &str, scheduler: &str, cpu: &str, class: Option<&str>) {
-    let mut pod = serde_json::json!({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "schedulerName": scheduler,
-            "terminationGracePeriodSeconds": 30,
-            "containers": [{"name": "c", "image": "pause",
-                            "resources": {"requests": {"cpu": cpu}}}],
-        },
-    });
-    if let Some(c) = class {
-        pod["spec"]["priorityClassName"] = c.into();
-    }
-    let pod: Pod = serde_json::from_value(pod).unwrap();
-    Api::<Pod>::namespaced(client.clone(), NS)
-        .create(&PostParams::default(), &pod)
-        .await
-        .unwrap_or_else(|e| panic!("create pod {name}: {e}"));
-}
-
-async fn pods(client: &Client) -> BTreeMap<String, Pod> {
-    Api::<Pod>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
-        .collect()
-}
-
-fn node_of(p: &Pod) -> Option<&str> {
-    p.spec.as_ref()?.node_name.as_deref()
-}
-
-fn condition<'a>(p: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
-    p.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
-/// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.
-async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn events(client: &Client, reason: &str) -> Vec<Event> {
-    Api::<Event>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .collect()
-}
-
-/// The kubelet's part in a graceful deletion, for nodes without one: a pod whose deletion
-/// began is removed at once.
-fn kubelet_stand_in(client: Client) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let api = Api::<Pod>::namespaced(client, NS);
-        loop {
-            if let Ok(list) = api.list(&ListParams::default()).await {
-                for p in list.items {
-                    if p.metadata.deletion_timestamp.is_some() {
-                        let name = p.metadata.name.unwrap_or_default();
-                        let _ = api
-                            .delete(&name, &DeleteParams::default().grace_period(0))
-                            .await;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-}
-
-async fn server() -> (KubeApiServer, Client) {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_test_writer()
-        .try_init();
-    let server = KubeApiServer::start()
-        .await
-        .unwrap_or_else(|e| panic!("kube-apiserver: {e}"));
-    let client = server
-        .connection()
-        .client(NS, Some(Duration::from_secs(10)))
-        .await
-        .unwrap();
-    (server, client)
-}
-
-/// A client for the scheduler: without a read timeout, so that its watches stay open.
-async fn scheduler_client(server: &KubeApiServer) -> Client {
-    server.connection().client(NS, None).await.unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
@@ -297,15 +145,7 @@ async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
 async fn preempts_lower_priority_pods_as_kube_does() {
     let (server, client) = server().await;
     let kubelet = kubelet_stand_in(client.clone());
-    for (name, value) in [("low", 10), ("high", 1000)] {
-        let pc: PriorityClass =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "value": value}))
-                .unwrap();
-        Api::<PriorityClass>::all(client.clone())
-            .create(&PostParams::default(), &pc)
-            .await
-            .unwrap();
-    }
+    create_priority_classes(&client).await;
     create_node(&client, "n1", "2").await;
     let scheduler = KubeScheduler::new(
         scheduler_client(&server).await,
@@ -367,17 +207,4 @@ async fn preempts_lower_priority_pods_as_kube_does() {
     stop.cancel();
     running.await.unwrap().unwrap();
     kubelet.abort();
-}
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or(out)
 }

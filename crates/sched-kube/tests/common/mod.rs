@@ -1,0 +1,220 @@
+//! Helpers of the tests on a real kube-apiserver: objects, polling, a stand-in kubelet.
+
+#![allow(dead_code)] // each test file uses a part
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use lease_elect_kube::testing::apiserver::KubeApiServer;
+use sched_core::config::SchedulerConfiguration;
+
+pub const NS: &str = "default";
+
+pub fn config(lease_name: &str) -> SchedulerConfiguration {
+    SchedulerConfiguration::from_text(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         leaderElection:\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n  \
+         resourceNamespace: default\n  resourceName: {lease_name}\n\
+         profiles:\n- schedulerName: sched-kube\n"
+    ))
+    .expect("valid configuration")
+}
+
+pub async fn create_node(client: &Client, name: &str, cpu: &str) {
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }))
+    .unwrap();
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap_or_else(|e| panic!("create node {name}: {e}"));
+    // The API server taints a new node not-ready (TaintNodesByCondition); the node
+    // lifecycle controller, which is not running, would lift it once the node is Ready.
+    Api::<Node>::all(client.clone())
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"taints": null}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("untaint node {name}: {e}"));
+}
+
+pub async fn create_pod(
+    client: &Client,
+    name: &str,
+    scheduler: &str,
+    cpu: &str,
+    class: Option<&str>,
+) {
+    create_labeled_pod(client, name, scheduler, cpu, class, &[]).await;
+}
+
+pub async fn create_labeled_pod(
+    client: &Client,
+    name: &str,
+    scheduler: &str,
+    cpu: &str,
+    class: Option<&str>,
+    labels: &[(&str, &str)],
+) {
+    let pod = pod_json(name, scheduler, cpu, class, labels);
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("create pod {name}: {e}"));
+}
+
+pub fn pod_json(
+    name: &str,
+    scheduler: &str,
+    cpu: &str,
+    class: Option<&str>,
+    labels: &[(&str, &str)],
+) -> Pod {
+    let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    let mut pod = serde_json::json!({
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "c", "image": "pause",
+                            "resources": {"requests": {"cpu": cpu}}}],
+        },
+    });
+    if let Some(c) = class {
+        pod["spec"]["priorityClassName"] = c.into();
+    }
+    serde_json::from_value(pod).unwrap()
+}
+
+pub async fn pods(client: &Client) -> BTreeMap<String, Pod> {
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
+        .collect()
+}
+
+pub fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}
+
+pub fn condition<'a>(
+    p: &'a Pod,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, for at most `limit`.
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn events(client: &Client, reason: &str) -> Vec<Event> {
+    Api::<Event>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
+
+/// The kubelet's part in a graceful deletion, for nodes without one: a pod whose deletion
+/// began is removed at once.
+pub fn kubelet_stand_in(client: Client) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api = Api::<Pod>::namespaced(client, NS);
+        loop {
+            if let Ok(list) = api.list(&ListParams::default()).await {
+                for p in list.items {
+                    if p.metadata.deletion_timestamp.is_some() {
+                        let name = p.metadata.name.unwrap_or_default();
+                        let _ = api
+                            .delete(&name, &DeleteParams::default().grace_period(0))
+                            .await;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+pub async fn create_priority_classes(client: &Client) {
+    for (name, value) in [("low", 10), ("high", 1000)] {
+        let pc: k8s_openapi::api::scheduling::v1::PriorityClass =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "value": value}))
+                .unwrap();
+        Api::<k8s_openapi::api::scheduling::v1::PriorityClass>::all(client.clone())
+            .create(&PostParams::default(), &pc)
+            .await
+            .unwrap();
+    }
+}
+
+pub async fn server() -> (KubeApiServer, Client) {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_test_writer()
+        .try_init();
+    let server = KubeApiServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("kube-apiserver: {e}"));
+    let client = server
+        .connection()
+        .client(NS, Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    (server, client)
+}
+
+/// A client for the scheduler: without a read timeout, so that its watches stay open.
+pub async fn scheduler_client(server: &KubeApiServer) -> Client {
+    server.connection().client(NS, None).await.unwrap()
+}
+
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(out)
+}
