@@ -13,6 +13,7 @@
 #   oracle           kube-scheduler v1.34.4 in process on a case folder (reference/cmd/oracle)
 #   perf             kube's scheduler_perf workloads through kube-scheduler in process (reference/cmd/perf)
 #   kube-apiserver   k8s.io/kubernetes/cmd/kube-apiserver v1.34.4
+#   kube-scheduler   k8s.io/kubernetes/cmd/kube-scheduler v1.34.4 (sched-kube's peer on a real API server)
 #   etcd             go.etcd.io/etcd/server/v3 v3.6.4 (reference/cmd/etcd)
 # Exported when sourced:
 #   KUBE_REFERENCE_BIN       the directory above
@@ -37,6 +38,7 @@ _kr_manifest() {
 $KUBE_REFERENCE_BIN/oracle kube-scheduler oracle (reference/cmd/oracle)
 $KUBE_REFERENCE_BIN/perf kube-scheduler benchmark peer (reference/cmd/perf)
 $KUBE_REFERENCE_BIN/kube-apiserver kube-apiserver $KUBE_REFERENCE_VERSION (k8s.io/kubernetes/cmd/kube-apiserver)
+$KUBE_REFERENCE_BIN/kube-scheduler kube-scheduler $KUBE_REFERENCE_VERSION (k8s.io/kubernetes/cmd/kube-scheduler)
 $KUBE_REFERENCE_BIN/etcd etcd v3.6.4 (reference/cmd/etcd)
 EOF
 }
@@ -107,7 +109,9 @@ kube_reference_build() {
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_REFERENCE_VERSION"
     if ! go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/" ./cmd/oracle ./cmd/perf ./cmd/etcd \
       || ! go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/kube-apiserver" \
-        k8s.io/kubernetes/cmd/kube-apiserver; then
+        k8s.io/kubernetes/cmd/kube-apiserver \
+      || ! go build -trimpath -ldflags "$ldflags" -o "$KUBE_REFERENCE_BIN/kube-scheduler" \
+        k8s.io/kubernetes/cmd/kube-scheduler; then
       _kr_log "go build failed in reference/"
       exit 1
     fi
