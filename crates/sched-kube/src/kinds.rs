@@ -39,9 +39,9 @@ const fn kind(
 }
 
 /// Every kind watched, in the order an initial listing is applied (what a pod refers to
-/// first, pods last): kube-scheduler's informers, less the workloads spreading reads
-/// (Services, ReplicaSets, StatefulSets, ReplicationControllers; see the crate's
-/// differences).
+/// first, pods last): kube-scheduler's informers, with the workloads whose selectors
+/// spreading's system defaults read (Services, ReplicationControllers, ReplicaSets,
+/// StatefulSets).
 pub const WATCHED: &[WatchedKind] = &[
     kind("Namespace", "", "v1", "namespaces", false),
     kind("Node", "", "v1", "nodes", false),
@@ -97,6 +97,16 @@ pub const WATCHED: &[WatchedKind] = &[
         "resourceclaims",
         true,
     ),
+    kind("Service", "", "v1", "services", true),
+    kind(
+        "ReplicationController",
+        "",
+        "v1",
+        "replicationcontrollers",
+        true,
+    ),
+    kind("ReplicaSet", "apps", "v1", "replicasets", true),
+    kind("StatefulSet", "apps", "v1", "statefulsets", true),
     kind("Pod", "", "v1", "pods", true),
 ];
 
@@ -134,6 +144,9 @@ impl WatchedKind {
             "DeviceClass" => ObjectKey::DeviceClass(name.to_owned()),
             "ResourceSlice" => ObjectKey::ResourceSlice(name.to_owned()),
             "ResourceClaim" => ObjectKey::ResourceClaim(ns_name()),
+            "Service" | "ReplicationController" | "ReplicaSet" | "StatefulSet" => {
+                ObjectKey::Workload(format!("{}/{namespace}/{name}", self.kind))
+            }
             other => unreachable!("{other} is not in WATCHED"),
         }
     }
@@ -187,6 +200,7 @@ fn single(mut o: ClusterObjects) -> Option<Object> {
         .or_else(|| d.device_classes.pop().map(Object::from))
         .or_else(|| d.resource_slices.pop().map(Object::from))
         .or_else(|| d.resource_claims.pop().map(Object::from))
+        .or_else(|| o.workloads.pop().map(Object::from))
 }
 
 #[cfg(test)]

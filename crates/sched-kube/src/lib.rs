@@ -40,12 +40,13 @@
 //!    (graceful) deletion.
 //!
 //! # Differences from kube-scheduler
-//! - Services, ReplicaSets, StatefulSets and ReplicationControllers are not watched: the
-//!   default spreading constraints (PodTopologySpread's `systemDefaulted`) see no owning
-//!   selector, so scores differ for pods those objects select.
 //! - PreBind does not wait for the PersistentVolume controller to finish volume bindings
 //!   (kube waits up to `bindTimeoutSeconds`); pods with ResourceClaims are refused at
 //!   PreBind (their allocations are not written yet) and retried with backoff.
+//! - A bound pod whose node the engine does not know yet is refused by the engine (kube's
+//!   cache keeps it on a placeholder node); each watch lists on its own, so this can happen
+//!   only when a pod's watch relists before its node's does.
+//! - Events are not aggregated into series as client-go's recorder does.
 //!
 //! # Permissions
 //! The service account needs kube-scheduler's (`system:kube-scheduler`): get, list, watch of

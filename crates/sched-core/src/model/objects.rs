@@ -1009,6 +1009,25 @@ pub struct Workload {
     pub selector: LabelSelector,
 }
 
+impl Workload {
+    /// `Kind/namespace/name`: the workload's key in the engine's events.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+impl WorkloadKind {
+    /// The kind as objects name it (`Service`, `ReplicaSet`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Service => "Service",
+            WorkloadKind::ReplicationController => "ReplicationController",
+            WorkloadKind::ReplicaSet => "ReplicaSet",
+            WorkloadKind::StatefulSet => "StatefulSet",
+        }
+    }
+}
+
 /// The kinds of [`Workload`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]

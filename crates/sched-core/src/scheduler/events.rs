@@ -2,6 +2,7 @@
 //! `EventsToRegister` of each plugin, keyed here by the reason a node rejected the pod).
 
 use crate::framework::Reason;
+use crate::model::Workload;
 use crate::model::{
     Cluster, CsiDriver, CsiNode, CsiStorageCapacity, DeviceClass, Namespace, Node,
     PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PodKey,
@@ -121,6 +122,7 @@ objects! {
     DeviceClass(DeviceClass) "name" => |o| o.metadata.name.clone();
     ResourceSlice(ResourceSlice) "name" => |o| o.metadata.name.clone();
     ResourceClaim(ResourceClaim) "`namespace/name`" => |o| format!("{}/{}", o.metadata.namespace, o.metadata.name);
+    Workload(Workload) "`Kind/namespace/name` (a Service, ReplicationController, ReplicaSet or StatefulSet, as spreading reads it)" => |o| o.key();
     PodGroup(PodGroup) "`namespace/name` (scheduler-plugins' PodGroup: gang scheduling, see [`Scheduler::with_coscheduling`](super::Scheduler::with_coscheduling); ignored without it)" => |o| o.key();
 }
 

@@ -84,6 +84,9 @@ impl Scheduler {
                 self.snapshot.dra_mut().upsert_claim(o);
                 self.queue.on_event(EventMask::RESOURCE_CLAIM, now);
             }
+            // Spreading reads workloads when it scores; no pod waits for one (kube registers
+            // no event for them).
+            Object::Workload(w) => self.snapshot.upsert_workload(w),
             Object::PodGroup(pg) => {
                 if let Some(g) = &mut self.gang {
                     let key = pg.key();
@@ -158,6 +161,7 @@ impl Scheduler {
             }
             ObjectKey::Namespace(name) => drop(self.snapshot.remove_namespace(&name)),
             ObjectKey::PodDisruptionBudget(key) => self.pdbs.retain(|p| p.key() != key),
+            ObjectKey::Workload(key) => drop(self.snapshot.remove_workload(&key)),
             ObjectKey::PodGroup(key) => {
                 if let Some(g) = &mut self.gang
                     && g.remove_group(&key)

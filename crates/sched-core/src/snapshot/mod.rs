@@ -467,6 +467,44 @@ impl Snapshot {
         self.generation += 1;
     }
 
+    /// Adds a workload, or replaces the one of its kind, namespace and name.
+    ///
+    /// ```
+    /// use sched_core::model::{LabelSelector, Workload, WorkloadKind};
+    /// use sched_core::snapshot::Snapshot;
+    ///
+    /// let mut s = Snapshot::new();
+    /// let web = Workload {
+    ///     kind: WorkloadKind::Service,
+    ///     namespace: "shop".into(),
+    ///     name: "web".into(),
+    ///     selector: LabelSelector::default(),
+    /// };
+    /// s.upsert_workload(web.clone());
+    /// s.upsert_workload(web.clone());
+    /// assert_eq!(s.workloads(), [web]);
+    /// assert!(s.remove_workload("Service/shop/web"));
+    /// assert!(s.workloads().is_empty());
+    /// ```
+    pub fn upsert_workload(&mut self, workload: Workload) {
+        let same = |w: &Workload| {
+            w.kind == workload.kind && w.namespace == workload.namespace && w.name == workload.name
+        };
+        match self.workloads.iter().position(same) {
+            Some(i) => self.workloads[i] = workload,
+            None => self.workloads.push(workload),
+        }
+        self.generation += 1;
+    }
+
+    /// Removes the workload of this key ([`Workload::key`]); whether there was one.
+    pub fn remove_workload(&mut self, key: &str) -> bool {
+        let before = self.workloads.len();
+        self.workloads.retain(|w| w.key() != key);
+        self.generation += 1;
+        self.workloads.len() != before
+    }
+
     /// The counts per topology domain that InterPodAffinity reads.
     pub(crate) fn affinity_index(&self) -> &AffinityIndex {
         &self.affinity
