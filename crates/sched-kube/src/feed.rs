@@ -252,3 +252,95 @@ impl Watch {
         self.tx.send(FeedMsg::Event(self.index, event)).is_ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, cpu: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu}},
+        }))
+        .unwrap()
+    }
+
+    fn watch() -> (Watch, mpsc::UnboundedReceiver<FeedMsg>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let index = WATCHED.iter().position(|k| k.kind == "Node").unwrap();
+        let w = Watch {
+            index,
+            kind: &WATCHED[index],
+            pods: Arc::default(),
+            stats: FeedStats::default(),
+            tx,
+            known: HashSet::new(),
+            relisting: None,
+            synced: false,
+        };
+        (w, rx)
+    }
+
+    fn drain(rx: &mut mpsc::UnboundedReceiver<FeedMsg>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            out.push(match m {
+                FeedMsg::Event(_, ClusterEvent::Add(o)) => format!("add {:?}", o.key()),
+                FeedMsg::Event(_, ClusterEvent::Update(o)) => format!("update {:?}", o.key()),
+                FeedMsg::Event(_, ClusterEvent::Delete(k)) => format!("delete {k:?}"),
+                FeedMsg::Event(..) => "other".into(),
+                FeedMsg::Synced(_) => "synced".into(),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn a_listing_adds_then_a_relist_deletes_what_is_gone() {
+        let (mut w, mut rx) = watch();
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(node("a", "1")),
+            watcher::Event::InitApply(node("b", "1")),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(node("a", "2")),
+        ] {
+            assert!(w.on_event(e));
+        }
+        assert_eq!(
+            drain(&mut rx),
+            [
+                r#"add Node("a")"#,
+                r#"add Node("b")"#,
+                "synced",
+                r#"update Node("a")"#
+            ]
+        );
+        // The watch expired; the relist no longer has b.
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(node("a", "2")),
+            watcher::Event::InitDone,
+        ] {
+            assert!(w.on_event(e));
+        }
+        assert_eq!(
+            drain(&mut rx),
+            [r#"update Node("a")"#, r#"delete Node("b")"#]
+        );
+    }
+
+    #[test]
+    fn a_malformed_object_is_counted_and_skipped_keeping_the_last_good_one() {
+        let (mut w, mut rx) = watch();
+        assert!(w.on_event(watcher::Event::Apply(node("a", "1"))));
+        assert!(w.on_event(watcher::Event::Apply(node("a", "lots"))));
+        assert!(w.on_event(watcher::Event::Apply(node("c", "lots"))));
+        assert_eq!(w.stats.malformed.get(), 2);
+        assert_eq!(drain(&mut rx), [r#"add Node("a")"#]);
+        // Its deletion still reaches the engine; a skipped object's does not.
+        assert!(w.on_event(watcher::Event::Delete(node("c", "1"))));
+        assert!(w.on_event(watcher::Event::Delete(node("a", "1"))));
+        assert_eq!(drain(&mut rx), [r#"delete Node("a")"#]);
+    }
+}

@@ -311,6 +311,8 @@ impl KubeScheduler {
         }
         tokio::spawn(report::run(handle.subscribe(), writer, pods.clone()));
         let driver_stop = CancellationToken::new();
+        // The elector drops this future when the term is lost: the driver stops with it.
+        let _stop_driver_on_drop = driver_stop.clone().drop_guard();
         let mut run = {
             let stop = driver_stop.clone();
             tokio::spawn(driver.run(async move { stop.cancelled().await }))
