@@ -208,3 +208,139 @@ async fn preempts_lower_priority_pods_as_kube_does() {
     running.await.unwrap().unwrap();
     kubelet.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honours_scheduling_gates_and_writes_volume_bindings_before_binding() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::StorageClass;
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let (server, client) = server().await;
+    create_node(&client, "n1", "4").await;
+    create_node(&client, "n2", "4").await;
+    // A local volume on n2 only, and a claim that waits for its first consumer.
+    let sc: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .unwrap();
+    Api::<StorageClass>::all(client.clone())
+        .create(&PostParams::default(), &sc)
+        .await
+        .unwrap();
+    let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "pv-n2"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "local": {"path": "/data"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}]}},
+        },
+    }))
+    .unwrap();
+    let pvs = Api::<PersistentVolume>::all(client.clone());
+    pvs.create(&PostParams::default(), &pv).await.unwrap();
+    // The PersistentVolume controller's part: a new volume becomes Available (kube's
+    // matching skips volumes in any other phase).
+    pvs.patch_status(
+        "pv-n2",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"status": {"phase": "Available"}})),
+    )
+    .await
+    .unwrap();
+    let pvc: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "data", "namespace": NS},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }))
+    .unwrap();
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &pvc)
+        .await
+        .unwrap();
+
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("gates"), "r"),
+    )
+    .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn({
+        let stop = stop.clone();
+        scheduler.run(async move { stop.cancelled().await })
+    });
+
+    // A gated pod stays pending until its gate is removed.
+    let mut gated = pod_json("gated", "sched-kube", "1", None, &[]);
+    gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "example.com/wait"})).unwrap(),
+    ]);
+    let pods_api = Api::<Pod>::namespaced(client.clone(), NS);
+    pods_api
+        .create(&PostParams::default(), &gated)
+        .await
+        .unwrap();
+    let mut with_volume = pod_json("with-volume", "sched-kube", "1", None, &[]);
+    with_volume.spec.as_mut().unwrap().volumes = Some(vec![
+        serde_json::from_value(serde_json::json!({
+            "name": "data", "persistentVolumeClaim": {"claimName": "data"},
+        }))
+        .unwrap(),
+    ]);
+    pods_api
+        .create(&PostParams::default(), &with_volume)
+        .await
+        .unwrap();
+
+    // The volume's pod goes where its volume is, with the PV's claimRef written first.
+    let node = eventually(Duration::from_secs(30), "with-volume bound", || {
+        let client = client.clone();
+        async move { node_of(&pods(&client).await["with-volume"]).map(str::to_owned) }
+    })
+    .await;
+    assert_eq!(node, "n2");
+    let pv = Api::<PersistentVolume>::all(client.clone())
+        .get("pv-n2")
+        .await
+        .unwrap();
+    let claim_ref = pv
+        .spec
+        .unwrap()
+        .claim_ref
+        .expect("claimRef written at PreBind");
+    assert_eq!(
+        (claim_ref.namespace.as_deref(), claim_ref.name.as_deref()),
+        (Some(NS), Some("data"))
+    );
+    assert!(
+        pv.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("pv.kubernetes.io/bound-by-controller")
+    );
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        node_of(&pods(&client).await["gated"]).is_none(),
+        "a gated pod was bound"
+    );
+    pods_api
+        .patch(
+            "gated",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"schedulingGates": null}})),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(30), "gated bound once ungated", || {
+        let client = client.clone();
+        async move { node_of(&pods(&client).await["gated"]).map(str::to_owned) }
+    })
+    .await;
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
