@@ -44,11 +44,10 @@ impl KubeBinder {
 impl Binder for KubeBinder {
     async fn pre_bind(&self, b: &Binding) -> Result<(), BindError> {
         if !b.claims.is_empty() {
-            // The allocation would have to be written to each claim's status first.
-            return Err(BindError::Refused(format!(
-                "pod {} has ResourceClaims, whose allocations this scheduler does not write yet",
-                b.pod
-            )));
+            self.writer
+                .write_claims(&b.claims)
+                .await
+                .map_err(bind_error)?;
         }
         if !b.volumes.is_empty() {
             self.writer

@@ -33,7 +33,8 @@
 //!    precondition, at most [`Options::max_concurrent_binds`] at once; a refused or failed
 //!    binding unreserves the pod and requeues it; assumed pods are confirmed when the watch
 //!    reports them bound. PreBind writes VolumeBinding's decisions (PersistentVolume
-//!    `claimRef`s, the `selected-node` annotation of claims to provision).
+//!    `claimRef`s, the `selected-node` annotation of claims to provision) and
+//!    DynamicResources' (each claim's allocation and `reservedFor`).
 //! 4. **Report as kube does**: `Scheduled`, `FailedScheduling` and `Preempted` Events
 //!    (`events.k8s.io/v1`), the `PodScheduled=False` condition with kube's message,
 //!    `nominatedNodeName` for a preemptor, `DisruptionTarget` on a victim before its
@@ -41,8 +42,7 @@
 //!
 //! # Differences from kube-scheduler
 //! - PreBind does not wait for the PersistentVolume controller to finish volume bindings
-//!   (kube waits up to `bindTimeoutSeconds`); pods with ResourceClaims are refused at
-//!   PreBind (their allocations are not written yet) and retried with backoff.
+//!   (kube waits up to `bindTimeoutSeconds`).
 //! - A bound pod whose node the engine does not know yet is refused by the engine (kube's
 //!   cache keeps it on a placeholder node); each watch lists on its own, so this can happen
 //!   only when a pod's watch relists before its node's does.

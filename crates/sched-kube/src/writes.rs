@@ -249,6 +249,54 @@ impl Writer {
         Ok(())
     }
 
+    /// DynamicResources' PreBind: for each claim, a new allocation first gets kube's
+    /// finalizer `resource.kubernetes.io/delete-protection`, then the status is patched with
+    /// the allocation and the pod added to `reservedFor` (merged by UID, so the other pods
+    /// sharing the claim stay).
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    pub async fn write_claims(
+        &self,
+        claims: &[sched_core::plugins::dra::ClaimBinding],
+    ) -> Result<(), WriteError> {
+        let resource = kube::api::ApiResource {
+            group: "resource.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "resource.k8s.io/v1".into(),
+            kind: "ResourceClaim".into(),
+            plural: "resourceclaims".into(),
+        };
+        for c in claims {
+            self.fence.check()?;
+            let api: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &c.namespace, &resource);
+            let mut status = serde_json::json!({ "reservedFor": [c.consumer] });
+            if let Some(allocation) = &c.allocation {
+                let finalizer = serde_json::json!({
+                    "metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]},
+                });
+                // Strategic merge patches add to the lists (finalizers; reservedFor, merged by
+                // UID) instead of replacing them.
+                api.patch(
+                    &c.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(finalizer),
+                )
+                .await?;
+                status["allocation"] = serde_json::to_value(allocation).unwrap_or_default();
+                self.fence.check()?;
+            }
+            api.patch_status(
+                &c.name,
+                &PatchParams::default(),
+                &Patch::Strategic(serde_json::json!({ "status": status })),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
     /// Records an `events.k8s.io/v1` Event about `pod` (and `related`, a second pod), as
     /// kube's event recorder writes it: `reportingController` the profile's scheduler name,
     /// the note cut to [`NOTE_LENGTH_LIMIT`].

@@ -344,3 +344,134 @@ async fn honours_scheduling_gates_and_writes_volume_bindings_before_binding() {
     stop.cancel();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allocates_devices_and_writes_the_claims_before_binding() {
+    use kube::api::{ApiResource, DynamicObject, PostParams};
+
+    let (server, client) = server().await;
+    create_node(&client, "n1", "4").await;
+    create_node(&client, "n2", "4").await;
+    let resource = |kind: &str, plural: &str| ApiResource {
+        group: "resource.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "resource.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let create = |api: Api<DynamicObject>, json: serde_json::Value| async move {
+        let o: DynamicObject = serde_json::from_value(json).unwrap();
+        api.create(&PostParams::default(), &o).await.unwrap();
+    };
+    let classes = Api::all_with(client.clone(), &resource("DeviceClass", "deviceclasses"));
+    create(classes, serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
+    }))
+    .await;
+    // Two GPUs, on n2 only.
+    let slices = Api::all_with(client.clone(), &resource("ResourceSlice", "resourceslices"));
+    create(
+        slices,
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "n2-gpus"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n2",
+                     "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]},
+        }),
+    )
+    .await;
+    let claims_api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &resource("ResourceClaim", "resourceclaims"),
+    );
+    for c in ["gpu-a", "gpu-b", "gpu-c"] {
+        create(claims_api.clone(), serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": c, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+        }))
+        .await;
+    }
+
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("dra"), "r"),
+    )
+    .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn({
+        let stop = stop.clone();
+        scheduler.run(async move { stop.cancelled().await })
+    });
+    let pods_api = Api::<Pod>::namespaced(client.clone(), NS);
+    for (pod, claim) in [("pa", "gpu-a"), ("pb", "gpu-b"), ("pc", "gpu-c")] {
+        let mut p = pod_json(pod, "sched-kube", "1", None, &[]);
+        let spec = p.spec.as_mut().unwrap();
+        spec.resource_claims = Some(vec![
+            serde_json::from_value(serde_json::json!({"name": "gpu", "resourceClaimName": claim}))
+                .unwrap(),
+        ]);
+        pods_api.create(&PostParams::default(), &p).await.unwrap();
+        if pod == "pb" {
+            // The third pod comes once both GPUs are taken.
+            eventually(Duration::from_secs(30), "pa and pb bound", || {
+                let client = client.clone();
+                async move {
+                    let all = pods(&client).await;
+                    (node_of(&all["pa"]).is_some() && node_of(&all["pb"]).is_some()).then_some(())
+                }
+            })
+            .await;
+        }
+    }
+    let all = pods(&client).await;
+    assert_eq!(
+        (node_of(&all["pa"]), node_of(&all["pb"])),
+        (Some("n2"), Some("n2"))
+    );
+    let mut devices = Vec::new();
+    for (claim, pod) in [("gpu-a", "pa"), ("gpu-b", "pb")] {
+        let c = claims_api.get(claim).await.unwrap();
+        let status = &c.data["status"];
+        let results = &status["allocation"]["devices"]["results"];
+        assert_eq!(
+            results.as_array().map(Vec::len),
+            Some(1),
+            "{claim}: {status}"
+        );
+        assert_eq!(results[0]["pool"], "n2");
+        devices.push(results[0]["device"].as_str().unwrap().to_owned());
+        let uid = all[pod].metadata.uid.clone().unwrap();
+        assert_eq!(
+            status["reservedFor"][0]["uid"],
+            uid.as_str(),
+            "{claim}: {status}"
+        );
+        assert_eq!(status["reservedFor"][0]["name"], pod);
+        let finalizers = c.metadata.finalizers.unwrap_or_default();
+        assert!(finalizers.contains(&"resource.kubernetes.io/delete-protection".to_owned()));
+    }
+    devices.sort();
+    assert_eq!(devices, ["gpu-0", "gpu-1"]);
+    // No GPU left: the third pod waits, told why.
+    let cond = eventually(Duration::from_secs(20), "pc reported", || {
+        let client = client.clone();
+        async move { condition(&pods(&client).await["pc"], "PodScheduled").cloned() }
+    })
+    .await;
+    assert_eq!(cond.reason.as_deref(), Some("Unschedulable"));
+    assert!(
+        cond.message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
+        "{cond:?}"
+    );
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
