@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use lease_elect_kube::testing::apiserver::{Connection, KubeApiServer};
+use lease_elect_kube::testing::apiserver::KubeApiServer;
 
 const IN_FLIGHT: usize = 16;
 
@@ -57,18 +57,6 @@ where
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<()>>()
         .await;
-}
-
-fn kubeconfig(c: &Connection, path: &Path) {
-    let doc = serde_json::json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "t", "cluster": {"server": c.url,
-            "certificate-authority": c.ca_file.display().to_string()}}],
-        "users": [{"name": "t", "user": {"token": c.token}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-        "current-context": "t",
-    });
-    std::fs::write(path, doc.to_string()).unwrap();
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,7 +315,8 @@ fn main() {
         let client = server.connection().client("default", None).await.unwrap();
         let dir = std::env::temp_dir().join(format!("sched-kube-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        kubeconfig(server.connection(), &dir.join("kubeconfig.json"));
+        let kubeconfig = server.connection().kubeconfig("default").to_string();
+        std::fs::write(dir.join("kubeconfig.json"), kubeconfig).unwrap();
 
         let nodes = list(&workload.join("nodes.json"));
         let pods = list(&workload.join("pods.json"));

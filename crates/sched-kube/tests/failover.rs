@@ -174,21 +174,8 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
     let dir = std::env::temp_dir().join(format!("sched-kube-failover-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
-    let c = server.connection();
     let kubeconfig = dir.join("kubeconfig.json");
-    fs::write(
-        &kubeconfig,
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "t", "cluster": {"server": c.url,
-                "certificate-authority": c.ca_file.display().to_string()}}],
-            "users": [{"name": "t", "user": {"token": c.token}}],
-            "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-            "current-context": "t",
-        })
-        .to_string(),
-    )
-    .unwrap();
+    fs::write(&kubeconfig, server.connection().kubeconfig(NS).to_string()).unwrap();
     let config = dir.join("config.yaml");
     fs::write(
         &config,
@@ -355,6 +342,82 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
         victims.len(),
         deleted.len(),
         replicas.exits
+    );
+    drop(replicas);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_releases_the_lease_and_a_standby_leads_at_once() {
+    let (server, client) = server().await;
+    let dir = std::env::temp_dir().join(format!("sched-kube-sigterm-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig.json");
+    fs::write(&kubeconfig, server.connection().kubeconfig(NS).to_string()).unwrap();
+    let config = dir.join("config.yaml");
+    // A long lease: a hand-over within it can only come from a release.
+    fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 20s\n  retryPeriod: 500ms\n  \
+         resourceNamespace: default\n  resourceName: failover\n\
+         profiles:\n- schedulerName: sched-kube\n",
+    )
+    .unwrap();
+    let mut replicas = Replicas {
+        dir: dir.clone(),
+        kubeconfig,
+        config,
+        running: Vec::new(),
+        started: 0,
+        exits: Vec::new(),
+    };
+    replicas.spawn();
+    // The first term waits out a lease that never existed (30 s here); write the Lease
+    // released so that it starts at once.
+    let lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "failover", "namespace": NS},
+        "spec": {"holderIdentity": "", "leaseDurationSeconds": 30},
+    }))
+    .unwrap();
+    Api::<Lease>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &lease)
+        .await
+        .unwrap();
+    let first = eventually(Duration::from_secs(20), "a leader", || leader(&client)).await;
+    replicas.spawn();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, child) = replicas
+        .running
+        .iter_mut()
+        .find(|(id, _)| *id == first)
+        .unwrap();
+    let pid = child.id().to_string();
+    let sent = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the leader exited with {status} after SIGTERM\n{}",
+        replicas.logs()
+    );
+    let next = eventually(Duration::from_secs(10), "a new leader", || {
+        let client = client.clone();
+        let first = first.clone();
+        async move { leader(&client).await.filter(|l| *l != first) }
+    })
+    .await;
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "{next} led {took:?} after SIGTERM (the lease is 30 s)"
     );
     drop(replicas);
     let _ = fs::remove_dir_all(&dir);

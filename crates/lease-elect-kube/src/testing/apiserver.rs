@@ -102,18 +102,12 @@ impl Connection {
         }
     }
 
-    /// A client configuration: this server, trusting the CA file, with the bearer token, the
-    /// default namespace `namespace`, and `timeout` as connect and read timeout.
-    ///
-    /// # Errors
-    /// When the CA file cannot be read or the URL does not parse.
-    pub async fn config(
-        &self,
-        namespace: &str,
-        timeout: Option<Duration>,
-    ) -> Result<kube::Config, String> {
-        // A kubeconfig (JSON is YAML), so kube reads the CA file as it reads a user's.
-        let kubeconfig = serde_json::json!({
+    /// A kubeconfig (as JSON, which kubeconfig readers take as YAML) reaching the server
+    /// with this token and CA file, its context's namespace `namespace`: for a process
+    /// started with `--kubeconfig`.
+    #[must_use]
+    pub fn kubeconfig(&self, namespace: &str) -> serde_json::Value {
+        serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "test", "cluster": {
@@ -125,7 +119,21 @@ impl Connection {
                 "cluster": "test", "user": "admin", "namespace": namespace,
             }}],
             "current-context": "test",
-        });
+        })
+    }
+
+    /// A client configuration: this server, trusting the CA file, with the bearer token, the
+    /// default namespace `namespace`, and `timeout` as connect and read timeout.
+    ///
+    /// # Errors
+    /// When the CA file cannot be read or the URL does not parse.
+    pub async fn config(
+        &self,
+        namespace: &str,
+        timeout: Option<Duration>,
+    ) -> Result<kube::Config, String> {
+        // A kubeconfig (JSON is YAML), so kube reads the CA file as it reads a user's.
+        let kubeconfig = self.kubeconfig(namespace);
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&kubeconfig.to_string())
             .map_err(|e| format!("kubeconfig: {e}"))?;
         let mut config = kube::Config::from_custom_kubeconfig(
