@@ -339,18 +339,7 @@ fn run() -> Result<Outcome, String> {
     // PersistentVolumes, claims, StorageClasses and CSINodes of the mixed files.
     snapshot.set_storage(cluster.storage);
     // DeviceClasses, ResourceSlices and ResourceClaims (dynamic resource allocation).
-    {
-        let dra = snapshot.dra_mut();
-        for c in cluster.dra.device_classes {
-            dra.upsert_class(c);
-        }
-        for s in cluster.dra.resource_slices {
-            dra.upsert_slice(s);
-        }
-        for c in cluster.dra.resource_claims {
-            dra.upsert_claim(c);
-        }
-    }
+    snapshot.dra_mut().load(cluster.dra);
     let mut outcome = Outcome::Answered;
     let mut results = Vec::new();
     let mut text = String::new();
@@ -1071,22 +1060,16 @@ fn claims_from_templates(cluster: &mut Cluster) -> usize {
 /// claims are allocated there and written into the snapshot (allocation and `reservedFor`).
 /// Returns each claim as [`describe_claim`] prints it.
 fn bind_claims(snapshot: &mut Snapshot, pod: &Pod, node: &str) -> Vec<String> {
-    let Some(info) = snapshot.get(node) else {
+    let Ok(written) = sched_core::plugins::dra::assume_claims(snapshot, pod, node) else {
         return Vec::new();
     };
-    let Ok(bindings) = sched_core::plugins::dra::allocate_on(snapshot.dra(), pod, info.node())
-    else {
-        return Vec::new();
-    };
-    let dra = snapshot.dra_mut();
-    let mut out = Vec::new();
-    for b in bindings {
-        dra.confirm(&b.namespace, &b.name, b.allocation, b.consumer);
-        if let Some(claim) = dra.claim(&b.namespace, &b.name) {
-            out.push(describe_claim(claim));
-        }
-    }
-    out
+    written
+        .iter()
+        .filter_map(|key| {
+            let (ns, name) = key.split_once('/')?;
+            snapshot.dra().claim(ns, name).map(|c| describe_claim(c))
+        })
+        .collect()
 }
 
 /// `name: pool/device, ...` of an allocated claim.

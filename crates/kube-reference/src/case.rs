@@ -199,6 +199,7 @@ impl Case {
         namespaces.extend_from(&c.namespaces);
         snapshot.set_namespace_labels(namespaces);
         snapshot.set_storage(c.storage.clone());
+        snapshot.dra_mut().load(c.dra.clone());
         Ok(snapshot)
     }
 }

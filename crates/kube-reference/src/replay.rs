@@ -348,7 +348,8 @@ struct World<'a> {
 /// Places `pod` on `node` as kube did: assumed in the snapshot, then the VolumeBinding reserve
 /// of the pod's profile, for that profile's volume binder `binder` (the PersistentVolumes it
 /// matched there and the claims to provision: kube's volume binder of each profile has its own
-/// assume caches). A profile without VolumeBinding reserves no volumes.
+/// assume caches). A profile without VolumeBinding reserves no volumes. The pod's
+/// ResourceClaims are then allocated on the node (DynamicResources' Reserve).
 fn assume(
     snapshot: &mut Snapshot,
     binder: Option<VolumeBinderId>,
@@ -368,6 +369,9 @@ fn assume(
             )
         })?;
     }
+    // DynamicResources' Reserve, with the allocation kept as kube's assume cache keeps it.
+    sched_core::plugins::dra::assume_claims(snapshot, pod, node)
+        .map_err(|e| format!("allocating the pod's claims on kube's node {node}: {e}"))?;
     Ok(())
 }
 
@@ -537,6 +541,9 @@ fn attempt(
             Ours::Unschedulable(fit, post_filter)
         }
         Err(ScheduleError::SchedulingGated { gates, .. }) => Ours::Gated(gates),
+        Err(ScheduleError::PreEnqueue {
+            plugin, message, ..
+        }) => Ours::Gated(vec![format!("{plugin}: {message}")]),
         Err(e) => Ours::Failed(e.to_string()),
     }
 }

@@ -74,7 +74,8 @@ fn slice() -> ResourceSlice {
     .unwrap()
 }
 
-/// Runs one attempt of `pod` with these objects: `Ok(bind claims)` or `Err(FitError text)`.
+/// Runs one attempt of `pod` with these objects: `Ok(bind claims)`, or `Err` with the
+/// FitError's text or, for a pod kept out by PreEnqueue, `PreEnqueue <plugin>: <message>`.
 fn attempt(pod: Pod, objects: Vec<ClusterEvent>) -> Result<Vec<(String, bool)>, String> {
     let snapshot = Snapshot::from_objects(vec![worker()], vec![]).unwrap();
     let config = SchedulerConfiguration::from_text(
@@ -93,6 +94,10 @@ fn attempt(pod: Pod, objects: Vec<ClusterEvent>) -> Result<Vec<(String, bool)>, 
             .map(|c| (c.name.clone(), c.allocation.is_some()))
             .collect()),
         Step::Unschedulable { error, .. } => Err(error.to_string()),
+        // kube's `preenqueue` expectations.
+        Step::Gated {
+            plugin, message, ..
+        } => Err(format!("PreEnqueue {plugin}: {message}")),
         other => panic!("{other:?}"),
     }
 }
@@ -103,6 +108,11 @@ fn add_claim(v: Value) -> ClusterEvent {
 
 fn add_class() -> ClusterEvent {
     ClusterEvent::add(serde_json::from_value::<sched_core::model::DeviceClass>(class()).unwrap())
+}
+
+/// kube's `preenqueue` status: the pod is kept out of scheduling.
+fn preenqueue(message: &str) -> String {
+    format!("PreEnqueue DynamicResources: {message}")
 }
 
 /// kube's FitError for a PreFilter rejection (`Diagnosis.PreFilterMsg`) and a PostFilter
@@ -126,9 +136,8 @@ fn filter(message: &str, post: &str) -> String {
 fn missing_claim() {
     assert_eq!(
         attempt(pod(false), vec![add_class()]),
-        Err(prefilter(
-            "pod \"default/my-pod\": ResourceClaim not created yet",
-            "no new claims to deallocate"
+        Err(preenqueue(
+            "pod \"default/my-pod\": ResourceClaim not created yet"
         ))
     );
 }
@@ -139,9 +148,8 @@ fn deleted_claim() {
     c["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
     assert_eq!(
         attempt(pod(true), vec![add_class(), add_claim(c)]),
-        Err(prefilter(
-            "resourceclaim \"my-pod-my-resource\" is being deleted",
-            "no new claims to deallocate"
+        Err(preenqueue(
+            "resourceclaim \"my-pod-my-resource\" is being deleted"
         ))
     );
 }
@@ -152,10 +160,9 @@ fn wrong_claim() {
     c["metadata"]["ownerReferences"][0]["uid"] = json!("other");
     assert_eq!(
         attempt(pod(true), vec![add_class(), add_claim(c)]),
-        Err(prefilter(
+        Err(preenqueue(
             "ResourceClaim default/my-pod-my-resource was not created for pod default/my-pod \
-             (pod is not owner)",
-            "no new claims to deallocate"
+             (pod is not owner)"
         ))
     );
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use super::{CycleContext, PluginError, Predicate, Prepared, PreparedScore, Priority, Reason};
 use crate::fast_path::{FastFilter, FastScore, SEALED};
-use crate::snapshot::{NodeRef, VolumeBinderId};
+use crate::model::Pod;
+use crate::snapshot::{NodeRef, Snapshot, VolumeBinderId};
 
 /// A plugin's per-pod state with its type erased; only the plugin that prepared it reads it.
 pub(crate) struct ErasedState(Box<dyn Any + Send + Sync>);
@@ -62,6 +63,7 @@ trait DynPredicate: Send + Sync {
     fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter>;
     fn explain(&self, code: u32) -> Cow<'static, str>;
     fn volume_binder(&self) -> Option<VolumeBinderId>;
+    fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String>;
 }
 
 impl<P: Predicate> DynPredicate for P {
@@ -108,6 +110,10 @@ impl<P: Predicate> DynPredicate for P {
 
     fn volume_binder(&self) -> Option<VolumeBinderId> {
         Predicate::volume_binder(self, SEALED)
+    }
+
+    fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String> {
+        Predicate::pre_enqueue(self, pod, snapshot)
     }
 }
 
@@ -180,6 +186,11 @@ impl BoxPredicate {
     /// The volume binder of a built-in VolumeBinding.
     pub(crate) fn volume_binder(&self) -> Option<VolumeBinderId> {
         self.0.volume_binder()
+    }
+
+    /// The plugin's PreEnqueue ([`Predicate::pre_enqueue`]).
+    pub(crate) fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String> {
+        self.0.pre_enqueue(pod, snapshot)
     }
 }
 
@@ -360,6 +371,10 @@ impl DynPredicate for Renamed<BoxPredicate> {
 
     fn volume_binder(&self) -> Option<VolumeBinderId> {
         self.inner.volume_binder()
+    }
+
+    fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String> {
+        self.inner.pre_enqueue(pod, snapshot)
     }
 }
 

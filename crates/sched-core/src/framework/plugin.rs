@@ -166,6 +166,14 @@ pub trait Predicate: Send + Sync + 'static {
         None
     }
 
+    /// kube's PreEnqueue: `Err(message)` keeps the pod out of scheduling (it is not
+    /// attempted, so it gets no FitError) until an event may change the answer. The default
+    /// lets every pod in.
+    fn pre_enqueue(&self, pod: &Pod, snapshot: &crate::snapshot::Snapshot) -> Result<(), String> {
+        let _ = (pod, snapshot);
+        Ok(())
+    }
+
     /// The volume binder whose assumed PersistentVolumes and claims this predicate reads, for
     /// the profile's Reserve (built-in VolumeBinding only; sealed).
     #[doc(hidden)]

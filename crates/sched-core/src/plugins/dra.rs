@@ -11,10 +11,9 @@
 //!   allocator ([`crate::dra::allocator`], v1.34's features) over the snapshot's slices,
 //!   classes and devices in use; then every allocated claim's node selector must match.
 //!
-//! Every rejection is kube's `UnschedulableAndUnresolvable` with kube's text. Where this
-//! differs from kube: PreEnqueue's check of the claims runs at PreFilter (the pod is tried and
-//! reported unschedulable with the same text, where kube keeps it out of the active queue);
-//! an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
+//! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
+//! scheduling, as kube's does. Every rejection is kube's `UnschedulableAndUnresolvable` with
+//! kube's text. Where this differs from kube: an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
 //! attempt; the DRAExtendedResource (alpha) and device binding conditions are not run, as
 //! with v1.34's default gates; Filter's timeout (DRASchedulerFilterTimeout) is not applied.
 
@@ -62,6 +61,15 @@ impl Predicate for DynamicResources {
 
     fn name(&self) -> &str {
         NAME
+    }
+
+    /// kube's PreEnqueue: every claim of the pod must resolve (made from its template,
+    /// existing, not being deleted, owned by the pod when made from a template).
+    fn pre_enqueue(&self, pod: &Pod, snapshot: &crate::snapshot::Snapshot) -> Result<(), String> {
+        if pod.spec.resource_claims.is_empty() {
+            return Ok(());
+        }
+        pod_claims(pod, snapshot.dra()).map(drop)
     }
 
     fn prepare(&self, cx: &CycleContext<'_>) -> Result<Prepared<DraState>, PluginError> {
@@ -148,6 +156,34 @@ pub struct ClaimBinding {
     pub allocation: Option<AllocationResult>,
     /// The entry to add to `status.reservedFor`: the pod.
     pub consumer: ResourceClaimConsumerReference,
+}
+
+/// DynamicResources' Reserve and PreBind in one step, for a pod placed on `node` outside the
+/// engine (a simulator, a replay): its claims are allocated there and written into the
+/// snapshot's index (allocation and `reservedFor`), as the API server would hold them after
+/// kube's PreBind. Returns the claims written, as `namespace/name`.
+///
+/// # Errors
+/// As [`allocate_on`]; nothing is written then.
+pub fn assume_claims(
+    snapshot: &mut crate::snapshot::Snapshot,
+    pod: &Pod,
+    node: &str,
+) -> Result<Vec<String>, String> {
+    if pod.spec.resource_claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let info = snapshot
+        .get(node)
+        .ok_or_else(|| format!("node {node} is not in the snapshot"))?;
+    let bindings = allocate_on(snapshot.dra(), pod, info.node())?;
+    let dra = snapshot.dra_mut();
+    let mut written = Vec::with_capacity(bindings.len());
+    for b in bindings {
+        written.push(format!("{}/{}", b.namespace, b.name));
+        dra.confirm(&b.namespace, &b.name, b.allocation, b.consumer);
+    }
+    Ok(written)
 }
 
 /// Reserve's allocation for `pod` on `node` (kube's Reserve and what its PreBind writes): the

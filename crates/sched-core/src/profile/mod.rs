@@ -135,6 +135,18 @@ pub enum ScheduleError {
         /// The gates' names.
         gates: Vec<String>,
     },
+    /// A PreEnqueue plugin keeps the pod out of scheduling (kube: the pod waits in the
+    /// unschedulable pool, unattempted, until an event may change the plugin's answer);
+    /// DynamicResources does when a claim of the pod cannot be resolved.
+    #[error("{plugin}: {message}")]
+    PreEnqueue {
+        /// `namespace/name` of the pod.
+        pod: PodKey,
+        /// The plugin.
+        plugin: String,
+        /// Its message (kube's status message).
+        message: String,
+    },
     /// The pod needs something this crate does not evaluate, so no placement is made rather
     /// than a wrong one (a pod with `resourceClaims` needs kube's DynamicResources plugin,
     /// which a legacy Policy profile, or one that disables it, does not run).
@@ -440,6 +452,15 @@ impl Profile {
                     pod.spec.resource_claims.len()
                 ),
             });
+        }
+        for p in &self.predicates {
+            if let Err(message) = p.pre_enqueue(pod, snapshot) {
+                return Err(ScheduleError::PreEnqueue {
+                    pod: pod.key(),
+                    plugin: p.name().to_owned(),
+                    message,
+                });
+            }
         }
         let n = snapshot.len();
         if n == 0 {

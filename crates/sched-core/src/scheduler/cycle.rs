@@ -162,6 +162,18 @@ impl Scheduler {
             Err(ScheduleError::Unschedulable(error)) => {
                 self.unschedulable(slot, key, Arc::unwrap_or_clone(pod), error, now)
             }
+            Err(ScheduleError::PreEnqueue {
+                plugin, message, ..
+            }) => {
+                // Only DynamicResources has a PreEnqueue check: its claims decide.
+                self.queue
+                    .unschedulable(&key, EventMask::RESOURCE_CLAIM, now);
+                Step::Gated {
+                    pod: key,
+                    plugin,
+                    message,
+                }
+            }
             Err(error) => {
                 self.queue.backoff_after_error(&key, now);
                 self.failed_event(key, error)

@@ -54,6 +54,18 @@ pub enum Step {
         /// `namespace/name` of the pods to delete, most important first.
         victims: Vec<PodKey>,
     },
+    /// A PreEnqueue plugin keeps the pod out of scheduling (kube records no attempt and no
+    /// FitError for it): it waits in the unschedulable pool until an event its plugin cares
+    /// about (DynamicResources: a ResourceClaim added or changed) or its longest stay.
+    Gated {
+        /// `namespace/name`.
+        pod: PodKey,
+        /// The plugin.
+        plugin: String,
+        /// Its message (kube's status message, such as `could not find ResourceClaim
+        /// "ns/name"`).
+        message: String,
+    },
     /// A Reserve or Permit plugin refused the placement (or a Permit wait timed out): the
     /// pod was unreserved and forgotten; after a Reserve error it backs off, after a Permit
     /// rejection it waits in the unschedulable pool.

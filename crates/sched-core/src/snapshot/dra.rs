@@ -91,6 +91,20 @@ impl DraIndex {
         self.pending.contains_key(&claim_key(namespace, name))
     }
 
+    /// Takes in a listing's DeviceClasses, ResourceSlices and ResourceClaims (the templates
+    /// are not the scheduler's: it reads the claims made from them).
+    pub fn load(&mut self, objects: crate::model::DraObjects) {
+        for c in objects.device_classes {
+            self.upsert_class(c);
+        }
+        for s in objects.resource_slices {
+            self.upsert_slice(s);
+        }
+        for c in objects.resource_claims {
+            self.upsert_claim(c);
+        }
+    }
+
     /// Adds or replaces a DeviceClass; `true` if one of that name was known.
     pub fn upsert_class(&mut self, class: DeviceClass) -> bool {
         upsert_sorted(&mut self.classes, class, |c| &c.metadata.name)
