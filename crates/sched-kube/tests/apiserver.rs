@@ -31,11 +31,7 @@ async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
         .serve("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let running = tokio::spawn({
-        let stop = stop.clone();
-        scheduler.run(async move { stop.cancelled().await })
-    });
+    let running = Running::start(scheduler);
     for i in 0..11 {
         create_pod(&client, &format!("p{i}"), "sched-kube", "1", None).await;
     }
@@ -137,8 +133,7 @@ async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
     .await;
     assert_eq!(node, victim.1);
 
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,11 +147,7 @@ async fn preempts_lower_priority_pods_as_kube_does() {
         Options::new(config("preempt"), "replica-a"),
     )
     .unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let running = tokio::spawn({
-        let stop = stop.clone();
-        scheduler.run(async move { stop.cancelled().await })
-    });
+    let running = Running::start(scheduler);
     create_pod(&client, "low-a", "sched-kube", "1", Some("low")).await;
     create_pod(&client, "low-b", "sched-kube", "1", Some("low")).await;
     eventually(Duration::from_secs(30), "the low pods bound", || {
@@ -185,12 +176,7 @@ async fn preempts_lower_priority_pods_as_kube_does() {
         "victims deleted"
     );
     assert_eq!(
-        all["high"]
-            .status
-            .as_ref()
-            .unwrap()
-            .nominated_node_name
-            .as_deref(),
+        nominated(&all["high"]),
         Some("n1"),
         "the preemptor was nominated"
     );
@@ -204,8 +190,7 @@ async fn preempts_lower_priority_pods_as_kube_does() {
                 && e.regarding.as_ref().and_then(|r| r.uid.as_deref()) == Some(low_a.as_str())),
         "{preempted:?}"
     );
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     kubelet.abort();
 }
 
@@ -268,11 +253,7 @@ async fn honours_scheduling_gates_and_writes_volume_bindings_before_binding() {
         Options::new(config("gates"), "r"),
     )
     .unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let running = tokio::spawn({
-        let stop = stop.clone();
-        scheduler.run(async move { stop.cancelled().await })
-    });
+    let running = Running::start(scheduler);
 
     // A gated pod stays pending until its gate is removed.
     let mut gated = pod_json("gated", "sched-kube", "1", None, &[]);
@@ -341,8 +322,7 @@ async fn honours_scheduling_gates_and_writes_volume_bindings_before_binding() {
         async move { node_of(&pods(&client).await["gated"]).map(str::to_owned) }
     })
     .await;
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,11 +383,7 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
         Options::new(config("dra"), "r"),
     )
     .unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let running = tokio::spawn({
-        let stop = stop.clone();
-        scheduler.run(async move { stop.cancelled().await })
-    });
+    let running = Running::start(scheduler);
     let pods_api = Api::<Pod>::namespaced(client.clone(), NS);
     for (pod, claim) in [("pa", "gpu-a"), ("pb", "gpu-b"), ("pc", "gpu-c")] {
         let mut p = pod_json(pod, "sched-kube", "1", None, &[]);
@@ -472,6 +448,5 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
             .starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
         "{cond:?}"
     );
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }

@@ -17,6 +17,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
+use lease_elect_kube::testing::apiserver::KubeApiServer;
 
 const PODS: usize = 1000;
 const NODES: usize = 10;
@@ -33,6 +34,37 @@ struct Replicas {
 }
 
 impl Replicas {
+    /// No replica yet: a folder of their own, with a kubeconfig for `server` and a
+    /// configuration electing through the Lease `default/failover` with this lease and
+    /// renew deadline (seconds).
+    fn new(server: &KubeApiServer, name: &str, (lease, renew): (u32, u32)) -> (Replicas, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig.json");
+        fs::write(&kubeconfig, server.connection().kubeconfig(NS).to_string()).unwrap();
+        let config = dir.join("config.yaml");
+        fs::write(
+            &config,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 leaderElection:\n  leaseDuration: {lease}s\n  renewDeadline: {renew}s\n  \
+                 retryPeriod: 500ms\n  resourceNamespace: default\n  resourceName: failover\n\
+                 profiles:\n- schedulerName: sched-kube\n"
+            ),
+        )
+        .unwrap();
+        let replicas = Replicas {
+            dir: dir.clone(),
+            kubeconfig,
+            config,
+            running: Vec::new(),
+            started: 0,
+            exits: Vec::new(),
+        };
+        (replicas, dir)
+    }
+
     fn spawn(&mut self) {
         let identity = format!("replica-{}", self.started);
         self.started += 1;
@@ -171,28 +203,7 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
         .await
         .unwrap();
 
-    let dir = std::env::temp_dir().join(format!("sched-kube-failover-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig.json");
-    fs::write(&kubeconfig, server.connection().kubeconfig(NS).to_string()).unwrap();
-    let config = dir.join("config.yaml");
-    fs::write(
-        &config,
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-         leaderElection:\n  leaseDuration: 4s\n  renewDeadline: 3s\n  retryPeriod: 500ms\n  \
-         resourceNamespace: default\n  resourceName: failover\n\
-         profiles:\n- schedulerName: sched-kube\n",
-    )
-    .unwrap();
-    let mut replicas = Replicas {
-        dir: dir.clone(),
-        kubeconfig,
-        config,
-        running: Vec::new(),
-        started: 0,
-        exits: Vec::new(),
-    };
+    let (mut replicas, dir) = Replicas::new(&server, "sched-kube-failover", (4, 3));
     replicas.keep_three();
     let kubelet = kubelet_stand_in(client.clone());
 
@@ -350,29 +361,8 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_the_lease_and_a_standby_leads_at_once() {
     let (server, client) = server().await;
-    let dir = std::env::temp_dir().join(format!("sched-kube-sigterm-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig.json");
-    fs::write(&kubeconfig, server.connection().kubeconfig(NS).to_string()).unwrap();
-    let config = dir.join("config.yaml");
     // A long lease: a hand-over within it can only come from a release.
-    fs::write(
-        &config,
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-         leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 20s\n  retryPeriod: 500ms\n  \
-         resourceNamespace: default\n  resourceName: failover\n\
-         profiles:\n- schedulerName: sched-kube\n",
-    )
-    .unwrap();
-    let mut replicas = Replicas {
-        dir: dir.clone(),
-        kubeconfig,
-        config,
-        running: Vec::new(),
-        started: 0,
-        exits: Vec::new(),
-    };
+    let (mut replicas, dir) = Replicas::new(&server, "sched-kube-sigterm", (30, 20));
     replicas.spawn();
     // The first term waits out a lease that never existed (30 s here); write the Lease
     // released so that it starts at once.

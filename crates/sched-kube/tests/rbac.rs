@@ -96,11 +96,7 @@ async fn runs_with_only_the_permissions_its_manifest_grants() {
         .serve("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let running = tokio::spawn({
-        let stop = stop.clone();
-        scheduler.run(async move { stop.cancelled().await })
-    });
+    let running = Running::start(scheduler);
     create_pod(&admin, "low", "sched-kube", "2", Some("low")).await;
     eventually(Duration::from_secs(30), "low bound", || {
         let admin = admin.clone();
@@ -125,15 +121,7 @@ async fn runs_with_only_the_permissions_its_manifest_grants() {
     )
     .await;
     assert!(!all.contains_key("low"));
-    assert_eq!(
-        all["high"]
-            .status
-            .as_ref()
-            .unwrap()
-            .nominated_node_name
-            .as_deref(),
-        Some("n1")
-    );
+    assert_eq!(nominated(&all["high"]), Some("n1"));
     for reason in ["Scheduled", "FailedScheduling", "Preempted"] {
         assert!(
             !events(&admin, reason).await.is_empty(),
@@ -150,7 +138,6 @@ async fn runs_with_only_the_permissions_its_manifest_grants() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     kubelet.abort();
 }

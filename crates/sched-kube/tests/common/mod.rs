@@ -109,6 +109,10 @@ pub async fn pods(client: &Client) -> BTreeMap<String, Pod> {
         .collect()
 }
 
+pub fn nominated(p: &Pod) -> Option<&str> {
+    p.status.as_ref()?.nominated_node_name.as_deref()
+}
+
 pub fn node_of(p: &Pod) -> Option<&str> {
     p.spec.as_ref()?.node_name.as_deref()
 }
@@ -204,6 +208,27 @@ pub async fn server() -> (KubeApiServer, Client) {
 /// A client for the scheduler: without a read timeout, so that its watches stay open.
 pub async fn scheduler_client(server: &KubeApiServer) -> Client {
     server.connection().client(NS, None).await.unwrap()
+}
+
+/// A scheduler running on a task until [`Running::stop`].
+pub struct Running {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), sched_kube::RunError>>,
+}
+
+impl Running {
+    pub fn start(scheduler: sched_kube::KubeScheduler) -> Running {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let token = stop.clone();
+        let task = tokio::spawn(scheduler.run(async move { token.cancelled().await }));
+        Running { stop, task }
+    }
+
+    /// Stops it (a leader releases its Lease) and expects a clean end.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap().unwrap();
+    }
 }
 
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
