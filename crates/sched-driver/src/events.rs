@@ -61,6 +61,16 @@ pub enum StepTaken {
         /// When the wait times out.
         until: Duration,
     },
+    /// A PreEnqueue plugin keeps the pod out of scheduling (no attempt is counted); it
+    /// waits for an event its plugin cares about.
+    Gated {
+        /// `namespace/name`.
+        pod: PodKey,
+        /// The plugin.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
     /// The attempt failed with an error; the pod backs off.
     Failed {
         /// `namespace/name`.
@@ -118,6 +128,15 @@ impl StepTaken {
                 pod: pod.clone(),
                 node: node.clone(),
                 until: *until,
+            },
+            Step::Gated {
+                pod,
+                plugin,
+                message,
+            } => StepTaken::Gated {
+                pod: pod.clone(),
+                plugin: plugin.clone(),
+                message: message.clone(),
             },
             Step::Failed { pod, error, .. } => StepTaken::Failed {
                 pod: pod.clone(),

@@ -1,7 +1,7 @@
 //! Three replicas of `sched-kube-scheduler` (child processes) on a real kube-apiserver
-//! v1.34.4: 1,000 pods of two priorities arrive over time on 10 nodes with room for about
-//! 90% of them; the leader is killed with SIGKILL a third of the way in and the API server
-//! is restarted two thirds in. The test plays the Deployment (an exited replica is started
+//! v1.34.4: 1,000 pods of two priorities arrive over time on 10 nodes, the last tenth of
+//! higher priority and arriving on a full cluster, so that they preempt; the leader is
+//! killed with SIGKILL a third of the way in and the API server is restarted two thirds in. The test plays the Deployment (an exited replica is started
 //! again) and the kubelets (a pod whose graceful deletion began is removed).
 
 mod common;
@@ -207,16 +207,17 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
     replicas.keep_three();
     let kubelet = kubelet_stand_in(client.clone());
 
-    // Arrivals: every fifth pod is high priority (150m), the rest low (100m), one low pod
-    // in sixteen protected by the PDB; every 50th low pod is deleted right after it is
-    // created (while it is being scheduled or bound).
+    // Arrivals: 900 low-priority pods (100m, one in sixteen protected by the PDB) take
+    // 90 of the 100 CPUs, then 100 high-priority ones (150m) need 15: about 5 CPUs of
+    // low pods must go. Every 50th low pod is deleted right after it is created (while it
+    // is being scheduled or bound).
     let mut high = HashSet::new();
     let mut protected = HashSet::new();
     let mut deleted = HashSet::new();
     let mut killed = None;
     for i in 0..PODS {
         let name = format!("pod-{i:04}");
-        if i % 5 == 4 {
+        if i >= PODS - PODS / 10 {
             create_retrying(&client, &name, "150m", "high", &[("app", "high")]).await;
             high.insert(name);
         } else if i % 16 == 0 {
@@ -250,7 +251,7 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
-    // Settled: every high pod bound and nothing changes for 5 s.
+    // Settled: every pod bound and nothing changes for 5 s.
     let start = Instant::now();
     let mut last: Option<(usize, usize)> = None;
     let mut stable_since = Instant::now();
@@ -307,20 +308,16 @@ async fn every_pod_is_bound_once_through_a_sigkill_and_an_api_server_restart() {
         .filter(|(_, p)| node_of(p).is_none())
         .map(|(n, _)| n)
         .collect();
-    let most_free = (0..NODES)
-        .map(|i| NODE_CPU_MILLIS - used.get(format!("node-{i}").as_str()).copied().unwrap_or(0))
-        .max()
-        .unwrap();
-    if !pending.is_empty() {
-        assert!(
-            most_free < 100,
-            "{} pods wait while a node has {most_free}m free: {:?}",
-            pending.len(),
-            &pending[..pending.len().min(5)]
-        );
-    }
+    // Every pod still there is bound: those deleted early left nothing reserved behind, and
+    // preemption made room for every high-priority pod.
+    assert!(
+        pending.is_empty(),
+        "{} pods were never bound: {:?}",
+        pending.len(),
+        &pending[..pending.len().min(5)]
+    );
 
-    // Preemption took only unprotected low pods, and took some (the pods need ~110% of
+    // Preemption took only unprotected low pods, and took some (the pods need ~105% of
     // the cluster).
     let victims: Vec<String> = (0..PODS)
         .map(|i| format!("pod-{i:04}"))
