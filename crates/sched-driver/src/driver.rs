@@ -800,6 +800,7 @@ impl Engine {
                 }
                 Step::Bind {
                     pod,
+                    uid,
                     node,
                     profile,
                     volumes,
@@ -817,6 +818,7 @@ impl Engine {
                     }
                     let b = Binding {
                         pod,
+                        uid,
                         node,
                         profile,
                         volumes,

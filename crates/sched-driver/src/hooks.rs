@@ -16,6 +16,10 @@ pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 pub struct Binding {
     /// `namespace/name`.
     pub pod: PodKey,
+    /// The placed pod's UID (`metadata.uid`, empty if it had none): a `pods/binding` carries
+    /// it, so that a pod deleted and created again under the same name is not bound in its
+    /// place.
+    pub uid: String,
     /// The node.
     pub node: String,
     /// The profile (scheduler name) that placed it.

@@ -189,19 +189,16 @@ impl Watch {
 
     /// A list or watch error: retried by the watcher with backoff. A kind this API server
     /// does not serve (404 on the first list) counts as listed and empty, so a cluster
-    /// without, say, the DRA API still schedules.
+    /// without, say, the DRA API still schedules; the watch keeps trying, and picks the kind
+    /// up when the API server starts serving it (an upgrade).
     fn on_error(&mut self, e: &watcher::Error) -> bool {
         self.stats.watch_errors.inc();
         let not_served =
             matches!(e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404);
         if not_served && !self.synced {
-            tracing::warn!(
-                kind = self.kind.kind,
-                "not served by this API server; not watched"
-            );
+            tracing::warn!(kind = self.kind.kind, "not served by this API server (yet)");
             self.synced = true;
-            let _ = self.tx.send(FeedMsg::Synced(self.index));
-            return false;
+            return self.tx.send(FeedMsg::Synced(self.index)).is_ok();
         }
         tracing::warn!(kind = self.kind.kind, error = %e, "watch failed; retrying with backoff");
         true

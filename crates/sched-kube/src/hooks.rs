@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use sched_core::model::PodKey;
 use sched_driver::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
 
 use crate::feed::PodCache;
@@ -13,7 +12,6 @@ use crate::writes::{Condition, WriteError, Writer};
 /// Binds through `pods/binding`.
 pub(crate) struct KubeBinder {
     pub writer: Writer,
-    pub pods: Arc<PodCache>,
 }
 
 fn bind_error(e: WriteError) -> BindError {
@@ -31,18 +29,11 @@ fn delete_error(e: WriteError) -> DeleteError {
     }
 }
 
-impl KubeBinder {
-    fn uid(&self, pod: &PodKey) -> Result<String, BindError> {
-        self.pods
-            .get(pod)
-            .map(|p| p.uid)
-            .ok_or_else(|| BindError::Refused(format!("pod {pod} is no longer watched")))
-    }
-}
-
 #[sched_driver::async_trait]
 impl Binder for KubeBinder {
     async fn pre_bind(&self, b: &Binding) -> Result<(), BindError> {
+        // Also before a binder extender binds (the driver calls it instead of `bind`).
+        self.writer.check().map_err(bind_error)?;
         if !b.claims.is_empty() {
             self.writer
                 .write_claims(&b.claims)
@@ -59,15 +50,16 @@ impl Binder for KubeBinder {
     }
 
     async fn bind(&self, b: &Binding) -> Result<(), BindError> {
-        let uid = self.uid(&b.pod)?;
+        // The UID the engine placed, not the watch's latest: a pod recreated under the same
+        // name must not be bound where the old one was placed.
         self.writer
-            .bind(&b.pod, &uid, &b.node)
+            .bind(&b.pod, &b.uid, &b.node)
             .await
             .map_err(bind_error)
     }
 
     async fn post_bind(&self, b: &Binding) {
-        let Ok(uid) = self.uid(&b.pod) else { return };
+        let uid = &b.uid;
         let note = format!(
             "Successfully assigned {}/{} to {}",
             b.pod.namespace(),
@@ -77,7 +69,7 @@ impl Binder for KubeBinder {
         if let Err(e) = self
             .writer
             .record(
-                (&b.pod, &uid),
+                (&b.pod, uid),
                 None,
                 &b.profile,
                 "Normal",
@@ -129,10 +121,14 @@ impl VictimDeleter for KubeVictimDeleter {
                 Ok(()) | Err(WriteError::Refused { code: 404, .. }) => {}
                 Err(e) => return Err(delete_error(e)),
             }
-            self.writer
+            let deleted = self
+                .writer
                 .delete_pod(victim, &info.uid)
                 .await
                 .map_err(delete_error)?;
+            if !deleted {
+                continue;
+            }
             let note = format!("Preempted by pod {} on node {}", preemptor.uid, p.node);
             if let Err(e) = self
                 .writer

@@ -46,7 +46,14 @@
 //! - A bound pod whose node the engine does not know yet is refused by the engine (kube's
 //!   cache keeps it on a placeholder node); each watch lists on its own, so this can happen
 //!   only when a pod's watch relists before its node's does.
-//! - Events are not aggregated into series as client-go's recorder does.
+//! - Events are not aggregated into series as client-go's recorder does; the
+//!   `PodScheduled` condition's `lastTransitionTime` is set on every change of its message
+//!   (kube keeps it while the status stays `False`) and `observedGeneration` is not written.
+//! - Watches start when a replica becomes leader (kube-scheduler's `DelayCacheUntilActive:
+//!   true`; its default lists before the election), so a fail-over includes a full listing.
+//! - A binding that fails after its claims were written leaves the pod in their
+//!   `reservedFor` (kube's Unreserve removes it); preemption does not clear the nomination
+//!   of lower-priority pods nominated to the node, and deletes victims one after another.
 //!
 //! # Permissions
 //! The service account needs kube-scheduler's (`system:kube-scheduler`): get, list, watch of
@@ -128,6 +135,13 @@ pub enum RunError {
     /// The driver stopped with an error (fenced off, a panicking plugin).
     #[error("driver: {0}")]
     Driver(#[from] DriverError),
+    /// A watch stopped (its task panicked, or the engine's feed closed): the term ends
+    /// rather than schedule on a kind that no longer changes.
+    #[error("a watch stopped")]
+    WatchEnded,
+    /// A watch task panicked.
+    #[error("a watch panicked: {0}")]
+    WatchPanicked(String),
     /// This replica led and lost its lease (kube-scheduler exits: "leaderelection lost").
     #[error("leaderelection lost")]
     LeadershipLost,
@@ -229,15 +243,29 @@ impl KubeScheduler {
         let health = this.health();
         let _ = health.elector.set(elector.clone());
         let failed = CancellationToken::new();
+        let shutting_down = CancellationToken::new();
         let callbacks = Callbacks {
             scheduler: this.clone(),
             result: Mutex::new(None),
             failed: failed.clone(),
+            shutting_down: shutting_down.clone(),
+            term_over: Mutex::new(None),
         };
+        // The elector releases the Lease when this resolves: on a shutdown, only after the
+        // term (if one runs) has drained its bindings, so that nothing is cut half-way.
         let stop = async {
             tokio::select! {
                 () = shutdown => {}
-                () = failed.cancelled() => {}
+                () = failed.cancelled() => return,
+            }
+            shutting_down.cancel();
+            let term_over = callbacks
+                .term_over
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(t) = term_over {
+                t.cancelled().await;
             }
         };
         let outcome = elector.run(&callbacks, stop).await;
@@ -265,19 +293,27 @@ impl KubeScheduler {
         feed::spawn(&self.client, &pods, &self.stats, &tx, &mut watches);
         drop(tx);
 
-        // kube's cache sync: every kind listed before the first cycle.
+        // kube's cache sync: every kind listed before the first cycle. A kind's first listing
+        // (before its `Synced`) is applied in dependency order; what its watch reports after
+        // that keeps its order of arrival, after the listings (a pod listed, then deleted,
+        // must stay deleted).
         let mut listing: Vec<(usize, ClusterEvent)> = Vec::new();
+        let mut later: Vec<ClusterEvent> = Vec::new();
+        let mut synced = vec![false; kinds::WATCHED.len()];
         let mut unsynced = kinds::WATCHED.len();
         while unsynced > 0 {
             tokio::select! {
                 m = rx.recv() => match m {
+                    Some(FeedMsg::Event(i, e)) if synced[i] => later.push(e),
                     Some(FeedMsg::Event(i, e)) => listing.push((i, e)),
                     Some(FeedMsg::Synced(i)) => {
                         tracing::debug!(kind = kinds::WATCHED[i].kind, "listed");
+                        synced[i] = true;
                         unsynced -= 1;
                     }
-                    None => return Ok(()),
+                    None => return Err(RunError::WatchEnded),
                 },
+                Some(ended) = watches.join_next() => return Err(watch_ended(ended)),
                 () = &mut stop => return Ok(()),
             }
         }
@@ -291,7 +327,6 @@ impl KubeScheduler {
         let driver = Driver::builder(scheduler)
             .binder(KubeBinder {
                 writer: writer.clone(),
-                pods: pods.clone(),
             })
             .victim_deleter(KubeVictimDeleter {
                 writer: writer.clone(),
@@ -304,7 +339,7 @@ impl KubeScheduler {
         let handle = driver.handle();
         // Dependency order (WATCHED's), and bound pods before pending ones.
         listing.sort_by_key(|(i, e)| (*i, is_pending_pod(e)));
-        for (_, e) in listing {
+        for e in listing.into_iter().map(|(_, e)| e).chain(later) {
             if handle.apply(e).is_err() {
                 return Ok(());
             }
@@ -319,6 +354,7 @@ impl KubeScheduler {
         };
         health.ready.store(true, Ordering::Relaxed);
         tracing::info!(identity = %self.options.identity, "watches synced; scheduling");
+        let mut failure = None;
         let ended = loop {
             tokio::select! {
                 m = rx.recv() => match m {
@@ -330,6 +366,11 @@ impl KubeScheduler {
                     Some(FeedMsg::Synced(_)) => {}
                     None => break None,
                 },
+                Some(ended) = watches.join_next() => {
+                    // A watch that stopped leaves its kind frozen: end the term.
+                    failure = Some(watch_ended(ended));
+                    break None;
+                }
                 r = &mut run => break Some(r),
                 () = &mut stop => break None,
             }
@@ -351,11 +392,22 @@ impl KubeScheduler {
                     })
             }
         };
+        if let Some(f) = failure {
+            return Err(f);
+        }
         match result {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e.into()),
             Err(join) => Err(DriverError::EnginePanicked(join.to_string()).into()),
         }
+    }
+}
+
+/// The error for a watch task that ended (they run until aborted).
+fn watch_ended(ended: Result<(), tokio::task::JoinError>) -> RunError {
+    match ended {
+        Err(e) if e.is_panic() => RunError::WatchPanicked(e.to_string()),
+        _ => RunError::WatchEnded,
     }
 }
 
@@ -367,19 +419,39 @@ fn is_pending_pod(e: &ClusterEvent) -> bool {
 struct Callbacks {
     scheduler: Arc<KubeScheduler>,
     result: Mutex<Option<Result<(), RunError>>>,
+    /// Cancelled when a term ends with an error: the run ends.
     failed: CancellationToken,
+    /// Cancelled on shutdown: the running term drains and ends.
+    shutting_down: CancellationToken,
+    /// The running term's: cancelled when it has ended (drained).
+    term_over: Mutex<Option<CancellationToken>>,
 }
 
 #[lease_elect::async_trait]
 impl LeaderCallbacks for Callbacks {
     async fn on_started_leading(&self, guard: LeaderGuard) {
         tracing::info!(identity = %self.scheduler.options.identity, token = guard.token().0, "leading");
+        let term_over = CancellationToken::new();
+        let _over_when_dropped = term_over.clone().drop_guard();
+        *self
+            .term_over
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(term_over);
         let lost = guard.clone();
+        let shutting_down = self.shutting_down.clone();
+        let stop = async move {
+            tokio::select! {
+                () = lost.lost() => {}
+                () = shutting_down.cancelled() => {}
+            }
+        };
         let result = self
             .scheduler
-            .lead(Fence::leader(guard), async move { lost.lost().await })
+            .lead(Fence::leader(guard.clone()), stop)
             .await;
-        if result.is_err() {
+        // A term that ended while its lease is still valid (an error, or a shutdown) ends
+        // the run, so that another replica can lead.
+        if result.is_err() || guard.is_valid() {
             self.failed.cancel();
         }
         *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);

@@ -6,6 +6,8 @@
 //! written for every attempt.
 
 use std::collections::{HashMap, HashSet};
+
+type LastConditions = HashMap<PodKey, (String, &'static str)>;
 use std::sync::Arc;
 
 use sched_core::model::PodKey;
@@ -23,7 +25,7 @@ pub(crate) async fn run(
     pods: Arc<PodCache>,
 ) {
     let mut errored: HashSet<PodKey> = HashSet::new();
-    let mut last: HashMap<PodKey, (String, &'static str)> = HashMap::new();
+    let mut last = LastConditions::new();
     loop {
         let event = match events.recv().await {
             Ok(e) => e,
@@ -49,52 +51,12 @@ pub(crate) async fn run(
                 } else {
                     "Unschedulable"
                 };
-                let Some(info) = pods.get(&pod) else {
-                    last.remove(&pod);
-                    continue;
-                };
-                if let Err(e) = writer
-                    .record(
-                        (&pod, &info.uid),
-                        None,
-                        &info.scheduler_name,
-                        "Warning",
-                        "FailedScheduling",
-                        "Scheduling",
-                        &message,
-                    )
-                    .await
-                {
-                    tracing::warn!(%pod, error = %e, "cannot record FailedScheduling");
-                }
-                let condition = (message, reason);
-                if last.get(&pod) == Some(&condition) {
-                    continue;
-                }
-                let patched = writer
-                    .patch_pod_status(
-                        &pod,
-                        Some(Condition {
-                            type_: "PodScheduled",
-                            status: "False",
-                            reason,
-                            message: &condition.0,
-                        }),
-                        None,
-                    )
-                    .await;
-                match patched {
-                    Ok(()) => {
-                        last.insert(pod, condition);
-                    }
-                    Err(e) => tracing::warn!(%pod, error = %e, "cannot update PodScheduled"),
-                }
-                if last.len() > 4096 {
-                    last.retain(|p, _| pods.get(p).is_some());
-                }
+                failed(&writer, &pods, &mut last, pod, message, reason).await;
             }
             DriverEvent::Scheduler(SchedulerEvent::BindingFailed { pod, node, message }) => {
+                // kube's binding-cycle failure: an error, reported as such.
                 tracing::warn!(%pod, node, message, "binding failed; the pod is retried");
+                failed(&writer, &pods, &mut last, pod, message, "SchedulerError").await;
             }
             DriverEvent::Scheduler(SchedulerEvent::Rejected { object, message }) => {
                 tracing::error!(object, message, "the engine refused a watched change");
@@ -104,5 +66,61 @@ pub(crate) async fn run(
             }
             _ => {}
         }
+    }
+}
+
+/// kube's failure handler for one pod: the `FailedScheduling` event, and the
+/// `PodScheduled=False` condition when it changes.
+async fn failed(
+    writer: &Writer,
+    pods: &PodCache,
+    last: &mut LastConditions,
+    pod: PodKey,
+    message: String,
+    reason: &'static str,
+) {
+    let Some(info) = pods.get(&pod) else {
+        last.remove(&pod);
+        return;
+    };
+    if let Err(e) = writer
+        .record(
+            (&pod, &info.uid),
+            None,
+            &info.scheduler_name,
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            &message,
+        )
+        .await
+    {
+        tracing::warn!(%pod, error = %e, "cannot record FailedScheduling");
+    }
+    let condition = (message, reason);
+    if last.get(&pod) == Some(&condition) {
+        return;
+    }
+    let patched = writer
+        .patch_pod_status(
+            &pod,
+            Some(Condition {
+                type_: "PodScheduled",
+                status: "False",
+                reason,
+                message: &condition.0,
+            }),
+            None,
+        )
+        .await;
+    match patched {
+        Ok(()) => {
+            // Pods that went away leave their entries; drop them when the map has doubled.
+            if last.len() >= 4096 && last.len().is_power_of_two() {
+                last.retain(|p, _| pods.get(p).is_some());
+            }
+            last.insert(pod, condition);
+        }
+        Err(e) => tracing::warn!(%pod, error = %e, "cannot update PodScheduled"),
     }
 }

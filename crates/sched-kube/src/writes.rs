@@ -69,7 +69,11 @@ impl Fence {
         Fence(None)
     }
 
-    fn check(&self) -> Result<(), WriteError> {
+    /// `Err(WriteError::Fenced)` once the term is over.
+    ///
+    /// # Errors
+    /// [`WriteError::Fenced`].
+    pub fn check(&self) -> Result<(), WriteError> {
         match &self.0 {
             Some(g) if !g.is_valid() => Err(WriteError::Fenced),
             _ => Ok(()),
@@ -112,6 +116,14 @@ impl Writer {
             fence,
             instance: instance.into(),
         }
+    }
+
+    /// `Err(WriteError::Fenced)` once this replica's term is over.
+    ///
+    /// # Errors
+    /// [`WriteError::Fenced`].
+    pub fn check(&self) -> Result<(), WriteError> {
+        self.fence.check()
     }
 
     fn pods(&self, pod: &PodKey) -> Api<Pod> {
@@ -182,12 +194,12 @@ impl Writer {
         Ok(())
     }
 
-    /// Deletes a victim of preemption (default grace period), only the pod of UID `uid`; a
-    /// pod already gone is not an error (kube's `PreemptPod`).
+    /// Deletes a victim of preemption (default grace period), only the pod of UID `uid`.
+    /// `Ok(false)` when it was gone already (kube's `PreemptPod` then records no event).
     ///
     /// # Errors
     /// [`WriteError`].
-    pub async fn delete_pod(&self, pod: &PodKey, uid: &str) -> Result<(), WriteError> {
+    pub async fn delete_pod(&self, pod: &PodKey, uid: &str) -> Result<bool, WriteError> {
         self.fence.check()?;
         let params = DeleteParams {
             preconditions: Some(Preconditions {
@@ -197,15 +209,18 @@ impl Writer {
             ..DeleteParams::default()
         };
         match self.pods(pod).delete(pod.name(), &params).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Ok(_) => Ok(true),
+            // Gone, or a new pod of that name (the UID precondition failed).
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// VolumeBinding's PreBind writes: each PersistentVolume's `claimRef` and annotations as
-    /// the engine assumed them, and each claim to provision annotated with its node
-    /// (`volume.kubernetes.io/selected-node`). Merge patches, in the engine's order.
+    /// VolumeBinding's PreBind writes: each PersistentVolume's `claimRef` (and
+    /// `pv.kubernetes.io/bound-by-controller`) as the engine assumed them, refused when the
+    /// volume was bound to another claim or changed since it was read; and each claim to
+    /// provision annotated with its node (`volume.kubernetes.io/selected-node`). In the
+    /// engine's order.
     ///
     /// # Errors
     /// [`WriteError`].
@@ -215,28 +230,62 @@ impl Writer {
     ) -> Result<(), WriteError> {
         for pv in volumes.bindings() {
             self.fence.check()?;
-            let claim = pv.spec.claim_ref.as_ref().map(|c| {
+            let api = Api::<PersistentVolume>::all(self.client.clone());
+            let name = &pv.metadata.name;
+            // kube updates the volume it read: a volume bound to another claim meanwhile is
+            // a conflict, and so is any change since (the resourceVersion precondition).
+            let current = api.get(name).await?;
+            let wanted = pv.spec.claim_ref.as_ref();
+            if let Some(held) = current.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) {
+                let same = wanted.is_some_and(|c| {
+                    held.namespace.as_deref() == Some(c.namespace.as_str())
+                        && held.name.as_deref() == Some(c.name.as_str())
+                });
+                if !same {
+                    return Err(WriteError::Refused {
+                        code: 409,
+                        message: format!(
+                            "PersistentVolume {name} is bound to {}/{} now",
+                            held.namespace.as_deref().unwrap_or_default(),
+                            held.name.as_deref().unwrap_or_default()
+                        ),
+                    });
+                }
+            }
+            let claim = wanted.map(|c| {
                 serde_json::json!({
                     "kind": "PersistentVolumeClaim", "apiVersion": "v1",
                     "namespace": c.namespace, "name": c.name, "uid": c.uid,
                 })
             });
+            // Only the annotation the binding sets; the volume's others stay as they are.
+            let annotations: serde_json::Map<String, serde_json::Value> = pv
+                .metadata
+                .annotations
+                .iter()
+                .filter(|(k, _)| k.as_str() == "pv.kubernetes.io/bound-by-controller")
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
             let patch = serde_json::json!({
-                "metadata": {"annotations": pv.metadata.annotations},
+                "metadata": {
+                    "resourceVersion": current.metadata.resource_version,
+                    "annotations": annotations,
+                },
                 "spec": {"claimRef": claim},
             });
-            Api::<PersistentVolume>::all(self.client.clone())
-                .patch(
-                    &pv.metadata.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(patch),
-                )
+            api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
                 .await?;
         }
         for pvc in volumes.provisions() {
             self.fence.check()?;
+            let node = pvc
+                .metadata
+                .annotations
+                .get("volume.kubernetes.io/selected-node")
+                .cloned()
+                .unwrap_or_default();
             let patch = serde_json::json!({
-                "metadata": {"annotations": pvc.metadata.annotations},
+                "metadata": {"annotations": {"volume.kubernetes.io/selected-node": node}},
             });
             Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &pvc.metadata.namespace)
                 .patch(
@@ -333,7 +382,7 @@ impl Writer {
             },
             event_time: Some(MicroTime(now)),
             reporting_controller: Some(controller.to_owned()),
-            reporting_instance: Some(format!("{controller}-{}", self.instance)),
+            reporting_instance: Some(reporting_instance(controller, &self.instance)),
             action: Some(action.to_owned()),
             reason: Some(reason.to_owned()),
             note: Some(truncate_note(note)),
@@ -347,6 +396,17 @@ impl Writer {
             .await?;
         Ok(())
     }
+}
+
+/// `<controller>-<instance>`, cut to the 128 bytes the API server accepts.
+fn reporting_instance(controller: &str, instance: &str) -> String {
+    let mut s = format!("{controller}-{instance}");
+    let mut end = s.len().min(128);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
 }
 
 /// kube's `truncateMessage`: a note longer than [`NOTE_LENGTH_LIMIT`] is cut and ends with
@@ -366,6 +426,13 @@ pub fn truncate_note(note: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reporting_instance_fits_the_api_servers_limit() {
+        assert_eq!(reporting_instance("sched-kube", "a"), "sched-kube-a");
+        assert_eq!(reporting_instance("s", &"é".repeat(100)).len(), 128);
+        assert_eq!(reporting_instance("ab", &"é".repeat(100)).len(), 127);
+    }
 
     #[test]
     fn a_long_note_is_cut_as_kube_cuts_it() {

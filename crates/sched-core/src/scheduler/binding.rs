@@ -536,6 +536,7 @@ impl Scheduler {
     fn bind_step(&self, pod: PodKey, p: &Placement) -> Step {
         Step::Bind {
             pod,
+            uid: p.pod.metadata.uid.clone(),
             node: p.node.clone(),
             profile: p.profile.clone(),
             volumes: p.volumes.clone(),

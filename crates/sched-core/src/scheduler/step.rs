@@ -18,6 +18,10 @@ pub enum Step {
     Bind {
         /// `namespace/name`.
         pod: PodKey,
+        /// The UID of the pod the engine placed (`metadata.uid`; empty if it had none): a
+        /// binding carries it as a precondition, so that a new pod of the same name is not
+        /// bound where the old one was placed.
+        uid: String,
         /// The node.
         node: String,
         /// The profile (scheduler name) that placed it.

@@ -9,8 +9,8 @@
 //!   extenders, `leaderElection`. Default: kube's defaults, one `default-scheduler` profile.
 //! - `--kubeconfig`: the API server and credentials; default: in-cluster, else
 //!   `$KUBECONFIG` or `~/.kube/config`.
-//! - `--identity`: this replica's name in the Lease (default: the hostname and the process
-//!   ID).
+//! - `--identity`: this replica's name in the Lease (default: the hostname and the start
+//!   time in nanoseconds).
 //! - `--address`: where `/healthz`, `/readyz` and `/metrics` are served (default
 //!   `0.0.0.0:10251`; port 0 picks one, printed at start).
 //!
@@ -115,8 +115,14 @@ async fn run(flags: Flags) -> Result<(), String> {
         None => SchedulerConfiguration::v1_34_default(),
     };
     let identity = flags.identity.clone().unwrap_or_else(|| {
+        // kube: the hostname and a UUID. A container's process ID is always 1, so the
+        // start time makes the identity unique instead.
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-        format!("{}_{}", host.trim(), std::process::id())
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        format!("{}_{nanos:x}", host.trim())
     });
     let client = client(flags.kubeconfig.as_ref()).await?;
     let mut options = Options::new(config, identity.clone());
