@@ -1169,13 +1169,18 @@ fn gated_pods_are_never_placed_and_missing_claims_reject_the_pod() {
         "1Gi",
         serde_json::json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}}),
     );
-    // The default profile runs DynamicResources: a claim the snapshot does not have rejects
-    // the pod with kube's text.
+    // The default profile runs DynamicResources: a claim the snapshot does not have keeps
+    // the pod out at PreEnqueue, with kube's text.
     match p.schedule(&mut p.create_cache(), &claims, &snapshot) {
-        Err(ScheduleError::Unschedulable(e)) => assert_eq!(
-            e.pre_filter_message.as_deref(),
-            Some("could not find ResourceClaim \"default/gpu-claim\"")
-        ),
+        Err(ScheduleError::PreEnqueue {
+            plugin, message, ..
+        }) => {
+            assert_eq!(plugin, "DynamicResources");
+            assert_eq!(
+                message,
+                "could not find ResourceClaim \"default/gpu-claim\""
+            );
+        }
         other => panic!("{other:?}"),
     }
     // A profile without it refuses the pod rather than placing it without its devices.
