@@ -131,6 +131,9 @@ pub(super) struct Scratch {
     pub(super) failures: Vec<(u32, u16, Reason)>,
     /// Per-chunk buffers for parallel filtering.
     pub(super) chunks: Vec<Mutex<ChunkBuf>>,
+    /// Per chunk of a parallel filtering: 0 while it is not done, else 1 + its feasible
+    /// nodes.
+    pub(super) chunk_found: Vec<std::sync::atomic::AtomicUsize>,
     /// Buffers for sequential filtering.
     pub(super) seq: ChunkBuf,
     /// Per priority, per feasible node, final scores (priority-major).

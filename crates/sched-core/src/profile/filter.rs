@@ -416,8 +416,11 @@ impl Profile {
     }
 
     /// Filters on the pool. Workers take chunks of positions in increasing order; a chunk is
-    /// skipped only when earlier chunks already hold `to_find` feasible nodes, so the merged
-    /// result (feasible nodes in position order, cut at `to_find`) equals the sequential one.
+    /// skipped only when the chunks before it that are done already hold `to_find` feasible
+    /// nodes, so the merged result (feasible nodes in position order, cut at `to_find`)
+    /// equals the sequential one. (Counting every finished chunk instead would let a later
+    /// chunk, finished while a worker that took an earlier one was descheduled, make that
+    /// worker skip the earlier chunk.)
     pub(super) fn filter_parallel(
         &self,
         cache: &mut Cache,
@@ -431,13 +434,18 @@ impl Profile {
         while cache.scratch.chunks.len() < chunks {
             cache.scratch.chunks.push(Mutex::new(ChunkBuf::default()));
         }
+        while cache.scratch.chunk_found.len() < chunks {
+            cache.scratch.chunk_found.push(AtomicUsize::new(0));
+        }
+        for f in &cache.scratch.chunk_found[..chunks] {
+            f.store(0, Ordering::Relaxed);
+        }
         let next = AtomicUsize::new(0);
-        let found = AtomicUsize::new(0);
-        let done = AtomicUsize::new(0);
         {
             let predicates = &self.predicates;
             let always_all = self.always_check_all_predicates;
             let slots = &cache.scratch.chunks[..chunks];
+            let found = &cache.scratch.chunk_found[..chunks];
             let work = || {
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
@@ -446,8 +454,15 @@ impl Profile {
                     }
                     let mut buf = slots[k].lock().unwrap_or_else(|e| e.into_inner());
                     buf.out.clear();
-                    if found.load(Ordering::Acquire) >= to_find {
+                    // Feasible nodes in the earlier chunks that are done (a lower bound of
+                    // what the earlier chunks hold).
+                    let before: usize = found[..k]
+                        .iter()
+                        .map(|f| f.load(Ordering::Acquire).saturating_sub(1))
+                        .sum();
+                    if before >= to_find {
                         // Enough feasible nodes in earlier chunks: leave this one unevaluated.
+                        found[k].store(1, Ordering::Release);
                         continue;
                     }
                     let lo = k * CHUNK;
@@ -455,8 +470,7 @@ impl Profile {
                     fill_positions(&mut buf.nodes, start, lo, hi - lo, n);
                     buf.filter(predicates, active, always_all, cx);
                     let ok = buf.out.iter().filter(|o| o.is_ok()).count();
-                    found.fetch_add(ok, Ordering::AcqRel);
-                    done.fetch_add(1, Ordering::Relaxed);
+                    found[k].store(ok + 1, Ordering::Release);
                 }
             };
             let threads = self.threads.min(chunks);
