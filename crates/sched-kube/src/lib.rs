@@ -154,8 +154,7 @@ pub struct KubeScheduler {
     metrics: SchedulerMetrics,
     election_metrics: ElectionMetrics,
     stats: FeedStats,
-    health: OnceLock<Arc<Health>>,
-    registry: Mutex<Option<prometheus_client::registry::Registry>>,
+    health: Arc<Health>,
 }
 
 impl KubeScheduler {
@@ -179,28 +178,13 @@ impl KubeScheduler {
             metrics,
             election_metrics,
             stats,
-            health: OnceLock::new(),
-            registry: Mutex::new(Some(registry)),
+            health: Arc::new(Health {
+                registry,
+                ready: false.into(),
+                leading: false.into(),
+                elector: OnceLock::new(),
+            }),
         })
-    }
-
-    fn health(&self) -> Arc<Health> {
-        self.health
-            .get_or_init(|| {
-                let registry = self
-                    .registry
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take()
-                    .unwrap_or_default();
-                Arc::new(Health {
-                    registry,
-                    ready: false.into(),
-                    leading: false.into(),
-                    elector: OnceLock::new(),
-                })
-            })
-            .clone()
     }
 
     /// Serves `/healthz`, `/readyz` and `/metrics` on `addr` (port 0 picks one); returns the
@@ -209,7 +193,7 @@ impl KubeScheduler {
     /// # Errors
     /// The listener's.
     pub async fn serve(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
-        serve::serve(addr, self.health()).await
+        serve::serve(addr, self.health.clone()).await
     }
 
     /// Runs until `shutdown` resolves (then a leader releases its Lease) or this replica
@@ -240,7 +224,7 @@ impl KubeScheduler {
             .build()
             .map_err(|e| RunError::Election(e.to_string()))?;
         let elector = LeaderElector::new(config);
-        let health = this.health();
+        let health = this.health.clone();
         let _ = health.elector.set(elector.clone());
         let failed = CancellationToken::new();
         let shutting_down = CancellationToken::new();
@@ -284,7 +268,7 @@ impl KubeScheduler {
 
     /// One term: watch, rebuild, schedule until `stop`.
     async fn lead(&self, fence: Fence, stop: impl Future<Output = ()>) -> Result<(), RunError> {
-        let health = self.health();
+        let health = &self.health;
         health.leading.store(true, Ordering::Relaxed);
         let mut stop = pin!(stop);
         let pods = Arc::new(PodCache::default());

@@ -69,11 +69,7 @@ impl Fence {
         Fence(None)
     }
 
-    /// `Err(WriteError::Fenced)` once the term is over.
-    ///
-    /// # Errors
-    /// [`WriteError::Fenced`].
-    pub fn check(&self) -> Result<(), WriteError> {
+    fn check(&self) -> Result<(), WriteError> {
         match &self.0 {
             Some(g) if !g.is_valid() => Err(WriteError::Fenced),
             _ => Ok(()),
@@ -309,13 +305,11 @@ impl Writer {
         &self,
         claims: &[sched_core::plugins::dra::ClaimBinding],
     ) -> Result<(), WriteError> {
-        let resource = kube::api::ApiResource {
-            group: "resource.k8s.io".into(),
-            version: "v1".into(),
-            api_version: "resource.k8s.io/v1".into(),
-            kind: "ResourceClaim".into(),
-            plural: "resourceclaims".into(),
-        };
+        let resource = crate::kinds::WATCHED
+            .iter()
+            .find(|k| k.kind == "ResourceClaim")
+            .map(crate::kinds::WatchedKind::api_resource)
+            .expect("ResourceClaims are watched");
         for c in claims {
             self.fence.check()?;
             let api: Api<kube::api::DynamicObject> =
