@@ -793,7 +793,12 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 );
                 set(&mut fates, &pod, Fate::Bound(node));
             }
-            Step::Unschedulable { pod, error } => {
+            Step::Unschedulable {
+                pod,
+                error,
+                deallocate,
+            } => {
+                deallocate_claim(&mut scheduler, deallocate, now);
                 let message = error.to_string();
                 log.step(
                     now,
@@ -804,7 +809,13 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 );
                 set(&mut fates, &pod, Fate::Unschedulable(message));
             }
-            Step::Preempt { pod, node, victims } => {
+            Step::Preempt {
+                pod,
+                node,
+                victims,
+                deallocate,
+            } => {
+                deallocate_claim(&mut scheduler, deallocate, now);
                 // The victims are deleted; the informer reports them gone.
                 for v in &victims {
                     scheduler.apply(ClusterEvent::Delete(ObjectKey::pod(v.clone())), now);
@@ -1070,6 +1081,25 @@ fn bind_claims(snapshot: &mut Snapshot, pod: &Pod, node: &str) -> Vec<String> {
             snapshot.dra().claim(ns, name).map(|c| describe_claim(c))
         })
         .collect()
+}
+
+/// DynamicResources' PostFilter deallocated a claim: written as the API server would take it,
+/// and reported back to the engine as the claim's update (which wakes the pod).
+fn deallocate_claim(
+    scheduler: &mut Scheduler,
+    deallocate: Option<sched_core::plugins::dra::Deallocation>,
+    now: Duration,
+) {
+    let Some(d) = deallocate else { return };
+    let claim = scheduler
+        .snapshot()
+        .dra()
+        .claim(&d.namespace, &d.name)
+        .cloned();
+    if let Some(claim) = claim.filter(|c| d.still_applies(c)) {
+        let cleared = sched_core::plugins::dra::Deallocation::cleared(&claim);
+        scheduler.apply(ClusterEvent::update(cleared), now);
+    }
 }
 
 /// `name: pool/device, ...` of an allocated claim.

@@ -2,9 +2,8 @@
 //! engine with kube's fixtures (pod `default/my-pod` with the template claim `my-resource`,
 //! made as `my-pod-my-resource`; class `my-resource-class`; driver `some-driver`; node
 //! `worker`), each with kube's expected PreFilter or Filter status and PostFilter message, as
-//! kube's FitError prints them. `wrong-topology` keeps kube's Filter status; its PostFilter
-//! differs (kube deallocates the claim, "deallocation of ResourceClaim completed"; here
-//! nothing is written and the message is "still not schedulable").
+//! kube's FitError prints them. `wrong-topology`'s PostFilter deallocation is handed to the
+//! caller with the step (`Step::Unschedulable::deallocate`).
 
 use std::time::Duration;
 
@@ -229,8 +228,71 @@ fn missing_class() {
 
 #[test]
 fn wrong_topology() {
+    // kube: Filter "resourceclaim not available on the node", then PostFilter deallocates the
+    // claim ("deallocation of ResourceClaim completed"; the claim loses its allocation).
     let mut c = claim();
     c["status"] = json!({"allocation": allocation("other-node")});
+    assert_eq!(
+        attempt(pod(true), vec![add_class(), add_claim(c)]),
+        Err(filter(
+            "resourceclaim not available on the node",
+            "deallocation of ResourceClaim completed"
+        ))
+    );
+}
+
+#[test]
+fn wrong_topology_deallocates_then_the_pod_is_placed() {
+    let snapshot = Snapshot::from_objects(vec![worker()], vec![]).unwrap();
+    let config = SchedulerConfiguration::v1_34_default();
+    let mut s = Scheduler::from_config(&config, &Registry::v1_34(), snapshot, 1).unwrap();
+    let now = Duration::ZERO;
+    let mut c = claim();
+    c["status"] = json!({"allocation": allocation("other-node")});
+    s.apply(add_class(), now);
+    s.apply(add_claim(c), now);
+    s.apply(ClusterEvent::add(slice()), now);
+    s.apply(ClusterEvent::add(pod(true)), now);
+    let Step::Unschedulable {
+        deallocate: Some(d),
+        ..
+    } = s.schedule_one(now)
+    else {
+        panic!("no deallocation");
+    };
+    assert_eq!(
+        (d.namespace.as_str(), d.name.as_str(), d.pod_uid.as_str()),
+        ("default", "my-pod-my-resource", "1234")
+    );
+    // Nothing changes until the claim's update comes back: the pod waits.
+    assert!(matches!(s.schedule_one(now), Step::Idle { .. }));
+    let current = s
+        .snapshot()
+        .dra()
+        .claim("default", "my-pod-my-resource")
+        .unwrap();
+    assert!(d.still_applies(current));
+    let cleared = sched_core::plugins::dra::Deallocation::cleared(current);
+    assert!(!d.still_applies(&cleared));
+    s.apply(ClusterEvent::update(cleared), now);
+    // The update wakes the pod; the device is allocated again, on the worker this time.
+    let later = now + Duration::from_secs(1);
+    match s.schedule_one(later) {
+        Step::Bind { node, claims, .. } => {
+            assert_eq!(node, "worker");
+            assert_eq!(claims.len(), 1);
+            let a = claims[0].allocation.as_ref().expect("allocated again");
+            assert_eq!(a.devices.results[0].device, "instance-1");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_claim_reserved_for_another_pod_is_not_deallocated() {
+    let mut c = claim();
+    c["status"] = json!({"allocation": allocation("other-node"),
+                         "reservedFor": [{"resource": "pods", "name": "other", "uid": "999"}]});
     assert_eq!(
         attempt(pod(true), vec![add_class(), add_claim(c)]),
         Err(filter(

@@ -545,7 +545,9 @@ fn run(sch: &mut Scheduler, now: &mut Duration, limit: Duration, out: &mut Run) 
                 out.log.push(format!("bind {pod}"));
                 out.bound.push(pod.to_string());
             }
-            Step::Preempt { pod, node, victims } => {
+            Step::Preempt {
+                pod, node, victims, ..
+            } => {
                 out.log
                     .push(format!("Preempt {pod} on {node}: {victims:?}"));
                 for v in victims {
@@ -1117,7 +1119,7 @@ fn a_gang_that_cannot_fit_even_with_every_victim_taken_preempts_nothing() {
         sch.apply(ClusterEvent::add(p), s(0));
     }
     match sch.schedule_one(s(0)) {
-        Step::Unschedulable { pod, error } => {
+        Step::Unschedulable { pod, error, .. } => {
             assert_eq!(pod, "ns/hi0");
             let text = error.to_string();
             assert!(

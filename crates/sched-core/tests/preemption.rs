@@ -1337,7 +1337,10 @@ fn engine_preempts_around_budgets_and_waits_for_its_victims() {
     s.apply(ClusterEvent::add(pdb("default", "guarded", 0, &[])), z);
     assert_eq!(s.pdbs().len(), 1);
     s.apply(ClusterEvent::add(d("p").prio(HIGH).obj()), z);
-    let Step::Preempt { pod, node, victims } = s.schedule_one(z) else {
+    let Step::Preempt {
+        pod, node, victims, ..
+    } = s.schedule_one(z)
+    else {
         panic!()
     };
     assert_eq!((pod.as_str(), node.as_str()), ("default/p", "node2"));

@@ -158,7 +158,7 @@ fn a_node_the_extender_approved_that_filled_up_meanwhile_is_filtered_again() {
     );
     s.extender_reply(*call);
     match s.schedule_one(now) {
-        Step::Unschedulable { pod, error } => {
+        Step::Unschedulable { pod, error, .. } => {
             assert_eq!(pod, "default/gpu");
             let text = error.to_string();
             assert!(text.contains("1 Insufficient cpu"), "{text}");

@@ -71,7 +71,7 @@ fn an_unschedulable_pod_waits_for_a_node_that_can_take_it() {
     let mut sch = scheduler(vec![node("small", 1)]);
     sch.apply(ClusterEvent::add(pod("big", 2000, 0, false)), s(0));
     match sch.schedule_one(s(0)) {
-        Step::Unschedulable { pod, error } => {
+        Step::Unschedulable { pod, error, .. } => {
             assert_eq!(pod, "default/big");
             // kube v1.34's text: PostFilter's message follows (DynamicResources has no claim
             // to deallocate; the node is smaller than the pod, so preemption cannot help).
@@ -526,7 +526,9 @@ proptest! {
                         Step::Unschedulable { pod, .. } | Step::Failed { pod, .. } => {
                             prop_assert!(t.pending.contains(&pod));
                         }
-                        Step::Preempt { pod, node, victims } => {
+                        Step::Preempt {
+            pod, node, victims, ..
+        } => {
                             prop_assert!(t.pending.contains(&pod));
                             prop_assert!(!victims.is_empty());
                             let prio = t.pods[&pod].spec.priority;
@@ -890,7 +892,9 @@ fn a_higher_priority_pod_preempts_the_fewest_least_important_pods() {
     );
     sch.apply(ClusterEvent::add(pod("urgent", 2000, 100, false)), s(0));
     let victims = match sch.schedule_one(s(0)) {
-        Step::Preempt { pod, node, victims } => {
+        Step::Preempt {
+            pod, node, victims, ..
+        } => {
             assert_eq!((pod.as_str(), node.as_str()), ("default/urgent", "n1"));
             victims
         }

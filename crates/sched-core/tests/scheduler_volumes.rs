@@ -156,7 +156,7 @@ fn a_reserved_volume_is_not_counted_twice_and_comes_back_when_the_bind_fails() {
     // p2 needs a PV too: the only one is reserved for c1.
     s.apply(ClusterEvent::add(pod("p2", "c2")), T0);
     match s.schedule_one(T0) {
-        Step::Unschedulable { pod, error } => {
+        Step::Unschedulable { pod, error, .. } => {
             assert_eq!(pod, "default/p2");
             let message = error.to_string();
             assert!(
@@ -458,7 +458,7 @@ fn new_storage_capacity_wakes_the_pod_that_had_no_room() {
     s.apply(ClusterEvent::add(capacity("cap-a", "node-a", "1Gi")), T0);
     s.apply(ClusterEvent::add(pod("p1", "c1")), T0);
     match s.schedule_one(T0) {
-        Step::Unschedulable { pod, error } => {
+        Step::Unschedulable { pod, error, .. } => {
             assert_eq!(pod, "default/p1");
             // kube v1.34 prints PostFilter's message after the reasons: nothing to deallocate,
             // and storage is nothing preemption can free.

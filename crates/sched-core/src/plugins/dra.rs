@@ -12,7 +12,8 @@
 //!   classes and devices in use; then every allocated claim's node selector must match.
 //!
 //! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
-//! scheduling, as kube's does. Every rejection is kube's `UnschedulableAndUnresolvable` with
+//! scheduling, as kube's does. PostFilter ([`claim_to_deallocate`], run by
+//! [`crate::scheduler::post_filter`]) names an allocated claim to deallocate. Every rejection is kube's `UnschedulableAndUnresolvable` with
 //! kube's text. Where this differs from kube: an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
 //! attempt; the DRAExtendedResource (alpha) and device binding conditions are not run, as
 //! with v1.34's default gates; Filter's timeout (DRASchedulerFilterTimeout) is not applied.
@@ -255,6 +256,98 @@ fn reject(message: String) -> Prepared<DraState> {
         Reason::DynamicResources(DraProblem::PodRejected),
         message,
     ))
+}
+
+/// A claim DynamicResources' PostFilter deallocates so that the pod may fit elsewhere (kube's
+/// PostFilter: an `UpdateStatus` of the claim with `status.allocation`, `status.reservedFor`
+/// and `status.devices` cleared). The scheduling engine hands it to the caller with the
+/// pod's unschedulable or preempting step; the claim's update, once the informer reports it,
+/// wakes the pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Deallocation {
+    /// The claim's namespace (the pod's).
+    pub namespace: String,
+    /// The claim's name.
+    pub name: String,
+    /// The claim's UID as the scheduler saw it: a writer refuses a claim of the same name
+    /// with another UID.
+    pub uid: String,
+    /// The UID of the pod whose attempt asked for it: the claim may be reserved for this pod
+    /// alone, or for nobody.
+    pub pod_uid: String,
+}
+
+impl Deallocation {
+    /// Whether `claim` may still be deallocated as this asks (kube's condition, checked again
+    /// on the claim as it is now): the same claim, allocated, reserved for nobody or for the
+    /// pod alone.
+    pub fn still_applies(&self, claim: &ResourceClaim) -> bool {
+        let reserved = &claim.status.reserved_for;
+        claim.metadata.uid == self.uid
+            && claim.status.allocation.is_some()
+            && (reserved.is_empty() || reserved.len() == 1 && reserved[0].uid == self.pod_uid)
+    }
+
+    /// `claim` as the deallocation leaves it: allocation and `reservedFor` cleared, the rest
+    /// as it was (what an in-process caller applies back to the engine as the claim's update).
+    pub fn cleared(claim: &ResourceClaim) -> ResourceClaim {
+        let mut out = claim.clone();
+        out.status.allocation = None;
+        out.status.reserved_for.clear();
+        out
+    }
+}
+
+/// kube's DynamicResources PostFilter for `pod`, whose cycle `error` says fits nowhere: the
+/// first of its allocated claims whose node selector failed a node at Filter ("resourceclaim
+/// not available on the node") and which is reserved for nobody or for the pod alone. kube
+/// picks one of these claims at random (a map's iteration order); this takes the first in
+/// `spec.resourceClaims` order.
+pub fn claim_to_deallocate(
+    snapshot: &crate::snapshot::Snapshot,
+    pod: &Pod,
+    error: &crate::profile::FitError,
+) -> Option<Deallocation> {
+    let claims = pod_claims(pod, snapshot.dra()).ok()?;
+    let mut unavailable = vec![false; claims.len()];
+    error.for_each_node(&mut |name, reasons| {
+        let mut not_on_node = false;
+        for r in reasons {
+            not_on_node |= matches!(r, Reason::DynamicResources(DraProblem::ClaimNotOnNode));
+        }
+        let Some(info) = not_on_node.then(|| snapshot.get(name)).flatten() else {
+            return;
+        };
+        let target = TargetNode::from(info.node());
+        for (i, claim) in claims.iter().enumerate() {
+            let selector = claim
+                .status
+                .allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref());
+            if let Some(selector) = selector
+                && !allocator::node_selector_matches(selector, target).unwrap_or(false)
+            {
+                unavailable[i] = true;
+            }
+        }
+    });
+    claims
+        .iter()
+        .zip(unavailable)
+        .find_map(|(claim, unavailable)| {
+            if !unavailable {
+                return None;
+            }
+            let d = Deallocation {
+                namespace: claim.metadata.namespace.clone(),
+                name: claim.metadata.name.clone(),
+                uid: claim.metadata.uid.clone(),
+                pod_uid: pod.metadata.uid.clone(),
+            };
+            d.still_applies(claim).then_some(d)
+        })
 }
 
 /// The pod's claims, in `spec.resourceClaims` order (kube's `foreachPodResourceClaim`): a

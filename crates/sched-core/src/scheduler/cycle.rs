@@ -15,8 +15,17 @@ use super::{
 use crate::extender::{ExtenderCall, ExtenderCallId};
 use crate::framework::KubeVersion;
 use crate::model::{Pod, PodKey};
+use crate::plugins::dra::Deallocation;
 use crate::profile::{FitError, ScheduleError, Unassumed};
 use crate::snapshot::Snapshot;
+
+/// What the PostFilter point leaves besides a step: kube's message, the extenders passed over
+/// and DynamicResources' deallocation.
+struct PostFilterReport {
+    message: String,
+    skipped: Vec<Skipped>,
+    deallocate: Option<Deallocation>,
+}
 
 impl Scheduler {
     /// Runs one scheduling attempt: the next pod of the queue through its profile. A placed
@@ -266,7 +275,11 @@ impl Scheduler {
             pod: key.clone(),
             message: error.to_string(),
         });
-        Step::Unschedulable { pod: key, error }
+        Step::Unschedulable {
+            pod: key,
+            error,
+            deallocate: None,
+        }
     }
 
     /// Coscheduling's PostFilter for a pod no node takes: it may reject every waiting member
@@ -352,13 +365,17 @@ impl Scheduler {
                 pod: key.clone(),
                 message: error.to_string(),
             });
-            return Step::Unschedulable { pod: key, error };
+            return Step::Unschedulable {
+                pod: key,
+                error,
+                deallocate: None,
+            };
         }
         // Coscheduling's PostFilter after preemption's, when preemption nominated nothing
         // (kube stops at the first PostFilter plugin that succeeds; preemption runs on the
         // cycle's snapshot, where the group's waiting members still are).
         let gang_pod = self.gang.is_some().then(|| pod.clone());
-        let (step, message, skipped) = self.run_post_filter(slot, pod, &error, waiting_for, now);
+        let (step, post) = self.run_post_filter(slot, pod, &error, waiting_for, now);
         if let Some(p) = gang_pod
             && step.is_none()
         {
@@ -366,14 +383,24 @@ impl Scheduler {
         }
         // kube v1.34 prints PostFilter's message after the reasons; v1.20 did not.
         if self.profiles[slot].profile.kube_version() >= KubeVersion::V1_34 {
-            error.post_filter_message = Some(message);
+            error.post_filter_message = Some(post.message);
         }
         self.events.push(SchedulerEvent::FailedScheduling {
             pod: key.clone(),
             message: error.to_string(),
         });
-        self.note_skipped(&key, skipped);
-        step.unwrap_or(Step::Unschedulable { pod: key, error })
+        self.note_skipped(&key, post.skipped);
+        let mut step = step.unwrap_or(Step::Unschedulable {
+            pod: key,
+            error,
+            deallocate: None,
+        });
+        // DynamicResources' deallocation rides on whichever step PostFilter ended with.
+        if let Step::Preempt { deallocate, .. } | Step::Unschedulable { deallocate, .. } = &mut step
+        {
+            *deallocate = post.deallocate;
+        }
+        step
     }
 
     /// The profile's PostFilter plugins (DefaultPreemption) for a pod no node takes:
@@ -386,7 +413,7 @@ impl Scheduler {
         error: &FitError,
         waiting_for: EventMask,
         now: Duration,
-    ) -> (Option<Step>, String, Vec<Skipped>) {
+    ) -> (Option<Step>, PostFilterReport) {
         let key = pod.key();
         // The pod as the API server has it once this scheduler's status patches landed.
         let landed = match self.nominator.node_of(&key) {
@@ -448,8 +475,13 @@ impl Scheduler {
             ),
             None => Vec::new(),
         };
-        let (message, preemption) = (out.message, out.preemption);
-        let mut skipped = skipped.into_inner();
+        let report = PostFilterReport {
+            message: out.message,
+            skipped: skipped.into_inner(),
+            deallocate: out.deallocate,
+        };
+        let (preemption, mut report) = (out.preemption, report);
+        let skipped = &mut report.skipped;
         if let Some(Err(ScheduleError::Extender { extender, source })) = &preemption {
             skipped.push(Skipped {
                 extender: extender.clone(),
@@ -457,7 +489,7 @@ impl Scheduler {
             });
         }
         let step = self.post_filter_step(key, pod, preemption, &others, waiting_for, now);
-        (step, message, skipped)
+        (step, report)
     }
 
     /// What PostFilter's preemption outcome makes of the pod: nominated with its victims
@@ -525,6 +557,7 @@ impl Scheduler {
             pod: key,
             victims,
             node: c.node,
+            deallocate: None,
         }
     }
 }

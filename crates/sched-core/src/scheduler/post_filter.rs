@@ -4,10 +4,12 @@
 //!
 //! kube v1.34's default profile runs DynamicResources' PostFilter before DefaultPreemption's
 //! ([`preemption`]). For a pod without claims DynamicResources has no claim to deallocate ("no
-//! new claims to deallocate"), for one with claims nothing it may deallocate here ("still not
-//! schedulable"), and DefaultPreemption runs next; but when a PreFilter plugin before DynamicResources rejected
-//! the pod, DynamicResources' PreFilter never ran, its PostFilter finds no state and fails
-//! with kube's "not found" error, and DefaultPreemption does not run.
+//! new claims to deallocate"); for one with an allocated claim that is not available on a
+//! node and that no other pod uses, it deallocates that claim ("deallocation of ResourceClaim
+//! completed", [`PostFilterOutcome::deallocate`]: the caller writes it); otherwise "still not
+//! schedulable". DefaultPreemption runs next. But when a PreFilter plugin before
+//! DynamicResources rejected the pod, DynamicResources' PreFilter never ran, its PostFilter
+//! finds no state and fails with kube's "not found" error, and DefaultPreemption does not run.
 //!
 //! ```
 //! use sched_core::config::{Registry, SchedulerConfiguration};
@@ -49,6 +51,7 @@ use std::fmt;
 use super::preemption::{self, Environment, Outcome};
 use crate::config::{PluginArgs, ProfileConfig, Registry};
 use crate::model::Pod;
+use crate::plugins::dra::Deallocation;
 use crate::profile::{FitError, Profile, ScheduleError};
 use crate::snapshot::Snapshot;
 
@@ -56,8 +59,7 @@ use crate::snapshot::Snapshot;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PostFilterPlugin {
-    /// `DynamicResources`: deallocates a claim of the pod so that it may fit; sched-core's
-    /// pods have none.
+    /// `DynamicResources`: deallocates a claim of the pod so that it may fit elsewhere.
     DynamicResources,
     /// `DefaultPreemption` with its arguments.
     DefaultPreemption {
@@ -198,19 +200,25 @@ impl PostFilterPlugins {
     }
 }
 
-/// DynamicResources' PostFilter message for a pod whose PreFilter ran: without claims (or when
-/// its PreFilter rejected the pod before keeping them) "no new claims to deallocate"; with
-/// claims, "still not schedulable". kube would first deallocate an allocated claim that no
-/// other pod uses and whose node selector failed a node ("deallocation of ResourceClaim
-/// completed"); that write is not made here.
-fn dynamic_resources_post_filter(snapshot: &Snapshot, pod: &Pod, error: &FitError) -> &'static str {
+/// DynamicResources' PostFilter for a pod whose PreFilter ran: without claims (or when its
+/// PreFilter rejected the pod before keeping them) "no new claims to deallocate"; with an
+/// allocated claim that Filter found unavailable on a node and that no other pod uses, that
+/// claim deallocated ("deallocation of ResourceClaim completed",
+/// [`crate::plugins::dra::claim_to_deallocate`]); otherwise "still not schedulable".
+fn dynamic_resources_post_filter(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    error: &FitError,
+) -> (&'static str, Option<Deallocation>) {
     let kept_claims = error.pre_filter_message.is_none()
         && !pod.spec.resource_claims.is_empty()
         && crate::plugins::dra::pod_claims(pod, snapshot.dra()).is_ok_and(|c| !c.is_empty());
-    if kept_claims {
-        "still not schedulable"
-    } else {
-        "no new claims to deallocate"
+    if !kept_claims {
+        return ("no new claims to deallocate", None);
+    }
+    match crate::plugins::dra::claim_to_deallocate(snapshot, pod, error) {
+        Some(d) => ("deallocation of ResourceClaim completed", Some(d)),
+        None => ("still not schedulable", None),
     }
 }
 
@@ -256,6 +264,9 @@ pub struct PostFilterOutcome {
     /// DefaultPreemption's decision, when it ran (not when the profile has none or an earlier
     /// plugin failed).
     pub preemption: Option<Result<Outcome, ScheduleError>>,
+    /// The claim DynamicResources deallocates, when it found one: the caller writes it (kube's
+    /// PostFilter does, before DefaultPreemption runs).
+    pub deallocate: Option<Deallocation>,
 }
 
 impl PostFilterOutcome {
@@ -283,6 +294,7 @@ pub fn run_post_filter(
 ) -> PostFilterOutcome {
     let mut reasons: Vec<String> = Vec::new();
     let mut preemption = None;
+    let mut deallocate = None;
     for plugin in &plugins.plugins {
         match *plugin {
             PostFilterPlugin::DynamicResources => {
@@ -292,9 +304,12 @@ pub fn run_post_filter(
                         code: Code::Error,
                         message: "not found".to_string(),
                         preemption: None,
+                        deallocate: None,
                     };
                 }
-                reasons.push(dynamic_resources_post_filter(snapshot, pod, error).to_string());
+                let (message, found) = dynamic_resources_post_filter(snapshot, pod, error);
+                reasons.push(message.to_string());
+                deallocate = found;
             }
             PostFilterPlugin::DefaultPreemption {
                 min_candidate_nodes_percentage,
@@ -315,6 +330,7 @@ pub fn run_post_filter(
                             code: Code::Success,
                             message: String::new(),
                             preemption: Some(outcome),
+                            deallocate,
                         };
                     }
                     Ok(o) => reasons.push(format!("preemption: {}", o.message())),
@@ -323,6 +339,7 @@ pub fn run_post_filter(
                             code: Code::Error,
                             message: format!("preemption: {e}"),
                             preemption: Some(outcome),
+                            deallocate,
                         };
                     }
                 }
@@ -334,5 +351,6 @@ pub fn run_post_filter(
         code: Code::Unschedulable,
         message: reasons.join(", "),
         preemption,
+        deallocate,
     }
 }

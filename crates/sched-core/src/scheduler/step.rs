@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::extender::{ExtenderBinder, ExtenderCall};
 use crate::model::PodKey;
-use crate::plugins::dra::ClaimBinding;
+use crate::plugins::dra::{ClaimBinding, Deallocation};
 use crate::plugins::volume::AssumedVolumes;
 use crate::profile::{FitError, ScheduleError};
 
@@ -45,6 +45,10 @@ pub enum Step {
         pod: PodKey,
         /// Every node's reasons.
         error: FitError,
+        /// A claim of the pod that DynamicResources' PostFilter deallocates (kube writes it
+        /// in PostFilter): clear its allocation and `reservedFor`, then report the claim's
+        /// update; that update wakes the pod. `None` for almost every pod.
+        deallocate: Option<Deallocation>,
     },
     /// No node took the pod, but deleting these lower-priority pods makes room on `node`
     /// (kube's DefaultPreemption): delete the victims; the pod is nominated to the node and
@@ -57,6 +61,9 @@ pub enum Step {
         node: String,
         /// `namespace/name` of the pods to delete, most important first.
         victims: Vec<PodKey>,
+        /// As [`Step::Unschedulable`]'s: DynamicResources' PostFilter, which runs before
+        /// DefaultPreemption, deallocated a claim of the pod.
+        deallocate: Option<Deallocation>,
     },
     /// A PreEnqueue plugin keeps the pod out of scheduling (kube records no attempt and no
     /// FitError for it): it waits in the unschedulable pool until an event its plugin cares
