@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use sched_core::config::DEFAULT_SCHEDULER_NAME;
 use sched_core::model::PodKey;
+use sched_core::plugins::dra::Deallocation;
 use sched_core::scheduler::{ClusterEvent, Object, ObjectKey, QueueName, Scheduler, Step};
 use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
@@ -17,7 +18,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{DriverEvent, DriverStatus, StepTaken};
-use crate::hooks::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
+use crate::hooks::{
+    BindError, Binder, Binding, ClaimDeallocator, DeleteError, Preemption, VictimDeleter,
+};
 use crate::http::{BlockingTransport, ExtenderClients};
 use crate::metrics::{Hooks, Outcome};
 use sched_core::extender::ExtenderCall;
@@ -83,6 +86,7 @@ pub struct DriverBuilder {
     scheduler: Scheduler,
     binder: Option<Arc<dyn Binder>>,
     deleter: Option<Arc<dyn VictimDeleter>>,
+    deallocator: Option<Arc<dyn ClaimDeallocator>>,
     max_concurrent_binds: usize,
     event_capacity: usize,
     steps_per_call: usize,
@@ -100,6 +104,14 @@ impl DriverBuilder {
     /// [`StepTaken::Preempt`] event, and deleting them is the subscriber's business.
     pub fn victim_deleter(mut self, deleter: impl VictimDeleter) -> Self {
         self.deleter = Some(Arc::new(deleter));
+        self
+    }
+
+    /// Writes the claim deallocations of DynamicResources' PostFilter. Without one, the
+    /// claim is only named in the [`StepTaken::Unschedulable`] or [`StepTaken::Preempt`]
+    /// event, and writing it is the subscriber's business.
+    pub fn claim_deallocator(mut self, deallocator: impl ClaimDeallocator) -> Self {
+        self.deallocator = Some(Arc::new(deallocator));
         self
     }
 
@@ -186,6 +198,7 @@ impl DriverBuilder {
                 slots: Arc::new(Semaphore::new(self.max_concurrent_binds)),
                 binder,
                 deleter: self.deleter,
+                deallocator: self.deallocator,
                 events,
                 status: status_tx,
                 hooks: self.hooks,
@@ -232,6 +245,7 @@ impl Driver {
             scheduler,
             binder: None,
             deleter: None,
+            deallocator: None,
             max_concurrent_binds: 64,
             event_capacity: 4096,
             steps_per_call: 128,
@@ -466,6 +480,7 @@ enum Batch {
 enum Done {
     Bind(Box<Binding>, Result<(), BindError>),
     Delete(Preemption, Result<(), DeleteError>),
+    Deallocate(PodKey, Deallocation, Result<(), DeleteError>),
     Call(Box<ExtenderCall>),
 }
 
@@ -503,6 +518,7 @@ struct Engine {
     slots: Arc<Semaphore>,
     binder: Arc<dyn Binder>,
     deleter: Option<Arc<dyn VictimDeleter>>,
+    deallocator: Option<Arc<dyn ClaimDeallocator>>,
     events: broadcast::Sender<DriverEvent>,
     status: watch::Sender<DriverStatus>,
     hooks: Hooks,
@@ -517,6 +533,8 @@ struct Engine {
 enum Task {
     Bind(Box<Binding>),
     Delete(Preemption),
+    /// DynamicResources' deallocation for this pod.
+    Deallocate(PodKey, Deallocation),
     /// The extender call of this pod.
     Call(PodKey, tokio::task::AbortHandle),
 }
@@ -691,6 +709,9 @@ impl Engine {
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
                     }
+                    Some(Task::Deallocate(pod, d)) => {
+                        Done::Deallocate(pod, d, Err(DeleteError::Failed(message.into())))
+                    }
                     Some(Task::Call(pod, _)) => {
                         self.calls_in_flight -= 1;
                         let now = self.now();
@@ -747,6 +768,18 @@ impl Engine {
                     }
                 }
             },
+            Done::Deallocate(pod, d, result) => {
+                if let Err(e) = result {
+                    self.emit(DriverEvent::DeallocationFailed {
+                        pod: pod.clone(),
+                        claim: format!("{}/{}", d.namespace, d.name),
+                        message: error_text(&e),
+                    });
+                    if let DeleteError::Fenced(m) = e {
+                        self.fence(&pod, m);
+                    }
+                }
+            }
         }
     }
 
@@ -833,15 +866,27 @@ impl Engine {
                         t.waiting = true;
                     }
                 }
-                Step::Unschedulable { pod, .. } => {
+                Step::Unschedulable {
+                    pod, deallocate, ..
+                } => {
+                    if let Some(d) = deallocate {
+                        self.spawn_deallocate(pod.clone(), d, rt);
+                    }
                     let profile = self.attempt(&pod, start, None);
                     self.hooks
                         .attempt(Outcome::Unschedulable, &profile, start.elapsed());
                     self.hooks.preemption(None);
                 }
                 Step::Preempt {
-                    pod, node, victims, ..
+                    pod,
+                    node,
+                    victims,
+                    deallocate,
+                    ..
                 } => {
+                    if let Some(d) = deallocate {
+                        self.spawn_deallocate(pod.clone(), d, rt);
+                    }
                     let profile = self.attempt(&pod, start, None);
                     self.hooks
                         .attempt(Outcome::Unschedulable, &profile, start.elapsed());
@@ -963,6 +1008,21 @@ impl Engine {
             rt,
         );
         self.task_of.insert(h.id(), Task::Delete(task));
+    }
+
+    fn spawn_deallocate(&mut self, pod: PodKey, d: Deallocation, rt: &Handle) {
+        let Some(deallocator) = self.deallocator.clone() else {
+            return;
+        };
+        let task = Task::Deallocate(pod.clone(), d.clone());
+        let h = self.tasks.spawn_on(
+            async move {
+                let result = deallocator.deallocate(&d).await;
+                Done::Deallocate(pod, d, result)
+            },
+            rt,
+        );
+        self.task_of.insert(h.id(), task);
     }
 }
 

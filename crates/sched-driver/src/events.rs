@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use sched_core::model::PodKey;
+use sched_core::plugins::dra::Deallocation;
 use sched_core::profile::FitError;
 use sched_core::scheduler::{QueueCounts, SchedulerEvent, Step};
 
@@ -30,6 +31,9 @@ pub enum StepTaken {
         /// Every node's reasons, as [`Step::Unschedulable`] has them (its `Display` is kube's
         /// "0/3 nodes are available: ..." message).
         error: FitError,
+        /// The claim DynamicResources' PostFilter deallocates (written by the driver's
+        /// [`ClaimDeallocator`](crate::ClaimDeallocator), if it has one).
+        deallocate: Option<Deallocation>,
     },
     /// The pod preempts: `victims` are to be deleted, the pod is nominated to `node`.
     Preempt {
@@ -39,6 +43,8 @@ pub enum StepTaken {
         node: String,
         /// `namespace/name` of the victims.
         victims: Vec<PodKey>,
+        /// As [`StepTaken::Unschedulable`]'s.
+        deallocate: Option<Deallocation>,
     },
     /// A Reserve or Permit plugin refused the placement, or a Permit wait ended without
     /// an allow (timed out or rejected).
@@ -101,16 +107,27 @@ impl StepTaken {
                 node: node.clone(),
                 profile: profile.clone(),
             },
-            Step::Unschedulable { pod, error, .. } => StepTaken::Unschedulable {
+            Step::Unschedulable {
+                pod,
+                error,
+                deallocate,
+                ..
+            } => StepTaken::Unschedulable {
                 pod: pod.clone(),
                 error: error.clone(),
+                deallocate: deallocate.clone(),
             },
             Step::Preempt {
-                pod, node, victims, ..
+                pod,
+                node,
+                victims,
+                deallocate,
+                ..
             } => StepTaken::Preempt {
                 pod: pod.clone(),
                 node: node.clone(),
                 victims: victims.clone(),
+                deallocate: deallocate.clone(),
             },
             Step::Rejected {
                 pod,
@@ -173,6 +190,16 @@ pub enum DriverEvent {
         /// The deleter's error.
         message: String,
     },
+    /// The claim deallocator failed for DynamicResources' deallocation of `claim`, asked by
+    /// `pod`'s attempt.
+    DeallocationFailed {
+        /// `namespace/name` of the pod.
+        pod: PodKey,
+        /// `namespace/name` of the claim.
+        claim: String,
+        /// The deallocator's error.
+        message: String,
+    },
 }
 
 /// Where the driver stands, as of its last engine call.
@@ -185,7 +212,7 @@ pub struct DriverStatus {
     pub waiting: usize,
     /// Bindings running (PreBind, Bind, PostBind).
     pub binds_in_flight: usize,
-    /// Victim deletions running.
+    /// Victim deletions and claim deallocations running.
     pub deletions_in_flight: usize,
     /// Commands (events, allows, rejects) sent through handles and applied to the engine.
     pub commands_applied: u64,

@@ -5,6 +5,7 @@ use std::error::Error;
 
 use sched_core::extender::ExtenderBinder;
 use sched_core::model::PodKey;
+use sched_core::plugins::dra::Deallocation;
 use sched_core::plugins::volume::AssumedVolumes;
 
 /// A boxed error from the caller's API client.
@@ -138,12 +139,14 @@ pub struct Preemption {
     pub victims: Vec<PodKey>,
 }
 
-/// Why the victims of a preemption were not (all) deleted.
+/// Why the victims of a preemption were not (all) deleted, or a claim was not deallocated.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeleteError {
     /// A deletion failed. The preemptor stays nominated and is tried again when pods are
-    /// deleted or after its longest stay in the unschedulable pool; it may preempt again.
+    /// deleted or after its longest stay in the unschedulable pool; it may preempt again. (A
+    /// failed deallocation: the pod waits as unschedulable, and deallocates again on its
+    /// next attempt if the claim still needs it.)
     #[error("deleting victims failed")]
     Failed(#[source] BoxError),
     /// This scheduler may no longer write (as [`BindError::Fenced`]): the driver stops.
@@ -163,4 +166,18 @@ pub trait VictimDeleter: Send + Sync + 'static {
     /// # Errors
     /// [`DeleteError`]; [`DeleteError::Fenced`] stops the driver.
     async fn delete_victims(&self, preemption: &Preemption) -> Result<(), DeleteError>;
+}
+
+/// Writes the claim deallocations of DynamicResources' PostFilter (kube: an `UpdateStatus` of
+/// the claim with its allocation and `reservedFor` cleared), on its own task. The engine sees
+/// the claim deallocated only when the informer reports the claim's update through
+/// [`DriverHandle::apply`](crate::DriverHandle::apply); that report also wakes the pod.
+#[async_trait::async_trait]
+pub trait ClaimDeallocator: Send + Sync + 'static {
+    /// Deallocates the claim, if [`Deallocation::still_applies`] to it as it is now (otherwise
+    /// it does nothing and succeeds).
+    ///
+    /// # Errors
+    /// [`DeleteError`]; [`DeleteError::Fenced`] stops the driver.
+    async fn deallocate(&self, claim: &Deallocation) -> Result<(), DeleteError>;
 }

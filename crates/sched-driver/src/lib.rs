@@ -105,4 +105,6 @@ mod metrics;
 pub use async_trait::async_trait;
 pub use driver::{BuildError, Driver, DriverBuilder, DriverError, DriverHandle, Stopped};
 pub use events::{DriverEvent, DriverStatus, StepTaken};
-pub use hooks::{BindError, Binder, Binding, BoxError, DeleteError, Preemption, VictimDeleter};
+pub use hooks::{
+    BindError, Binder, Binding, BoxError, ClaimDeallocator, DeleteError, Preemption, VictimDeleter,
+};

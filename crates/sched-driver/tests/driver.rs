@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::model::{Node, PersistentVolume, PersistentVolumeClaim, Pod, PodKey, StorageClass};
+use sched_core::plugins::dra::Deallocation;
 use sched_core::scheduler::{
     ClusterEvent, ObjectKey, PermitDecision, PermitPlugin, QueueName, ReservePlugin, Scheduler,
     SchedulerEvent,
@@ -18,8 +19,8 @@ use sched_core::scheduler::{
 use sched_core::snapshot::Snapshot;
 use sched_driver::metrics::SchedulerMetrics;
 use sched_driver::{
-    BindError, Binder, Binding, BuildError, DeleteError, Driver, DriverError, DriverEvent,
-    DriverHandle, Preemption, StepTaken, VictimDeleter,
+    BindError, Binder, Binding, BuildError, ClaimDeallocator, DeleteError, Driver, DriverError,
+    DriverEvent, DriverHandle, Preemption, StepTaken, VictimDeleter,
 };
 use tokio::time::Instant;
 
@@ -999,6 +1000,102 @@ async fn bindings_carry_volume_decisions_and_extenders_bind_their_pods() {
     let mut post = recorder.post_bound.lock().unwrap().clone();
     post.sort();
     assert_eq!(post, vec!["default/db", "default/ext-a"]);
+    handle.shutdown();
+    run.await.unwrap().unwrap();
+}
+
+/// Writes deallocations as an API server would, and reports the claim's update back.
+struct ApiDeallocator {
+    api: Arc<Api>,
+    claims: Mutex<HashMap<String, sched_core::model::ResourceClaim>>,
+    written: Arc<AtomicUsize>,
+}
+
+#[sched_driver::async_trait]
+impl ClaimDeallocator for ApiDeallocator {
+    async fn deallocate(&self, d: &Deallocation) -> Result<(), DeleteError> {
+        let mut claims = self.claims.lock().unwrap();
+        let Some(claim) = claims.get_mut(&d.name).filter(|c| d.still_applies(c)) else {
+            return Ok(());
+        };
+        *claim = Deallocation::cleared(claim);
+        self.written.fetch_add(1, Ordering::SeqCst);
+        self.api
+            .handle()
+            .apply(ClusterEvent::update(claim.clone()))
+            .unwrap();
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_allocated_elsewhere_goes_to_the_deallocator_and_the_pod_is_then_bound() {
+    let class: sched_core::model::DeviceClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}
+    }))
+    .unwrap();
+    let slice: sched_core::model::ResourceSlice = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n1-gpus"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                 "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0"}]}
+    }))
+    .unwrap();
+    // Allocated on n0, which is gone, and reserved for nobody.
+    let claim: sched_core::model::ResourceClaim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "c", "namespace": "default", "uid": "c-1"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+            "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]}},
+        "status": {"allocation": {
+            "devices": {"results": [{"request": "r", "driver": "gpu.example.com",
+                                     "pool": "n0", "device": "gpu-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}}}
+    }))
+    .unwrap();
+    let mut p = pod("p", 100, 0);
+    p.metadata.uid = "p-1".into();
+    p.spec.resource_claims = vec![
+        serde_json::from_value(serde_json::json!({"name": "r", "resourceClaimName": "c"})).unwrap(),
+    ];
+
+    let api = Api::new(1, 10, 0.0, true);
+    let written = Arc::new(AtomicUsize::new(0));
+    let deallocator = ApiDeallocator {
+        api: api.clone(),
+        claims: Mutex::new(HashMap::from([("c".to_owned(), claim.clone())])),
+        written: written.clone(),
+    };
+    let driver = Driver::builder(scheduler(vec![node("n1", 1)]))
+        .binder(ApiBinder(api.clone()))
+        .claim_deallocator(deallocator)
+        .build()
+        .unwrap();
+    let handle = driver.handle();
+    let mut events = handle.subscribe();
+    let run = start(driver, &api);
+    for e in [
+        ClusterEvent::add(class),
+        ClusterEvent::add(slice),
+        ClusterEvent::add(claim),
+    ] {
+        handle.apply(e).unwrap();
+    }
+    api.create(p);
+    handle.settled().await.unwrap();
+    assert_eq!(written.load(Ordering::SeqCst), 1);
+    let bound = api.bound.lock().unwrap().clone();
+    assert_eq!(bound.get("default/p").map(String::as_str), Some("n1"));
+    // The first attempt named the claim in its step.
+    let mut named = None;
+    while let Ok(e) = events.try_recv() {
+        if let DriverEvent::Step(StepTaken::Unschedulable { deallocate, .. }) = e {
+            named = deallocate;
+        }
+    }
+    let named = named.expect("an unschedulable step with the deallocation");
+    assert_eq!((named.name.as_str(), named.pod_uid.as_str()), ("c", "p-1"));
     handle.shutdown();
     run.await.unwrap().unwrap();
 }
