@@ -1,10 +1,14 @@
 //! The driver's hooks on the API server: [`KubeBinder`] (PreBind's volume writes, the
-//! binding, the `Scheduled` Event) and [`KubeVictimDeleter`] (kube's `PreemptPod` for each
-//! victim, and the preemptor's `nominatedNodeName`).
+//! binding, the `Scheduled` Event), [`KubeVictimDeleter`] (kube's `PreemptPod` for each
+//! victim, and the preemptor's `nominatedNodeName`) and [`KubeClaimDeallocator`]
+//! (DynamicResources' PostFilter deallocation).
 
 use std::sync::Arc;
 
-use sched_driver::{BindError, Binder, Binding, DeleteError, Preemption, VictimDeleter};
+use sched_core::plugins::dra::Deallocation;
+use sched_driver::{
+    BindError, Binder, Binding, ClaimDeallocator, DeleteError, Preemption, VictimDeleter,
+};
 
 use crate::feed::PodCache;
 use crate::writes::{Condition, WriteError, Writer};
@@ -147,5 +151,23 @@ impl VictimDeleter for KubeVictimDeleter {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes DynamicResources' deallocations through the [`Writer`].
+pub(crate) struct KubeClaimDeallocator {
+    pub writer: Writer,
+}
+
+#[sched_driver::async_trait]
+impl ClaimDeallocator for KubeClaimDeallocator {
+    async fn deallocate(&self, d: &Deallocation) -> Result<(), DeleteError> {
+        match self.writer.deallocate_claim(d).await {
+            Ok(written) => {
+                tracing::debug!(claim = %format!("{}/{}", d.namespace, d.name), written, "deallocation");
+                Ok(())
+            }
+            Err(e) => Err(delete_error(e)),
+        }
     }
 }

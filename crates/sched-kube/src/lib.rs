@@ -89,7 +89,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::feed::{FeedMsg, FeedStats, PodCache};
-use crate::hooks::{KubeBinder, KubeVictimDeleter};
+use crate::hooks::{KubeBinder, KubeClaimDeallocator, KubeVictimDeleter};
 use crate::serve::Health;
 use crate::writes::{Fence, Writer};
 
@@ -315,6 +315,9 @@ impl KubeScheduler {
             .victim_deleter(KubeVictimDeleter {
                 writer: writer.clone(),
                 pods: pods.clone(),
+            })
+            .claim_deallocator(KubeClaimDeallocator {
+                writer: writer.clone(),
             })
             .max_concurrent_binds(self.options.max_concurrent_binds)
             .event_capacity(1 << 16)

@@ -1,5 +1,6 @@
 //! Everything the scheduler writes to the API server, as kube-scheduler writes it: the
-//! `pods/binding` subresource, PreBind's volume writes, status patches (the `PodScheduled`
+//! `pods/binding` subresource, PreBind's volume and claim writes, DynamicResources'
+//! deallocations, status patches (the `PodScheduled`
 //! condition, `nominatedNodeName`, a victim's `DisruptionTarget`), victim deletions and
 //! `events.k8s.io/v1` Events.
 //!
@@ -305,15 +306,9 @@ impl Writer {
         &self,
         claims: &[sched_core::plugins::dra::ClaimBinding],
     ) -> Result<(), WriteError> {
-        let resource = crate::kinds::WATCHED
-            .iter()
-            .find(|k| k.kind == "ResourceClaim")
-            .map(crate::kinds::WatchedKind::api_resource)
-            .expect("ResourceClaims are watched");
         for c in claims {
             self.fence.check()?;
-            let api: Api<kube::api::DynamicObject> =
-                Api::namespaced_with(self.client.clone(), &c.namespace, &resource);
+            let api = self.claims(&c.namespace);
             let mut status = serde_json::json!({ "reservedFor": [c.consumer] });
             if let Some(allocation) = &c.allocation {
                 let finalizer = serde_json::json!({
@@ -338,6 +333,54 @@ impl Writer {
             .await?;
         }
         Ok(())
+    }
+
+    /// The ResourceClaims of `namespace`.
+    fn claims(&self, namespace: &str) -> Api<kube::api::DynamicObject> {
+        let resource = crate::kinds::WATCHED
+            .iter()
+            .find(|k| k.kind == "ResourceClaim")
+            .map(crate::kinds::WatchedKind::api_resource)
+            .expect("ResourceClaims are watched");
+        Api::namespaced_with(self.client.clone(), namespace, &resource)
+    }
+
+    /// DynamicResources' PostFilter deallocation: the claim is read, and if it still is the
+    /// claim the scheduler saw, allocated and reserved for nobody or the pod alone
+    /// ([`Deallocation::still_applies`](sched_core::plugins::dra::Deallocation::still_applies)),
+    /// its `status.allocation`, `reservedFor` and `devices` are cleared, with the
+    /// resourceVersion it was read at (kube's `UpdateStatus` of the copy it read). Returns
+    /// whether it was written (`false`: gone or no longer applies).
+    ///
+    /// # Errors
+    /// [`WriteError`] (a conflict when the claim changed since the read).
+    pub async fn deallocate_claim(
+        &self,
+        d: &sched_core::plugins::dra::Deallocation,
+    ) -> Result<bool, WriteError> {
+        self.fence.check()?;
+        let api = self.claims(&d.namespace);
+        let Some(current) = api.get_opt(&d.name).await? else {
+            return Ok(false);
+        };
+        let version = current.metadata.resource_version.clone();
+        let claim: sched_core::model::ResourceClaim = serde_json::to_value(&current)
+            .and_then(serde_json::from_value)
+            .map_err(|e| WriteError::Refused {
+                code: 422,
+                message: format!("claim {}/{}: {e}", d.namespace, d.name),
+            })?;
+        if !d.still_applies(&claim) {
+            return Ok(false);
+        }
+        self.fence.check()?;
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": version},
+            "status": {"allocation": null, "reservedFor": null, "devices": null},
+        });
+        api.patch_status(&d.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(true)
     }
 
     /// Records an `events.k8s.io/v1` Event about `pod` (and `related`, a second pod), as

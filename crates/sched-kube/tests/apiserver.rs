@@ -448,5 +448,74 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
             .starts_with("0/2 nodes are available: 2 cannot allocate all claims."),
         "{cond:?}"
     );
+
+    // DynamicResources' PostFilter: a claim allocated on n1 (as an earlier, failed attempt
+    // could leave it) for a pod that may only run on n3 is deallocated, then allocated again
+    // on n3.
+    create_node(&client, "n3", "4").await;
+    create(
+        Api::all_with(client.clone(), &resource("ResourceSlice", "resourceslices")),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "n3-gpus"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n3",
+                     "pool": {"name": "n3", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]},
+        }),
+    )
+    .await;
+    eventually(Duration::from_secs(30), "pc bound on n3", || {
+        let client = client.clone();
+        async move { (node_of(&pods(&client).await["pc"]) == Some("n3")).then_some(()) }
+    })
+    .await;
+    create(claims_api.clone(), serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu-d", "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+    }))
+    .await;
+    claims_api
+        .patch_status(
+            "gpu-d",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {"allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                         "pool": "n1", "device": "gpu-9"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]},
+            }}})),
+        )
+        .await
+        .unwrap();
+    let mut p = pod_json("pd", "sched-kube", "1", None, &[]);
+    let spec = p.spec.as_mut().unwrap();
+    spec.node_selector = Some([("kubernetes.io/hostname".to_owned(), "n3".to_owned())].into());
+    spec.resource_claims = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "gpu", "resourceClaimName": "gpu-d"}))
+            .unwrap(),
+    ]);
+    pods_api.create(&PostParams::default(), &p).await.unwrap();
+    eventually(Duration::from_secs(30), "pd bound on n3", || {
+        let client = client.clone();
+        async move { (node_of(&pods(&client).await["pd"]) == Some("n3")).then_some(()) }
+    })
+    .await;
+    let d = claims_api.get("gpu-d").await.unwrap();
+    let result = &d.data["status"]["allocation"]["devices"]["results"][0];
+    assert_eq!(result["pool"], "n3", "{}", d.data["status"]);
+    let messages: Vec<String> = events(&client, "FailedScheduling")
+        .await
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("pd"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("deallocation of ResourceClaim completed")),
+        "{messages:?}"
+    );
     running.stop().await;
 }

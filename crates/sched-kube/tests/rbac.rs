@@ -1,6 +1,7 @@
 //! `deploy/sched-kube.yaml` on a real kube-apiserver v1.34.4 (RBAC on): every object of the
 //! manifest is accepted, and the scheduler, holding only its ServiceAccount's token, watches
-//! everything, binds, reports and preempts without one refused request.
+//! everything, binds, reports, preempts and writes DynamicResources' claims without one
+//! refused request.
 
 mod common;
 
@@ -33,6 +34,64 @@ fn resource(api_version: &str, kind: &str) -> (ApiResource, bool) {
         plural: plural.into(),
     };
     (ar, namespaced)
+}
+
+/// A DeviceClass, a slice of one GPU on n2, a claim for it and a pod using the claim;
+/// returns the claims' API.
+async fn dra_pod(admin: &kube::Client) -> Api<DynamicObject> {
+    let resource = |kind: &str, plural: &str| ApiResource {
+        group: "resource.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "resource.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let create = |api: Api<DynamicObject>, json: serde_json::Value| async move {
+        let o: DynamicObject = serde_json::from_value(json).unwrap();
+        api.create(&PostParams::default(), &o).await.unwrap();
+    };
+    create(
+        Api::all_with(admin.clone(), &resource("DeviceClass", "deviceclasses")),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
+        }),
+    )
+    .await;
+    create(
+        Api::all_with(admin.clone(), &resource("ResourceSlice", "resourceslices")),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "n2-gpus"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n2",
+                     "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}]},
+        }),
+    )
+    .await;
+    let claims: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        NS,
+        &resource("ResourceClaim", "resourceclaims"),
+    );
+    create(claims.clone(), serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu", "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+    }))
+    .await;
+    let mut p = pod_json("gpu", "sched-kube", "100m", None, &[]);
+    p.spec.as_mut().unwrap().resource_claims = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "gpu", "resourceClaimName": "gpu"}))
+            .unwrap(),
+    ]);
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap();
+    claims
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,6 +181,16 @@ async fn runs_with_only_the_permissions_its_manifest_grants() {
     .await;
     assert!(!all.contains_key("low"));
     assert_eq!(nominated(&all["high"]), Some("n1"));
+    // DynamicResources' writes (the claim's finalizer, allocation and reservedFor).
+    create_node(&admin, "n2", "1").await;
+    let claim = dra_pod(&admin).await;
+    eventually(Duration::from_secs(30), "the claim's pod bound", || {
+        let admin = admin.clone();
+        async move { node_of(&pods(&admin).await["gpu"]).map(str::to_owned) }
+    })
+    .await;
+    let status = claim.get("gpu").await.unwrap().data["status"].clone();
+    assert_eq!(status["allocation"]["devices"]["results"][0]["pool"], "n2");
     for reason in ["Scheduled", "FailedScheduling", "Preempted"] {
         assert!(
             !events(&admin, reason).await.is_empty(),
