@@ -12,8 +12,8 @@
 //!   classes and devices in use; then every allocated claim's node selector must match.
 //!
 //! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
-//! scheduling, as kube's does. PostFilter ([`claim_to_deallocate`], run by
-//! [`crate::scheduler::post_filter`]) names an allocated claim to deallocate. Every rejection is kube's `UnschedulableAndUnresolvable` with
+//! scheduling, as kube's does. Its PostFilter ([`crate::scheduler::post_filter`]) names an
+//! allocated claim to deallocate ([`Deallocation`]). Every rejection is kube's `UnschedulableAndUnresolvable` with
 //! kube's text. Where this differs from kube: an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
 //! attempt; the DRAExtendedResource (alpha) and device binding conditions are not run, as
 //! with v1.34's default gates; Filter's timeout (DRASchedulerFilterTimeout) is not applied.
@@ -297,57 +297,6 @@ impl Deallocation {
         out.status.reserved_for.clear();
         out
     }
-}
-
-/// kube's DynamicResources PostFilter for `pod`, whose cycle `error` says fits nowhere: the
-/// first of its allocated claims whose node selector failed a node at Filter ("resourceclaim
-/// not available on the node") and which is reserved for nobody or for the pod alone. kube
-/// picks one of these claims at random (a map's iteration order); this takes the first in
-/// `spec.resourceClaims` order.
-pub fn claim_to_deallocate(
-    snapshot: &crate::snapshot::Snapshot,
-    pod: &Pod,
-    error: &crate::profile::FitError,
-) -> Option<Deallocation> {
-    let claims = pod_claims(pod, snapshot.dra()).ok()?;
-    let mut unavailable = vec![false; claims.len()];
-    error.for_each_node(&mut |name, reasons| {
-        let mut not_on_node = false;
-        for r in reasons {
-            not_on_node |= matches!(r, Reason::DynamicResources(DraProblem::ClaimNotOnNode));
-        }
-        let Some(info) = not_on_node.then(|| snapshot.get(name)).flatten() else {
-            return;
-        };
-        let target = TargetNode::from(info.node());
-        for (i, claim) in claims.iter().enumerate() {
-            let selector = claim
-                .status
-                .allocation
-                .as_ref()
-                .and_then(|a| a.node_selector.as_ref());
-            if let Some(selector) = selector
-                && !allocator::node_selector_matches(selector, target).unwrap_or(false)
-            {
-                unavailable[i] = true;
-            }
-        }
-    });
-    claims
-        .iter()
-        .zip(unavailable)
-        .find_map(|(claim, unavailable)| {
-            if !unavailable {
-                return None;
-            }
-            let d = Deallocation {
-                namespace: claim.metadata.namespace.clone(),
-                name: claim.metadata.name.clone(),
-                uid: claim.metadata.uid.clone(),
-                pod_uid: pod.metadata.uid.clone(),
-            };
-            d.still_applies(claim).then_some(d)
-        })
 }
 
 /// The pod's claims, in `spec.resourceClaims` order (kube's `foreachPodResourceClaim`): a

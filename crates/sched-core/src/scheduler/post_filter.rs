@@ -204,7 +204,7 @@ impl PostFilterPlugins {
 /// PreFilter rejected the pod before keeping them) "no new claims to deallocate"; with an
 /// allocated claim that Filter found unavailable on a node and that no other pod uses, that
 /// claim deallocated ("deallocation of ResourceClaim completed",
-/// [`crate::plugins::dra::claim_to_deallocate`]); otherwise "still not schedulable".
+/// [`claim_to_deallocate`]); otherwise "still not schedulable".
 fn dynamic_resources_post_filter(
     snapshot: &Snapshot,
     pod: &Pod,
@@ -216,10 +216,62 @@ fn dynamic_resources_post_filter(
     if !kept_claims {
         return ("no new claims to deallocate", None);
     }
-    match crate::plugins::dra::claim_to_deallocate(snapshot, pod, error) {
+    match claim_to_deallocate(snapshot, pod, error) {
         Some(d) => ("deallocation of ResourceClaim completed", Some(d)),
         None => ("still not schedulable", None),
     }
+}
+
+/// kube's DynamicResources PostFilter for `pod`, whose cycle `error` says fits nowhere: the
+/// first of its allocated claims whose node selector failed a node at Filter ("resourceclaim
+/// not available on the node") and which is reserved for nobody or for the pod alone. kube
+/// picks one of these claims at random (a map's iteration order); this takes the first in
+/// `spec.resourceClaims` order.
+fn claim_to_deallocate(snapshot: &Snapshot, pod: &Pod, error: &FitError) -> Option<Deallocation> {
+    let claims = crate::plugins::dra::pod_claims(pod, snapshot.dra()).ok()?;
+    let mut unavailable = vec![false; claims.len()];
+    error.for_each_node(&mut |name, reasons| {
+        let mut not_on_node = false;
+        for r in reasons {
+            not_on_node |= matches!(
+                r,
+                crate::framework::Reason::DynamicResources(
+                    crate::framework::DraProblem::ClaimNotOnNode
+                )
+            );
+        }
+        let Some(info) = not_on_node.then(|| snapshot.get(name)).flatten() else {
+            return;
+        };
+        let target = crate::dra::allocator::TargetNode::from(info.node());
+        for (i, claim) in claims.iter().enumerate() {
+            let selector = claim
+                .status
+                .allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref());
+            if let Some(selector) = selector
+                && !crate::dra::allocator::node_selector_matches(selector, target).unwrap_or(false)
+            {
+                unavailable[i] = true;
+            }
+        }
+    });
+    claims
+        .iter()
+        .zip(unavailable)
+        .find_map(|(claim, unavailable)| {
+            if !unavailable {
+                return None;
+            }
+            let d = Deallocation {
+                namespace: claim.metadata.namespace.clone(),
+                name: claim.metadata.name.clone(),
+                uid: claim.metadata.uid.clone(),
+                pod_uid: pod.metadata.uid.clone(),
+            };
+            d.still_applies(claim).then_some(d)
+        })
 }
 
 /// kube's status codes, as a PostFilter point ends.
