@@ -76,7 +76,16 @@ fn slice() -> ResourceSlice {
 /// Runs one attempt of `pod` with these objects: `Ok(bind claims)`, or `Err` with the
 /// FitError's text or, for a pod kept out by PreEnqueue, `PreEnqueue <plugin>: <message>`.
 fn attempt(pod: Pod, objects: Vec<ClusterEvent>) -> Result<Vec<(String, bool)>, String> {
-    let snapshot = Snapshot::from_objects(vec![worker()], vec![]).unwrap();
+    attempt_on(vec![worker()], pod, objects)
+}
+
+/// [`attempt`] on these nodes.
+fn attempt_on(
+    nodes: Vec<Node>,
+    pod: Pod,
+    objects: Vec<ClusterEvent>,
+) -> Result<Vec<(String, bool)>, String> {
+    let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
     let config = SchedulerConfiguration::from_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
     )
@@ -93,6 +102,8 @@ fn attempt(pod: Pod, objects: Vec<ClusterEvent>) -> Result<Vec<(String, bool)>, 
             .map(|c| (c.name.clone(), c.allocation.is_some()))
             .collect()),
         Step::Unschedulable { error, .. } => Err(error.to_string()),
+        // A Filter error: the attempt fails.
+        Step::Failed { error, .. } => Err(format!("Error: {error}")),
         // kube's `preenqueue` expectations.
         Step::Gated {
             plugin, message, ..
@@ -322,5 +333,97 @@ fn reserved_okay() {
     assert_eq!(
         attempt(pod(true), vec![add_class(), add_claim(c)]),
         Ok(vec![])
+    );
+}
+
+/// kube's `brokenSelector`: an attribute that only `worker-2`'s device has.
+const BROKEN: &str = "device.attributes[\"some-driver\"].healthy";
+
+/// kube's `workerNode2` and its slice, whose device has the attribute `healthy`.
+fn worker2() -> (Node, ResourceSlice) {
+    let mut node = worker();
+    node.metadata.name = "worker-2".into();
+    node.metadata
+        .labels
+        .insert("kubernetes.io/hostname".into(), "worker-2".into());
+    let slice = serde_json::from_value(json!({
+        "metadata": {"name": "worker-2-some-driver"},
+        "spec": {"driver": "some-driver", "nodeName": "worker-2",
+                 "pool": {"name": "worker-2", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "instance-1",
+                              "attributes": {"healthy": {"bool": true}}}]}
+    }))
+    .unwrap();
+    (node, slice)
+}
+
+fn broken_claim() -> Value {
+    let mut c = claim();
+    c["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
+        json!([{"cel": {"expression": BROKEN}}]);
+    c
+}
+
+/// kube's Filter status for a CEL runtime error, as the attempt fails with it.
+fn filter_error(message: &str) -> String {
+    format!("Error: running \"DynamicResources\" filter plugin: {message}")
+}
+
+#[test]
+fn claim_parameters_cel_runtime_error() {
+    assert_eq!(
+        attempt(
+            pod(true),
+            vec![
+                add_class(),
+                ClusterEvent::add(slice()),
+                add_claim(broken_claim())
+            ]
+        ),
+        Err(filter_error(
+            "claim default/my-pod-my-resource: selector #0: CEL runtime error: no such key: healthy"
+        ))
+    );
+}
+
+#[test]
+fn class_parameters_cel_runtime_error() {
+    let mut class = class();
+    class["spec"]["selectors"] = json!([{"cel": {"expression": BROKEN}}]);
+    let class: sched_core::model::DeviceClass = serde_json::from_value(class).unwrap();
+    assert_eq!(
+        attempt(
+            pod(true),
+            vec![
+                ClusterEvent::add(class),
+                ClusterEvent::add(slice()),
+                add_claim(claim())
+            ]
+        ),
+        Err(filter_error(
+            "class my-resource-class: selector #0: CEL runtime error: no such key: healthy"
+        ))
+    );
+}
+
+/// The error on one node keeps the pod pending although worker-2 could take it (kube's
+/// "keeps pod pending because of CEL runtime errors").
+#[test]
+fn cel_runtime_error_for_one_of_two_nodes() {
+    let (node2, slice2) = worker2();
+    assert_eq!(
+        attempt_on(
+            vec![worker(), node2],
+            pod(true),
+            vec![
+                add_class(),
+                ClusterEvent::add(slice()),
+                ClusterEvent::add(slice2),
+                add_claim(broken_claim())
+            ]
+        ),
+        Err(filter_error(
+            "claim default/my-pod-my-resource: selector #0: CEL runtime error: no such key: healthy"
+        ))
     );
 }

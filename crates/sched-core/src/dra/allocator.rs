@@ -168,21 +168,49 @@ impl AllocatedDevices {
     }
 }
 
-/// Why a selector could not be evaluated (a CEL compile or runtime error).
+/// Why a selector could not be evaluated (a CEL compile or runtime error), worded as kube's
+/// allocator words it (`CEL runtime error: no such key: healthy`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{expression:?}: {message}")]
+#[error("CEL {stage} error: {message}")]
 pub struct SelectorError {
     /// The expression.
     pub expression: String,
+    /// Whether it failed to compile or at run time.
+    pub stage: SelectorStage,
     /// What went wrong.
     pub message: String,
 }
 
+/// When a selector failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SelectorStage {
+    /// It did not compile (or its cost is over the limit).
+    Compile,
+    /// It failed while evaluated on a device.
+    Runtime,
+}
+
+impl std::fmt::Display for SelectorStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SelectorStage::Compile => "compile",
+            SelectorStage::Runtime => "runtime",
+        })
+    }
+}
+
 impl SelectorError {
-    /// An error of `expression`, described by `message` (e.g. a CEL error's text).
+    /// A runtime error of `expression`, described by `message` (e.g. a CEL error's text).
     pub fn new(expression: &str, message: impl std::fmt::Display) -> Self {
+        SelectorError::at(SelectorStage::Runtime, expression, message)
+    }
+
+    /// An error of `expression` at `stage`.
+    pub fn at(stage: SelectorStage, expression: &str, message: impl std::fmt::Display) -> Self {
         SelectorError {
             expression: expression.to_owned(),
+            stage,
             message: message.to_string(),
         }
     }

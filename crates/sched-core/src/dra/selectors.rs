@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::allocator::{SelectorError, SelectorEval};
+use super::allocator::{SelectorError, SelectorEval, SelectorStage};
 use super::cel::{CelError, CompiledSelector};
 use crate::model::Device;
 
@@ -68,8 +68,11 @@ impl SelectorEval for CelSelectors {
         driver: &str,
         device: &Device,
     ) -> Result<bool, SelectorError> {
-        self.get(expression)
-            .and_then(|s| s.matches(driver, device))
-            .map_err(|e| SelectorError::new(expression, e))
+        let compiled = self
+            .get(expression)
+            .map_err(|e| SelectorError::at(SelectorStage::Compile, expression, e))?;
+        compiled
+            .matches(driver, device)
+            .map_err(|e| SelectorError::at(SelectorStage::Runtime, expression, e))
     }
 }

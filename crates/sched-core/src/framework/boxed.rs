@@ -61,6 +61,12 @@ trait DynPredicate: Send + Sync {
         out: &mut [Result<(), Reason>],
     );
     fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter>;
+    fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        node: NodeRef<'_>,
+    ) -> Option<String>;
     fn explain(&self, code: u32) -> Cow<'static, str>;
     fn volume_binder(&self) -> Option<VolumeBinderId>;
     fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String>;
@@ -102,6 +108,15 @@ impl<P: Predicate> DynPredicate for P {
 
     fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter> {
         Predicate::fast_filter(self, cx, state.get::<P::State>(), SEALED)
+    }
+
+    fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        node: NodeRef<'_>,
+    ) -> Option<String> {
+        Predicate::filter_error(self, cx, state.get::<P::State>(), node)
     }
 
     fn explain(&self, code: u32) -> Cow<'static, str> {
@@ -181,6 +196,16 @@ impl BoxPredicate {
 
     pub(crate) fn explain(&self, code: u32) -> Cow<'static, str> {
         self.0.explain(code)
+    }
+
+    /// The plugin's [`Predicate::filter_error`].
+    pub(crate) fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        node: NodeRef<'_>,
+    ) -> Option<String> {
+        self.0.filter_error(cx, state, node)
     }
 
     /// The volume binder of a built-in VolumeBinding.
@@ -363,6 +388,15 @@ impl DynPredicate for Renamed<BoxPredicate> {
 
     fn fast_filter(&self, cx: &CycleContext<'_>, state: &ErasedState) -> Option<FastFilter> {
         self.inner.fast_filter(cx, state)
+    }
+
+    fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &ErasedState,
+        node: NodeRef<'_>,
+    ) -> Option<String> {
+        self.inner.filter_error(cx, state, node)
     }
 
     fn explain(&self, code: u32) -> Cow<'static, str> {

@@ -256,6 +256,13 @@ impl VolumeProblem {
 }
 
 impl Reason {
+    /// Whether this reason stands for a Filter error (kube's status `Error`), which fails the
+    /// whole attempt instead of the node ([`Predicate::filter_error`] gives its text): an
+    /// allocator error of DynamicResources (a CEL runtime error in a selector, ...).
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reason::DynamicResources(DraProblem::AllocatorError))
+    }
+
     /// Calls `out` with each of kube's messages for this reason, worded as `version` words
     /// them. `requests` are the pod's effective requests (for scalar names) and `node` the node
     /// (for taints). Custom reasons are rendered by [`Predicate::explain`] instead, so this

@@ -166,6 +166,20 @@ pub trait Predicate: Send + Sync + 'static {
         None
     }
 
+    /// The error behind a [`Reason`] for which [`Reason::is_error`] holds, which `filter`
+    /// gave `node`: kube's Filter status `Error`, which fails the whole attempt (the pod backs
+    /// off) instead of the node. Called only then, so it may redo the work to find the text.
+    /// The default has none (the reason's message stands in).
+    fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &Self::State,
+        node: NodeRef<'_>,
+    ) -> Option<String> {
+        let _ = (cx, state, node);
+        None
+    }
+
     /// kube's PreEnqueue: `Err(message)` keeps the pod out of scheduling (it is not
     /// attempted, so it gets no FitError) until an event may change the answer. The default
     /// lets every pod in.

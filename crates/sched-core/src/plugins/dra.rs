@@ -14,8 +14,9 @@
 //! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
 //! scheduling, as kube's does. Its PostFilter ([`crate::scheduler::post_filter`]) names an
 //! allocated claim to deallocate ([`Deallocation`]). Every rejection is kube's `UnschedulableAndUnresolvable` with
-//! kube's text. Where this differs from kube: an allocator error fails the node ([`DraProblem::AllocatorError`]) where kube fails the
-//! attempt; the DRAExtendedResource (alpha) and device binding conditions are not run, as
+//! kube's text; an allocator error (a CEL runtime error in a selector, ...) fails the whole
+//! attempt, as kube's Filter `Error` status does ([`DraProblem::AllocatorError`],
+//! [`Predicate::filter_error`]). Where this differs from kube: the DRAExtendedResource (alpha) and device binding conditions are not run, as
 //! with v1.34's default gates; Filter's timeout (DRASchedulerFilterTimeout) is not applied.
 
 use std::sync::Arc;
@@ -139,6 +140,19 @@ impl Predicate for DynamicResources {
             return Err(Reason::DynamicResources(DraProblem::ClaimNotOnNode));
         }
         Ok(())
+    }
+
+    /// The allocator's error on `node` (kube's Filter `Error` status: the attempt fails).
+    fn filter_error(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &DraState,
+        node: NodeRef<'_>,
+    ) -> Option<String> {
+        let claims: Vec<&ResourceClaim> = state.to_allocate.iter().map(|c| &**c).collect();
+        allocate(cx.snapshot().dra(), self.features, node.node(), &claims)
+            .err()
+            .map(|e| e.to_string())
     }
 }
 

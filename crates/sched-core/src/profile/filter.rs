@@ -4,8 +4,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::Profile;
 use super::cache::{Cache, ChunkBuf, Outcome};
+use super::{Profile, ScheduleError};
 use crate::fast_path::FastFilter;
 use crate::framework::{BoxPredicate, CycleContext, ErasedState, Prepared, Reason};
 
@@ -279,6 +279,29 @@ impl Profile {
             }
         }
         pos
+    }
+
+    /// The first Filter error among the failures ([`Reason::is_error`]), with its text from
+    /// its plugin ([`crate::framework::Predicate::filter_error`]).
+    pub(super) fn filter_error(
+        &self,
+        cache: &Cache,
+        cx: &CycleContext<'_>,
+        active: &[(u16, ErasedState)],
+    ) -> Option<ScheduleError> {
+        let &(idx, pi, _) = cache.scratch.failures.iter().find(|f| f.2.is_error())?;
+        let plugin = &self.predicates[usize::from(pi)];
+        let state = &active.iter().find(|(p, _)| *p == pi)?.1;
+        let node = cx.snapshot().node(idx as usize);
+        let name = node.node().metadata.name.clone();
+        let message = plugin
+            .filter_error(cx, state, node)
+            .unwrap_or_else(|| format!("filter error on node {name}"));
+        Some(ScheduleError::Filter {
+            plugin: plugin.name().to_string(),
+            node: name,
+            message,
+        })
     }
 
     /// Gives the failures recorded by [`Profile::filter_fast`] their reasons: the first

@@ -101,6 +101,18 @@ pub enum ScheduleError {
     /// A plugin failed while preparing for the pod.
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    /// A filter plugin failed with an error on a node (kube's Filter status `Error`, such as
+    /// DynamicResources' CEL runtime error in a selector): the attempt fails, whatever other
+    /// nodes found, and the pod backs off.
+    #[error("running {plugin:?} filter plugin: {message}")]
+    Filter {
+        /// The plugin.
+        plugin: String,
+        /// The node it failed on (the first found).
+        node: String,
+        /// Its error.
+        message: String,
+    },
     /// A priority gave a normalized score outside 0..=100.
     #[error(
         "priority {plugin:?} gave node {node:?} the score {score}, outside 0..={MAX_NODE_SCORE}"
@@ -517,6 +529,10 @@ impl Profile {
 
         if cache.scratch.feasible.is_empty() {
             self.resolve_pending(cache, cx, active);
+        }
+        // kube: a Filter error on any node fails the attempt.
+        if let Some(e) = self.filter_error(cache, cx, active) {
+            return Err(e);
         }
         // kube's findNodesThatPassExtenders.
         let mut extension_failures = Vec::new();
