@@ -145,7 +145,8 @@ func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object
 	inst.Sched = sched
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	// Thousands of pending pods with ResourceClaims take over a minute on two shared cores.
+	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer syncCancel()
 	if err := sched.WaitForHandlersSync(syncCtx); err != nil {
 		cancel()
