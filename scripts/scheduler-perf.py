@@ -20,7 +20,16 @@ first.
 
 --short runs the 500-node variants with 200 measured pods (what CI runs); the default is the
 5000-node variants (1000 nodes for PreemptionBasic, which has no 5000) with all measured pods.
-Exit status: 0, or 1 when a run fails (its output is shown).
+kube's DRA workloads (dra/performance-config.yaml) run at their largest, 5000pods_500nodes, and
+with --short at `fast` (2 nodes, 10 pods).
+
+Both sides record each measured pod's node. After the table, a line per workload where the
+sides differ in what fits (unschedulable pods, preemptions, victims) and, for a DRA workload,
+how many measured pods each side placed, how many on the same node as kube's (kube breaks
+score ties at random), the largest number of measured pods on one node, and the claims each
+side wrote. With --check, a DRA workload where the placed counts or the claims written differ
+makes the exit status 1.
+Exit status: 0, or 1 when a run fails (its output is shown) or a --check fails.
 """
 import argparse
 import json
@@ -49,13 +58,21 @@ FULL = [
     "SchedulingInTreePVs/5000Nodes",
     "SchedulingCSIPVs/5000Nodes",
     "PreemptionBasic/1000Nodes",
+    # kube's dra/performance-config.yaml (DynamicResourceAllocation): the largest workloads.
+    "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
+    "SchedulingWithResourceClaim/5000pods_500nodes",
+]
+# Their smallest variants (2 nodes, 10 pods), which --short runs.
+DRA_SHORT = [
+    "SchedulingWithResourceClaimTemplate/fast",
+    "SchedulingWithResourceClaim/fast",
 ]
 SHORT_MEASURE = 200
 
 
 def short_list():
     return [w.rsplit("/", 1)[0] + "/500Nodes" if "/5000Nodes" in w else w for w in FULL
-            if not w.startswith("PreemptionBasic")] + ["PreemptionBasic/1000Nodes"]
+            if "/5000Nodes" in w] + ["PreemptionBasic/1000Nodes"] + DRA_SHORT
 
 
 def run(cmd, **kw):
@@ -91,6 +108,16 @@ def stats(t):
             "preemptions": t.get("preemptions", 0), "victims": t.get("victims", 0)}
 
 
+def agreement(kube, ours):
+    """Where the first kube run and sched-core's first run put the measured pods."""
+    k, o = kube.get("placements") or [], ours.get("placements") or []
+    per_node = lambda ps: max((ps.count(n) for n in set(ps) if n), default=0)
+    return {"pods": len(k), "kube placed": sum(1 for n in k if n), "ours placed": sum(1 for n in o if n),
+            "same node": sum(1 for a, b in zip(k, o) if a and a == b),
+            "kube most on a node": per_node(k), "ours most on a node": per_node(o),
+            "kube claims": kube.get("claimsWritten", 0), "ours claims": ours.get("claimsWritten", 0)}
+
+
 def fmt_ns(ns):
     if ns >= 1e6:
         return f"{ns / 1e6:.2f} ms"
@@ -107,6 +134,8 @@ def main():
     ap.add_argument("--parallelism", default="1,2", help="kube's parallelism values")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "scheduler-perf"))
     ap.add_argument("--json", help="also write every run's numbers here")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when a DRA workload's sides place a different number of pods")
     args = ap.parse_args()
     workloads = args.workloads or (short_list() if args.short else FULL)
     measure = args.measure or (SHORT_MEASURE if args.short else 0)
@@ -147,13 +176,17 @@ def main():
                     cmd.append(f"-measure={measure}")
                 run(cmd + [folder])
                 rounds[f"kube p{p}"].append(stats(json.load(open(out))))
+                if r == 0 and p == parallelism[0]:
+                    kube_first = json.load(open(out))
             out = os.path.join(folder, f"sched-core-{r}.json")
             cmd = [ours_perf, "--percentage", str(args.percentage), "--out", out]
             if measure:
                 cmd += ["--measure", str(measure)]
             run(cmd + [folder])
             rounds["sched-core"].append(stats(json.load(open(out))))
-        results[w] = {"meta": meta, "rounds": rounds}
+            if r == 0:
+                ours_first = json.load(open(out))
+        results[w] = {"meta": meta, "rounds": rounds, "agree": agreement(kube_first, ours_first)}
 
     def med(side, key):
         vals = [s[key] for s in side if s]
@@ -166,6 +199,7 @@ def main():
     head += [f"p{p} / ours" for p in parallelism]
     rows = [head]
     notes = []
+    failed = []
     for w, r in results.items():
         ours = r["rounds"]["sched-core"]
         row = [w, str(r["meta"]["nodes"])]
@@ -188,6 +222,14 @@ def main():
         elif k1 and (k1["preemptions"] or k1["unschedulable"]):
             notes.append(f"{w}: both sides: {k1['unschedulable']} unschedulable, {k1['preemptions']} preemptions, "
                          f"{k1['victims']} victims")
+        a = r["agree"]
+        if r["meta"].get("featureGates", {}).get("DynamicResourceAllocation"):
+            notes.append(f"{w}: placed {a['kube placed']} of {a['pods']} measured pods (kube) and "
+                         f"{a['ours placed']} (sched-core), {a['same node']} on the same node; at most "
+                         f"{a['kube most on a node']} and {a['ours most on a node']} on one node; claims written "
+                         f"(init and measured) {a['kube claims']} and {a['ours claims']}")
+            if (a["kube placed"], a["kube claims"]) != (a["ours placed"], a["ours claims"]):
+                failed.append(w)
         if r["meta"].get("unsupported"):
             notes.append(f"{w}: ops not reproduced: {', '.join(r['meta']['unsupported'])}")
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -200,6 +242,9 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    if args.check and failed:
+        sys.stderr.write(f"scheduler-perf: the sides place a different number of pods: {', '.join(failed)}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

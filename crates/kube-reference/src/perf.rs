@@ -9,7 +9,11 @@
 //! untimed; a preemption's victims are deleted untimed (kube's informer would report them) and
 //! the pod's retry on its nominated node is timed too. kube's side times its SchedulePod,
 //! assume, Reserve and Permit, PostFilter and retry; neither side times the queue's waits or the
-//! binding.
+//! binding. A bound pod's ResourceClaims (DynamicResources' [`Step::Bind`] `claims`) are
+//! confirmed in the engine's snapshot by [`Scheduler::finish_binding`], with their allocations
+//! and the pod in `reservedFor`, as kube's PreBind writes them (untimed on both sides). Each
+//! measured pod's node is recorded ([`Timings::placements`]) so that the two sides can be
+//! compared.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -69,6 +73,13 @@ pub struct Timings {
     pub preemptions: usize,
     /// Victims of those preemptions.
     pub victims: usize,
+    /// The node of each measured pod, in order (empty for a pod left unschedulable).
+    #[serde(default)]
+    pub placements: Vec<String>,
+    /// ResourceClaims written for placed pods, init and measured (kube's PreBind: allocation
+    /// and `reservedFor`).
+    #[serde(default)]
+    pub claims_written: usize,
 }
 
 /// A workload that could not be run.
@@ -110,11 +121,14 @@ struct Driver {
     pending: std::collections::HashMap<PodKey, Pod>,
     preemptions: usize,
     victims: usize,
+    /// ResourceClaims the binds wrote.
+    claims_written: usize,
 }
 
 /// How one pod's scheduling went.
 struct PodRun {
-    bound: bool,
+    /// The node it was bound to, if any.
+    node: Option<String>,
     timed: Duration,
 }
 
@@ -132,14 +146,23 @@ impl Driver {
             let step = self.sched.schedule_one(self.now);
             timed += start.elapsed();
             match step {
-                Step::Bind { pod, node, .. } => {
+                Step::Bind {
+                    pod, node, claims, ..
+                } => {
+                    // The bind succeeded: the engine confirms the claims' allocations and
+                    // `reservedFor` in its snapshot, as kube's PreBind writes them and its
+                    // assume cache holds them (`AssumeClaimAfterAPICall`).
+                    self.claims_written += claims.len();
                     self.sched.finish_binding(&pod, Ok(()), self.now);
                     if let Some(mut p) = self.pending.remove(&pod) {
-                        p.spec.node_name = node;
+                        p.spec.node_name.clone_from(&node);
                         self.sched.apply(ClusterEvent::update(p), self.now);
                     }
                     if pod == key {
-                        return Ok(PodRun { bound: true, timed });
+                        return Ok(PodRun {
+                            node: Some(node),
+                            timed,
+                        });
                     }
                 }
                 Step::Preempt { victims, .. } => {
@@ -151,10 +174,7 @@ impl Driver {
                     }
                 }
                 Step::Unschedulable { pod, .. } if pod == key => {
-                    return Ok(PodRun {
-                        bound: false,
-                        timed,
-                    });
+                    return Ok(PodRun { node: None, timed });
                 }
                 Step::Unschedulable { .. } => {}
                 Step::Idle { until: Some(t) }
@@ -164,10 +184,7 @@ impl Driver {
                     self.now = self.now.max(t);
                 }
                 Step::Idle { .. } => {
-                    return Ok(PodRun {
-                        bound: false,
-                        timed,
-                    });
+                    return Ok(PodRun { node: None, timed });
                 }
                 other => {
                     return Err(PerfError::Unexpected {
@@ -202,6 +219,7 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
         pending: std::collections::HashMap::new(),
         preemptions: 0,
         victims: 0,
+        claims_written: 0,
     };
     let nodes = cluster.nodes.len();
     for event in ClusterEvent::listing(&mut cluster) {
@@ -232,11 +250,13 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
         timings
             .nanos
             .push(u64::try_from(r.timed.as_nanos()).unwrap_or(u64::MAX));
-        if !r.bound {
+        if r.node.is_none() {
             timings.unschedulable += 1;
         }
+        timings.placements.push(r.node.unwrap_or_default());
     }
     timings.preemptions = driver.preemptions;
     timings.victims = driver.victims;
+    timings.claims_written = driver.claims_written;
     Ok(timings)
 }

@@ -14,8 +14,11 @@
 // schedulingCycle runs it (SchedulePod, then assume, Reserve and Permit on the node found).
 // A measured pod that fits nowhere runs the PostFilter plugins (preemption) in the timed part;
 // when they nominate a node, the victims are taken out of the cache untimed (kube's informer
-// would), and the pod's retry on its nominated node is timed too. The timings go to FILE as
-// JSON, for scripts/scheduler-perf.sh.
+// would), and the pod's retry on its nominated node is timed too. A placed pod with
+// ResourceClaims then goes through the PreBind plugins untimed: DynamicResources writes its
+// claims' allocations and reservedFor, as in a live run, so later pods see those devices in
+// use. The timings (and each measured pod's node) go to FILE as JSON, for
+// scripts/scheduler-perf.py.
 package main
 
 import (
@@ -130,7 +133,7 @@ func unsupported(ops []string) string {
 	return fmt.Sprintf(" (not reproduced: %s)", strings.Join(ops, ", "))
 }
 
-// Timings is the JSON `time` writes; scripts/scheduler-perf.sh reads it beside sched-core's.
+// Timings is the JSON `time` writes; scripts/scheduler-perf.py reads it beside sched-core's.
 type Timings struct {
 	Side          string  `json:"side"`
 	Version       string  `json:"version"`
@@ -147,6 +150,11 @@ type Timings struct {
 	Victims       int     `json:"victims"`
 	// Feature gates of the workload that kube v1.34 does not let be set (locked), as name=value.
 	GatesNotSet []string `json:"gatesNotSet"`
+	// The node of each measured pod, in order ("" for a pod left unschedulable): the script
+	// compares them with sched-core's.
+	Placements []string `json:"placements"`
+	// ResourceClaims written for placed pods (init and measured), by PreBind.
+	ClaimsWritten int `json:"claimsWritten"`
 }
 
 func timeCase(args []string) error {
@@ -220,11 +228,13 @@ func timeCase(args []string) error {
 			return err
 		}
 		t.Nanos = append(t.Nanos, o.timed.Nanoseconds())
+		t.Placements = append(t.Placements, o.node)
 		if !o.placed {
 			t.Unschedulable++
 		}
 	}
 	t.Preemptions, t.Victims = r.preemptions, r.victims
+	t.ClaimsWritten = r.claimsWritten
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -238,37 +248,60 @@ type runner struct {
 	placed      map[string]*v1.Pod
 	preemptions int
 	victims     int
+	// ResourceClaims written by PreBind (placed pods' claims).
+	claimsWritten int
 }
 
 type outcome struct {
 	placed bool
 	timed  time.Duration
+	// The node the pod was placed on, if placed.
+	node string
 }
 
 // cycle is one scheduling cycle as kube's schedulingCycle runs it, without the queue: the
 // pod's node found and the pod assumed there (Reserve, Permit), or the PostFilter outcome.
-func (r *runner) cycle(ctx context.Context, fw framework.Framework, pod *v1.Pod) (node string, nominated string, err error) {
-	state := framework.NewCycleState()
+func (r *runner) cycle(ctx context.Context, fw framework.Framework, pod *v1.Pod) (node string, nominated string, state *framework.CycleState, err error) {
+	state = framework.NewCycleState()
 	state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
 	result, err := r.inst.Sched.SchedulePod(ctx, fw, state, pod)
 	if err == nil {
 		if err := r.inst.Assume(ctx, fw, state, pod, result.SuggestedHost); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
-		return result.SuggestedHost, "", nil
+		return result.SuggestedHost, "", state, nil
 	}
 	var fitErr *framework.FitError
 	if !errors.As(err, &fitErr) {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if !fw.HasPostFilterPlugins() {
-		return "", "", nil
+		return "", "", nil, nil
 	}
 	res, st := fw.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
 	if st.IsSuccess() && res != nil && res.NominatingInfo != nil {
-		return "", res.NominatedNodeName, nil
+		return "", res.NominatedNodeName, nil, nil
 	}
-	return "", "", nil
+	return "", "", nil, nil
+}
+
+// preBindClaims writes a placed pod's ResourceClaims (untimed) as kube's binding cycle does
+// before the bind: the profile's PreBind plugins, of which DynamicResources writes each
+// claim's allocation and the pod in its reservedFor through the API, assumes the written
+// claim in its cache (as the informer's update would bring it) and drops the allocation it
+// held in flight since Reserve. Later pods then see the devices in use as in a live run.
+// Pods without claims skip it, so the other workloads run as before.
+func (r *runner) preBindClaims(ctx context.Context, fw framework.Framework, state *framework.CycleState, pod *v1.Pod, node string) error {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = node
+	if st := fw.RunPreBindPlugins(ctx, state, assumed, node); !st.IsSuccess() {
+		return fmt.Errorf("prebind on %s: %s", node, st.Message())
+	}
+	r.claimsWritten += len(pod.Spec.ResourceClaims)
+	return nil
 }
 
 // schedule runs one pod: a cycle, and after a preemption the victims' removal (untimed) and
@@ -280,14 +313,17 @@ func (r *runner) schedule(pod *v1.Pod) (outcome, error) {
 		return outcome{}, fmt.Errorf("%s: no profile %q", kube.PodKey(pod), pod.Spec.SchedulerName)
 	}
 	start := time.Now()
-	node, nominated, err := r.cycle(ctx, fw, pod)
+	node, nominated, state, err := r.cycle(ctx, fw, pod)
 	timed := time.Since(start)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", kube.PodKey(pod), err)
 	}
 	if node != "" {
+		if err := r.preBindClaims(ctx, fw, state, pod, node); err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", kube.PodKey(pod), err)
+		}
 		r.assumed(pod, node)
-		return outcome{placed: true, timed: timed}, nil
+		return outcome{placed: true, timed: timed, node: node}, nil
 	}
 	if nominated == "" {
 		return outcome{timed: timed}, nil
@@ -315,15 +351,18 @@ func (r *runner) schedule(pod *v1.Pod) (outcome, error) {
 	retry := pod.DeepCopy()
 	retry.Status.NominatedNodeName = nominated
 	start = time.Now()
-	node, _, err = r.cycle(ctx, fw, retry)
+	node, _, state, err = r.cycle(ctx, fw, retry)
 	timed += time.Since(start)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s (retry on %s): %w", kube.PodKey(pod), nominated, err)
 	}
 	if node != "" {
+		if err := r.preBindClaims(ctx, fw, state, retry, node); err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", kube.PodKey(pod), err)
+		}
 		r.assumed(pod, node)
 	}
-	return outcome{placed: node != "", timed: timed}, nil
+	return outcome{placed: node != "", timed: timed, node: node}, nil
 }
 
 func (r *runner) assumed(pod *v1.Pod, node string) {

@@ -145,7 +145,9 @@ func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object
 	inst.Sched = sched
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	// 5000 pending pods with ResourceClaims (SchedulingWithResourceClaimTemplate/5000pods_500nodes)
+	// took over a minute to sync on two cores shared with a build.
+	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer syncCancel()
 	if err := sched.WaitForHandlersSync(syncCtx); err != nil {
 		cancel()

@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +9,13 @@ import (
 	"text/template"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	_ "k8s.io/kubernetes/pkg/apis/core/install" // v1 defaulting, as the API server applies it
+	_ "k8s.io/kubernetes/pkg/apis/core/install"     // v1 defaulting, as the API server applies it
+	_ "k8s.io/kubernetes/pkg/apis/resource/install" // resource.k8s.io/v1 defaulting (a request's count)
 	testutils "k8s.io/kubernetes/test/utils"
 	"sigs.k8s.io/yaml"
 )
@@ -25,7 +26,9 @@ type Built struct {
 	Workload string
 	// Nodes, as the API server stores them after the prepare strategies ran.
 	Nodes []*v1.Node
-	// Namespaces, CSINodes, PersistentVolumes and claims.
+	// Namespaces, CSINodes, PersistentVolumes and their claims, DeviceClasses, ResourceSlices,
+	// ResourceClaimTemplates and ResourceClaims (those of createAny, and those kube's
+	// resourceclaim controller makes from the templates the pods name).
 	Objects []runtime.Object
 	// Pods in creation order: the init pods, then the measured pods.
 	Pods []*v1.Pod
@@ -37,7 +40,8 @@ type Built struct {
 	ConfigPath string
 	// Feature gates of the test case and the workload.
 	FeatureGates map[string]bool
-	// Ops this reproduction does not run (churn, steady state, DRA objects, ...), by op code.
+	// Ops this reproduction does not run (churn, steady state, allocResourceClaims, ...), by
+	// op code.
 	Unsupported []string
 }
 
@@ -50,6 +54,10 @@ type builder struct {
 	podIndex  int
 	measuring bool
 	haveNS    map[string]bool
+	// ResourceClaimTemplates by namespace/name, for the claims of the pods naming them.
+	claimTemplates map[string]*resourceapi.ResourceClaimTemplate
+	// Claims made from templates so far (their names' suffix).
+	claimIndex int
 }
 
 // Build turns a workload into its objects.
@@ -60,6 +68,8 @@ func Build(tc *TestCase, w *Workload) (*Built, error) {
 		out:    &Built{TestCase: tc.Name, Workload: w.Name, FeatureGates: map[string]bool{}},
 		client: fake.NewClientset(),
 		haveNS: map[string]bool{},
+
+		claimTemplates: map[string]*resourceapi.ResourceClaimTemplate{},
 	}
 	for k, v := range tc.FeatureGates {
 		b.out.FeatureGates[k] = v
@@ -129,6 +139,18 @@ func (b *builder) op(index int, o Op) error {
 			}
 		}
 		return nil
+	case "createAny":
+		var op CreateAny
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.createAny(&op)
+	case "createResourceDriver":
+		var op CreateResourceDriver
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.createResourceDriver(&op)
 	case "barrier", "sleep":
 		// Sequential scheduling already waits for every pod.
 		return nil
@@ -147,23 +169,19 @@ func (b *builder) op(index int, o Op) error {
 // renderTemplate is kube's getSpecFromTextTemplateFile: a Go text/template with Index and
 // Count and the functions div and mod, decoded strictly.
 func renderTemplate(path string, index, count int, into any) error {
-	content, err := os.ReadFile(path)
+	data, err := renderText(path, index, count)
 	if err != nil {
 		return err
 	}
+	return yaml.UnmarshalStrict(data, into)
+}
+
+func newTemplate(text string) (*template.Template, error) {
 	funcs := template.FuncMap{
 		"div": func(a, b int) int { return a / b },
 		"mod": func(a, b int) int { return a % b },
 	}
-	tmpl, err := template.New("object").Funcs(funcs).Parse(string(content))
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, map[string]any{"Index": index, "Count": count}); err != nil {
-		return err
-	}
-	return yaml.UnmarshalStrict(buf.Bytes(), into)
+	return template.New("object").Funcs(funcs).Parse(text)
 }
 
 func readSpec(path string, into any) error {
@@ -370,6 +388,9 @@ func (b *builder) createPods(index int, op *CreatePods) error {
 			b.out.Objects = append(b.out.Objects, pvc, pv)
 			pod.Spec.Volumes = []v1.Volume{{Name: "vol", VolumeSource: v1.VolumeSource{
 				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName}}}}
+		}
+		if err := b.claimsFromTemplates(pod); err != nil {
+			return err
 		}
 		legacyscheme.Scheme.Default(pod)
 		b.out.Pods = append(b.out.Pods, pod)

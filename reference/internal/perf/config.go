@@ -7,7 +7,10 @@
 // (scheduler_perf.go: testCase, workload, params, the ops and their patchParams; create.go and
 // util.go: templates, base node and pod). Objects are built with kube's own helpers where they
 // are exported (test/utils: the node prepare strategies, MakePodSpec) and otherwise as kube's
-// helpers build them, sequentially so that the order is the same on every run.
+// helpers build them, sequentially so that the order is the same on every run. The dynamic
+// resource allocation ops (createAny of DeviceClasses, ResourceClaimTemplates and
+// ResourceClaims, createResourceDriver) follow scheduler_perf's dra.go and create.go, and the
+// claims kube's resourceclaim controller would make for pods are written too (dra.go here).
 package perf
 
 import (
@@ -100,6 +103,26 @@ type CreatePods struct {
 	SkipWaitToCompletion              bool
 	PersistentVolumeTemplatePath      *string
 	PersistentVolumeClaimTemplatePath *string
+}
+
+// CreateAny is kube's createAny: objects from a text template (Index and Count), in a
+// namespace or cluster-scoped.
+type CreateAny struct {
+	Opcode       string
+	Namespace    string
+	TemplatePath string
+	Count        *int
+	CountParam   string
+}
+
+// CreateResourceDriver is kube's createResourceDriverOp: a ResourceSlice for each node whose
+// name matches the glob Nodes, with MaxClaimsPerNode devices.
+type CreateResourceDriver struct {
+	Opcode                string
+	DriverName            string
+	MaxClaimsPerNode      int
+	MaxClaimsPerNodeParam string
+	Nodes                 string
 }
 
 // CreatePodSets is kube's createPodSetsOp.
