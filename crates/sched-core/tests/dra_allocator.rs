@@ -502,6 +502,23 @@ fn run(case: &Case) -> Result<(), String> {
     );
     let claims: Vec<&ResourceClaim> = case.claims.iter().collect();
     let (got, stats) = allocator.allocate_with_stats(TargetNode::from(&case.node), &claims);
+    // Through the slice index (what the scheduler uses): the same answer, the same search.
+    let index = sched_core::dra::allocator::SliceIndex::new(&case.slices);
+    let indexed = Allocator::new(
+        case.features,
+        &case.slices,
+        &case.classes,
+        &allocated,
+        selectors(),
+    )
+    .with_slice_index(&index)
+    .allocate_with_stats(TargetNode::from(&case.node), &claims);
+    if format!("{indexed:?}") != format!("{:?}", (&got, stats)) {
+        return Err(format!(
+            "through the slice index: {indexed:?}, without: {:?}",
+            (&got, stats)
+        ));
+    }
     if case.steps > 0 && stats.search_steps != case.steps {
         return Err(format!(
             "{} search steps, want {}",

@@ -262,6 +262,7 @@ fn allocate(
         dra.allocated(),
         dra.selectors(),
     )
+    .with_slice_index(dra.slice_index())
     .allocate(TargetNode::from(node), claims)
 }
 

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::dra::allocator::AllocatedDevices;
+use crate::dra::allocator::{AllocatedDevices, SliceIndex};
 use crate::dra::selectors::CelSelectors;
 use crate::model::{
     AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
@@ -29,6 +29,8 @@ pub struct DraIndex {
     classes: Vec<DeviceClass>,
     /// By name: the allocator searches pools in the order their first slice comes.
     slices: Vec<ResourceSlice>,
+    /// Where `slices` are, by node: rebuilt on every change of the slices.
+    reach: SliceIndex,
     /// By `namespace/name`.
     claims: BTreeMap<String, Arc<ResourceClaim>>,
     /// Allocations made at Reserve and not yet written, by claim `namespace/name`.
@@ -98,8 +100,9 @@ impl DraIndex {
             self.upsert_class(c);
         }
         for s in objects.resource_slices {
-            self.upsert_slice(s);
+            upsert_sorted(&mut self.slices, s, |s| &s.metadata.name);
         }
+        self.reach = SliceIndex::new(&self.slices);
         for c in objects.resource_claims {
             self.upsert_claim(c);
         }
@@ -117,12 +120,23 @@ impl DraIndex {
 
     /// Adds or replaces a ResourceSlice; `true` if one of that name was known.
     pub fn upsert_slice(&mut self, slice: ResourceSlice) -> bool {
-        upsert_sorted(&mut self.slices, slice, |s| &s.metadata.name)
+        let known = upsert_sorted(&mut self.slices, slice, |s| &s.metadata.name);
+        self.reach = SliceIndex::new(&self.slices);
+        known
     }
 
     /// Removes a ResourceSlice.
     pub fn remove_slice(&mut self, name: &str) -> Option<ResourceSlice> {
-        remove_sorted(&mut self.slices, name, |s| &s.metadata.name)
+        let removed = remove_sorted(&mut self.slices, name, |s| &s.metadata.name);
+        if removed.is_some() {
+            self.reach = SliceIndex::new(&self.slices);
+        }
+        removed
+    }
+
+    /// Where the slices are, by node ([`crate::dra::allocator::Allocator::with_slice_index`]).
+    pub fn slice_index(&self) -> &SliceIndex {
+        &self.reach
     }
 
     /// Adds or replaces a ResourceClaim (its devices in use follow its allocation); `true`

@@ -19,6 +19,47 @@ pub(super) struct Pool<'a> {
     pub(super) invalid: Option<String>,
 }
 
+/// Where the slices are, so that a node's pools are gathered without reading every slice:
+/// the positions (in the slice list it was built from, ascending) of the slices local to
+/// each node (`spec.nodeName`), and of all the others (all nodes, a node selector, per-device
+/// selection). Built once per change of the slices ([`crate::snapshot::DraIndex`] keeps one);
+/// [`super::Allocator::with_slice_index`] uses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SliceIndex {
+    by_node: HashMap<String, Vec<u32>>,
+    others: Vec<u32>,
+}
+
+impl SliceIndex {
+    /// The index of `slices`.
+    pub fn new(slices: &[ResourceSlice]) -> SliceIndex {
+        let mut index = SliceIndex::default();
+        for (i, slice) in slices.iter().enumerate() {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(node) => index.by_node.entry(node.to_owned()).or_default().push(i),
+                None => index.others.push(i),
+            }
+        }
+        index
+    }
+
+    /// The positions of the slices `node` may reach, ascending: its own and the others.
+    fn reachable<'a>(&'a self, node: &str) -> impl Iterator<Item = usize> + 'a {
+        let own = self.by_node.get(node).map_or(&[][..], Vec::as_slice);
+        let (mut a, mut b) = (own.iter().peekable(), self.others.iter().peekable());
+        std::iter::from_fn(move || {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x < y => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => None,
+            };
+            next.map(|&i| i as usize)
+        })
+    }
+}
+
 /// kube's `nodeMatches`: a node name, all nodes or a node selector, in that order of
 /// precedence; none of them matches no node. `Err` describes a malformed node selector
 /// (kube's `nodeaffinity.NewNodeSelector` refuses it).
@@ -115,13 +156,21 @@ fn check_label_requirement(r: &NodeSelectorRequirement) -> Result<(), String> {
 ///
 /// kube collects the pools in a Go map and so searches them in a random order; here they
 /// come in the order their first slice has in `slices`, which makes the search repeatable.
+///
+/// With `reach`, only the slices it says the node may reach are read (the same pools, found
+/// without reading every node's slices).
 pub(super) fn gather_pools<'a>(
     slices: &'a [ResourceSlice],
+    reach: Option<&SliceIndex>,
     node: &TargetNode<'_>,
 ) -> Result<Vec<Pool<'a>>, AllocError> {
     let mut pools: Vec<Pool<'a>> = Vec::new();
     let mut index: HashMap<(&'a str, &'a str), usize> = HashMap::new();
-    for slice in slices {
+    let positions: Box<dyn Iterator<Item = usize>> = match reach {
+        Some(r) => Box::new(r.reachable(node.name)),
+        None => Box::new(0..slices.len()),
+    };
+    for slice in positions.filter_map(|i| slices.get(i)) {
         let spec = &slice.spec;
         if spec.per_device_node_selection.is_some() {
             continue;

@@ -188,7 +188,7 @@ pub(super) fn run<'a, S: SelectorEval + ?Sized>(
     invocations: &mut u64,
 ) -> Result<Option<Search<'a, S>>, AllocError> {
     let (features, classes) = (allocator.features, allocator.classes);
-    let pools = gather_pools(allocator.slices, &node)?;
+    let pools = gather_pools(allocator.slices, allocator.reach, &node)?;
     let mut candidates = Vec::new();
     let mut pool_ranges = Vec::with_capacity(pools.len());
     for (p, pool) in pools.iter().enumerate() {
