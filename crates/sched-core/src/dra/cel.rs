@@ -128,7 +128,11 @@ pub struct CompiledSelector {
     program: Program,
     expression: String,
     estimated_cost: u64,
+    id: u32,
 }
+
+/// The id of the next selector compiled.
+static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl CompiledSelector {
     /// Parses and checks `expression` and estimates its worst-case cost.
@@ -163,6 +167,7 @@ impl CompiledSelector {
             });
         }
         Ok(CompiledSelector {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             program,
             expression: expression.to_owned(),
             estimated_cost,
@@ -179,7 +184,30 @@ impl CompiledSelector {
         self.estimated_cost
     }
 
+    /// This selector's id, unique among the selectors compiled in this process (the key of
+    /// a device's [`crate::model::SelectorMemo`]).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// [`CompiledSelector::matches`], kept in the device's memo: a second evaluation on the
+    /// same device reads the first one's result. Errors are not kept.
+    ///
+    /// # Errors
+    /// As [`CompiledSelector::matches`].
+    pub fn matches_memoized(&self, driver: &str, device: &Device) -> Result<bool, CelError> {
+        if let Some(r) = device.selector_memo.get(driver, self.id) {
+            return Ok(r);
+        }
+        let r = self.matches(driver, device)?;
+        device.selector_memo.put(driver, self.id, r);
+        Ok(r)
+    }
+
     /// Whether `device` of `driver` passes the selector.
+    ///
+    /// # Errors
+    /// [`CelError`] for an evaluation that failed (kube: a CEL runtime error).
     pub fn matches(&self, driver: &str, device: &Device) -> Result<bool, CelError> {
         let env = environment()?;
         let value = device::device_value(driver, device)?;
@@ -229,6 +257,24 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn results_are_kept_with_the_device_for_its_driver() {
+        let s = CompiledSelector::compile(r#"device.driver == "a""#).unwrap();
+        let d = Device::default();
+        assert_eq!(d.selector_memo.get("a", s.id()), None);
+        assert_eq!(s.matches_memoized("a", &d), Ok(true));
+        assert_eq!(d.selector_memo.get("a", s.id()), Some(true));
+        assert_eq!(s.matches_memoized("a", &d), Ok(true));
+        // Another driver is evaluated, not read from the memo (nor kept).
+        assert_eq!(s.matches_memoized("b", &d), Ok(false));
+        assert_eq!(d.selector_memo.get("b", s.id()), None);
+        // A clone keeps the results; another selector has its own.
+        assert_eq!(d.clone().selector_memo.get("a", s.id()), Some(true));
+        let other = CompiledSelector::compile(r#"device.driver == "b""#).unwrap();
+        assert_ne!(other.id(), s.id());
+        assert_eq!(d.selector_memo.get("a", other.id()), None);
+    }
 
     #[test]
     fn selector_is_send_and_sync() {

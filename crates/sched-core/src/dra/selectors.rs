@@ -72,7 +72,7 @@ impl SelectorEval for CelSelectors {
             .get(expression)
             .map_err(|e| SelectorError::at(SelectorStage::Compile, expression, e))?;
         compiled
-            .matches(driver, device)
+            .matches_memoized(driver, device)
             .map_err(|e| SelectorError::at(SelectorStage::Runtime, expression, e))
     }
 }

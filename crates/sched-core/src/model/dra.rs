@@ -203,6 +203,69 @@ pub struct Device {
     /// Whether the device may be allocated to more than one claim at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_multiple_allocations: Option<bool>,
+    /// The device selectors already evaluated on this device, kept with it (not part of the
+    /// object: not read, written or compared).
+    #[serde(skip)]
+    pub selector_memo: SelectorMemo,
+}
+
+/// Results of device selectors evaluated on one [`Device`], by the compiled selector's id
+/// (`crate::dra::cel::CompiledSelector::id`), for the driver of the first evaluation. A
+/// slice's devices do not change (an update replaces the slice, and its devices start
+/// without results), so a result holds as long as the device does. Ignored by serde and by
+/// comparison; a clone keeps the results.
+#[derive(Default)]
+pub struct SelectorMemo(std::sync::Mutex<MemoEntries>);
+
+/// The driver the results are for, and each selector's result.
+#[derive(Clone, Default)]
+struct MemoEntries {
+    driver: Option<String>,
+    results: Vec<(u32, bool)>,
+}
+
+impl SelectorMemo {
+    /// The result of selector `id` for `driver`, if evaluated before.
+    pub fn get(&self, driver: &str, id: u32) -> Option<bool> {
+        let m = self.0.lock().ok()?;
+        if m.driver.as_deref() != Some(driver) {
+            return None;
+        }
+        m.results.iter().find(|(i, _)| *i == id).map(|&(_, r)| r)
+    }
+
+    /// Keeps the result of selector `id` for `driver` (only for the driver of the first
+    /// result kept).
+    pub fn put(&self, driver: &str, id: u32, result: bool) {
+        let Ok(mut m) = self.0.lock() else { return };
+        match m.driver.as_deref() {
+            None => m.driver = Some(driver.to_owned()),
+            Some(d) if d != driver => return,
+            Some(_) => {}
+        }
+        if !m.results.iter().any(|(i, _)| *i == id) {
+            m.results.push((id, result));
+        }
+    }
+}
+
+impl Clone for SelectorMemo {
+    fn clone(&self) -> Self {
+        let entries = self.0.lock().map(|m| m.clone()).unwrap_or_default();
+        SelectorMemo(std::sync::Mutex::new(entries))
+    }
+}
+
+impl PartialEq for SelectorMemo {
+    fn eq(&self, _: &SelectorMemo) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for SelectorMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SelectorMemo")
+    }
 }
 
 /// One attribute's value: exactly one of the four is set.
