@@ -26,7 +26,7 @@ pub(super) struct Pool<'a> {
 /// [`super::Allocator::with_slice_index`] uses it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SliceIndex {
-    by_node: HashMap<String, Vec<u32>>,
+    by_node: HashMap<String, Vec<u32>, foldhash::fast::FixedState>,
     others: Vec<u32>,
 }
 
@@ -165,7 +165,6 @@ pub(super) fn gather_pools<'a>(
     node: &TargetNode<'_>,
 ) -> Result<Vec<Pool<'a>>, AllocError> {
     let mut pools: Vec<Pool<'a>> = Vec::new();
-    let mut index: HashMap<(&'a str, &'a str), usize> = HashMap::new();
     let positions: Box<dyn Iterator<Item = usize>> = match reach {
         Some(r) => Box::new(r.reachable(node.name)),
         None => Box::new(0..slices.len()),
@@ -189,9 +188,9 @@ pub(super) fn gather_pools<'a>(
             continue;
         }
         let key = (spec.driver.as_str(), spec.pool.name.as_str());
-        match index.get(&key) {
+        // A node reaches few pools: a scan beats hashing.
+        match pools.iter().position(|p| (p.driver, p.name) == key) {
             None => {
-                index.insert(key, pools.len());
                 pools.push(Pool {
                     driver: key.0,
                     name: key.1,
@@ -200,7 +199,7 @@ pub(super) fn gather_pools<'a>(
                     invalid: None,
                 });
             }
-            Some(&i) => {
+            Some(i) => {
                 let pool = &mut pools[i];
                 let generation = pool.slices[0].spec.pool.generation;
                 if spec.pool.generation < generation {
