@@ -21,8 +21,8 @@
 //! - running pods holding allocated claims (`status.allocation` with free devices of their
 //!   node and a node selector naming it, `status.reservedFor` listing the pods, some claims
 //!   shared by two running pods), an allocated claim no pod holds any more;
-//! - pending pods asking for claims, a few whose claim does not exist or was not created yet
-//!   (kept out at DynamicResources' PreEnqueue).
+//! - pending pods asking for claims (most tolerating the GPU nodes' taint), a few whose claim
+//!   does not exist or was not created yet (kept out at DynamicResources' PreEnqueue).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -601,6 +601,16 @@ impl Dra {
             .as_str()
             .unwrap_or("default")
             .to_string();
+        // GPU workloads mostly tolerate the taint GPU nodes carry.
+        if self.chance(0.7) {
+            let toleration =
+                json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"});
+            match pod["spec"]["tolerations"].as_array_mut() {
+                Some(list) if !list.contains(&toleration) => list.push(toleration),
+                Some(_) => {}
+                None => pod["spec"]["tolerations"] = json!([toleration]),
+            }
+        }
         let n = if self.chance(0.15) { 2 } else { 1 };
         for k in 0..n {
             let entry = format!("claim-{k}");
