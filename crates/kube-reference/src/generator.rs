@@ -19,6 +19,17 @@
 //! PodDisruptionBudgets, pending pods nominated to a node by an earlier preemption
 //! (`status.nominatedNodeName`), and victims of it still terminating there.
 //!
+//! About one case in five ([`is_dra`], large cases left out) gets dynamic resource allocation
+//! (`resource.k8s.io/v1`, module `dra`): DeviceClasses with CEL selectors on driver, attributes,
+//! capacity and driver version; ResourceSlices of GPUs (and NICs) per node, some pools split in
+//! two slices or beside a stale older generation, network-attached devices on a zone's nodes
+//! or on all nodes; ResourceClaims with `exactly` requests (ExactCount or All, with selectors),
+//! `firstAvailable` subrequests and `matchAttribute` constraints, standalone, shared, or made
+//! from ResourceClaimTemplates for their pod as kube's controller makes them; running pods
+//! holding allocated claims (one or two pods each), an allocated claim no pod holds, and
+//! pending pods whose claim does not exist or was not created yet. Those draws come from a
+//! stream of their own, so the cases without DRA are what they were before it came.
+//!
 //! The same seed gives the same case, byte for byte.
 
 use std::collections::BTreeMap;
@@ -29,6 +40,10 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
+
+mod dra;
+
+pub use dra::{GPU_DRIVER, is_dra};
 
 /// A generated case: the objects of each file and the configuration, if any.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,13 +317,15 @@ impl Gen {
             pods.push(pod);
         }
         self.pdbs();
-        GenCase {
+        let mut case = GenCase {
             seed: self.seed,
             nodes,
             pods,
             objects: self.objects,
             config,
-        }
+        };
+        dra::add(&mut case);
+        case
     }
 
     // ----- preemption ----------------------------------------------------------------------

@@ -27,8 +27,9 @@
 //! pod's priority as if they ran there ([`Nominator`]).
 //!
 //! Then the pod is assumed on kube's `chosen` node, whatever sched-core would have picked, and
-//! VolumeBinding's reserve runs for it as kube's Reserve does, so both sides go on from the
-//! same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
+//! VolumeBinding's and DynamicResources' reserve run for it as kube's Reserve does (the
+//! claims' allocations stay in flight: kube's oracle binds nothing), so both sides go on from
+//! the same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
 //! preemptor is not nominated. Each pod gets a [`PodResult`]: a [`Class`] and one line per
 //! difference.
 //!
@@ -260,7 +261,8 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
     let mut snapshot = case.snapshot_with_node_order(&oracle.meta.node_order)?;
     let pending: HashMap<PodKey, &Pod> =
         case.cluster.pending.iter().map(|p| (p.key(), p)).collect();
-    // kube's queue nominates the pending pods it takes in (of its profiles, not gated) to
+    // kube's queue nominates the pending pods it takes in (of its profiles, past PreEnqueue:
+    // no scheduling gate, and, where the profile runs DynamicResources, every claim found) to
     // their status's nominatedNodeName; a pod leaves the nominator when it is assumed. The
     // oracle applies no PostFilter result, so nothing else changes the nominations.
     let mut nominator = Nominator::new();
@@ -269,7 +271,13 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
             "" => DEFAULT_SCHEDULER_NAME,
             n => n,
         };
-        if pod.spec.scheduling_gates.is_empty() && profiles.iter().any(|s| s.name == name) {
+        let Some(slot) = profiles.iter().find(|s| s.name == name) else {
+            continue;
+        };
+        let claims_found = pod.spec.resource_claims.is_empty()
+            || !slot.profile.runs_dynamic_resources()
+            || sched_core::plugins::dra::pod_claims(pod, snapshot.dra()).is_ok();
+        if pod.spec.scheduling_gates.is_empty() && claims_found {
             nominator.add(pod.clone(), None);
         }
     }
@@ -349,7 +357,8 @@ struct World<'a> {
 /// of the pod's profile, for that profile's volume binder `binder` (the PersistentVolumes it
 /// matched there and the claims to provision: kube's volume binder of each profile has its own
 /// assume caches). A profile without VolumeBinding reserves no volumes. The pod's
-/// ResourceClaims are then allocated on the node (DynamicResources' Reserve).
+/// ResourceClaims are then allocated on the node and kept in flight (DynamicResources'
+/// Reserve; kube's oracle runs no PreBind that would write them).
 fn assume(
     snapshot: &mut Snapshot,
     binder: Option<VolumeBinderId>,
@@ -369,9 +378,21 @@ fn assume(
             )
         })?;
     }
-    // DynamicResources' Reserve, with the allocation kept as kube's assume cache keeps it.
-    sched_core::plugins::dra::assume_claims(snapshot, pod, node)
+    // DynamicResources' Reserve: the claims' allocations stay in flight, as in kube's oracle,
+    // which runs no PreBind (nor binds): a later pod sharing such a claim meets it "in the
+    // process of being allocated", as it does in kube while the first pod's binding cycle
+    // has not written the claim yet.
+    let info = snapshot
+        .get(node)
+        .ok_or_else(|| format!("kube's node {node} is not in the snapshot"))?;
+    let bindings = sched_core::plugins::dra::allocate_on(snapshot.dra(), pod, info.node())
         .map_err(|e| format!("allocating the pod's claims on kube's node {node}: {e}"))?;
+    let dra = snapshot.dra_mut();
+    for b in bindings {
+        if let Some(allocation) = b.allocation {
+            dra.set_pending(&b.namespace, &b.name, allocation);
+        }
+    }
     Ok(())
 }
 

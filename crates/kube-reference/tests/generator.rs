@@ -134,12 +134,100 @@ fn the_ci_seeds_cover_every_promised_field() {
                     "CSINode" => "CSINode",
                     "CSIDriver" => "CSIDriver",
                     "CSIStorageCapacity" => "CSIStorageCapacity",
+                    "DeviceClass" => "DeviceClass",
+                    "ResourceSlice" => "ResourceSlice",
+                    "ResourceClaim" => "ResourceClaim",
+                    "ResourceClaimTemplate" => "ResourceClaimTemplate",
                     _ => "other kind",
                 },
                 true,
             );
             count("allowedTopologies", has(o, &["allowedTopologies"]));
+            let text = o.to_string();
+            count(
+                "CEL capacity selector",
+                text.contains(".compareTo(quantity("),
+            );
+            count(
+                "CEL semver selector",
+                text.contains("isGreaterThan(semver("),
+            );
+            count(
+                "slice on a node",
+                has(o, &["spec", "nodeName"]) && o["kind"] == "ResourceSlice",
+            );
+            count("slice with nodeSelector", has(o, &["spec", "nodeSelector"]));
+            count("slice on all nodes", o["spec"]["allNodes"] == true);
+            count(
+                "pool of two slices",
+                o["spec"]["pool"]["resourceSliceCount"] == 2,
+            );
+            count(
+                "stale pool generation",
+                o["spec"]["pool"]["generation"] == 2,
+            );
+            count("version attribute", text.contains("\"version\""));
+            count("bool attribute", text.contains("\"bool\""));
+            count(
+                "allocationMode All",
+                text.contains("\"allocationMode\":\"All\""),
+            );
+            count(
+                "ExactCount above 1",
+                text.contains("\"allocationMode\":\"ExactCount\",\"count\":3")
+                    || text.contains("\"count\":4"),
+            );
+            count("firstAvailable", text.contains("firstAvailable"));
+            count("matchAttribute", text.contains("matchAttribute"));
+            count(
+                "claim allocated",
+                has(o, &["status", "allocation", "nodeSelector"]),
+            );
+            count(
+                "claim reserved for two pods",
+                o["status"]["reservedFor"]
+                    .as_array()
+                    .is_some_and(|r| r.len() == 2),
+            );
+            count(
+                "allocated claim held by no pod",
+                has(o, &["status", "allocation"]) && !has(o, &["status", "reservedFor"]),
+            );
+            count(
+                "claim made from a template",
+                o["kind"] == "ResourceClaim"
+                    && text.contains("resource.kubernetes.io/pod-claim-name"),
+            );
         }
+        // Pending pods: sharing a claim, and a claim that does not exist or was not made yet.
+        let claims: std::collections::BTreeSet<String> = case
+            .objects
+            .iter()
+            .filter(|o| o["kind"] == "ResourceClaim")
+            .map(|o| format!("{}/{}", o["metadata"]["namespace"], o["metadata"]["name"]))
+            .collect();
+        let mut users: BTreeMap<String, usize> = BTreeMap::new();
+        for pod in &case.pods {
+            for entry in pod["spec"]["resourceClaims"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let ns = &pod["metadata"]["namespace"];
+                if let Some(name) = entry["resourceClaimName"].as_str() {
+                    let key = format!("{ns}/\"{name}\"");
+                    count("pod claim missing", !claims.contains(&key));
+                    *users.entry(key).or_default() += 1;
+                } else {
+                    let made = pod["status"]["resourceClaimStatuses"]
+                        .as_array()
+                        .is_some_and(|s| s.iter().any(|s| s["name"] == entry["name"]));
+                    count("template claim made", made);
+                    count("template claim not made yet", !made);
+                }
+            }
+        }
+        count("claim used by several pods", users.values().any(|&n| n > 1));
     }
     let promised = [
         "config",
@@ -194,6 +282,31 @@ fn the_ci_seeds_cover_every_promised_field() {
         "more than 100 nodes",
         "percentageOfNodesToScore",
         "resized in place",
+        "DeviceClass",
+        "ResourceSlice",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "CEL capacity selector",
+        "CEL semver selector",
+        "slice on a node",
+        "slice with nodeSelector",
+        "slice on all nodes",
+        "pool of two slices",
+        "stale pool generation",
+        "version attribute",
+        "bool attribute",
+        "allocationMode All",
+        "ExactCount above 1",
+        "firstAvailable",
+        "matchAttribute",
+        "claim allocated",
+        "claim reserved for two pods",
+        "allocated claim held by no pod",
+        "claim made from a template",
+        "pod claim missing",
+        "template claim made",
+        "template claim not made yet",
+        "claim used by several pods",
     ];
     let missing: Vec<&str> = promised
         .iter()

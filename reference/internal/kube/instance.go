@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -103,7 +104,16 @@ func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object
 		cancel()
 		return nil, err
 	}
-	client := fake.NewClientset(objects...)
+	var pending []*v1.Pod
+	initial := make([]runtime.Object, 0, len(objects))
+	for _, obj := range objects {
+		if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName == "" {
+			pending = append(pending, pod)
+			continue
+		}
+		initial = append(initial, obj)
+	}
+	client := fake.NewClientset(initial...)
 	inst := &Instance{Client: client, Capture: capture, Config: cfg, cancel: cancel}
 	client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		d := a.(clienttesting.DeleteAction)
@@ -153,7 +163,73 @@ func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object
 		cancel()
 		return nil, fmt.Errorf("kube-scheduler's event handlers did not sync: %w", err)
 	}
+	// Pending pods reach the queue once every other object is in the caches, as pods reach a
+	// running scheduler after the objects they name: a pod queued before the DRA manager's
+	// cache held its ResourceClaims would fail DynamicResources' PreEnqueue, and kube's queue
+	// nominates a pod only when a pod event (not a claim event) lets it in, so its
+	// nomination would depend on the order the informers delivered the objects in.
+	if err := inst.addPending(ctx, factory, pending); err != nil {
+		cancel()
+		return nil, err
+	}
 	return inst, nil
+}
+
+// pendingBatch is how many pending pods addPending adds before it waits for the informer: the
+// fake clientset's watch channel holds 100 events, and a full one panics.
+const pendingBatch = 50
+
+// addPending adds the pending pods to the API's objects, a batch at a time, each batch once
+// the informer holds the one before, and waits until kube's queue holds every one a profile
+// serves.
+func (inst *Instance) addPending(ctx context.Context, factory informers.SharedInformerFactory, pending []*v1.Pod) error {
+	lister := factory.Core().V1().Pods().Lister()
+	deadline := time.Now().Add(time.Minute)
+	wait := func(done func() (bool, string)) error {
+		for {
+			ok, what := done()
+			if ok {
+				return nil
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("adding the pending pods: %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	want := map[types.UID]bool{}
+	for start := 0; start < len(pending); start += pendingBatch {
+		batch := pending[start:min(start+pendingBatch, len(pending))]
+		for _, pod := range batch {
+			if err := inst.Client.Tracker().Add(pod); err != nil {
+				return fmt.Errorf("adding pod %s: %w", PodKey(pod), err)
+			}
+			if _, ok := inst.Sched.Profiles[pod.Spec.SchedulerName]; ok {
+				want[pod.UID] = true
+			}
+		}
+		err := wait(func() (bool, string) {
+			for _, pod := range batch {
+				if _, err := lister.Pods(pod.Namespace).Get(pod.Name); err != nil {
+					return false, "the informer does not hold pod " + PodKey(pod)
+				}
+			}
+			return true, ""
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return wait(func() (bool, string) {
+		queued, _ := inst.Sched.SchedulingQueue.PendingPods()
+		n := 0
+		for _, pod := range queued {
+			if want[pod.UID] {
+				n++
+			}
+		}
+		return n == len(want), fmt.Sprintf("kube's queue holds %d of the %d pending pods", n, len(want))
+	})
 }
 
 // Context is the context kube's calls take: its logger is the capture.
