@@ -23,10 +23,9 @@ pub struct Documented {
 }
 
 /// Every documented difference.
-pub const DOCUMENTED: &[Documented] = &[
-    Documented {
-        id: UNSTARTED_VICTIMS_ORDER,
-        summary: "Preemption reprieves a node's pods most important first; among pods of one \
+pub const DOCUMENTED: &[Documented] = &[Documented {
+    id: UNSTARTED_VICTIMS_ORDER,
+    summary: "Preemption reprieves a node's pods most important first; among pods of one \
               priority that have not started (no status.startTime: pods just placed), kube \
               reads time.Now() for each side of every comparison of its sort, so their order \
               follows the sort's sequence of comparisons (in practice the reverse of its \
@@ -34,55 +33,8 @@ pub const DOCUMENTED: &[Documented] = &[
               informers delivered the pods; sched-core keeps them in the node's order. When \
               not all of them can stay, the victims on the nominated node can be different \
               pods of that priority, as many.",
-        applies: unstarted_victims_order,
-    },
-    Documented {
-        id: DRA_CLAIM_DEALLOCATION,
-        summary: "For a pod that fits nowhere, kube's DynamicResources PostFilter deallocates one of \
-              its allocated claims that no other pod holds and whose node selector failed a \
-              node (an API write, \"deallocation of ResourceClaim completed\"), so that a later \
-              attempt may allocate it anew; sched-core's makes no such write and says \"still \
-              not schedulable\". Only the PostFilter message differs. The oracle's fake API \
-              server keeps the claim's resourceVersion on that write, so kube's assume cache \
-              ignores it and later pods see the claim allocated on both sides.",
-        applies: dra_claim_deallocation,
-    },
-];
-
-/// How kube's DynamicResources PostFilter says it deallocated one of the pod's claims.
-const DEALLOCATED: &str = "deallocation of ResourceClaim completed";
-
-/// The id of the difference in DynamicResources' PostFilter, which deallocates on kube's side.
-pub const DRA_CLAIM_DEALLOCATION: &str = "dra-claim-deallocation";
-
-/// kube's PostFilter message starts with its deallocation, sched-core's with "still not
-/// schedulable" where kube's has it, and the rest of both messages (and of the FitErrors after
-/// PostFilter) is the same.
-fn dra_claim_deallocation(result: &PodResult, answer: &PodAnswer, _case: &Case) -> bool {
-    const OURS: &str = "still not schedulable";
-    if result.class != Class::Preemption || result.details.is_empty() {
-        return false;
-    }
-    let Some(pf) = &answer.post_filter else {
-        return false;
-    };
-    let Some(rest) = pf.message.strip_prefix(DEALLOCATED) else {
-        return false;
-    };
-    let ours_message = format!("{OURS}{rest}");
-    let kube_fit_error = pf.fit_error.as_deref().unwrap_or("");
-    let ours_fit_error = kube_fit_error.replacen(DEALLOCATED, OURS, 1);
-    result.details.iter().all(|d| {
-        *d == format!(
-            "PostFilter message: ours {ours_message:?}, kube {:?}",
-            pf.message
-        ) || *d
-            == format!(
-                "FitError after PostFilter: ours {ours_fit_error:?}, kube {:?}",
-                pf.fit_error
-            )
-    })
-}
+    applies: unstarted_victims_order,
+}];
 
 /// The id of the difference in the order of victims that have not started.
 pub const UNSTARTED_VICTIMS_ORDER: &str = "unstarted-victims-order";

@@ -6,14 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use kube_reference::case::Case;
-use kube_reference::documented::{
-    self, DOCUMENTED, DRA_CLAIM_DEALLOCATION, UNSTARTED_VICTIMS_ORDER,
-};
+use kube_reference::documented::{self, DOCUMENTED, UNSTARTED_VICTIMS_ORDER};
 use kube_reference::oracle::OracleFile;
 use kube_reference::replay::{Class, PodResult, replay};
 
 /// The ids the tests below pin.
-const TESTED: &[&str] = &[UNSTARTED_VICTIMS_ORDER, DRA_CLAIM_DEALLOCATION];
+const TESTED: &[&str] = &[UNSTARTED_VICTIMS_ORDER];
 
 fn case_dir(id: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -79,42 +77,4 @@ fn unstarted_victims_order() {
         p.status.start_time = Some("2026-11-26T10:00:00Z".into());
     }
     assert!(documented::explain(result, answer, &case).is_none());
-}
-
-/// A claim allocated on an unschedulable node for a pod that has gone: the pod that uses it
-/// now fits nowhere, kube's DynamicResources PostFilter deallocates the claim and says so,
-/// sched-core's says "still not schedulable"; the rest agrees, and the next pod (two GPUs of
-/// the other node) fits on both sides.
-#[test]
-fn dra_claim_deallocation() {
-    let (case, oracle, results) = load(DRA_CLAIM_DEALLOCATION);
-    assert_eq!(results.len(), 2);
-    let (result, answer) = (&results[0], &oracle.pods[0]);
-    assert_eq!(result.pod, "default/takes-left-over");
-    assert_eq!(result.class, Class::Preemption, "{result}");
-    let kube = answer.post_filter.as_ref().expect("kube's PostFilter");
-    assert_eq!(
-        kube.message,
-        "deallocation of ResourceClaim completed, preemption: 0/2 nodes are available: 2 \
-         Preemption is not helpful for scheduling."
-    );
-    assert_eq!(
-        result.details[0],
-        format!(
-            "PostFilter message: ours {:?}, kube {:?}",
-            "still not schedulable, preemption: 0/2 nodes are available: 2 Preemption is not \
-             helpful for scheduling.",
-            kube.message
-        )
-    );
-    let doc = documented::explain(result, answer, &case).expect("documented");
-    assert_eq!(doc.id, DRA_CLAIM_DEALLOCATION);
-    assert_eq!(results[1].class, Class::Exact, "{}", results[1]);
-
-    // Any other difference is not this one's.
-    let mut other = result.clone();
-    other
-        .details
-        .push("gpu-a: feasible for ours, not for kube".into());
-    assert!(documented::explain(&other, answer, &case).is_none());
 }
