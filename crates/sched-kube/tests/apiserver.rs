@@ -327,32 +327,27 @@ async fn honours_scheduling_gates_and_writes_volume_bindings_before_binding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allocates_devices_and_writes_the_claims_before_binding() {
-    use kube::api::{ApiResource, DynamicObject, PostParams};
+    use kube::api::{DynamicObject, PostParams};
 
     let (server, client) = server().await;
     create_node(&client, "n1", "4").await;
     create_node(&client, "n2", "4").await;
-    let resource = |kind: &str, plural: &str| ApiResource {
-        group: "resource.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "resource.k8s.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    let create = |api: Api<DynamicObject>, json: serde_json::Value| async move {
-        let o: DynamicObject = serde_json::from_value(json).unwrap();
-        api.create(&PostParams::default(), &o).await.unwrap();
-    };
-    let classes = Api::all_with(client.clone(), &resource("DeviceClass", "deviceclasses"));
-    create(classes, serde_json::json!({
+    let classes = Api::all_with(
+        client.clone(),
+        &dra_resource("DeviceClass", "deviceclasses"),
+    );
+    create_dynamic(classes, serde_json::json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
         "metadata": {"name": "gpu.example.com"},
         "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
     }))
     .await;
     // Two GPUs, on n2 only.
-    let slices = Api::all_with(client.clone(), &resource("ResourceSlice", "resourceslices"));
-    create(
+    let slices = Api::all_with(
+        client.clone(),
+        &dra_resource("ResourceSlice", "resourceslices"),
+    );
+    create_dynamic(
         slices,
         serde_json::json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
@@ -366,10 +361,10 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
     let claims_api: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         NS,
-        &resource("ResourceClaim", "resourceclaims"),
+        &dra_resource("ResourceClaim", "resourceclaims"),
     );
     for c in ["gpu-a", "gpu-b", "gpu-c"] {
-        create(claims_api.clone(), serde_json::json!({
+        create_dynamic(claims_api.clone(), serde_json::json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": c, "namespace": NS},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
@@ -453,8 +448,11 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
     // could leave it) for a pod that may only run on n3 is deallocated, then allocated again
     // on n3.
     create_node(&client, "n3", "4").await;
-    create(
-        Api::all_with(client.clone(), &resource("ResourceSlice", "resourceslices")),
+    create_dynamic(
+        Api::all_with(
+            client.clone(),
+            &dra_resource("ResourceSlice", "resourceslices"),
+        ),
         serde_json::json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": "n3-gpus"},
@@ -469,7 +467,7 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
         async move { (node_of(&pods(&client).await["pc"]) == Some("n3")).then_some(()) }
     })
     .await;
-    create(claims_api.clone(), serde_json::json!({
+    create_dynamic(claims_api.clone(), serde_json::json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "gpu-d", "namespace": NS},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {

@@ -39,19 +39,8 @@ fn resource(api_version: &str, kind: &str) -> (ApiResource, bool) {
 /// A DeviceClass, a slice of one GPU on n2, a claim for it and a pod using the claim;
 /// returns the claims' API.
 async fn dra_pod(admin: &kube::Client) -> Api<DynamicObject> {
-    let resource = |kind: &str, plural: &str| ApiResource {
-        group: "resource.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "resource.k8s.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    let create = |api: Api<DynamicObject>, json: serde_json::Value| async move {
-        let o: DynamicObject = serde_json::from_value(json).unwrap();
-        api.create(&PostParams::default(), &o).await.unwrap();
-    };
-    create(
-        Api::all_with(admin.clone(), &resource("DeviceClass", "deviceclasses")),
+    create_dynamic(
+        Api::all_with(admin.clone(), &dra_resource("DeviceClass", "deviceclasses")),
         serde_json::json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
             "metadata": {"name": "gpu.example.com"},
@@ -59,8 +48,11 @@ async fn dra_pod(admin: &kube::Client) -> Api<DynamicObject> {
         }),
     )
     .await;
-    create(
-        Api::all_with(admin.clone(), &resource("ResourceSlice", "resourceslices")),
+    create_dynamic(
+        Api::all_with(
+            admin.clone(),
+            &dra_resource("ResourceSlice", "resourceslices"),
+        ),
         serde_json::json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": "n2-gpus"},
@@ -73,9 +65,9 @@ async fn dra_pod(admin: &kube::Client) -> Api<DynamicObject> {
     let claims: Api<DynamicObject> = Api::namespaced_with(
         admin.clone(),
         NS,
-        &resource("ResourceClaim", "resourceclaims"),
+        &dra_resource("ResourceClaim", "resourceclaims"),
     );
-    create(claims.clone(), serde_json::json!({
+    create_dynamic(claims.clone(), serde_json::json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "gpu", "namespace": NS},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {

@@ -243,3 +243,20 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
         .map(|(_, b)| b.to_owned())
         .unwrap_or(out)
 }
+
+/// kube's `resource.k8s.io/v1` kind `kind` (DeviceClass, ResourceSlice, ResourceClaim).
+pub fn dra_resource(kind: &str, plural: &str) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "resource.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "resource.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Creates the object `json` through `api`.
+pub async fn create_dynamic(api: Api<kube::api::DynamicObject>, json: serde_json::Value) {
+    let o: kube::api::DynamicObject = serde_json::from_value(json).unwrap();
+    api.create(&PostParams::default(), &o).await.unwrap();
+}
