@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use sched_core::config::{Registry, SchedulerConfiguration};
 use sched_core::model::{Node, Pod, ResourceClaim, ResourceSlice};
+use sched_core::plugins::dra::ClaimBinding;
 use sched_core::scheduler::{ClusterEvent, Scheduler, Step};
 use sched_core::snapshot::Snapshot;
 use serde_json::{Value, json};
@@ -85,6 +86,20 @@ fn attempt_on(
     pod: Pod,
     objects: Vec<ClusterEvent>,
 ) -> Result<Vec<(String, bool)>, String> {
+    attempt_bindings(nodes, pod, objects).map(|claims| {
+        claims
+            .iter()
+            .map(|c| (c.name.clone(), c.allocation.is_some()))
+            .collect()
+    })
+}
+
+/// [`attempt_on`], with the claims the bind writes as they are.
+fn attempt_bindings(
+    nodes: Vec<Node>,
+    pod: Pod,
+    objects: Vec<ClusterEvent>,
+) -> Result<Vec<ClaimBinding>, String> {
     let snapshot = Snapshot::from_objects(nodes, vec![]).unwrap();
     let config = SchedulerConfiguration::from_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
@@ -97,10 +112,7 @@ fn attempt_on(
     }
     s.apply(ClusterEvent::add(pod), now);
     match s.schedule_one(now) {
-        Step::Bind { claims, .. } => Ok(claims
-            .iter()
-            .map(|c| (c.name.clone(), c.allocation.is_some()))
-            .collect()),
+        Step::Bind { claims, .. } => Ok(claims),
         Step::Unschedulable { error, .. } => Err(error.to_string()),
         // A Filter error: the attempt fails.
         Step::Failed { error, .. } => Err(format!("Error: {error}")),
@@ -426,4 +438,66 @@ fn cel_runtime_error_for_one_of_two_nodes() {
             "claim default/my-pod-my-resource: selector #0: CEL runtime error: no such key: healthy"
         ))
     );
+}
+
+/// kube's `adminAccess(pendingClaim)`: the request asks for admin access.
+fn admin_access(mut c: Value) -> Value {
+    c["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(true);
+    c
+}
+
+/// kube's `otherAllocatedClaim`: another claim holding `instance-1`.
+fn other_allocated() -> Value {
+    let mut other = claim();
+    other["metadata"]["name"] = json!("other");
+    other["metadata"]["uid"] = json!("other");
+    other["status"] = json!({"allocation": allocation("worker")});
+    other
+}
+
+/// `request-admin-access-with-DRAAdminAccess-featuregate` (on by default in v1.34): a request
+/// with admin access gets the device although another claim holds it, and the allocation
+/// says so.
+#[test]
+fn request_admin_access() {
+    let claims = attempt_bindings(
+        vec![worker()],
+        pod(true),
+        vec![
+            add_class(),
+            ClusterEvent::add(slice()),
+            add_claim(admin_access(claim())),
+            add_claim(other_allocated()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(claims.len(), 1);
+    let a = claims[0].allocation.as_ref().expect("allocated");
+    let r = &a.devices.results[0];
+    assert_eq!(
+        (r.request.as_str(), r.device.as_str(), r.admin_access),
+        ("req-1", "instance-1", Some(true))
+    );
+}
+
+/// `structured-ignore-allocated-admin-access`: a device another claim holds with admin access
+/// is not in use, so a second claim may take it.
+#[test]
+fn structured_ignore_allocated_admin_access() {
+    let mut other = other_allocated();
+    other["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = json!(true);
+    let claims = attempt_bindings(
+        vec![worker()],
+        pod(true),
+        vec![
+            add_class(),
+            ClusterEvent::add(slice()),
+            add_claim(claim()),
+            add_claim(other),
+        ],
+    )
+    .unwrap();
+    let a = claims[0].allocation.as_ref().expect("allocated");
+    let r = &a.devices.results[0];
+    assert_eq!((r.device.as_str(), r.admin_access), ("instance-1", None));
 }
