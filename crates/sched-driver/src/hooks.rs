@@ -147,7 +147,7 @@ pub enum DeleteError {
     /// deleted or after its longest stay in the unschedulable pool; it may preempt again. (A
     /// failed deallocation: the pod waits as unschedulable, and deallocates again on its
     /// next attempt if the claim still needs it.)
-    #[error("deleting victims failed")]
+    #[error("deleting victims or deallocating a claim failed")]
     Failed(#[source] BoxError),
     /// This scheduler may no longer write (as [`BindError::Fenced`]): the driver stops.
     #[error("fenced off: {0}")]

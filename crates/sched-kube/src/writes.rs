@@ -378,9 +378,16 @@ impl Writer {
             "metadata": {"resourceVersion": version},
             "status": {"allocation": null, "reservedFor": null, "devices": null},
         });
-        api.patch_status(&d.name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?;
-        Ok(true)
+        match api
+            .patch_status(&d.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => Ok(true),
+            // Changed since the read (another deallocation, a new reservation): the claim as
+            // it is now comes through the watch, and the pod's next attempt decides again.
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Records an `events.k8s.io/v1` Event about `pod` (and `related`, a second pod), as

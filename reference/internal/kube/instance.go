@@ -155,8 +155,6 @@ func Start(cfg *schedconfig.KubeSchedulerConfiguration, objects []runtime.Object
 	inst.Sched = sched
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	// 5000 pending pods with ResourceClaims (SchedulingWithResourceClaimTemplate/5000pods_500nodes)
-	// took over a minute to sync on two cores shared with a build.
 	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer syncCancel()
 	if err := sched.WaitForHandlersSync(syncCtx); err != nil {
@@ -184,7 +182,9 @@ const pendingBatch = 50
 // serves.
 func (inst *Instance) addPending(ctx context.Context, factory informers.SharedInformerFactory, pending []*v1.Pod) error {
 	lister := factory.Core().V1().Pods().Lister()
-	deadline := time.Now().Add(time.Minute)
+	// 5000 pending pods with ResourceClaims (SchedulingWithResourceClaimTemplate/5000pods_500nodes)
+	// took over a minute to reach the caches on two cores shared with a build.
+	deadline := time.Now().Add(10 * time.Minute)
 	wait := func(done func() (bool, string)) error {
 		for {
 			ok, what := done()

@@ -169,7 +169,8 @@ pub trait Predicate: Send + Sync + 'static {
     /// The error behind a [`Reason`] for which [`Reason::is_error`] holds, which `filter`
     /// gave `node`: kube's Filter status `Error`, which fails the whole attempt (the pod backs
     /// off) instead of the node. Called only then, so it may redo the work to find the text.
-    /// The default has none (the reason's message stands in).
+    /// The default has none (the reason's message stands in). Only built-in reasons are
+    /// errors today (DynamicResources' allocator errors), so only built-in plugins get here.
     fn filter_error(
         &self,
         cx: &CycleContext<'_>,

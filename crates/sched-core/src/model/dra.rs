@@ -225,6 +225,13 @@ struct MemoEntries {
 }
 
 impl SelectorMemo {
+    /// Forgets every result (the device's fields may have changed since).
+    pub fn clear(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            *m = MemoEntries::default();
+        }
+    }
+
     /// The result of selector `id` for `driver`, if evaluated before.
     pub fn get(&self, driver: &str, id: u32) -> Option<bool> {
         let m = self.0.lock().ok()?;

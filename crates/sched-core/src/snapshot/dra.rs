@@ -18,6 +18,14 @@ use crate::model::{
     AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
 };
 
+/// A slice entering the index starts without selector results: its devices may be copies of
+/// devices evaluated before and changed since.
+fn forget_selector_results(slice: &ResourceSlice) {
+    for d in &slice.spec.devices {
+        d.selector_memo.clear();
+    }
+}
+
 /// A device: driver, pool and device name.
 type DeviceId = (String, String, String);
 
@@ -100,6 +108,7 @@ impl DraIndex {
             self.upsert_class(c);
         }
         for s in objects.resource_slices {
+            forget_selector_results(&s);
             upsert_sorted(&mut self.slices, s, |s| &s.metadata.name);
         }
         self.reach = SliceIndex::new(&self.slices);
@@ -120,6 +129,7 @@ impl DraIndex {
 
     /// Adds or replaces a ResourceSlice; `true` if one of that name was known.
     pub fn upsert_slice(&mut self, slice: ResourceSlice) -> bool {
+        forget_selector_results(&slice);
         let known = upsert_sorted(&mut self.slices, slice, |s| &s.metadata.name);
         self.reach = SliceIndex::new(&self.slices);
         known
@@ -282,6 +292,29 @@ mod tests {
     use super::*;
     use crate::model::DeviceRequestAllocationResult;
     use proptest::prelude::*;
+
+    /// A slice upserted with devices that carry selector results (copies of evaluated
+    /// devices, changed since) starts without them; the slice index follows the slices.
+    #[test]
+    fn an_upserted_slice_starts_without_selector_results_and_is_indexed() {
+        let mut slice: ResourceSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1-gpus"},
+            "spec": {"driver": "d", "nodeName": "n1",
+                     "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}]}
+        }))
+        .unwrap();
+        slice.spec.devices[0].selector_memo.put("d", 7, true);
+        let mut index = DraIndex::default();
+        index.upsert_slice(slice.clone());
+        assert_eq!(
+            index.slices()[0].spec.devices[0].selector_memo.get("d", 7),
+            None
+        );
+        assert_eq!(*index.slice_index(), SliceIndex::new(index.slices()));
+        index.remove_slice("n1-gpus");
+        assert_eq!(*index.slice_index(), SliceIndex::new(&[]));
+    }
 
     fn allocation(devices: &[(u8, bool)]) -> AllocationResult {
         let mut a = AllocationResult::default();

@@ -60,6 +60,25 @@ impl SliceIndex {
     }
 }
 
+/// The slice positions a node's pools are gathered from (no allocation per node).
+enum Positions<R> {
+    /// Those a [`SliceIndex`] says the node may reach.
+    Reachable(R),
+    /// Every slice.
+    All(std::ops::Range<usize>),
+}
+
+impl<R: Iterator<Item = usize>> Iterator for Positions<R> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Positions::Reachable(r) => r.next(),
+            Positions::All(r) => r.next(),
+        }
+    }
+}
+
 /// kube's `nodeMatches`: a node name, all nodes or a node selector, in that order of
 /// precedence; none of them matches no node. `Err` describes a malformed node selector
 /// (kube's `nodeaffinity.NewNodeSelector` refuses it).
@@ -165,9 +184,9 @@ pub(super) fn gather_pools<'a>(
     node: &TargetNode<'_>,
 ) -> Result<Vec<Pool<'a>>, AllocError> {
     let mut pools: Vec<Pool<'a>> = Vec::new();
-    let positions: Box<dyn Iterator<Item = usize>> = match reach {
-        Some(r) => Box::new(r.reachable(node.name)),
-        None => Box::new(0..slices.len()),
+    let positions = match reach {
+        Some(r) => Positions::Reachable(r.reachable(node.name)),
+        None => Positions::All(0..slices.len()),
     };
     for slice in positions.filter_map(|i| slices.get(i)) {
         let spec = &slice.spec;
