@@ -297,7 +297,7 @@ mod tests {
     /// devices, changed since) starts without them; the slice index follows the slices.
     #[test]
     fn an_upserted_slice_starts_without_selector_results_and_is_indexed() {
-        let mut slice: ResourceSlice = serde_json::from_value(serde_json::json!({
+        let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "n1-gpus"},
             "spec": {"driver": "d", "nodeName": "n1",
                      "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
