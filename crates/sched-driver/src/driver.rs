@@ -709,9 +709,11 @@ impl Engine {
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
                     }
-                    Some(Task::Deallocate(pod, d)) => {
-                        Done::Deallocate(pod, d, Err(DeleteError::Failed(message.into())))
-                    }
+                    Some(Task::Deallocate(pod, d)) => Done::Deallocate(
+                        pod,
+                        d,
+                        Err(DeleteError::DeallocationFailed(message.into())),
+                    ),
                     Some(Task::Call(pod, _)) => {
                         self.calls_in_flight -= 1;
                         let now = self.now();

@@ -144,11 +144,13 @@ pub struct Preemption {
 #[non_exhaustive]
 pub enum DeleteError {
     /// A deletion failed. The preemptor stays nominated and is tried again when pods are
-    /// deleted or after its longest stay in the unschedulable pool; it may preempt again. (A
-    /// failed deallocation: the pod waits as unschedulable, and deallocates again on its
-    /// next attempt if the claim still needs it.)
-    #[error("deleting victims or deallocating a claim failed")]
+    /// deleted or after its longest stay in the unschedulable pool; it may preempt again.
+    #[error("deleting victims failed")]
     Failed(#[source] BoxError),
+    /// A claim's deallocation failed ([`ClaimDeallocator`]): the pod waits as unschedulable
+    /// and deallocates again on its next attempt if the claim still needs it.
+    #[error("deallocating the claim failed")]
+    DeallocationFailed(#[source] BoxError),
     /// This scheduler may no longer write (as [`BindError::Fenced`]): the driver stops.
     #[error("fenced off: {0}")]
     Fenced(String),

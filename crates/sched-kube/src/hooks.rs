@@ -167,7 +167,8 @@ impl ClaimDeallocator for KubeClaimDeallocator {
                 tracing::debug!(claim = %format!("{}/{}", d.namespace, d.name), written, "deallocation");
                 Ok(())
             }
-            Err(e) => Err(delete_error(e)),
+            Err(WriteError::Fenced) => Err(DeleteError::Fenced(WriteError::Fenced.to_string())),
+            Err(e) => Err(DeleteError::DeallocationFailed(Box::new(e))),
         }
     }
 }
