@@ -415,15 +415,7 @@ impl Scheduler {
         now: Duration,
     ) -> (Option<Step>, PostFilterReport) {
         let key = pod.key();
-        // The pod as the API server has it once this scheduler's status patches landed.
-        let landed = match self.nominator.node_of(&key) {
-            Some(node) if node != pod.status.nominated_node_name => {
-                let mut p = pod.clone();
-                p.status.nominated_node_name = node.to_string();
-                Some(p)
-            }
-            _ => None,
-        };
+        let landed = self.landed(&key, &pod);
         // The members a gang still needs besides this one: it preempts only for them all.
         let missing = self.missing_members(&pod);
         // Pods still being bound or held at Permit are not victims.
@@ -475,21 +467,33 @@ impl Scheduler {
             ),
             None => Vec::new(),
         };
-        let report = PostFilterReport {
-            message: out.message,
-            skipped: skipped.into_inner(),
-            deallocate: out.deallocate,
-        };
-        let (preemption, mut report) = (out.preemption, report);
-        let skipped = &mut report.skipped;
-        if let Some(Err(ScheduleError::Extender { extender, source })) = &preemption {
+        let mut skipped = skipped.into_inner();
+        if let Some(Err(ScheduleError::Extender { extender, source })) = &out.preemption {
             skipped.push(Skipped {
                 extender: extender.clone(),
                 message: source.to_string(),
             });
         }
-        let step = self.post_filter_step(key, pod, preemption, &others, waiting_for, now);
+        let report = PostFilterReport {
+            message: out.message,
+            skipped,
+            deallocate: out.deallocate,
+        };
+        let step = self.post_filter_step(key, pod, out.preemption, &others, waiting_for, now);
         (step, report)
+    }
+
+    /// The pod as the API server has it once this scheduler's status patches landed (its
+    /// nomination), when that differs from the pod as given.
+    fn landed(&self, key: &str, pod: &Pod) -> Option<Pod> {
+        match self.nominator.node_of(key) {
+            Some(node) if node != pod.status.nominated_node_name => {
+                let mut p = pod.clone();
+                p.status.nominated_node_name = node.to_string();
+                Some(p)
+            }
+            _ => None,
+        }
     }
 
     /// What PostFilter's preemption outcome makes of the pod: nominated with its victims
