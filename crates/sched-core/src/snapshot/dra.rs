@@ -10,7 +10,7 @@
 //! set from scratch; a property test holds the kept set to it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::dra::allocator::{AllocatedDevices, SliceIndex};
 use crate::dra::selectors::CelSelectors;
@@ -37,8 +37,9 @@ pub struct DraIndex {
     classes: Vec<DeviceClass>,
     /// By name: the allocator searches pools in the order their first slice comes.
     slices: Vec<ResourceSlice>,
-    /// Where `slices` are, by node: rebuilt on every change of the slices.
-    reach: SliceIndex,
+    /// Where `slices` are, by node: built on first use after a change of the slices (a
+    /// relist of thousands of slices builds it once, not once per slice).
+    reach: OnceLock<SliceIndex>,
     /// By `namespace/name`.
     claims: BTreeMap<String, Arc<ResourceClaim>>,
     /// Allocations made at Reserve and not yet written, by claim `namespace/name`.
@@ -111,7 +112,7 @@ impl DraIndex {
             forget_selector_results(&s);
             upsert_sorted(&mut self.slices, s, |s| &s.metadata.name);
         }
-        self.reach = SliceIndex::new(&self.slices);
+        self.reach = OnceLock::new();
         for c in objects.resource_claims {
             self.upsert_claim(c);
         }
@@ -131,7 +132,7 @@ impl DraIndex {
     pub fn upsert_slice(&mut self, slice: ResourceSlice) -> bool {
         forget_selector_results(&slice);
         let known = upsert_sorted(&mut self.slices, slice, |s| &s.metadata.name);
-        self.reach = SliceIndex::new(&self.slices);
+        self.reach = OnceLock::new();
         known
     }
 
@@ -139,14 +140,14 @@ impl DraIndex {
     pub fn remove_slice(&mut self, name: &str) -> Option<ResourceSlice> {
         let removed = remove_sorted(&mut self.slices, name, |s| &s.metadata.name);
         if removed.is_some() {
-            self.reach = SliceIndex::new(&self.slices);
+            self.reach = OnceLock::new();
         }
         removed
     }
 
     /// Where the slices are, by node ([`crate::dra::allocator::Allocator::with_slice_index`]).
     pub fn slice_index(&self) -> &SliceIndex {
-        &self.reach
+        self.reach.get_or_init(|| SliceIndex::new(&self.slices))
     }
 
     /// Adds or replaces a ResourceClaim (its devices in use follow its allocation); `true`
