@@ -101,7 +101,12 @@ pub fn etcd() -> Result<OwnServer, String> {
 
 fn etcd_once() -> Result<OwnServer, String> {
     let program = find_program("etcd").ok_or("etcd is not installed")?;
-    let (client, peer) = (free_port(), free_port());
+    let (client, peer) = loop {
+        let (client, peer) = (free_port(), free_port());
+        if client != peer {
+            break (client, peer);
+        }
+    };
     let dir = data_dir("faults-etcd");
     let endpoint = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");
@@ -138,7 +143,33 @@ fn etcd_once() -> Result<OwnServer, String> {
         port: client,
     };
     server.wait_ready(Duration::from_secs(10))?;
+    // Something accepting on the port may not be this etcd (another process took the port
+    // first, and this etcd exited): only etcd's own health answer counts.
+    etcd_healthy(client, Duration::from_secs(10))?;
     Ok(server)
+}
+
+/// Waits until etcd's client port answers `GET /health` with `"health":"true"`.
+fn etcd_healthy(port: u16, limit: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let end = std::time::Instant::now() + limit;
+    let mut last = String::new();
+    while std::time::Instant::now() < end {
+        let answer = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(1)))?;
+            s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+            let mut body = String::new();
+            s.read_to_string(&mut body)?;
+            Ok(body)
+        });
+        match answer {
+            Ok(body) if body.contains(r#""health":"true""#) => return Ok(()),
+            Ok(body) => last = body.lines().next().unwrap_or_default().to_owned(),
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("etcd on port {port} is not healthy: {last}"))
 }
 
 /// PostgreSQL on a free port with a fresh data directory, stopped with a fast shutdown
