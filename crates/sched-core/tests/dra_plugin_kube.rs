@@ -214,10 +214,7 @@ fn with_resources() {
 #[test]
 fn exhausted_resources() {
     // Another claim holds the only device.
-    let mut other = claim();
-    other["metadata"]["name"] = json!("other");
-    other["metadata"]["uid"] = json!("other");
-    other["status"] = json!({"allocation": allocation("worker")});
+    let other = other_allocated();
     assert_eq!(
         attempt(
             pod(true),
