@@ -814,6 +814,7 @@ fn run_cycle(args: &Args, mut cluster: Cluster) -> Result<Outcome, String> {
                 node,
                 victims,
                 deallocate,
+                ..
             } => {
                 deallocate_claim(&mut scheduler, deallocate, now);
                 // The victims are deleted; the informer reports them gone.

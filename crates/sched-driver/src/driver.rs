@@ -883,6 +883,7 @@ impl Engine {
                     pod,
                     node,
                     victims,
+                    unnominated,
                     deallocate,
                     ..
                 } => {
@@ -893,7 +894,12 @@ impl Engine {
                     self.hooks
                         .attempt(Outcome::Unschedulable, &profile, start.elapsed());
                     self.hooks.preemption(Some(victims.len()));
-                    let p = Preemption { pod, node, victims };
+                    let p = Preemption {
+                        pod,
+                        node,
+                        victims,
+                        unnominated,
+                    };
                     self.spawn_delete(p, rt);
                 }
                 Step::Rejected { pod, .. } => {
@@ -965,8 +971,9 @@ impl Engine {
                     },
                     Err(e) => Err(e),
                 };
-                if result.is_ok() {
-                    binder.post_bind(&b).await;
+                match &result {
+                    Ok(()) => binder.post_bind(&b).await,
+                    Err(e) => binder.unreserve(&b, e).await,
                 }
                 drop(permit);
                 Done::Bind(Box::new(b), result)

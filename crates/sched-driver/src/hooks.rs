@@ -125,6 +125,15 @@ pub trait Binder: Send + Sync + 'static {
     async fn post_bind(&self, binding: &Binding) {
         let _ = binding;
     }
+
+    /// kube's Unreserve, the caller's side: `pre_bind` or the binding failed with `error`;
+    /// undo what `pre_bind` may have written (kube's DynamicResources removes the pod from its
+    /// claims' `status.reservedFor`). Called before the engine forgets the placement and
+    /// requeues the pod, also after [`BindError::Fenced`] (write nothing then). Best effort:
+    /// a failure here is the implementation's to log; the pod is tried again either way.
+    async fn unreserve(&self, binding: &Binding, error: &BindError) {
+        let _ = (binding, error);
+    }
 }
 
 /// A preemption the engine decided: delete `victims` so that `pod` fits on `node`.
@@ -137,6 +146,9 @@ pub struct Preemption {
     pub node: String,
     /// `namespace/name` of the pods to delete, most important first.
     pub victims: Vec<PodKey>,
+    /// Lower-priority pods whose nomination to `node` the engine cleared (kube's
+    /// `prepareCandidate` clears their `status.nominatedNodeName` through the API).
+    pub unnominated: Vec<PodKey>,
 }
 
 /// Why the victims of a preemption were not (all) deleted, or a claim was not deallocated.

@@ -66,6 +66,8 @@ struct Api {
     linger: Duration,
     binds_ok: AtomicUsize,
     binds_failed: AtomicUsize,
+    /// Unreserve calls, each for a pod whose bind failed and that is not bound.
+    unreserved: AtomicUsize,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     deleted: Mutex<Vec<Preemption>>,
@@ -84,6 +86,7 @@ impl Api {
             linger: Duration::ZERO,
             binds_ok: AtomicUsize::new(0),
             binds_failed: AtomicUsize::new(0),
+            unreserved: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             deleted: Mutex::new(Vec::new()),
@@ -138,6 +141,16 @@ impl Binder for ApiBinder {
         }
         tokio::time::sleep(api.linger).await;
         Ok(())
+    }
+
+    async fn unreserve(&self, b: &Binding, error: &BindError) {
+        assert!(error.is_retryable(), "{error}");
+        assert!(
+            !self.0.bound.lock().unwrap().contains_key(&b.pod),
+            "{} bound",
+            b.pod
+        );
+        self.0.unreserved.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -206,6 +219,11 @@ async fn a_concurrent_binder_with_delays_and_failures_binds_every_pod_exactly_on
     );
     let failed = api.binds_failed.load(Ordering::SeqCst);
     assert!(failed > 20, "failures were injected and retried: {failed}");
+    assert_eq!(
+        api.unreserved.load(Ordering::SeqCst),
+        failed,
+        "each failed bind unreserved"
+    );
     let max = api.max_in_flight.load(Ordering::SeqCst);
     assert!(
         (2..=8).contains(&max),

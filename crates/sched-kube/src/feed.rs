@@ -39,11 +39,26 @@ pub(crate) enum FeedMsg {
 }
 
 /// What the scheduler needs to know of a pod beyond the engine's model: its UID (bindings and
-/// deletions carry it as a precondition, events name it) and its scheduler name.
+/// deletions carry it as a precondition, events name it), its scheduler name, and since when
+/// it has been reported unschedulable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PodInfo {
     pub uid: String,
     pub scheduler_name: String,
+    /// The `lastTransitionTime` of its `PodScheduled` condition when that is `False`.
+    pub unschedulable_since: Option<String>,
+}
+
+/// The `lastTransitionTime` of a pod's `PodScheduled=False` condition.
+fn unschedulable_since(status: Option<&serde_json::Value>) -> Option<String> {
+    let conditions = status?.get("conditions")?.as_array()?;
+    let c = conditions
+        .iter()
+        .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("PodScheduled"))?;
+    if c.get("status").and_then(|s| s.as_str()) != Some("False") {
+        return None;
+    }
+    Some(c.get("lastTransitionTime")?.as_str()?.to_owned())
 }
 
 /// The pods' [`PodInfo`], kept by the pod watch.
@@ -223,6 +238,7 @@ impl Watch {
                     .and_then(|n| n.as_str())
                     .unwrap_or(sched_core::config::DEFAULT_SCHEDULER_NAME)
                     .to_owned(),
+                unschedulable_since: unschedulable_since(o.data.get("status")),
             };
             self.pods.set(pod.clone(), Some(info));
         }

@@ -62,6 +62,16 @@ impl Binder for KubeBinder {
             .map_err(bind_error)
     }
 
+    async fn unreserve(&self, b: &Binding, _error: &BindError) {
+        if b.claims.is_empty() || self.writer.check().is_err() {
+            return;
+        }
+        if let Err(e) = self.writer.unreserve_claims(&b.claims, &b.uid).await {
+            // kube logs it too: the pod's next attempt reserves the claims again.
+            tracing::warn!(pod = %b.pod, error = %e, "cannot unreserve the pod's claims");
+        }
+    }
+
     async fn post_bind(&self, b: &Binding) {
         let uid = &b.uid;
         let note = format!(
@@ -94,61 +104,97 @@ pub(crate) struct KubeVictimDeleter {
     pub pods: Arc<PodCache>,
 }
 
+/// At most this many victims are deleted at once (kube's parallelizer: 16 workers).
+const DELETIONS_AT_ONCE: usize = 16;
+
 #[sched_driver::async_trait]
 impl VictimDeleter for KubeVictimDeleter {
     async fn delete_victims(&self, p: &Preemption) -> Result<(), DeleteError> {
+        use futures_util::StreamExt as _;
+
         let preemptor = self.pods.get(&p.pod).unwrap_or_default();
         // kube's failure handler sets the nominated node with the PodScheduled condition.
         self.writer
             .patch_pod_status(&p.pod, None, Some(&p.node))
             .await
             .map_err(delete_error)?;
+        // kube's prepareCandidate: lower-priority pods nominated there lose their nomination
+        // (not critical: a failure is logged).
+        for other in &p.unnominated {
+            match self.writer.clear_nomination(other).await {
+                Ok(()) => {}
+                Err(WriteError::Fenced) => return Err(delete_error(WriteError::Fenced)),
+                Err(e) => tracing::warn!(pod = %other, error = %e, "cannot clear the nomination"),
+            }
+        }
+        // The victims in parallel, as kube's async preemption evicts them.
+        let deletions: Vec<futures_util::future::BoxFuture<'_, Result<(), DeleteError>>> = p
+            .victims
+            .iter()
+            .map(|victim| Box::pin(self.preempt(victim, p, &preemptor)) as _)
+            .collect();
+        let results: Vec<Result<(), DeleteError>> = futures_util::stream::iter(deletions)
+            .buffer_unordered(DELETIONS_AT_ONCE)
+            .collect()
+            .await;
+        results.into_iter().collect()
+    }
+}
+
+impl KubeVictimDeleter {
+    /// kube's `PreemptPod` for one victim: the `DisruptionTarget` condition, the graceful
+    /// deletion of the pod of that UID, and the `Preempted` event.
+    async fn preempt(
+        &self,
+        victim: &sched_core::model::PodKey,
+        p: &Preemption,
+        preemptor: &crate::feed::PodInfo,
+    ) -> Result<(), DeleteError> {
+        let Some(info) = self.pods.get(victim) else {
+            return Ok(()); // already gone
+        };
         let message = format!(
             "{}: preempting to accommodate a higher priority pod",
             preemptor.scheduler_name
         );
-        for victim in &p.victims {
-            let Some(info) = self.pods.get(victim) else {
-                continue; // already gone
-            };
-            let disruption = Condition {
-                type_: "DisruptionTarget",
-                status: "True",
-                reason: "PreemptionByScheduler",
-                message: &message,
-            };
-            match self
-                .writer
-                .patch_pod_status(victim, Some(disruption), None)
-                .await
-            {
-                Ok(()) | Err(WriteError::Refused { code: 404, .. }) => {}
-                Err(e) => return Err(delete_error(e)),
-            }
-            let deleted = self
-                .writer
-                .delete_pod(victim, &info.uid)
-                .await
-                .map_err(delete_error)?;
-            if !deleted {
-                continue;
-            }
-            let note = format!("Preempted by pod {} on node {}", preemptor.uid, p.node);
-            if let Err(e) = self
-                .writer
-                .record(
-                    (victim, &info.uid),
-                    Some((&p.pod, &preemptor.uid)),
-                    &preemptor.scheduler_name,
-                    "Normal",
-                    "Preempted",
-                    "Preempting",
-                    &note,
-                )
-                .await
-            {
-                tracing::warn!(pod = %victim, error = %e, "cannot record the Preempted event");
-            }
+        let disruption = Condition {
+            type_: "DisruptionTarget",
+            status: "True",
+            reason: "PreemptionByScheduler",
+            message: &message,
+            since: None,
+        };
+        match self
+            .writer
+            .patch_pod_status(victim, Some(disruption), None)
+            .await
+        {
+            Ok(()) | Err(WriteError::Refused { code: 404, .. }) => {}
+            Err(e) => return Err(delete_error(e)),
+        }
+        let deleted = self
+            .writer
+            .delete_pod(victim, &info.uid)
+            .await
+            .map_err(delete_error)?;
+        if !deleted {
+            return Ok(());
+        }
+        let note = format!("Preempted by pod {} on node {}", preemptor.uid, p.node);
+        if let Err(e) = self
+            .writer
+            .record(
+                (victim, &info.uid),
+                Some((&p.pod, &preemptor.uid)),
+                &preemptor.scheduler_name,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                &note,
+            )
+            .await
+        {
+            tracing::warn!(pod = %victim, error = %e, "cannot record the Preempted event");
         }
         Ok(())
     }

@@ -31,14 +31,16 @@
 //!    (`sched_kube_malformed_objects_total`) and skipped.
 //! 3. **Schedule** with sched-driver: bindings through `pods/binding` with the pod's UID as a
 //!    precondition, at most [`Options::max_concurrent_binds`] at once; a refused or failed
-//!    binding unreserves the pod and requeues it; assumed pods are confirmed when the watch
+//!    binding unreserves the pod (DynamicResources takes it out of its claims'
+//!    `reservedFor`, as kube's Unreserve) and requeues it; assumed pods are confirmed when the watch
 //!    reports them bound. PreBind writes VolumeBinding's decisions (PersistentVolume
 //!    `claimRef`s, the `selected-node` annotation of claims to provision) and
 //!    DynamicResources' (each claim's allocation and `reservedFor`).
 //! 4. **Report as kube does**: `Scheduled`, `FailedScheduling` and `Preempted` Events
 //!    (`events.k8s.io/v1`), the `PodScheduled=False` condition with kube's message,
-//!    `nominatedNodeName` for a preemptor, `DisruptionTarget` on a victim before its
-//!    (graceful) deletion.
+//!    `nominatedNodeName` for a preemptor (lower-priority pods nominated to its node lose
+//!    theirs), `DisruptionTarget` on a victim before its (graceful) deletion, victims
+//!    deleted in parallel.
 //!
 //! # Differences from kube-scheduler
 //! - PreBind does not wait for the PersistentVolume controller to finish volume bindings
@@ -46,14 +48,10 @@
 //! - A bound pod whose node the engine does not know yet is refused by the engine (kube's
 //!   cache keeps it on a placeholder node); each watch lists on its own, so this can happen
 //!   only when a pod's watch relists before its node's does.
-//! - Events are not aggregated into series as client-go's recorder does; the
-//!   `PodScheduled` condition's `lastTransitionTime` is set on every change of its message
-//!   (kube keeps it while the status stays `False`) and `observedGeneration` is not written.
+//! - Events are not aggregated into series as client-go's recorder does, and the
+//!   `PodScheduled` condition's `observedGeneration` is not written.
 //! - Watches start when a replica becomes leader (kube-scheduler's `DelayCacheUntilActive:
 //!   true`; its default lists before the election), so a fail-over includes a full listing.
-//! - A binding that fails after its claims were written leaves the pod in their
-//!   `reservedFor` (kube's Unreserve removes it); preemption does not clear the nomination
-//!   of lower-priority pods nominated to the node, and deletes victims one after another.
 //!
 //! # Permissions
 //! The service account needs kube-scheduler's (`system:kube-scheduler`): get, list, watch of

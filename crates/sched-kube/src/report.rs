@@ -109,6 +109,8 @@ async fn failed(
                 status: "False",
                 reason,
                 message: &condition.0,
+                // The status stays False: kube keeps the time it became False.
+                since: info.unschedulable_since.as_deref(),
             }),
             None,
         )

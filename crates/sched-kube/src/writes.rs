@@ -99,6 +99,9 @@ pub struct Condition<'a> {
     pub reason: &'a str,
     /// `message`.
     pub message: &'a str,
+    /// The `lastTransitionTime` to keep: the pod's current one when the condition's status
+    /// does not change (kube's `UpdatePodCondition` keeps it then); `None` writes now.
+    pub since: Option<&'a str>,
 }
 
 fn now() -> Timestamp {
@@ -173,7 +176,7 @@ impl Writer {
                     "status": c.status,
                     "reason": c.reason,
                     "message": c.message,
-                    "lastTransitionTime": now().to_string(),
+                    "lastTransitionTime": c.since.map_or_else(|| now().to_string(), str::to_owned),
                 }]),
             );
         }
@@ -189,6 +192,25 @@ impl Writer {
             )
             .await?;
         Ok(())
+    }
+
+    /// Clears a pod's `status.nominatedNodeName` (kube's `clearNominatedNodeName`, for a
+    /// lower-priority pod nominated where a preemptor now is). A pod gone is no error.
+    ///
+    /// # Errors
+    /// [`WriteError`].
+    pub async fn clear_nomination(&self, pod: &PodKey) -> Result<(), WriteError> {
+        self.fence.check()?;
+        let patch = serde_json::json!({ "status": { "nominatedNodeName": null } });
+        match self
+            .pods(pod)
+            .patch_status(pod.name(), &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Deletes a victim of preemption (default grace period), only the pod of UID `uid`.
@@ -333,6 +355,46 @@ impl Writer {
             .await?;
         }
         Ok(())
+    }
+
+    /// DynamicResources' Unreserve after a failed binding: the pod (`pod_uid`) is removed from
+    /// each claim's `status.reservedFor` with kube's strategic merge patch, which names the
+    /// claim's UID (a claim created again under the same name is refused, not touched) and
+    /// deletes the one entry without reading the claim. The allocation stays, as in kube. A
+    /// claim gone, or recreated, is skipped.
+    ///
+    /// # Errors
+    /// [`WriteError`] of the first claim that could not be patched (the others are still
+    /// tried).
+    pub async fn unreserve_claims(
+        &self,
+        claims: &[sched_core::plugins::dra::ClaimBinding],
+        pod_uid: &str,
+    ) -> Result<(), WriteError> {
+        let mut first = Ok(());
+        for c in claims {
+            self.fence.check()?;
+            let patch = serde_json::json!({
+                "metadata": {"uid": c.uid},
+                "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
+            });
+            let written = self
+                .claims(&c.namespace)
+                .patch_status(&c.name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await;
+            match written.map_err(WriteError::from) {
+                Ok(_)
+                | Err(WriteError::Refused {
+                    code: 404 | 409, ..
+                }) => {}
+                Err(e) => {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            }
+        }
+        first
     }
 
     /// The ResourceClaims of `namespace`.

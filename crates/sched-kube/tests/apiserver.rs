@@ -96,6 +96,27 @@ async fn binds_the_pods_of_its_profile_and_reports_the_rest_as_kube_does() {
             && e.reporting_controller.as_deref() == Some("sched-kube")),
         "{failed:?}"
     );
+    // A new message while the pod stays unschedulable keeps the time it became so (kube's
+    // `UpdatePodCondition`); the times have seconds, so a second passes first.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    create_node(&client, "n4", "500m").await;
+    let later = eventually(Duration::from_secs(30), "the message for 4 nodes", || {
+        let client = client.clone();
+        let last = last.clone();
+        async move {
+            condition(&pods(&client).await[&last], "PodScheduled")
+                .filter(|c| {
+                    c.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("0/4 nodes"))
+                })
+                .cloned()
+        }
+    })
+    .await;
+    assert_eq!(later.status, "False");
+    assert_eq!(later.last_transition_time, cond.last_transition_time);
+
     let scheduled = events(&client, "Scheduled").await;
     assert_eq!(scheduled.len(), 12, "one Scheduled event per bound pod");
     let p0 = &all["p0"];
@@ -515,5 +536,308 @@ async fn allocates_devices_and_writes_the_claims_before_binding() {
             .any(|m| m.contains("deallocation of ResourceClaim completed")),
         "{messages:?}"
     );
+    running.stop().await;
+}
+
+/// kube's DynamicResources Unreserve: a binding refused after PreBind wrote the claim removes
+/// the pod from the claim's `reservedFor` (the allocation stays); the next attempt reserves it
+/// again and binds once bindings are allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_binding_takes_the_pod_out_of_its_claims_reserved_for() {
+    use futures_util::StreamExt as _;
+    use kube::api::{DynamicObject, PostParams, WatchEvent, WatchParams};
+
+    let (server, client) = server().await;
+    create_node(&client, "n1", "4").await;
+    create_dynamic(
+        Api::all_with(client.clone(), &dra_resource("DeviceClass", "deviceclasses")),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
+        }),
+    )
+    .await;
+    create_dynamic(
+        Api::all_with(
+            client.clone(),
+            &dra_resource("ResourceSlice", "resourceslices"),
+        ),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "n1-gpus"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                     "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}]},
+        }),
+    )
+    .await;
+    let claims_api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &dra_resource("ResourceClaim", "resourceclaims"),
+    );
+    create_dynamic(claims_api.clone(), serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu", "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+    }))
+    .await;
+    refuse_bindings_of(&client, "refused").await;
+
+    // Every state of the claim, in order, from before the scheduler starts.
+    let mut watch = claims_api
+        .watch(&WatchParams::default().fields("metadata.name=gpu"), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("unreserve"), "r"),
+    )
+    .unwrap();
+    let running = Running::start(scheduler);
+    let pods_api = Api::<Pod>::namespaced(client.clone(), NS);
+    let mut p = pod_json("refused", "sched-kube", "1", None, &[]);
+    p.spec.as_mut().unwrap().resource_claims = Some(vec![
+        serde_json::from_value(serde_json::json!({"name": "gpu", "resourceClaimName": "gpu"}))
+            .unwrap(),
+    ]);
+    let uid = pods_api
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+
+    // Reserved by PreBind, then no longer reserved once the binding is refused, still allocated.
+    let reserved = |c: &DynamicObject| {
+        c.data["status"]["reservedFor"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|e| e["uid"] == uid.as_str()))
+    };
+    let allocated = |c: &DynamicObject| c.data["status"]["allocation"].is_object();
+    let mut seen = Vec::new();
+    let unreserved = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut was_reserved = false;
+        while let Some(event) = watch.next().await {
+            let (WatchEvent::Added(c) | WatchEvent::Modified(c)) = event.unwrap() else {
+                continue;
+            };
+            seen.push(c.data["status"].to_string());
+            if reserved(&c) {
+                was_reserved = true;
+            } else if was_reserved && allocated(&c) {
+                return c;
+            }
+        }
+        panic!("the watch ended");
+    })
+    .await
+    .unwrap_or_else(|_| panic!("not within 60s: the pod unreserved; claim states: {seen:#?}"));
+    assert_eq!(
+        unreserved.data["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-0"
+    );
+    let cond = eventually(Duration::from_secs(20), "the refusal reported", || {
+        let client = client.clone();
+        async move {
+            condition(&pods(&client).await["refused"], "PodScheduled")
+                .filter(|c| c.reason.as_deref() == Some("SchedulerError"))
+                .cloned()
+        }
+    })
+    .await;
+    assert!(
+        cond.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("bindings of refused are refused"),
+        "{cond:?}"
+    );
+
+    // Bindings allowed again: the next attempt reserves the claim again and binds.
+    let bindings: Api<DynamicObject> = Api::all_with(client.clone(), &policy_binding_resource());
+    bindings
+        .delete("refuse-binding", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the pod bound", || {
+        let client = client.clone();
+        async move { (node_of(&pods(&client).await["refused"]) == Some("n1")).then_some(()) }
+    })
+    .await;
+    let c = claims_api.get("gpu").await.unwrap();
+    assert!(reserved(&c) && allocated(&c), "{}", c.data["status"]);
+    running.stop().await;
+}
+
+fn policy_binding_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "admissionregistration.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        kind: "ValidatingAdmissionPolicyBinding".into(),
+        plural: "validatingadmissionpolicybindings".into(),
+    }
+}
+
+/// A ValidatingAdmissionPolicy that refuses every `pods/binding` of a pod named `name`, in
+/// force once this returns (checked with a pod of that name in another namespace).
+async fn refuse_bindings_of(client: &kube::Client, name: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::PostParams;
+
+    let policy = kube::api::ApiResource {
+        kind: "ValidatingAdmissionPolicy".into(),
+        plural: "validatingadmissionpolicies".into(),
+        ..policy_binding_resource()
+    };
+    create_dynamic(
+        Api::all_with(client.clone(), &policy),
+        serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "refuse-binding"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+                "validations": [{"expression": format!("object.metadata.name != '{name}'"),
+                                 "message": format!("bindings of {name} are refused")}],
+            },
+        }),
+    )
+    .await;
+    create_dynamic(
+        Api::all_with(client.clone(), &policy_binding_resource()),
+        serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "refuse-binding"},
+            "spec": {"policyName": "refuse-binding", "validationActions": ["Deny"]},
+        }),
+    )
+    .await;
+    let probe_ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "probe"}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &probe_ns)
+        .await
+        .unwrap();
+    let probes = Api::<Pod>::namespaced(client.clone(), "probe");
+    let binding = serde_json::json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": name, "namespace": "probe"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    });
+    for _ in 0..100 {
+        let mut p = pod_json(name, "nobody", "1", None, &[]);
+        p.metadata.namespace = Some("probe".into());
+        probes.create(&PostParams::default(), &p).await.unwrap();
+        let bound = probes
+            .create_subresource::<_, serde_json::Value>(
+                "binding",
+                name,
+                &PostParams::default(),
+                &binding,
+            )
+            .await;
+        probes
+            .delete(name, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        // Gone before the next probe is created (or the test's pod).
+        eventually(Duration::from_secs(20), "the probe deleted", || {
+            let probes = probes.clone();
+            async move { probes.get_opt(name).await.unwrap().is_none().then_some(()) }
+        })
+        .await;
+        if bound.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the ValidatingAdmissionPolicy never refused a binding of {name}");
+}
+
+/// kube's `prepareCandidate`: a preemptor nominated to a node clears the nomination of a
+/// lower-priority pod nominated there before it (through the API, not only in the engine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemptor_clears_lower_priority_nominations_to_its_node() {
+    use kube::api::PostParams;
+
+    // No kubelet stand-in: victims stay terminating, so the nominations last.
+    let (server, client) = server().await;
+    create_priority_classes(&client).await;
+    let mid: k8s_openapi::api::scheduling::v1::PriorityClass =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "mid"}, "value": 500}))
+            .unwrap();
+    Api::<k8s_openapi::api::scheduling::v1::PriorityClass>::all(client.clone())
+        .create(&PostParams::default(), &mid)
+        .await
+        .unwrap();
+    create_node(&client, "n1", "2").await;
+    let scheduler = KubeScheduler::new(
+        scheduler_client(&server).await,
+        Options::new(config("unnominate"), "replica-a"),
+    )
+    .unwrap();
+    let running = Running::start(scheduler);
+    create_pod(&client, "low-a", "sched-kube", "1", Some("low")).await;
+    create_pod(&client, "low-b", "sched-kube", "1", Some("low")).await;
+    eventually(Duration::from_secs(30), "the low pods bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            (all.values().filter(|p| node_of(p).is_some()).count() == 2).then_some(())
+        }
+    })
+    .await;
+    create_pod(&client, "mid", "sched-kube", "2", Some("mid")).await;
+    eventually(Duration::from_secs(30), "mid nominated to n1", || {
+        let client = client.clone();
+        async move { (nominated(&pods(&client).await["mid"]) == Some("n1")).then_some(()) }
+    })
+    .await;
+    create_pod(&client, "high", "sched-kube", "2", Some("high")).await;
+    let all = eventually(Duration::from_secs(30), "high nominated to n1", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            (nominated(&all["high"]) == Some("n1")).then_some(all)
+        }
+    })
+    .await;
+    let mid_cleared = eventually(Duration::from_secs(10), "mid's nomination cleared", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            nominated(&all["mid"]).is_none().then_some(all)
+        }
+    })
+    .await;
+    assert_eq!(node_of(&mid_cleared["mid"]), None);
+    assert!(all["low-a"].metadata.deletion_timestamp.is_some());
+
+    // The victims go: the preemptor binds where it was nominated, the other pod waits.
+    let pods_api = Api::<Pod>::namespaced(client.clone(), NS);
+    for victim in ["low-a", "low-b"] {
+        pods_api
+            .delete(victim, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+    let all = eventually(Duration::from_secs(30), "high bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            node_of(&all["high"]).is_some().then_some(all)
+        }
+    })
+    .await;
+    assert_eq!(node_of(&all["high"]), Some("n1"));
+    assert_eq!(node_of(&all["mid"]), None);
     running.stop().await;
 }

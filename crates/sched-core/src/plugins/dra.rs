@@ -165,6 +165,9 @@ pub struct ClaimBinding {
     pub namespace: String,
     /// The claim's name.
     pub name: String,
+    /// The claim's UID (`metadata.uid`): kube's Unreserve names it in its patch, so that a
+    /// claim created again under the same name is left alone.
+    pub uid: String,
     /// The allocation to write into `status.allocation` (with kube's finalizer
     /// `resource.kubernetes.io/delete-protection` on the claim); `None` when the claim was
     /// allocated already.
@@ -242,6 +245,7 @@ pub fn allocate_on(dra: &DraIndex, pod: &Pod, node: &Node) -> Result<Vec<ClaimBi
             (allocation.is_some() || !is_reserved_for(claim, pod)).then(|| ClaimBinding {
                 namespace: claim.metadata.namespace.clone(),
                 name: claim.metadata.name.clone(),
+                uid: claim.metadata.uid.clone(),
                 allocation,
                 consumer: consumer.clone(),
             })

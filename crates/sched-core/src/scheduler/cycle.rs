@@ -512,12 +512,14 @@ impl Scheduler {
             Some(Ok(preemption::Outcome::Preempt(c))) => {
                 // Lower-priority pods nominated where the gang's other members are planned
                 // lose their nomination, as on the preemptor's node.
+                let mut unnominated = Vec::new();
                 for (_, node) in others {
                     for other in self.nominator.lower_priority_on(node, &pod) {
                         self.nominator.delete(&other);
+                        unnominated.push(other);
                     }
                 }
-                Some(self.nominate(key, pod, c, waiting_for, now))
+                Some(self.nominate(key, pod, c, unnominated, waiting_for, now))
             }
             Some(Ok(preemption::Outcome::NoCandidate(_))) => {
                 // kube clears the nomination when preemption cannot help.
@@ -537,6 +539,7 @@ impl Scheduler {
         key: PodKey,
         pod: Pod,
         c: preemption::Candidate,
+        mut unnominated: Vec<PodKey>,
         waiting_for: EventMask,
         now: Duration,
     ) -> Step {
@@ -544,6 +547,7 @@ impl Scheduler {
         // nominations are cleared (kube's prepareCandidate).
         for other in self.nominator.lower_priority_on(&c.node, &pod) {
             self.nominator.delete(&other);
+            unnominated.push(other);
         }
         self.nominator.add(pod, Some(&c.node));
         // The victims' deletion (an assigned pod deleted) wakes it.
@@ -561,6 +565,7 @@ impl Scheduler {
             pod: key,
             victims,
             node: c.node,
+            unnominated,
             deallocate: None,
         }
     }

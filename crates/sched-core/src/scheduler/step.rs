@@ -61,6 +61,11 @@ pub enum Step {
         node: String,
         /// `namespace/name` of the pods to delete, most important first.
         victims: Vec<PodKey>,
+        /// Lower-priority pods that were nominated to `node` (or to a node planned for the
+        /// preemptor's gang) and no longer are: they may not fit there any more. kube's
+        /// `prepareCandidate` clears their `status.nominatedNodeName`; the engine has
+        /// forgotten their nominations already.
+        unnominated: Vec<PodKey>,
         /// As [`Step::Unschedulable`]'s: DynamicResources' PostFilter, which runs before
         /// DefaultPreemption, deallocated a claim of the pod.
         deallocate: Option<Deallocation>,
