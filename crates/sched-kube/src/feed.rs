@@ -9,6 +9,11 @@
 //! - a malformed object (one the loader refuses) is reported, counted and skipped; an update
 //!   that is malformed leaves the engine with the object's last good version.
 //!
+//! The watches start with the run, before the election, as kube-scheduler's informers do
+//! (its default, `DelayCacheUntilActive: false`): a standby replica's [`Feed`] keeps each
+//! watched object's latest state, so a new leader starts from a synced view instead of
+//! listing the cluster first.
+//!
 //! Pods are watched without the terminal ones (kube-scheduler's field selector
 //! `status.phase!=Succeeded,status.phase!=Failed`): a pod that finishes leaves the watch, so
 //! the engine deletes it and its node has room again.
@@ -23,8 +28,9 @@ use kube::{Api, Client};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use sched_core::model::PodKey;
-use sched_core::scheduler::{ClusterEvent, ObjectKey};
+use sched_core::scheduler::{ClusterEvent, Object, ObjectKey};
 use tokio::sync::mpsc;
+use tokio::task::{JoinError, JoinSet};
 
 use crate::kinds::{WATCHED, WatchedKind};
 
@@ -114,8 +120,92 @@ impl FeedStats {
     }
 }
 
+/// The run's watches and, until a term takes the listing, what they have reported.
+pub(crate) struct Feed {
+    /// The pods' UIDs and scheduler names, kept by the pod watch.
+    pub pods: Arc<PodCache>,
+    /// What the watches report.
+    pub rx: mpsc::UnboundedReceiver<FeedMsg>,
+    /// One task per watched kind (they run until aborted: dropping the set aborts them).
+    pub watches: JoinSet<()>,
+    /// Each object's latest state and its kind's index in [`WATCHED`] (objects deleted are
+    /// removed): the cluster as the watches see it, before an engine exists.
+    objects: HashMap<ObjectKey, (usize, Object)>,
+    /// Which kinds have been listed once.
+    synced: Vec<bool>,
+}
+
+impl Feed {
+    /// Starts one watch per watched kind.
+    pub(crate) fn start(client: &Client, stats: &FeedStats) -> Feed {
+        let pods = Arc::new(PodCache::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut watches = JoinSet::new();
+        spawn(client, &pods, stats, &tx, &mut watches);
+        Feed {
+            pods,
+            rx,
+            watches,
+            objects: HashMap::new(),
+            synced: vec![false; WATCHED.len()],
+        }
+    }
+
+    /// Takes in the next report of the watches (cancel-safe).
+    ///
+    /// # Errors
+    /// A watch task ended (they run until aborted): its join result.
+    pub(crate) async fn absorb_next(&mut self) -> Result<(), Result<(), JoinError>> {
+        tokio::select! {
+            m = self.rx.recv() => match m {
+                Some(FeedMsg::Event(i, e)) => {
+                    match e {
+                        ClusterEvent::Add(o) | ClusterEvent::Update(o) => {
+                            self.objects.insert(o.key(), (i, o));
+                        }
+                        ClusterEvent::Delete(key) => {
+                            self.objects.remove(&key);
+                        }
+                        other => tracing::error!(?other, "a watch reported an unknown change"),
+                    }
+                    Ok(())
+                }
+                Some(FeedMsg::Synced(i)) => {
+                    tracing::debug!(kind = WATCHED[i].kind, "listed");
+                    self.synced[i] = true;
+                    Ok(())
+                }
+                None => Err(Ok(())),
+            },
+            Some(ended) = self.watches.join_next() => Err(ended),
+        }
+    }
+
+    /// Whether every kind has been listed once (kube's cache sync).
+    pub(crate) fn is_synced(&self) -> bool {
+        self.synced.iter().all(|s| *s)
+    }
+
+    /// The cluster as listed, for a new engine: every object as an add, in dependency order
+    /// ([`WATCHED`]'s), bound pods before pending ones. What the watches report later goes to
+    /// the engine as it comes, from [`Feed::rx`].
+    pub(crate) fn take_listing(&mut self) -> Vec<ClusterEvent> {
+        let mut listing: Vec<(usize, Object)> = self.objects.drain().map(|(_, o)| o).collect();
+        listing.sort_by_key(|(i, o)| {
+            (
+                *i,
+                matches!(o, Object::Pod(p) if p.spec.node_name.is_empty()),
+            )
+        });
+        listing
+            .into_iter()
+            .map(|(_, o)| ClusterEvent::Add(o))
+            .collect()
+    }
+}
+
 /// Starts one watch per watched kind on `tasks`.
-pub(crate) fn spawn(
+fn spawn(
     client: &Client,
     pods: &Arc<PodCache>,
     stats: &FeedStats,
@@ -306,6 +396,79 @@ mod tests {
             });
         }
         out
+    }
+
+    fn pod(name: &str, node: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+        }))
+        .unwrap()
+    }
+
+    /// A standby's view: each object's latest state, deleted ones gone, handed to a new leader
+    /// in dependency order with bound pods before pending ones.
+    #[tokio::test]
+    async fn a_standby_keeps_the_latest_state_and_hands_over_a_listing_in_order() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut feed = Feed {
+            pods: Arc::default(),
+            rx,
+            watches: JoinSet::new(),
+            objects: HashMap::new(),
+            synced: vec![false; WATCHED.len()],
+        };
+        let index = |kind: &str| WATCHED.iter().position(|k| k.kind == kind).unwrap();
+        let (nodes, pods) = (index("Node"), index("Pod"));
+        let object = |i: usize, o: &DynamicObject| WATCHED[i].to_object(o).unwrap();
+        let events = [
+            (pods, ClusterEvent::Add(object(pods, &pod("pending", "")))),
+            (pods, ClusterEvent::Add(object(pods, &pod("bound", "n1")))),
+            (pods, ClusterEvent::Add(object(pods, &pod("gone", "n1")))),
+            (nodes, ClusterEvent::Add(object(nodes, &node("n1", "1")))),
+            (nodes, ClusterEvent::Add(object(nodes, &node("n2", "1")))),
+            (nodes, ClusterEvent::Update(object(nodes, &node("n1", "4")))),
+            (nodes, ClusterEvent::Delete(ObjectKey::Node("n2".into()))),
+            (
+                pods,
+                ClusterEvent::Delete(ObjectKey::pod(PodKey::new("default", "gone"))),
+            ),
+        ];
+        for (i, e) in events {
+            tx.send(FeedMsg::Event(i, e)).unwrap();
+            feed.absorb_next().await.unwrap();
+        }
+        for i in 0..WATCHED.len() {
+            assert!(!feed.is_synced());
+            tx.send(FeedMsg::Synced(i)).unwrap();
+            feed.absorb_next().await.unwrap();
+        }
+        assert!(feed.is_synced());
+        let listing: Vec<String> = feed
+            .take_listing()
+            .into_iter()
+            .map(|e| match e {
+                ClusterEvent::Add(Object::Node(n)) => {
+                    format!("node {} {:?}", n.name(), n.status.allocatable.get("cpu"))
+                }
+                ClusterEvent::Add(o) => format!("add {:?}", o.key()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(listing.len(), 3, "{listing:?}");
+        assert!(listing[0].starts_with("node n1 Some("), "{listing:?}");
+        assert!(listing[0].contains('4'), "the latest n1: {listing:?}");
+        assert_eq!(
+            listing[1..],
+            [
+                r#"add Pod("default/bound")"#.to_owned(),
+                r#"add Pod("default/pending")"#.to_owned()
+            ]
+        );
+        assert!(feed.take_listing().is_empty(), "handed over once");
+        // The watches gone: the feed says so.
+        drop(tx);
+        assert!(feed.absorb_next().await.is_err());
     }
 
     #[test]

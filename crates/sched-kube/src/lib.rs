@@ -25,9 +25,11 @@
 //!    ([`writes::Fence`]). A replica that loses its lease stops: [`KubeScheduler::run`]
 //!    returns [`RunError::LeadershipLost`] (kube-scheduler exits too).
 //! 2. **Rebuild from the watches**: one kube-rs watcher per [`kinds::WATCHED`] kind (list,
-//!    watch, relist on expiry, backoff while the API server is away). Nothing is scheduled
-//!    until every kind is listed (kube's cache sync); the listing is applied in dependency
-//!    order, pending pods last. A malformed object is logged, counted
+//!    watch, relist on expiry, backoff while the API server is away), started with the run,
+//!    before the election (kube-scheduler's default): a standby keeps each object's latest
+//!    state, and a new leader builds its engine from it at once. Nothing is scheduled until
+//!    every kind is listed (kube's cache sync); the listing is applied in dependency order,
+//!    pending pods last. A malformed object is logged, counted
 //!    (`sched_kube_malformed_objects_total`) and skipped.
 //! 3. **Schedule** with sched-driver: bindings through `pods/binding` with the pod's UID as a
 //!    precondition, at most [`Options::max_concurrent_binds`] at once; a refused or failed
@@ -50,8 +52,6 @@
 //!   only when a pod's watch relists before its node's does.
 //! - Events are not aggregated into series as client-go's recorder does, and the
 //!   `PodScheduled` condition's `observedGeneration` is not written.
-//! - Watches start when a replica becomes leader (kube-scheduler's `DelayCacheUntilActive:
-//!   true`; its default lists before the election), so a fail-over includes a full listing.
 //!
 //! # Permissions
 //! The service account needs kube-scheduler's (`system:kube-scheduler`): get, list, watch of
@@ -79,14 +79,13 @@ use lease_elect::{
 };
 use lease_elect_kube::LeaseLock;
 use sched_core::config::{ConfigError, Registry, SchedulerConfiguration};
-use sched_core::scheduler::{ClusterEvent, Object, Scheduler};
+use sched_core::scheduler::Scheduler;
 use sched_core::snapshot::Snapshot;
 use sched_driver::metrics::SchedulerMetrics;
 use sched_driver::{BuildError, Driver, DriverError};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::feed::{FeedMsg, FeedStats, PodCache};
+use crate::feed::{Feed, FeedMsg, FeedStats};
 use crate::hooks::{KubeBinder, KubeClaimDeallocator, KubeVictimDeleter};
 use crate::serve::Health;
 use crate::writes::{Fence, Writer};
@@ -153,6 +152,16 @@ pub struct KubeScheduler {
     election_metrics: ElectionMetrics,
     stats: FeedStats,
     health: Arc<Health>,
+    /// The watches while this replica waits to lead.
+    standby: Mutex<Option<Standby>>,
+}
+
+/// A standby replica's watches, on their task until a term takes them.
+struct Standby {
+    /// Cancelled when a term takes the watches.
+    handover: CancellationToken,
+    /// Keeps the watches' view; returns it, and the end of a watch that stopped.
+    task: tokio::task::JoinHandle<(Feed, Option<Result<(), tokio::task::JoinError>>)>,
 }
 
 impl KubeScheduler {
@@ -182,6 +191,7 @@ impl KubeScheduler {
                 leading: false.into(),
                 elector: OnceLock::new(),
             }),
+            standby: Mutex::new(None),
         })
     }
 
@@ -221,6 +231,7 @@ impl KubeScheduler {
             .metrics(&this.election_metrics)
             .build()
             .map_err(|e| RunError::Election(e.to_string()))?;
+        this.start_standby();
         let elector = LeaderElector::new(config);
         let health = this.health.clone();
         let _ = health.elector.set(elector.clone());
@@ -252,6 +263,15 @@ impl KubeScheduler {
         };
         let outcome = elector.run(&callbacks, stop).await;
         health.leading.store(false, Ordering::Relaxed);
+        // A replica that never led stops its watches.
+        if let Some(s) = this
+            .standby
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            s.task.abort();
+        }
         let result = callbacks
             .result
             .lock()
@@ -264,41 +284,64 @@ impl KubeScheduler {
         }
     }
 
-    /// One term: watch, rebuild, schedule until `stop`.
+    /// Starts the watches before the election: a standby keeps the cluster's latest state
+    /// until a term takes it ([`KubeScheduler::feed_for_term`]).
+    fn start_standby(&self) {
+        let mut feed = Feed::start(&self.client, &self.stats);
+        let handover = CancellationToken::new();
+        let taken = handover.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    r = feed.absorb_next() => if let Err(ended) = r {
+                        return (feed, Some(ended));
+                    },
+                    () = taken.cancelled() => return (feed, None),
+                }
+            }
+        });
+        *self.standby.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Standby { handover, task });
+    }
+
+    /// The standby's watches (or new ones, when none run).
+    async fn feed_for_term(&self) -> Result<Feed, RunError> {
+        let standby = self
+            .standby
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(Standby { handover, task }) = standby else {
+            return Ok(Feed::start(&self.client, &self.stats));
+        };
+        handover.cancel();
+        match task.await {
+            Ok((feed, None)) => Ok(feed),
+            Ok((_, Some(ended))) => Err(watch_ended(ended)),
+            Err(join) => Err(RunError::WatchPanicked(join.to_string())),
+        }
+    }
+
+    /// One term: take the watches' view (kube's cache sync: every kind listed first), then
+    /// schedule until `stop`.
     async fn lead(&self, fence: Fence, stop: impl Future<Output = ()>) -> Result<(), RunError> {
         let health = &self.health;
         health.leading.store(true, Ordering::Relaxed);
         let mut stop = pin!(stop);
-        let pods = Arc::new(PodCache::default());
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut watches = tokio::task::JoinSet::new();
-        feed::spawn(&self.client, &pods, &self.stats, &tx, &mut watches);
-        drop(tx);
-
-        // kube's cache sync: every kind listed before the first cycle. A kind's first listing
-        // (before its `Synced`) is applied in dependency order; what its watch reports after
-        // that keeps its order of arrival, after the listings (a pod listed, then deleted,
-        // must stay deleted).
-        let mut listing: Vec<(usize, ClusterEvent)> = Vec::new();
-        let mut later: Vec<ClusterEvent> = Vec::new();
-        let mut synced = vec![false; kinds::WATCHED.len()];
-        let mut unsynced = kinds::WATCHED.len();
-        while unsynced > 0 {
+        let mut feed = self.feed_for_term().await?;
+        while !feed.is_synced() {
             tokio::select! {
-                m = rx.recv() => match m {
-                    Some(FeedMsg::Event(i, e)) if synced[i] => later.push(e),
-                    Some(FeedMsg::Event(i, e)) => listing.push((i, e)),
-                    Some(FeedMsg::Synced(i)) => {
-                        tracing::debug!(kind = kinds::WATCHED[i].kind, "listed");
-                        synced[i] = true;
-                        unsynced -= 1;
-                    }
-                    None => return Err(RunError::WatchEnded),
-                },
-                Some(ended) = watches.join_next() => return Err(watch_ended(ended)),
+                r = feed.absorb_next() => r.map_err(watch_ended)?,
                 () = &mut stop => return Ok(()),
             }
         }
+        let listing = feed.take_listing();
+        let Feed {
+            pods,
+            mut rx,
+            mut watches,
+            ..
+        } = feed;
         let scheduler = Scheduler::from_config(
             &self.options.config,
             &Registry::v1_34(),
@@ -322,9 +365,7 @@ impl KubeScheduler {
             .metrics(&self.metrics)
             .build()?;
         let handle = driver.handle();
-        // Dependency order (WATCHED's), and bound pods before pending ones.
-        listing.sort_by_key(|(i, e)| (*i, is_pending_pod(e)));
-        for e in listing.into_iter().map(|(_, e)| e).chain(later) {
+        for e in listing {
             if handle.apply(e).is_err() {
                 return Ok(());
             }
@@ -394,10 +435,6 @@ fn watch_ended(ended: Result<(), tokio::task::JoinError>) -> RunError {
         Err(e) if e.is_panic() => RunError::WatchPanicked(e.to_string()),
         _ => RunError::WatchEnded,
     }
-}
-
-fn is_pending_pod(e: &ClusterEvent) -> bool {
-    matches!(e, ClusterEvent::Add(Object::Pod(p)) if p.spec.node_name.is_empty())
 }
 
 /// The elector's callbacks: a term runs [`KubeScheduler::lead`].
