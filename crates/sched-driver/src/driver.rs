@@ -705,7 +705,13 @@ impl Engine {
                 let id = e.id();
                 let message = format!("hook panicked: {}", panic_text(e));
                 match self.task_of.remove(&id) {
-                    Some(Task::Bind(b)) => Done::Bind(b, Err(BindError::Failed(message.into()))),
+                    Some(Task::Bind(b)) => {
+                        // Unreserve still runs (on its own task: the hook may panic again).
+                        let binder = self.binder.clone();
+                        let (task, error) = (b.clone(), BindError::Failed(message.clone().into()));
+                        tokio::spawn(async move { binder.unreserve(&task, &error).await });
+                        Done::Bind(b, Err(BindError::Failed(message.into())))
+                    }
                     Some(Task::Delete(p)) => {
                         Done::Delete(p, Err(DeleteError::Failed(message.into())))
                     }

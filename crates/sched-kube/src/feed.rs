@@ -18,6 +18,7 @@
 //! `status.phase!=Succeeded,status.phase!=Failed`): a pod that finishes leaves the watch, so
 //! the engine deletes it and its node has room again.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -128,9 +129,13 @@ pub(crate) struct Feed {
     pub rx: mpsc::UnboundedReceiver<FeedMsg>,
     /// One task per watched kind (they run until aborted: dropping the set aborts them).
     pub watches: JoinSet<()>,
-    /// Each object's latest state and its kind's index in [`WATCHED`] (objects deleted are
-    /// removed): the cluster as the watches see it, before an engine exists.
-    objects: HashMap<ObjectKey, (usize, Object)>,
+    /// Each object's latest state, its kind's index in [`WATCHED`] and when it first arrived
+    /// (objects deleted are removed): the cluster as the watches see it, before an engine
+    /// exists.
+    objects: HashMap<ObjectKey, (usize, u64, Object)>,
+    /// Arrivals so far: an object keeps its place in the listing when it changes, as in an
+    /// informer's store, so a new leader sees nodes and pending pods in the API server's order.
+    arrivals: u64,
     /// Which kinds have been listed once.
     synced: Vec<bool>,
 }
@@ -147,6 +152,7 @@ impl Feed {
             rx,
             watches,
             objects: HashMap::new(),
+            arrivals: 0,
             synced: vec![false; WATCHED.len()],
         }
     }
@@ -161,7 +167,13 @@ impl Feed {
                 Some(FeedMsg::Event(i, e)) => {
                     match e {
                         ClusterEvent::Add(o) | ClusterEvent::Update(o) => {
-                            self.objects.insert(o.key(), (i, o));
+                            match self.objects.entry(o.key()) {
+                                Entry::Occupied(mut e) => e.get_mut().2 = o,
+                                Entry::Vacant(e) => {
+                                    self.arrivals += 1;
+                                    e.insert((i, self.arrivals, o));
+                                }
+                            }
                         }
                         ClusterEvent::Delete(key) => {
                             self.objects.remove(&key);
@@ -187,19 +199,19 @@ impl Feed {
     }
 
     /// The cluster as listed, for a new engine: every object as an add, in dependency order
-    /// ([`WATCHED`]'s), bound pods before pending ones. What the watches report later goes to
-    /// the engine as it comes, from [`Feed::rx`].
+    /// ([`WATCHED`]'s), bound pods before pending ones, otherwise in order of arrival. What
+    /// the watches report later goes to the engine as it comes, from [`Feed::rx`]. The map is
+    /// freed.
     pub(crate) fn take_listing(&mut self) -> Vec<ClusterEvent> {
-        let mut listing: Vec<(usize, Object)> = self.objects.drain().map(|(_, o)| o).collect();
-        listing.sort_by_key(|(i, o)| {
-            (
-                *i,
-                matches!(o, Object::Pod(p) if p.spec.node_name.is_empty()),
-            )
+        let mut listing: Vec<(usize, u64, Object)> =
+            std::mem::take(&mut self.objects).into_values().collect();
+        listing.sort_by_key(|(i, arrival, o)| {
+            let pending = matches!(o, Object::Pod(p) if p.spec.node_name.is_empty());
+            (*i, pending, *arrival)
         });
         listing
             .into_iter()
-            .map(|(_, o)| ClusterEvent::Add(o))
+            .map(|(_, _, o)| ClusterEvent::Add(o))
             .collect()
     }
 }
@@ -416,6 +428,7 @@ mod tests {
             rx,
             watches: JoinSet::new(),
             objects: HashMap::new(),
+            arrivals: 0,
             synced: vec![false; WATCHED.len()],
         };
         let index = |kind: &str| WATCHED.iter().position(|k| k.kind == kind).unwrap();
@@ -423,11 +436,17 @@ mod tests {
         let object = |i: usize, o: &DynamicObject| WATCHED[i].to_object(o).unwrap();
         let events = [
             (pods, ClusterEvent::Add(object(pods, &pod("pending", "")))),
+            (pods, ClusterEvent::Add(object(pods, &pod("a-pending", "")))),
             (pods, ClusterEvent::Add(object(pods, &pod("bound", "n1")))),
             (pods, ClusterEvent::Add(object(pods, &pod("gone", "n1")))),
             (nodes, ClusterEvent::Add(object(nodes, &node("n1", "1")))),
             (nodes, ClusterEvent::Add(object(nodes, &node("n2", "1")))),
+            (nodes, ClusterEvent::Add(object(nodes, &node("m3", "1")))),
             (nodes, ClusterEvent::Update(object(nodes, &node("n1", "4")))),
+            (
+                pods,
+                ClusterEvent::Update(object(pods, &pod("pending", ""))),
+            ),
             (nodes, ClusterEvent::Delete(ObjectKey::Node("n2".into()))),
             (
                 pods,
@@ -455,14 +474,18 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect();
-        assert_eq!(listing.len(), 3, "{listing:?}");
+        // Nodes first, then pods, bound before pending; otherwise in order of first arrival
+        // (n1 before m3, pending before a-pending), each as last seen.
+        assert_eq!(listing.len(), 5, "{listing:?}");
         assert!(listing[0].starts_with("node n1 Some("), "{listing:?}");
         assert!(listing[0].contains('4'), "the latest n1: {listing:?}");
+        assert!(listing[1].starts_with("node m3 "), "{listing:?}");
         assert_eq!(
-            listing[1..],
+            listing[2..],
             [
                 r#"add Pod("default/bound")"#.to_owned(),
-                r#"add Pod("default/pending")"#.to_owned()
+                r#"add Pod("default/pending")"#.to_owned(),
+                r#"add Pod("default/a-pending")"#.to_owned()
             ]
         );
         assert!(feed.take_listing().is_empty(), "handed over once");

@@ -133,11 +133,18 @@ impl VictimDeleter for KubeVictimDeleter {
             .iter()
             .map(|victim| Box::pin(self.preempt(victim, p, &preemptor)) as _)
             .collect();
-        let results: Vec<Result<(), DeleteError>> = futures_util::stream::iter(deletions)
-            .buffer_unordered(DELETIONS_AT_ONCE)
-            .collect()
-            .await;
-        results.into_iter().collect()
+        let mut done = futures_util::stream::iter(deletions).buffer_unordered(DELETIONS_AT_ONCE);
+        while let Some(result) = done.next().await {
+            if let Err(e) = result {
+                // The first error stops the rest (kube's SendErrorWithCancel); a term that
+                // ended meanwhile is reported as such, whichever deletion failed first.
+                return Err(match self.writer.check() {
+                    Err(fenced) => delete_error(fenced),
+                    Ok(()) => e,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

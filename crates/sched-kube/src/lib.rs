@@ -50,6 +50,9 @@
 //! - A bound pod whose node the engine does not know yet is refused by the engine (kube's
 //!   cache keeps it on a placeholder node); each watch lists on its own, so this can happen
 //!   only when a pod's watch relists before its node's does.
+//! - After a failed binding, Unreserve takes the pod out of the `reservedFor` of the claims
+//!   its binding wrote; a claim that was reserved for the pod before the cycle keeps it
+//!   (kube removes the pod from every allocated claim reserved for it).
 //! - Events are not aggregated into series as client-go's recorder does, and the
 //!   `PodScheduled` condition's `observedGeneration` is not written.
 //!
@@ -156,12 +159,19 @@ pub struct KubeScheduler {
     standby: Mutex<Option<Standby>>,
 }
 
-/// A standby replica's watches, on their task until a term takes them.
+/// A standby replica's watches, on their task until a term takes them (dropped: stopped).
 struct Standby {
     /// Cancelled when a term takes the watches.
     handover: CancellationToken,
-    /// Keeps the watches' view; returns it, and the end of a watch that stopped.
-    task: tokio::task::JoinHandle<(Feed, Option<Result<(), tokio::task::JoinError>>)>,
+    /// Keeps the watches' view and returns it, or the error of a watch that stopped.
+    task: tokio::task::JoinHandle<Result<Feed, RunError>>,
+}
+
+impl Drop for Standby {
+    fn drop(&mut self) {
+        // A run dropped while standing by stops its watches (a finished task: no effect).
+        self.task.abort();
+    }
 }
 
 impl KubeScheduler {
@@ -231,11 +241,11 @@ impl KubeScheduler {
             .metrics(&this.election_metrics)
             .build()
             .map_err(|e| RunError::Election(e.to_string()))?;
-        this.start_standby();
         let elector = LeaderElector::new(config);
         let health = this.health.clone();
         let _ = health.elector.set(elector.clone());
         let failed = CancellationToken::new();
+        this.start_standby(failed.clone());
         let shutting_down = CancellationToken::new();
         let callbacks = Callbacks {
             scheduler: this.clone(),
@@ -263,14 +273,18 @@ impl KubeScheduler {
         };
         let outcome = elector.run(&callbacks, stop).await;
         health.leading.store(false, Ordering::Relaxed);
-        // A replica that never led stops its watches.
-        if let Some(s) = this
+        // A replica that never led stops its watches (dropping them), or reports the one
+        // that stopped.
+        let standby = this
             .standby
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take()
+            .take();
+        if let Some(mut s) = standby
+            && s.task.is_finished()
+            && let Ok(Err(e)) = (&mut s.task).await
         {
-            s.task.abort();
+            return Err(e);
         }
         let result = callbacks
             .result
@@ -285,8 +299,9 @@ impl KubeScheduler {
     }
 
     /// Starts the watches before the election: a standby keeps the cluster's latest state
-    /// until a term takes it ([`KubeScheduler::feed_for_term`]).
-    fn start_standby(&self) {
+    /// until a term takes it ([`KubeScheduler::feed_for_term`]). A watch that stops while
+    /// standing by stops the others and cancels `failed` (the run ends with its error).
+    fn start_standby(&self, failed: CancellationToken) {
         let mut feed = Feed::start(&self.client, &self.stats);
         let handover = CancellationToken::new();
         let taken = handover.clone();
@@ -294,9 +309,11 @@ impl KubeScheduler {
             loop {
                 tokio::select! {
                     r = feed.absorb_next() => if let Err(ended) = r {
-                        return (feed, Some(ended));
+                        drop(feed);
+                        failed.cancel();
+                        return Err(watch_ended(ended));
                     },
-                    () = taken.cancelled() => return (feed, None),
+                    () = taken.cancelled() => return Ok(feed),
                 }
             }
         });
@@ -311,13 +328,12 @@ impl KubeScheduler {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(Standby { handover, task }) = standby else {
+        let Some(mut standby) = standby else {
             return Ok(Feed::start(&self.client, &self.stats));
         };
-        handover.cancel();
-        match task.await {
-            Ok((feed, None)) => Ok(feed),
-            Ok((_, Some(ended))) => Err(watch_ended(ended)),
+        standby.handover.cancel();
+        match (&mut standby.task).await {
+            Ok(taken) => taken,
             Err(join) => Err(RunError::WatchPanicked(join.to_string())),
         }
     }

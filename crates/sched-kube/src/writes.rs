@@ -383,9 +383,12 @@ impl Writer {
                 .patch_status(&c.name, &PatchParams::default(), &Patch::Strategic(patch))
                 .await;
             match written.map_err(WriteError::from) {
+                // Gone (404), or created again: another UID is refused as a conflict or as
+                // an invalid change of the immutable `metadata.uid` (422).
                 Ok(_)
                 | Err(WriteError::Refused {
-                    code: 404 | 409, ..
+                    code: 404 | 409 | 422,
+                    ..
                 }) => {}
                 Err(e) => {
                     if first.is_ok() {
