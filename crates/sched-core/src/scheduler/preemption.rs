@@ -245,6 +245,17 @@ fn more_important(a: &Pod, b: &Pod) -> std::cmp::Ordering {
         .then_with(|| start_key(a).cmp(&start_key(b)))
 }
 
+/// [`more_important`] of two pods in the snapshot, reading their priorities and whether they
+/// started from their infos (the pods only when both started).
+fn more_important_info(a: &PodInfo, b: &PodInfo) -> std::cmp::Ordering {
+    b.priority()
+        .cmp(&a.priority())
+        .then_with(|| match (a.started(), b.started()) {
+            (true, true) => start_key(a.pod()).cmp(&start_key(b.pod())),
+            (x, y) => y.cmp(&x),
+        })
+}
+
 /// A start time as an ordered key: `None` (not started) is later than any time.
 fn start_key(p: &Pod) -> (bool, Option<&str>) {
     match &p.status.start_time {
@@ -318,11 +329,19 @@ pub fn nodes_where_preemption_might_help(
 ) -> Vec<usize> {
     let mut requests: Option<Resources> = None;
     let mut nodes: Vec<usize> = Vec::new();
-    error.for_each_node(&mut |name, reasons| {
-        let Some(index) = snapshot.index_of(name) else {
+    let infos = snapshot.node_infos();
+    // The error lists the nodes mostly in snapshot order: the one after the last is tried
+    // first, by the node object's address (no lookup by name).
+    let mut next = 0;
+    error.for_each_node_object(&mut |name, node, reasons| {
+        let guess = infos
+            .get(next)
+            .filter(|i| node.is_some_and(|n| std::ptr::eq(i.node(), n)));
+        let Some(index) = guess.map(|_| next).or_else(|| snapshot.index_of(name)) else {
             return;
         };
-        let info = &snapshot.node_infos()[index];
+        next = index + 1;
+        let info = &infos[index];
         for r in reasons {
             let requests = requests.get_or_insert_with(|| pod_requests(pod));
             if !resolvable_on(r, version, requests, info) {
@@ -423,7 +442,7 @@ fn victims_on(
         }
     }
     let mut removed = removed;
-    removed.sort_by(|a, b| more_important(a.pod(), b.pod()));
+    removed.sort_by(more_important_info);
     let violates = violation_flags(removed.iter().map(PodInfo::pod), env.pdbs);
     let (mut victims, failed) = reprieve(snapshot, index, removed, &violates, fits);
     let violations = victims.iter().filter(|(i, _)| violates[*i]).count();

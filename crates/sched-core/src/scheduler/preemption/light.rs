@@ -8,7 +8,7 @@
 //!
 //! [`Profile::preemption_plan`]: crate::profile::Profile
 
-use super::{Environment, OnNode, more_important, priority};
+use super::{Environment, OnNode, more_important_info, priority};
 use crate::fast_path::FastFilter;
 use crate::model::{Pod, Resources};
 use crate::scheduler::pdb::violation_flags;
@@ -20,6 +20,8 @@ pub(super) struct Scratch {
     /// Positions (in the node's pods) of the pods that may be removed, then sorted most
     /// important first.
     removable: Vec<usize>,
+    /// Whether removing each pod of `removable` violates a PodDisruptionBudget.
+    violates: Vec<bool>,
     /// Positions in `removable` of the victims.
     victims: Vec<usize>,
 }
@@ -87,12 +89,16 @@ pub(super) fn victims_on(
 ) -> OnNode {
     let pods: &[PodInfo] = snapshot.node_infos()[index].pods();
     let mut freed = Freed::of(snapshot, index);
-    let Scratch { removable, victims } = scratch;
+    let Scratch {
+        removable,
+        violates,
+        victims,
+    } = scratch;
     removable.clear();
     victims.clear();
     let own = priority(pod);
     for (k, p) in pods.iter().enumerate() {
-        if priority(p.pod()) < own && !env.is_protected(p.key()) {
+        if p.priority() < own && !env.is_protected(p.key()) {
             removable.push(k);
             freed.remove(p.requests());
         }
@@ -104,8 +110,16 @@ pub(super) fn victims_on(
         return OnNode::UnfitUnexplained;
     }
     // Stable, as the snapshot's dry run sorts the pods it took in the node's order.
-    removable.sort_by(|&a, &b| more_important(pods[a].pod(), pods[b].pod()));
-    let violates = violation_flags(removable.iter().map(|&k| pods[k].pod()), env.pdbs);
+    removable.sort_by(|&a, &b| more_important_info(&pods[a], &pods[b]));
+    violates.clear();
+    if env.pdbs.is_empty() {
+        violates.resize(removable.len(), false);
+    } else {
+        violates.extend(violation_flags(
+            removable.iter().map(|&k| pods[k].pod()),
+            env.pdbs,
+        ));
+    }
     // The reprieve: budget-violating pods first, then the others, most important first.
     for first in [true, false] {
         for (j, &k) in removable.iter().enumerate() {
