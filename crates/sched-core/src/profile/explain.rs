@@ -69,6 +69,11 @@ enum Failures {
 
 /// Each rejected node with the one predicate (index) that rejected it and its reason, and
 /// what building their messages reads.
+/// What [`FitError::for_each_node_object`] calls per rejected node: its name, the node
+/// object when the error kept it, and its reasons.
+pub(crate) type NodeVisitor<'a> =
+    dyn FnMut(&str, Option<&Node>, &mut dyn Iterator<Item = &Reason>) + 'a;
+
 struct Compact {
     nodes: Vec<(Arc<Node>, u16, Reason)>,
     /// Predicate names by index.
@@ -162,10 +167,7 @@ impl FitError {
 
     /// [`FitError::for_each_node`], also with the node object the cycle rejected when the
     /// error kept it (the snapshot's own, which a caller can find by address).
-    pub(crate) fn for_each_node_object(
-        &self,
-        f: &mut dyn FnMut(&str, Option<&Node>, &mut dyn Iterator<Item = &Reason>),
-    ) {
+    pub(crate) fn for_each_node_object(&self, f: &mut NodeVisitor<'_>) {
         match &self.failures {
             Failures::Built(all) => {
                 for n in all {
