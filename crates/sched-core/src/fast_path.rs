@@ -108,6 +108,25 @@ impl FastFilter {
         }
     }
 
+    /// Whether the filter reads only flags that a node's pods never set (its conditions,
+    /// taints, `unschedulable`, images): then the numbers of a node with some pods taken off
+    /// ([`NodeFree::of`] its summary with their requests and count subtracted) say whether a
+    /// pod fits there, as preemption's dry run asks.
+    pub(crate) fn reads_only_node_flags(&self) -> bool {
+        use crate::snapshot::flags::*;
+        const NODE: u32 = UNSCHEDULABLE
+            | HARD_TAINTS
+            | NOT_READY
+            | NETWORK_UNAVAILABLE
+            | MEMORY_PRESSURE
+            | DISK_PRESSURE
+            | PID_PRESSURE
+            | PREFER_AVOID_PODS
+            | IMAGES
+            | ANY_TAINTS;
+        self.flags & !NODE == 0
+    }
+
     /// Whether the node passes. Branch-free, so a loop over nodes runs at the speed of its
     /// loads.
     #[inline(always)]

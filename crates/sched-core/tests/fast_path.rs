@@ -386,3 +386,107 @@ fn pod_level_resources_stay_out_of_the_fit_score_on_both_paths() {
         );
     }
 }
+
+/// A cluster for preemption: the nodes of `nodes` made small, each running pod with a priority (-1, 0
+/// or 1, from `prios` in turn), a start time (none, or one of three, equal ones included)
+/// and one of two `app` labels that `pdbs` budgets.
+fn preemption_cluster(nodes: &[NodeSpec], prios: &[(i8, u8)]) -> Snapshot {
+    // Small nodes (up to 4 CPUs, 8Gi), which the running pods fill.
+    let nodes: Vec<NodeSpec> = nodes
+        .iter()
+        .map(|n| NodeSpec {
+            cpu: n.cpu % 5,
+            memory: n.memory % 4,
+            ..n.clone()
+        })
+        .collect();
+    let base = cluster(&nodes);
+    let mut pods = Vec::new();
+    for (k, info) in base.node_infos().iter().flat_map(|n| n.pods()).enumerate() {
+        let mut p = info.pod().clone();
+        let (prio, start) = prios[k % prios.len()];
+        p.spec.priority = Some(i32::from(prio));
+        p.status.start_time = (start % 4 != 0).then(|| format!("2024-01-01T00:00:0{}Z", start % 4));
+        p.metadata
+            .labels
+            .insert("app".into(), format!("a{}", start % 2));
+        pods.push(p);
+    }
+    let nodes = base.node_infos().iter().map(|n| n.node().clone()).collect();
+    Snapshot::from_objects(nodes, pods).unwrap()
+}
+
+/// The pods on each node, sorted (the dry run on the snapshot may leave them in another
+/// order).
+fn pod_sets(s: &Snapshot) -> Vec<Vec<String>> {
+    s.node_infos()
+        .iter()
+        .map(|n| {
+            let mut v: Vec<String> = n.pods().iter().map(|p| p.key().to_string()).collect();
+            v.sort();
+            v
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// Preemption's dry run on the nodes' numbers (the fast path) and on the snapshot with the
+    /// pods taken off (without it) find the same candidates, victims, node and reasons, and
+    /// leave the snapshot's pods as they were.
+    #[test]
+    fn preemption_on_numbers_and_on_the_snapshot_decide_alike(
+        nodes in prop::collection::vec(node_spec(), 1..30),
+        prios in prop::collection::vec((-1i8..=1, 0u8..8), 1..8),
+        pods in prop::collection::vec((pod_spec(), 0i32..3), 1..6),
+        pdbs in prop::collection::vec(0i32..3, 0..3),
+        (policy, pct, absolute, offset) in (0usize..4, 0i32..100, 0i32..6, 0usize..50),
+    ) {
+        use sched_core::profile::ScheduleError;
+        use sched_core::scheduler::Nominator;
+        use sched_core::scheduler::preemption::{Environment, preempt};
+        let profile = |dense: bool| -> sched_core::profile::Profile {
+            let builder = match policy {
+                0 | 1 => policies()[policy].builder().unwrap(),
+                _ => configurations()[policy - 2]
+                    .builders(&Registry::v1_34())
+                    .unwrap()
+                    .into_iter()
+                    .next()
+                    .unwrap()
+                    .1,
+            };
+            builder.threads(1).fast_path(dense).build().unwrap()
+        };
+        let (fast, slow) = (profile(true), profile(false));
+        let snapshot = preemption_cluster(&nodes, &prios);
+        let pdbs: Vec<_> = pdbs
+            .iter()
+            .enumerate()
+            .map(|(i, &allowed)| {
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("pdb-{i}"), "namespace": "default"},
+                    "spec": {"selector": {"matchLabels": {"app": format!("a{i}")}}},
+                    "status": {"disruptionsAllowed": allowed}}))
+                .unwrap()
+            })
+            .collect();
+        let nominator = Nominator::new();
+        let env = Environment::new(&nominator).pdbs(&pdbs);
+        for (i, (spec, prio)) in pods.iter().enumerate() {
+            let mut pod = new_pod(i, spec);
+            pod.spec.priority = Some(*prio);
+            let mut cache = fast.create_cache();
+            let Err(ScheduleError::Unschedulable(error)) = fast.schedule(&mut cache, &pod, &snapshot)
+            else {
+                continue;
+            };
+            let (mut a, mut b) = (snapshot.clone(), snapshot.clone());
+            let x = preempt(&fast, &mut a, &pod, &error, (pct, absolute), &mut |n| offset % n, &env);
+            let y = preempt(&slow, &mut b, &pod, &error, (pct, absolute), &mut |n| offset % n, &env);
+            prop_assert_eq!(format!("{x:?}"), format!("{y:?}"));
+            prop_assert_eq!(pod_sets(&a), pod_sets(&snapshot));
+            prop_assert_eq!(pod_sets(&b), pod_sets(&snapshot));
+        }
+    }
+}

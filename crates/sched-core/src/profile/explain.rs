@@ -69,6 +69,11 @@ enum Failures {
 
 /// Each rejected node with the one predicate (index) that rejected it and its reason, and
 /// what building their messages reads.
+/// What [`FitError::for_each_node_object`] calls per rejected node: its name, the node
+/// object when the error kept it, and its reasons.
+pub(crate) type NodeVisitor<'a> =
+    dyn FnMut(&str, Option<&Node>, &mut dyn Iterator<Item = &Reason>) + 'a;
+
 struct Compact {
     nodes: Vec<(Arc<Node>, u16, Reason)>,
     /// Predicate names by index.
@@ -157,15 +162,25 @@ impl FitError {
     /// Calls `f` with each rejected node's name and its reasons, in snapshot order, without
     /// building the failures.
     pub fn for_each_node(&self, f: &mut dyn FnMut(&str, &mut dyn Iterator<Item = &Reason>)) {
+        self.for_each_node_object(&mut |name, _, reasons| f(name, reasons));
+    }
+
+    /// [`FitError::for_each_node`], also with the node object the cycle rejected when the
+    /// error kept it (the snapshot's own, which a caller can find by address).
+    pub(crate) fn for_each_node_object(&self, f: &mut NodeVisitor<'_>) {
         match &self.failures {
             Failures::Built(all) => {
                 for n in all {
-                    f(&n.node, &mut n.codes.iter().map(|(_, r)| r));
+                    f(&n.node, None, &mut n.codes.iter().map(|(_, r)| r));
                 }
             }
             Failures::Lazy(c) => {
                 for (node, _, reason) in &c.nodes {
-                    f(&node.metadata.name, &mut std::iter::once(reason));
+                    f(
+                        &node.metadata.name,
+                        Some(node),
+                        &mut std::iter::once(reason),
+                    );
                 }
             }
         }

@@ -134,6 +134,40 @@ impl Profile {
         Ok(skipped)
     }
 
+    /// Preemption's plan for `pod` on `snapshot`, whose `requests` the caller computed for
+    /// this profile: which predicates skip the pod ([`Profile::skipped_predicates`]) and,
+    /// when every other one prepares to run with a [`FastFilter`] that reads only flags no pod
+    /// sets ([`FastFilter::reads_only_node_flags`]), their combined filter. Such predicates
+    /// then decide a node with some of its pods taken off on the node's numbers alone (the
+    /// resource check on the requests left, the node's own flags), so the dry run needs no
+    /// change to the snapshot. No filter with the fast path off, with
+    /// alwaysCheckAllPredicates (whose reasons list every failing predicate), or when a
+    /// predicate narrows the nodes or rejects the pod.
+    ///
+    /// # Errors
+    /// A predicate that fails to prepare.
+    pub(crate) fn preemption_plan(
+        &self,
+        pod: &crate::model::Pod,
+        snapshot: &crate::snapshot::Snapshot,
+        requests: &crate::framework::PodRequests,
+    ) -> Result<(Vec<bool>, Option<FastFilter>), super::ScheduleError> {
+        let cx = CycleContext::with_requests(pod, snapshot, requests);
+        let mut skipped = Vec::with_capacity(self.predicates.len());
+        let mut fast =
+            (self.fast_path && !self.always_check_all_predicates).then_some(FastFilter::ALL);
+        for p in &self.predicates {
+            let prepared = p.prepare(&cx)?;
+            skipped.push(matches!(prepared, Prepared::Skip));
+            fast = match prepared {
+                Prepared::Skip => fast,
+                Prepared::Run(state) => fast.and_then(|f| Some(f.and(p.fast_filter(&cx, &state)?))),
+                Prepared::RunOn(..) | Prepared::Reject(_) => None,
+            };
+        }
+        Ok((skipped, fast.filter(FastFilter::reads_only_node_flags)))
+    }
+
     /// [`Profile::fits_on_indexed`] with the predicates that `skipped` marks skipped whatever
     /// their prepare says on this snapshot (see [`Profile::skipped_predicates`]); the pod's
     /// `requests` when the caller computed them for this profile's version.

@@ -230,7 +230,7 @@ impl Nominator {
     }
 
     /// Whether pods nominated to the node at `index` are held there for `pod`.
-    fn holds_on(&self, snapshot: &Snapshot, pod: &Pod, index: usize) -> bool {
+    pub(crate) fn holds_on(&self, snapshot: &Snapshot, pod: &Pod, index: usize) -> bool {
         !self.by_node.is_empty()
             && snapshot
                 .node_infos()

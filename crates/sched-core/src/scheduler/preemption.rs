@@ -46,9 +46,12 @@
 //! [`Scheduler::from_config`]: super::Scheduler::from_config
 //! [`Scheduler::new`]: super::Scheduler::new
 
+mod light;
+
 use super::gang::GroupBudgets;
 use super::nominator::{Fit, Nominator};
 use super::pdb::violation_flags;
+use crate::fast_path::FastFilter;
 use crate::framework::{CycleContext, KubeVersion, PodRequests, Reason, ResourceSet};
 use crate::model::{Pod, PodDisruptionBudget, PodKey, Resources, pod_requests};
 use crate::profile::{FitError, NodeFailure, Profile, ScheduleError};
@@ -242,6 +245,17 @@ fn more_important(a: &Pod, b: &Pod) -> std::cmp::Ordering {
         .then_with(|| start_key(a).cmp(&start_key(b)))
 }
 
+/// [`more_important`] of two pods in the snapshot, reading their priorities and whether they
+/// started from their infos (the pods only when both started).
+fn more_important_info(a: &PodInfo, b: &PodInfo) -> std::cmp::Ordering {
+    b.priority()
+        .cmp(&a.priority())
+        .then_with(|| match (a.started(), b.started()) {
+            (true, true) => start_key(a.pod()).cmp(&start_key(b.pod())),
+            (x, y) => y.cmp(&x),
+        })
+}
+
 /// A start time as an ordered key: `None` (not started) is later than any time.
 fn start_key(p: &Pod) -> (bool, Option<&str>) {
     match &p.status.start_time {
@@ -315,11 +329,19 @@ pub fn nodes_where_preemption_might_help(
 ) -> Vec<usize> {
     let mut requests: Option<Resources> = None;
     let mut nodes: Vec<usize> = Vec::new();
-    error.for_each_node(&mut |name, reasons| {
-        let Some(index) = snapshot.index_of(name) else {
+    let infos = snapshot.node_infos();
+    // The error lists the nodes mostly in snapshot order: the one after the last is tried
+    // first, by the node object's address (no lookup by name).
+    let mut next = 0;
+    error.for_each_node_object(&mut |name, node, reasons| {
+        let guess = infos
+            .get(next)
+            .filter(|i| node.is_some_and(|n| std::ptr::eq(i.node(), n)));
+        let Some(index) = guess.map(|_| next).or_else(|| snapshot.index_of(name)) else {
             return;
         };
-        let info = &snapshot.node_infos()[index];
+        next = index + 1;
+        let info = &infos[index];
         for r in reasons {
             let requests = requests.get_or_insert_with(|| pod_requests(pod));
             if !resolvable_on(r, version, requests, info) {
@@ -366,6 +388,9 @@ enum OnNode {
     /// The pod does not fit even with every removable pod gone: the failing predicates
     /// (indices) and their reasons.
     Unfit(Vec<(u16, Reason)>),
+    /// As [`OnNode::Unfit`], found on the node's numbers ([`light`]): the reasons are asked
+    /// of the predicates only if they are read.
+    UnfitUnexplained,
 }
 
 /// kube's status of a node where preemption found no victims.
@@ -417,7 +442,7 @@ fn victims_on(
         }
     }
     let mut removed = removed;
-    removed.sort_by(|a, b| more_important(a.pod(), b.pod()));
+    removed.sort_by(more_important_info);
     let violates = violation_flags(removed.iter().map(PodInfo::pod), env.pdbs);
     let (mut victims, failed) = reprieve(snapshot, index, removed, &violates, fits);
     let violations = victims.iter().filter(|(i, _)| violates[*i]).count();
@@ -581,9 +606,78 @@ pub fn dry_run_preemption(
     .map(|(candidates, _)| candidates)
 }
 
-/// The nodes the dry run tried without finding a candidate: snapshot index, and the
-/// predicates and reasons that rejected the pod there (none: there was nothing to remove).
-type Rejected = Vec<(usize, Vec<(u16, Reason)>)>;
+/// The nodes the dry run tried without finding a candidate: snapshot index, and why
+/// ([`OnNode::NoVictims`], [`OnNode::Unfit`] or [`OnNode::UnfitUnexplained`]).
+type Rejected = Vec<(usize, OnNode)>;
+
+/// What the dry run keeps for every node it tries: kube's PreFilter skips (the cycle state it
+/// clones), the pod's requests, and the predicates' combined fast filter when the nodes can be
+/// decided on their numbers ([`Profile::preemption_plan`]).
+struct Plan<'a> {
+    profile: &'a Profile,
+    pod: &'a Pod,
+    env: &'a Environment<'a>,
+    skipped: Vec<bool>,
+    requests: PodRequests,
+    fast: Option<FastFilter>,
+    scratch: light::Scratch,
+}
+
+impl<'a> Plan<'a> {
+    fn new(
+        profile: &'a Profile,
+        snapshot: &Snapshot,
+        pod: &'a Pod,
+        env: &'a Environment<'a>,
+    ) -> Result<Plan<'a>, ScheduleError> {
+        let requests =
+            CycleContext::for_version(pod, snapshot, profile.kube_version()).pod_requests();
+        let (skipped, fast) = profile.preemption_plan(pod, snapshot, &requests)?;
+        // PodGroup budgets reprieve pods before the fit check: the snapshot's dry run does.
+        let fast = fast.filter(|_| env.groups.is_none_or(GroupBudgets::is_empty));
+        Ok(Plan {
+            profile,
+            pod,
+            env,
+            skipped,
+            requests,
+            fast,
+            scratch: light::Scratch::default(),
+        })
+    }
+
+    /// The victims on the node at `index`: on its numbers when the plan allows and no pod
+    /// nominated there is held for the pod, else on the snapshot ([`victims_on`]).
+    fn victims_on(
+        &mut self,
+        snapshot: &mut Snapshot,
+        index: usize,
+    ) -> Result<OnNode, ScheduleError> {
+        if let Some(filter) = &self.fast
+            && !self.env.nominator.holds_on(snapshot, self.pod, index)
+        {
+            let (pod, env) = (self.pod, self.env);
+            return Ok(light::victims_on(
+                snapshot,
+                pod,
+                index,
+                env,
+                filter,
+                &mut self.scratch,
+            ));
+        }
+        let (profile, pod, env) = (self.profile, self.pod, self.env);
+        victims_on(
+            profile,
+            snapshot,
+            pod,
+            index,
+            env,
+            &self.skipped,
+            &self.requests,
+        )
+    }
+}
 
 /// [`dry_run_preemption`], also returning the nodes tried that gave no candidate.
 fn dry_run(
@@ -599,17 +693,13 @@ fn dry_run(
     let mut rejected = Vec::new();
     let mut error = None;
     let n = potential.len();
-    // kube's PreFilter skips, kept through the dry run (the cycle state it clones).
-    let skipped = if n == 0 {
-        Vec::new()
-    } else {
-        profile.skipped_predicates(pod, snapshot)?
-    };
-    // The pod's requests, computed once for every fit check of the dry run.
-    let requests = CycleContext::for_version(pod, snapshot, profile.kube_version()).pod_requests();
+    if n == 0 {
+        return Ok((clean, rejected));
+    }
+    let mut plan = Plan::new(profile, snapshot, pod, env)?;
     for i in 0..n {
         let index = potential[(offset + i) % n];
-        match victims_on(profile, snapshot, pod, index, env, &skipped, &requests) {
+        match plan.victims_on(snapshot, index) {
             Ok(OnNode::Victims(victims, violations)) if !victims.is_empty() => {
                 let c = Candidate {
                     node: snapshot.node_infos()[index].name().to_string(),
@@ -631,8 +721,7 @@ fn dry_run(
             // It fits with nothing removed (the pods nominated there moved): kube counts it
             // as an error ("expected at least one victim pod on node").
             Ok(OnNode::Victims(..)) => {}
-            Ok(OnNode::NoVictims) => rejected.push((index, Vec::new())),
-            Ok(OnNode::Unfit(reasons)) => rejected.push((index, reasons)),
+            Ok(why) => rejected.push((index, why)),
             Err(e) => {
                 error.get_or_insert(e);
             }
@@ -781,6 +870,49 @@ impl Outcome {
     }
 }
 
+/// Why each node the dry run tried gave no candidate, in snapshot order: [`NO_VICTIMS`], or
+/// the reasons the pod does not fit there with every removable pod gone (asked of the
+/// predicates on the snapshot with those pods taken off, for the nodes decided on their
+/// numbers).
+///
+/// # Errors
+/// A plugin error on such a node.
+fn explain_rejected(
+    profile: &Profile,
+    snapshot: &mut Snapshot,
+    pod: &Pod,
+    env: &Environment<'_>,
+    mut rejected: Rejected,
+) -> Result<Vec<NodeFailure>, ScheduleError> {
+    rejected.sort_by_key(|(index, _)| *index);
+    let mut plan: Option<Plan<'_>> = None;
+    let mut failures = Vec::with_capacity(rejected.len());
+    for (index, why) in rejected {
+        let why = match why {
+            OnNode::UnfitUnexplained => {
+                let plan = match &mut plan {
+                    Some(p) => p,
+                    None => plan.insert(Plan::new(profile, snapshot, pod, env)?),
+                };
+                plan.fast = None;
+                plan.victims_on(snapshot, index)?
+            }
+            why => why,
+        };
+        failures.push(match why {
+            OnNode::Unfit(reasons) if !reasons.is_empty() => {
+                profile.explain_node(pod, snapshot, index, &reasons)
+            }
+            _ => NodeFailure {
+                node: snapshot.node_infos()[index].name().to_string(),
+                codes: Vec::new(),
+                messages: vec![NO_VICTIMS.to_string()],
+            },
+        });
+    }
+    Ok(failures)
+}
+
 /// kube's `Evaluator.Preempt` for `pod`, which `error` says fits nowhere: eligibility, the
 /// potential nodes, a dry run from `offset(potential nodes)` (a number below its argument) for
 /// kube's `minCandidateNodesPercentage` / `minCandidateNodesAbsolute` (`args`) of the
@@ -814,24 +946,9 @@ pub fn preempt(
     let n = potential.len();
     let start = offset(n) % n;
     let wanted = num_candidates(n, percentage, absolute);
-    let (candidates, mut rejected) =
-        dry_run(profile, snapshot, pod, &potential, start, wanted, env)?;
+    let (candidates, rejected) = dry_run(profile, snapshot, pod, &potential, start, wanted, env)?;
     if candidates.is_empty() {
-        rejected.sort_by_key(|(index, _)| *index);
-        let failures = rejected
-            .into_iter()
-            .map(|(index, reasons)| {
-                if reasons.is_empty() {
-                    NodeFailure {
-                        node: snapshot.node_infos()[index].name().to_string(),
-                        codes: Vec::new(),
-                        messages: vec![NO_VICTIMS.to_string()],
-                    }
-                } else {
-                    profile.explain_node(pod, snapshot, index, &reasons)
-                }
-            })
-            .collect();
+        let failures = explain_rejected(profile, snapshot, pod, env, rejected)?;
         return Ok(Outcome::NoCandidate(NoCandidate {
             num_all_nodes: snapshot.len(),
             failures,

@@ -87,6 +87,10 @@ pub struct PodInfo {
     affinity_id: Sym,
     /// The pod's namespace, interned.
     namespace_id: Sym,
+    /// `spec.priority` (0 when unset), read without reaching the pod.
+    priority: i32,
+    /// Whether `status.startTime` is set.
+    started: bool,
 }
 
 /// The id under which a pod's namespace and pod (anti-)affinity are interned.
@@ -142,8 +146,21 @@ impl PodInfo {
             has_required_anti_affinity: pod.has_required_anti_affinity(),
             affinity_id: affinity_id(&pod, interner),
             namespace_id: interner.intern(&pod.metadata.namespace),
+            priority: pod.spec.priority.unwrap_or(0),
+            started: pod.status.start_time.is_some(),
             pod,
         }
+    }
+
+    /// The pod's priority (`spec.priority`, 0 when unset), kept beside its requests so that
+    /// preemption's dry run reads it without reaching the pod.
+    pub(crate) fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// Whether the pod has a start time (`status.startTime`).
+    pub(crate) fn started(&self) -> bool {
+        self.started
     }
 
     /// The pod's namespace, interned.
