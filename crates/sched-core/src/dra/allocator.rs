@@ -24,7 +24,7 @@ mod output;
 mod pools;
 mod search;
 
-pub use pools::SliceIndex;
+pub use pools::{PoolReach, SliceIndex};
 
 use std::collections::{HashMap, HashSet};
 
