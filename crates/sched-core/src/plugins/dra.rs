@@ -9,7 +9,10 @@
 //!   request whose device class does not exist. A pod without claims skips the plugin.
 //! - **Filter**: the claims to allocate are allocated together on the node by the structured
 //!   allocator ([`crate::dra::allocator`], v1.34's features) over the snapshot's slices,
-//!   classes and devices in use; then every allocated claim's node selector must match.
+//!   classes and devices in use; then every allocated claim's node selector must match. The
+//!   allocator's answer per node is kept between cycles by the DRA index
+//!   ([`DraIndex::filter_answers`]) until something it reads changes, so that pods with
+//!   claims of one spec (from one template) run it once per node and change.
 //!
 //! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
 //! scheduling, as kube's does. Its PostFilter ([`crate::scheduler::post_filter`]) names an
