@@ -165,6 +165,12 @@ impl AllocatedDevices {
         self.by_driver.is_empty()
     }
 
+    /// The allocated devices of the pool `driver/pool`, if any (looked up once per pool, not
+    /// once per device).
+    fn pool_devices(&self, driver: &str, pool: &str) -> Option<&HashSet<String, Fast>> {
+        self.by_driver.get(driver)?.get(pool)
+    }
+
     /// Whether the device is allocated.
     #[must_use]
     pub fn contains(&self, driver: &str, pool: &str, device: &str) -> bool {

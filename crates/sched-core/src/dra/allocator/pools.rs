@@ -304,12 +304,24 @@ pub(super) fn gather_pools<'a>(
     Ok(pools)
 }
 
+/// Up to this many devices, a pool's names are checked for repeats by comparing each with
+/// those before it (no set to build for each node's few devices).
+const SCAN_DUPLICATES: usize = 32;
+
 /// The first device name that a pool's slices list twice.
 fn duplicate_device<'a>(slices: &[&'a ResourceSlice]) -> Option<&'a str> {
-    let mut seen = std::collections::HashSet::new();
-    slices
-        .iter()
-        .flat_map(|s| s.spec.devices.iter())
-        .map(|d| d.name.as_str())
-        .find(|name| !seen.insert(*name))
+    let names = || {
+        slices
+            .iter()
+            .flat_map(|s| s.spec.devices.iter())
+            .map(|d| d.name.as_str())
+    };
+    if slices.iter().map(|s| s.spec.devices.len()).sum::<usize>() <= SCAN_DUPLICATES {
+        return names()
+            .enumerate()
+            .find(|&(i, name)| names().take(i).any(|earlier| earlier == name))
+            .map(|(_, name)| name);
+    }
+    let mut seen = std::collections::HashSet::with_hasher(foldhash::fast::FixedState::default());
+    names().find(|name| !seen.insert(*name))
 }
