@@ -24,7 +24,7 @@ mod output;
 mod pools;
 mod search;
 
-pub use pools::SliceIndex;
+pub use pools::{PoolReach, SliceIndex};
 
 use std::collections::{HashMap, HashSet};
 
@@ -163,6 +163,12 @@ impl AllocatedDevices {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.by_driver.is_empty()
+    }
+
+    /// The allocated devices of the pool `driver/pool`, if any (looked up once per pool, not
+    /// once per device).
+    fn pool_devices(&self, driver: &str, pool: &str) -> Option<&HashSet<String, Fast>> {
+        self.by_driver.get(driver)?.get(pool)
     }
 
     /// Whether the device is allocated.

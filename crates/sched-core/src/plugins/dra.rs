@@ -9,7 +9,10 @@
 //!   request whose device class does not exist. A pod without claims skips the plugin.
 //! - **Filter**: the claims to allocate are allocated together on the node by the structured
 //!   allocator ([`crate::dra::allocator`], v1.34's features) over the snapshot's slices,
-//!   classes and devices in use; then every allocated claim's node selector must match.
+//!   classes and devices in use; then every allocated claim's node selector must match. The
+//!   allocator's answer per node is kept between cycles by the DRA index
+//!   ([`DraIndex::filter_answers`]) until something it reads changes, so that pods with
+//!   claims of one spec (from one template) run it once per node and change.
 //!
 //! PreEnqueue ([`Predicate::pre_enqueue`]) keeps a pod whose claims do not resolve out of
 //! scheduling, as kube's does. Its PostFilter ([`crate::scheduler::post_filter`]) names an
@@ -28,7 +31,7 @@ use crate::framework::{
 use crate::model::{
     AllocationResult, Node, NodeSelector, Pod, ResourceClaim, ResourceClaimConsumerReference,
 };
-use crate::snapshot::{DraIndex, NodeRef};
+use crate::snapshot::{DraIndex, FilterAnswer, FilterAnswers, NodeRef};
 
 /// The plugin's name.
 pub const NAME: &str = "DynamicResources";
@@ -56,6 +59,8 @@ impl DynamicResources {
 pub struct DraState {
     to_allocate: Vec<Arc<ResourceClaim>>,
     on_nodes: Vec<NodeSelector>,
+    /// The index's kept Filter answers for `to_allocate`, when it keeps them.
+    answers: Option<FilterAnswers>,
 }
 
 impl Predicate for DynamicResources {
@@ -113,6 +118,9 @@ impl Predicate for DynamicResources {
                 }
             }
         }
+        if !state.to_allocate.is_empty() {
+            state.answers = dra.filter_answers(self.features, &state.to_allocate);
+        }
         Ok(Prepared::Run(state))
     }
 
@@ -124,11 +132,16 @@ impl Predicate for DynamicResources {
     ) -> Result<(), Reason> {
         let node = node.node();
         if !state.to_allocate.is_empty() {
-            let claims: Vec<&ResourceClaim> = state.to_allocate.iter().map(|c| &**c).collect();
-            match allocate(cx.snapshot().dra(), self.features, node, &claims) {
-                Ok(Outcome::Allocated(_)) => {}
-                Ok(_) => return Err(Reason::DynamicResources(DraProblem::CannotAllocate)),
-                Err(_) => return Err(Reason::DynamicResources(DraProblem::AllocatorError)),
+            let dra = cx.snapshot().dra();
+            let answer = filter_answer(dra, self.features, node, state);
+            match answer {
+                FilterAnswer::Fits => {}
+                FilterAnswer::DoesNotFit => {
+                    return Err(Reason::DynamicResources(DraProblem::CannotAllocate));
+                }
+                FilterAnswer::Error => {
+                    return Err(Reason::DynamicResources(DraProblem::AllocatorError));
+                }
             }
         }
         let target = TargetNode::from(node);
@@ -251,6 +264,36 @@ pub fn allocate_on(dra: &DraIndex, pod: &Pod, node: &Node) -> Result<Vec<ClaimBi
             })
         })
         .collect())
+}
+
+/// Whether `state`'s claims can be allocated on `node`: the index's kept answer, or the
+/// allocator's (then kept).
+fn filter_answer(
+    dra: &DraIndex,
+    features: Features,
+    node: &Node,
+    state: &DraState,
+) -> FilterAnswer {
+    let compute = || fresh_answer(dra, features, node, &state.to_allocate);
+    match &state.answers {
+        Some(answers) => answers.get_or(dra, &node.metadata.name, compute),
+        None => compute(),
+    }
+}
+
+/// The allocator's answer for `claims` on `node`, from scratch.
+fn fresh_answer(
+    dra: &DraIndex,
+    features: Features,
+    node: &Node,
+    claims: &[Arc<ResourceClaim>],
+) -> FilterAnswer {
+    let claims: Vec<&ResourceClaim> = claims.iter().map(|c| &**c).collect();
+    match allocate(dra, features, node, &claims) {
+        Ok(Outcome::Allocated(_)) => FilterAnswer::Fits,
+        Ok(_) => FilterAnswer::DoesNotFit,
+        Err(_) => FilterAnswer::Error,
+    }
 }
 
 fn allocate(
@@ -445,4 +488,159 @@ fn missing_class(
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceClass, ResourceSlice};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const NODES: usize = 4;
+
+    fn node(n: usize) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("n{n}"), "labels": {"zone": if n.is_multiple_of(2) { "a" } else { "b" }}}
+        }))
+        .unwrap()
+    }
+
+    /// Slice `k`: on node `k % NODES`, for all nodes, or by a node selector (`reach` 0, 1, 2).
+    fn slice(k: u8, reach: u8, pool: u8, devices: u8, count: u8) -> ResourceSlice {
+        let mut spec = json!({
+            "driver": "drv",
+            "pool": {"name": format!("p{pool}"), "generation": 1, "resourceSliceCount": count},
+            "devices": (0..devices).map(|d| json!({
+                "name": format!("d{d}"),
+                "attributes": {"kind": {"string": if d.is_multiple_of(2) { "a" } else { "b" }}}
+            })).collect::<Vec<_>>(),
+        });
+        match reach {
+            0 => spec["nodeName"] = json!(format!("n{}", k as usize % NODES)),
+            1 => spec["allNodes"] = json!(true),
+            _ => {
+                spec["nodeSelector"] = json!({"nodeSelectorTerms": [{"matchExpressions":
+                    [{"key": "zone", "operator": "In", "values": ["a"]}]}]})
+            }
+        }
+        serde_json::from_value(json!({"metadata": {"name": format!("s{k}")}, "spec": spec}))
+            .unwrap()
+    }
+
+    fn class(selective: bool) -> DeviceClass {
+        let expression = if selective {
+            r#"device.attributes["drv"].kind == "a""#
+        } else {
+            r#"device.driver == "drv""#
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": "c"},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}
+        }))
+        .unwrap()
+    }
+
+    /// The claim specs Filter is asked about: one device, two devices, all devices.
+    fn pending_claim(spec: usize) -> Arc<ResourceClaim> {
+        let exactly = match spec {
+            0 => json!({"deviceClassName": "c"}),
+            1 => json!({"deviceClassName": "c", "count": 2}),
+            _ => json!({"deviceClassName": "c", "allocationMode": "All"}),
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"namespace": "ns", "name": format!("pending-{spec}")},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": exactly}]}}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn allocated_claim(n: u8, devices: &[(u8, u8)]) -> ResourceClaim {
+        let results: Vec<_> = devices
+            .iter()
+            .map(|(p, d)| {
+                json!({"request": "r", "driver": "drv", "pool": format!("p{p}"),
+                       "device": format!("d{d}")})
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "ns", "name": format!("c{n}")},
+            "status": {"allocation": {"devices": {"results": results}}}
+        }))
+        .unwrap()
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Slice(u8, u8, u8, u8, u8),
+        RemoveSlice(u8),
+        Class(bool),
+        RemoveClass,
+        Claim(u8, Vec<(u8, u8)>),
+        RemoveClaim(u8),
+        Pending(u8, Vec<(u8, u8)>),
+        ClearPending(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let devices = prop::collection::vec((0u8..3, 0u8..3), 0..3);
+        prop_oneof![
+            3 => (0u8..6, prop::sample::select(vec![0u8, 0, 0, 1, 2]), 0u8..3, 1u8..4, 1u8..3)
+                .prop_map(|(k, r, p, d, c)| Op::Slice(k, r, p, d, c)),
+            1 => (0u8..6).prop_map(Op::RemoveSlice),
+            1 => any::<bool>().prop_map(Op::Class),
+            1 => Just(Op::RemoveClass),
+            4 => (0u8..4, devices.clone()).prop_map(|(n, d)| Op::Claim(n, d)),
+            2 => (0u8..4).prop_map(Op::RemoveClaim),
+            2 => (0u8..4, devices).prop_map(|(n, d)| Op::Pending(n, d)),
+            2 => (0u8..4).prop_map(Op::ClearPending),
+        ]
+    }
+
+    fn apply(index: &mut DraIndex, op: Op) {
+        match op {
+            Op::Slice(k, r, p, d, c) => drop(index.upsert_slice(slice(k, r, p, d, c))),
+            Op::RemoveSlice(k) => drop(index.remove_slice(&format!("s{k}"))),
+            Op::Class(selective) => drop(index.upsert_class(class(selective))),
+            Op::RemoveClass => drop(index.remove_class("c")),
+            Op::Claim(n, d) => drop(index.upsert_claim(allocated_claim(n, &d))),
+            Op::RemoveClaim(n) => drop(index.remove_claim("ns", &format!("c{n}"))),
+            Op::Pending(n, d) => {
+                let a = allocated_claim(n, &d).status.allocation.unwrap_or_default();
+                index.set_pending("ns", &format!("c{n}"), a);
+            }
+            Op::ClearPending(n) => drop(index.clear_pending("ns", &format!("c{n}"))),
+        }
+    }
+
+    proptest! {
+        /// Filter's kept answers, read after any sequence of changes to the slices, classes,
+        /// claims and in-flight allocations, are those a fresh allocation gives.
+        #[test]
+        fn kept_filter_answers_match_fresh_allocations(
+            ops in prop::collection::vec(op(), 0..40),
+        ) {
+            let mut index = DraIndex::default();
+            index.upsert_class(class(false));
+            let nodes: Vec<Node> = (0..=NODES).map(node).collect();
+            for op in ops {
+                apply(&mut index, op);
+                for spec in 0..3 {
+                    let claims = vec![pending_claim(spec)];
+                    let state = DraState {
+                        answers: index.filter_answers(Features::V1_34, &claims),
+                        to_allocate: claims,
+                        on_nodes: Vec::new(),
+                    };
+                    for node in &nodes {
+                        let kept = filter_answer(&index, Features::V1_34, node, &state);
+                        let fresh = fresh_answer(&index, Features::V1_34, node, &state.to_allocate);
+                        prop_assert_eq!(kept, fresh, "spec {} on {}", spec, node.metadata.name);
+                    }
+                }
+            }
+        }
+    }
 }

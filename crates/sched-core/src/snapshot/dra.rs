@@ -10,12 +10,14 @@
 //! set from scratch; a property test holds the kept set to it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::dra::allocator::{AllocatedDevices, SliceIndex};
+use crate::dra::allocator::{AllocatedDevices, Features, SliceIndex};
 use crate::dra::selectors::CelSelectors;
 use crate::model::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
+    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference,
+    ResourceClaimSpec, ResourceSlice,
 };
 
 /// A slice entering the index starts without selector results: its devices may be copies of
@@ -49,6 +51,112 @@ pub struct DraIndex {
     allocated: AllocatedDevices,
     /// Compiled CEL selectors, kept across cycles.
     selectors: Arc<CelSelectors>,
+    /// DynamicResources' Filter answers kept between cycles ([`FilterMemo`]).
+    memo: FilterMemo,
+}
+
+/// How many distinct sets of claim specs [`FilterMemo`] keeps answers for; past that the
+/// oldest set is dropped.
+const MEMO_KEYS: usize = 16;
+
+/// DynamicResources' Filter answers kept between cycles: per set of claims to allocate (by
+/// their specs, in order, and the allocator's features) and per node with slices of its own
+/// (by [`SliceIndex::node_id`]), whether the allocator found an allocation. Pods made from one
+/// template have claims with one spec, so their Filter on a node gives one answer until
+/// something it reads changes:
+///
+/// - the slices or classes: every answer is dropped;
+/// - the devices in use of a pool: the answers of the nodes that can reach the pool are
+///   dropped (every answer when the pool has a slice that is not a node's own).
+///
+/// What else the allocator reads is fixed by the key (the claims' specs; their names only
+/// word its errors) or by the node's name. A node's labels are not tracked, so nothing is kept
+/// while some slice reaches nodes by a node selector ([`SliceIndex::depends_on_labels`]). A
+/// clone of the index starts empty. A property test holds the answers to fresh allocations
+/// over random changes.
+#[derive(Debug, Default)]
+struct FilterMemo {
+    entries: RwLock<Vec<MemoEntry>>,
+}
+
+impl Clone for FilterMemo {
+    fn clone(&self) -> Self {
+        FilterMemo::default()
+    }
+}
+
+#[derive(Debug)]
+struct MemoEntry {
+    features: Features,
+    specs: Vec<ResourceClaimSpec>,
+    answers: FilterAnswers,
+}
+
+/// A Filter answer [`FilterAnswers`] keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilterAnswer {
+    /// The claims can be allocated on the node.
+    Fits,
+    /// They cannot.
+    DoesNotFit,
+    /// The allocator failed (kube's Filter `Error`).
+    Error,
+}
+
+/// The kept Filter answers of one set of claims, per node ([`DraIndex::filter_answers`]).
+#[derive(Clone, Debug)]
+pub struct FilterAnswers {
+    /// Per node number: 0 unknown, else a [`FilterAnswer`] as 1, 2, 3.
+    slots: Arc<[AtomicU8]>,
+}
+
+impl FilterAnswers {
+    fn new(nodes: usize) -> Self {
+        FilterAnswers {
+            slots: (0..nodes).map(|_| AtomicU8::new(0)).collect(),
+        }
+    }
+
+    /// The answer kept for `node` of `dra` (the index these answers came from), if any;
+    /// else `compute`'s, kept when the node can have one.
+    pub fn get_or(
+        &self,
+        dra: &DraIndex,
+        node: &str,
+        compute: impl FnOnce() -> FilterAnswer,
+    ) -> FilterAnswer {
+        let Some(slot) = dra
+            .slice_index()
+            .node_id(node)
+            .and_then(|id| self.slots.get(id as usize))
+        else {
+            return compute();
+        };
+        match slot.load(Ordering::Relaxed) {
+            1 => FilterAnswer::Fits,
+            2 => FilterAnswer::DoesNotFit,
+            3 => FilterAnswer::Error,
+            _ => {
+                let answer = compute();
+                let code = match answer {
+                    FilterAnswer::Fits => 1,
+                    FilterAnswer::DoesNotFit => 2,
+                    FilterAnswer::Error => 3,
+                };
+                slot.store(code, Ordering::Relaxed);
+                answer
+            }
+        }
+    }
+
+    fn forget(&self, nodes: &[u32]) {
+        for &n in nodes {
+            if let Some(slot) = self.slots.get(n as usize) {
+                slot.store(0, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 impl DraIndex {
@@ -102,6 +210,72 @@ impl DraIndex {
         self.pending.contains_key(&claim_key(namespace, name))
     }
 
+    /// The kept Filter answers for allocating `claims` (their specs, in order) with
+    /// `features`, to be read with [`FilterAnswers::get_or`] while this index does not change;
+    /// `None` when answers cannot be kept (see the memo's rules in `snapshot/dra.rs`).
+    pub fn filter_answers(
+        &self,
+        features: Features,
+        claims: &[Arc<ResourceClaim>],
+    ) -> Option<FilterAnswers> {
+        let reach = self.slice_index();
+        if reach.depends_on_labels() {
+            return None;
+        }
+        let same = |e: &MemoEntry| {
+            e.features == features
+                && e.specs.len() == claims.len()
+                && e.specs.iter().zip(claims).all(|(s, c)| *s == c.spec)
+        };
+        if let Ok(entries) = self.memo.entries.read()
+            && let Some(e) = entries.iter().find(|e| same(e))
+        {
+            return Some(e.answers.clone());
+        }
+        let mut entries = self.memo.entries.write().ok()?;
+        if let Some(e) = entries.iter().find(|e| same(e)) {
+            return Some(e.answers.clone());
+        }
+        if entries.len() >= MEMO_KEYS {
+            entries.remove(0);
+        }
+        let answers = FilterAnswers::new(reach.node_count());
+        entries.push(MemoEntry {
+            features,
+            specs: claims.iter().map(|c| c.spec.clone()).collect(),
+            answers: answers.clone(),
+        });
+        Some(answers)
+    }
+
+    /// Drops every kept Filter answer (the slices or classes changed).
+    fn forget_answers(&mut self) {
+        if let Ok(entries) = self.memo.entries.get_mut() {
+            entries.clear();
+        }
+    }
+
+    /// Drops the kept Filter answers of the nodes that can reach the pool `driver/pool`
+    /// (whose devices in use changed).
+    fn forget_pool_answers(&mut self, driver: &str, pool: &str) {
+        let Ok(entries) = self.memo.entries.get_mut() else {
+            return;
+        };
+        if entries.is_empty() {
+            return;
+        }
+        let reach = self.reach.get_or_init(|| SliceIndex::new(&self.slices));
+        match reach.pool_reach(driver, pool) {
+            None => {}
+            Some(r) if r.shared => entries.clear(),
+            Some(r) => {
+                for e in entries.iter() {
+                    e.answers.forget(&r.nodes);
+                }
+            }
+        }
+    }
+
     /// Takes in a listing's DeviceClasses, ResourceSlices and ResourceClaims (the templates
     /// are not the scheduler's: it reads the claims made from them).
     pub fn load(&mut self, objects: crate::model::DraObjects) {
@@ -113,6 +287,7 @@ impl DraIndex {
             upsert_sorted(&mut self.slices, s, |s| &s.metadata.name);
         }
         self.reach = OnceLock::new();
+        self.forget_answers();
         for c in objects.resource_claims {
             self.upsert_claim(c);
         }
@@ -120,11 +295,13 @@ impl DraIndex {
 
     /// Adds or replaces a DeviceClass; `true` if one of that name was known.
     pub fn upsert_class(&mut self, class: DeviceClass) -> bool {
+        self.forget_answers();
         upsert_sorted(&mut self.classes, class, |c| &c.metadata.name)
     }
 
     /// Removes a DeviceClass.
     pub fn remove_class(&mut self, name: &str) -> Option<DeviceClass> {
+        self.forget_answers();
         remove_sorted(&mut self.classes, name, |c| &c.metadata.name)
     }
 
@@ -133,6 +310,7 @@ impl DraIndex {
         forget_selector_results(&slice);
         let known = upsert_sorted(&mut self.slices, slice, |s| &s.metadata.name);
         self.reach = OnceLock::new();
+        self.forget_answers();
         known
     }
 
@@ -141,6 +319,7 @@ impl DraIndex {
         let removed = remove_sorted(&mut self.slices, name, |s| &s.metadata.name);
         if removed.is_some() {
             self.reach = OnceLock::new();
+            self.forget_answers();
         }
         removed
     }
@@ -244,6 +423,7 @@ impl DraIndex {
             *n += 1;
             if *n == 1 {
                 self.allocated.insert(&r.driver, &r.pool, &r.device);
+                self.forget_pool_answers(&r.driver, &r.pool);
             }
         }
     }
@@ -259,6 +439,7 @@ impl DraIndex {
                 if *n == 0 {
                     self.holders.remove(&id);
                     self.allocated.remove(&r.driver, &r.pool, &r.device);
+                    self.forget_pool_answers(&r.driver, &r.pool);
                 }
             }
         }

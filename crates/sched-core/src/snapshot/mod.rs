@@ -17,7 +17,7 @@ mod storage;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use dra::DraIndex;
+pub use dra::{DraIndex, FilterAnswer, FilterAnswers};
 pub use intern::{Interner, LabelIds, Sym};
 pub use namespaces::NamespaceLabels;
 pub use node_info::{HostPort, MEMO_SLOTS, NodeInfo, NodeSummary, PodInfo, Protocol, flags};

@@ -24,10 +24,29 @@ pub(super) struct Pool<'a> {
 /// each node (`spec.nodeName`), and of all the others (all nodes, a node selector, per-device
 /// selection). Built once per change of the slices ([`crate::snapshot::DraIndex`] keeps one);
 /// [`super::Allocator::with_slice_index`] uses it.
+///
+/// It also numbers the nodes that have slices of their own (0, 1, ... in the order of their
+/// first slice) and says which nodes can reach each pool, which is what the DRA index needs to
+/// know whose remembered Filter answers a change of the devices in use concerns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SliceIndex {
-    by_node: HashMap<String, Vec<u32>, foldhash::fast::FixedState>,
+    /// Per node: its number and its own slices.
+    by_node: HashMap<String, (u32, Vec<u32>), foldhash::fast::FixedState>,
     others: Vec<u32>,
+    /// Per driver and pool: who can reach the pool's slices.
+    pools: HashMap<String, HashMap<String, PoolReach>>,
+    /// Some slice that is not a node's own has a node selector: what a node reaches depends
+    /// on its labels.
+    by_labels: bool,
+}
+
+/// Who can reach a pool's slices ([`SliceIndex::pool_reach`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolReach {
+    /// The nodes (by [`SliceIndex::node_id`]) with slices of the pool of their own.
+    pub nodes: Vec<u32>,
+    /// Some slice of the pool is not a node's own: any node may reach it.
+    pub shared: bool,
 }
 
 impl SliceIndex {
@@ -36,17 +55,62 @@ impl SliceIndex {
         let mut index = SliceIndex::default();
         for (i, slice) in slices.iter().enumerate() {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
-            match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                Some(node) => index.by_node.entry(node.to_owned()).or_default().push(i),
-                None => index.others.push(i),
+            let spec = &slice.spec;
+            let reach = index
+                .pools
+                .entry(spec.driver.clone())
+                .or_default()
+                .entry(spec.pool.name.clone())
+                .or_default();
+            match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(node) => {
+                    let next = u32::try_from(index.by_node.len()).unwrap_or(u32::MAX);
+                    let (id, own) = index
+                        .by_node
+                        .entry(node.to_owned())
+                        .or_insert_with(|| (next, Vec::new()));
+                    own.push(i);
+                    if !reach.nodes.contains(id) {
+                        reach.nodes.push(*id);
+                    }
+                }
+                None => {
+                    reach.shared = true;
+                    index.by_labels |= spec.node_selector.is_some();
+                    index.others.push(i);
+                }
             }
         }
         index
     }
 
+    /// The number of `node`, when it has slices of its own (below [`SliceIndex::node_count`]).
+    pub fn node_id(&self, node: &str) -> Option<u32> {
+        self.by_node.get(node).map(|(id, _)| *id)
+    }
+
+    /// How many nodes have slices of their own.
+    pub fn node_count(&self) -> usize {
+        self.by_node.len()
+    }
+
+    /// Who can reach the pool `driver/pool`; `None` when no slice belongs to it.
+    pub fn pool_reach(&self, driver: &str, pool: &str) -> Option<&PoolReach> {
+        self.pools.get(driver)?.get(pool)
+    }
+
+    /// Whether what a node reaches may depend on its labels (a slice that is not a node's own
+    /// has a node selector): otherwise only on its name.
+    pub fn depends_on_labels(&self) -> bool {
+        self.by_labels
+    }
+
     /// The positions of the slices `node` may reach, ascending: its own and the others.
     fn reachable<'a>(&'a self, node: &str) -> impl Iterator<Item = usize> + 'a {
-        let own = self.by_node.get(node).map_or(&[][..], Vec::as_slice);
+        let own = self
+            .by_node
+            .get(node)
+            .map_or(&[][..], |(_, s)| s.as_slice());
         let (mut a, mut b) = (own.iter().peekable(), self.others.iter().peekable());
         std::iter::from_fn(move || {
             let next = match (a.peek(), b.peek()) {
@@ -240,12 +304,24 @@ pub(super) fn gather_pools<'a>(
     Ok(pools)
 }
 
+/// Up to this many devices, a pool's names are checked for repeats by comparing each with
+/// those before it (no set to build for each node's few devices).
+const SCAN_DUPLICATES: usize = 32;
+
 /// The first device name that a pool's slices list twice.
 fn duplicate_device<'a>(slices: &[&'a ResourceSlice]) -> Option<&'a str> {
-    let mut seen = std::collections::HashSet::new();
-    slices
-        .iter()
-        .flat_map(|s| s.spec.devices.iter())
-        .map(|d| d.name.as_str())
-        .find(|name| !seen.insert(*name))
+    let names = || {
+        slices
+            .iter()
+            .flat_map(|s| s.spec.devices.iter())
+            .map(|d| d.name.as_str())
+    };
+    if slices.iter().map(|s| s.spec.devices.len()).sum::<usize>() <= SCAN_DUPLICATES {
+        return names()
+            .enumerate()
+            .find(|&(i, name)| names().take(i).any(|earlier| earlier == name))
+            .map(|(_, name)| name);
+    }
+    let mut seen = std::collections::HashSet::with_hasher(foldhash::fast::FixedState::default());
+    names().find(|name| !seen.insert(*name))
 }

@@ -193,16 +193,16 @@ pub(super) fn run<'a, S: SelectorEval + ?Sized>(
     let mut pool_ranges = Vec::with_capacity(pools.len());
     for (p, pool) in pools.iter().enumerate() {
         let start = candidates.len();
+        let busy = allocator.allocated.pool_devices(pool.driver, pool.name);
+        let own_busy = own.pool_devices(pool.driver, pool.name);
         for slice in &pool.slices {
             for device in &slice.spec.devices {
                 candidates.push(Candidate {
                     pool: p,
                     slice,
                     device,
-                    allocated: allocator
-                        .allocated
-                        .contains(pool.driver, pool.name, &device.name)
-                        || (!own.is_empty() && own.contains(pool.driver, pool.name, &device.name)),
+                    allocated: busy.is_some_and(|d| d.contains(&device.name))
+                        || own_busy.is_some_and(|d| d.contains(&device.name)),
                 });
             }
         }
