@@ -21,7 +21,8 @@ first.
 --short runs the 500-node variants with 200 measured pods (what CI runs); the default is the
 5000-node variants (1000 nodes for PreemptionBasic, which has no 5000) with all measured pods.
 kube's DRA workloads (dra/performance-config.yaml) run at their largest, 5000pods_500nodes, and
-with --short at `fast` (2 nodes, 10 pods).
+with --short at `fast` (2 nodes, 10 pods); the steady-state one at empty_500nodes (--short: fast),
+each measured pod deleted with its claim once placed, on both sides.
 
 Both sides record each measured pod's node. After the table, a line per workload where the
 sides differ in what fits (unschedulable pods, preemptions, victims) and, for a DRA workload,
@@ -61,11 +62,15 @@ FULL = [
     # kube's dra/performance-config.yaml (DynamicResourceAllocation): the largest workloads.
     "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
     "SchedulingWithResourceClaim/5000pods_500nodes",
+    # Steady state: each measured pod deleted with its claim once placed (see
+    # reference/internal/perf: 100 pods per second of kube's duration).
+    "SteadyStateClusterResourceClaimTemplate/empty_500nodes",
 ]
-# Their smallest variants (2 nodes, 10 pods), which --short runs.
+# Their smallest variants (2 nodes, 10 pods; 200 steady-state pods), which --short runs.
 DRA_SHORT = [
     "SchedulingWithResourceClaimTemplate/fast",
     "SchedulingWithResourceClaim/fast",
+    "SteadyStateClusterResourceClaimTemplate/fast",
 ]
 SHORT_MEASURE = 200
 

@@ -11,7 +11,9 @@
 //! assume, Reserve and Permit, PostFilter and retry; neither side times the queue's waits or the
 //! binding. A bound pod's ResourceClaims (DynamicResources' [`Step::Bind`] `claims`) are
 //! confirmed in the engine's snapshot by [`Scheduler::finish_binding`], with their allocations
-//! and the pod in `reservedFor`, as kube's PreBind writes them (untimed on both sides). Each
+//! and the pod in `reservedFor`, as kube's PreBind writes them (untimed on both sides). In a
+//! steady-state workload ([`WorkloadMeta::steady_state`]) each placed measured pod is then
+//! deleted with its claims, untimed, on both sides. Each
 //! measured pod's node is recorded ([`Timings::placements`]) so that the two sides can be
 //! compared.
 
@@ -45,6 +47,11 @@ pub struct WorkloadMeta {
     /// Ops of the workload the export does not reproduce.
     #[serde(default)]
     pub unsupported: Vec<String>,
+    /// The measured pods come from kube's steady-state `createPods`: each is deleted, with
+    /// the claims made for it, once placed (untimed), so the cluster stays as the init ops
+    /// left it.
+    #[serde(default)]
+    pub steady_state: bool,
 }
 
 /// The timings of one side on one workload (the JSON both `perf time` and [`run`] write).
@@ -197,6 +204,22 @@ impl Driver {
     }
 }
 
+/// What deleting a placed pod of a steady-state workload brings the engine (untimed): the
+/// pod's deletion and that of the claims kube's resourceclaim controller made for it (owned
+/// by the pod, deleted with it), which frees their devices.
+fn steady_state_deletions(pod: &Pod) -> Vec<ClusterEvent> {
+    let namespace = &pod.metadata.namespace;
+    let claims = pod
+        .status
+        .resource_claim_statuses
+        .iter()
+        .filter_map(|s| s.resource_claim_name.as_ref())
+        .map(|name| ClusterEvent::Delete(ObjectKey::ResourceClaim(format!("{namespace}/{name}"))));
+    std::iter::once(ClusterEvent::Delete(ObjectKey::pod(pod.key())))
+        .chain(claims)
+        .collect()
+}
+
 /// Runs sched-core on an exported workload: `percentage` of nodes to score where the
 /// configuration sets none (0: adaptive), one thread, at most `measure` measured pods (all
 /// with `None`).
@@ -246,7 +269,13 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
     };
     for pod in pending.take(measure.unwrap_or(usize::MAX)) {
         driver.now += CLOCK_STEP;
+        let gone = meta.steady_state.then(|| steady_state_deletions(&pod));
         let r = driver.run(pod)?;
+        if let (Some(events), Some(_)) = (gone, &r.node) {
+            for e in events {
+                driver.sched.apply(e, driver.now);
+            }
+        }
         timings
             .nanos
             .push(u64::try_from(r.timed.as_nanos()).unwrap_or(u64::MAX));

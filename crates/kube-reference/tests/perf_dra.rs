@@ -67,3 +67,15 @@ fn shared_claims_fast_agrees_with_kube() {
     assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 10]);
     assert_eq!(ours.claims_written, 10);
 }
+
+/// `SteadyStateClusterResourceClaimTemplate/fast`, its first 30 measured pods: each pod is
+/// deleted with its claim once placed (kube's steady-state `createPods`), so the one node
+/// with ten devices takes all thirty, one after another. kube placed all thirty there.
+#[test]
+fn steady_state_frees_each_pods_devices_as_kube_does() {
+    let name = "SteadyStateClusterResourceClaimTemplate_fast_30pods";
+    let (ours, kube) = both(name);
+    assert_agree(name, &ours, &kube);
+    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 30]);
+    assert_eq!(ours.claims_written, 30);
+}

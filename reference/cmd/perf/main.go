@@ -17,8 +17,10 @@
 // would), and the pod's retry on its nominated node is timed too. A placed pod with
 // ResourceClaims then goes through the PreBind plugins untimed: DynamicResources writes its
 // claims' allocations and reservedFor, as in a live run, so later pods see those devices in
-// use. The timings (and each measured pod's node) go to FILE as JSON, for
-// scripts/scheduler-perf.py.
+// use. In a steady-state workload (workload.json's steadyState), each placed measured pod then
+// leaves kube's cache and its claims are deleted through the API, untimed, as scheduler_perf
+// deletes each pod once scheduled and kube's resourceclaim controller its claims. The timings
+// (and each measured pod's node) go to FILE as JSON, for scripts/scheduler-perf.py.
 package main
 
 import (
@@ -34,7 +36,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -231,6 +235,10 @@ func timeCase(args []string) error {
 		t.Placements = append(t.Placements, o.node)
 		if !o.placed {
 			t.Unschedulable++
+		} else if meta.SteadyState {
+			if err := r.remove(p); err != nil {
+				return err
+			}
 		}
 	}
 	t.Preemptions, t.Victims = r.preemptions, r.victims
@@ -363,6 +371,69 @@ func (r *runner) schedule(pod *v1.Pod) (outcome, error) {
 		r.assumed(pod, node)
 	}
 	return outcome{placed: node != "", timed: timed, node: node}, nil
+}
+
+// remove deletes a placed pod of a steady-state workload (untimed), as scheduler_perf deletes
+// each pod once it is scheduled, and the claims kube's resourceclaim controller made for it
+// (deleted with it): the pod leaves kube's cache, each claim the API, and remove waits until
+// kube's DRA manager no longer has the claim nor counts its devices as allocated.
+func (r *runner) remove(pod *v1.Pod) error {
+	ctx := r.inst.Context()
+	logger := klog.FromContext(ctx)
+	key := kube.PodKey(pod)
+	placed, ok := r.placed[key]
+	if !ok {
+		return fmt.Errorf("%s is not in kube's cache", key)
+	}
+	if err := r.inst.Sched.Cache.ForgetPod(logger, placed); err != nil {
+		if err := r.inst.Sched.Cache.RemovePod(logger, placed); err != nil {
+			return fmt.Errorf("removing %s: %w", key, err)
+		}
+	}
+	delete(r.placed, key)
+	fw := r.inst.Framework(pod)
+	claims := fw.SharedDRAManager().ResourceClaims()
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.ResourceClaimName == nil {
+			continue
+		}
+		name := *st.ResourceClaimName
+		claim, err := claims.Get(pod.Namespace, name)
+		if err != nil {
+			return fmt.Errorf("%s: claim %s: %w", key, name, err)
+		}
+		var devices []structured.DeviceID
+		if a := claim.Status.Allocation; a != nil {
+			for _, res := range a.Devices.Results {
+				devices = append(devices, structured.MakeDeviceID(res.Driver, res.Pool, res.Device))
+			}
+		}
+		if err := r.inst.Client.ResourceV1().ResourceClaims(pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("%s: deleting claim %s: %w", key, name, err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, err := claims.Get(pod.Namespace, name)
+			gone := err != nil
+			allocated, lerr := claims.ListAllAllocatedDevices()
+			if lerr != nil {
+				return lerr
+			}
+			for _, d := range devices {
+				if allocated.Has(d) {
+					gone = false
+				}
+			}
+			if gone {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: claim %s still in kube's DRA manager a minute after its deletion", key, name)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil
 }
 
 func (r *runner) assumed(pod *v1.Pod, node string) {

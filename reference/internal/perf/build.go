@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -40,9 +42,12 @@ type Built struct {
 	ConfigPath string
 	// Feature gates of the test case and the workload.
 	FeatureGates map[string]bool
-	// Ops this reproduction does not run (churn, steady state, allocResourceClaims, ...), by
+	// Ops this reproduction does not run (churn, allocResourceClaims of claims, ...), by
 	// op code.
 	Unsupported []string
+	// The measured pods come from a steady-state op: each is deleted, with the claims made
+	// for it, once placed, so the cluster stays as the init ops left it.
+	SteadyState bool
 }
 
 type builder struct {
@@ -151,6 +156,17 @@ func (b *builder) op(index int, o Op) error {
 			return err
 		}
 		return b.createResourceDriver(&op)
+	case "allocResourceClaims":
+		// kube allocates the claims of a namespace before the measured pods; with none there
+		// (the empty_* workloads), there is nothing to do.
+		var op AllocResourceClaims
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		if b.claimsIn(op.Namespace) > 0 {
+			b.out.Unsupported = append(b.out.Unsupported, o.Opcode)
+		}
+		return nil
 	case "barrier", "sleep":
 		// Sequential scheduling already waits for every pod.
 		return nil
@@ -309,17 +325,39 @@ func makeBasePod() *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-"}, Spec: testutils.MakePodSpec()}
 }
 
+// steadyPodsPerSecond is how many pods a steady-state op's duration stands for: kube's
+// scheduler_perf keeps creating pods for the duration and deletes each once it is scheduled;
+// sequentially, each measured pod is deleted (with the claims made for it) once placed, and
+// the duration becomes this many pods per second of it (kube's threshold for
+// SteadyStateClusterResourceClaimTemplate/empty_500nodes is 64 pods/s, typically above 81).
+const steadyPodsPerSecond = 100
+
 func (b *builder) createPods(index int, op *CreatePods) error {
-	if op.SteadyState {
-		b.out.Unsupported = append(b.out.Unsupported, "createPods(steadyState)")
-		return nil
-	}
 	count := op.Count
 	if op.CountParam != "" {
 		var err error
 		if count, err = b.w.param(op.CountParam); err != nil {
 			return err
 		}
+	}
+	if op.SteadyState {
+		if !op.CollectMetrics || b.out.MeasuredPods > 0 {
+			return fmt.Errorf("a steady-state op is reproduced only as the measured pods")
+		}
+		duration := op.Duration
+		if op.DurationParam != "" {
+			v, ok := b.w.Params[strings.TrimPrefix(op.DurationParam, "$")].(string)
+			if !ok {
+				return fmt.Errorf("duration parameter %s is not a string", op.DurationParam)
+			}
+			duration = v
+		}
+		d, err := time.ParseDuration(duration)
+		if err != nil {
+			return fmt.Errorf("steady state duration %q: %w", duration, err)
+		}
+		count = int(d.Seconds() * steadyPodsPerSecond)
+		b.out.SteadyState = true
 	}
 	namespace := fmt.Sprintf("namespace-%d", index)
 	if op.Namespace != nil {
@@ -416,6 +454,9 @@ type Meta struct {
 	FeatureGates map[string]bool `json:"featureGates"`
 	Unsupported  []string        `json:"unsupported"`
 	KubeVersion  string          `json:"kubeVersion"`
+	// Each measured pod is deleted with the claims made for it once placed (kube's
+	// steady-state createPods).
+	SteadyState bool `json:"steadyState"`
 }
 
 // Write writes the workload as a case folder: nodes.json, objects.json, pods.json (init pods,
@@ -453,6 +494,7 @@ func (built *Built) Write(dir, file, kubeVersion string) error {
 		TestCase: built.TestCase, Workload: built.Workload, File: file,
 		InitPods: built.InitPods, MeasuredPods: built.MeasuredPods, Nodes: len(built.Nodes),
 		FeatureGates: built.FeatureGates, Unsupported: built.Unsupported, KubeVersion: kubeVersion,
+		SteadyState: built.SteadyState,
 	}
 	if meta.Unsupported == nil {
 		meta.Unsupported = []string{}

@@ -89,6 +89,12 @@ type CreateNamespaces struct {
 	NamespaceTemplatePath *string
 }
 
+// AllocResourceClaims is kube's allocResourceClaimsOp.
+type AllocResourceClaims struct {
+	Opcode    string
+	Namespace string
+}
+
 // CreatePods is kube's createPodsOp.
 type CreatePods struct {
 	Opcode                            string

@@ -218,3 +218,14 @@ func (b *builder) claimsFromTemplates(pod *v1.Pod) error {
 	}
 	return nil
 }
+
+// claimsIn counts the ResourceClaims created so far in namespace.
+func (b *builder) claimsIn(namespace string) int {
+	n := 0
+	for _, o := range b.out.Objects {
+		if c, ok := o.(*resourceapi.ResourceClaim); ok && c.Namespace == namespace {
+			n++
+		}
+	}
+	return n
+}
