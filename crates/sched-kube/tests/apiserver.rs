@@ -162,23 +162,7 @@ async fn preempts_lower_priority_pods_as_kube_does() {
     let (server, client) = server().await;
     let kubelet = kubelet_stand_in(client.clone());
     create_priority_classes(&client).await;
-    create_node(&client, "n1", "2").await;
-    let scheduler = KubeScheduler::new(
-        scheduler_client(&server).await,
-        Options::new(config("preempt"), "replica-a"),
-    )
-    .unwrap();
-    let running = Running::start(scheduler);
-    create_pod(&client, "low-a", "sched-kube", "1", Some("low")).await;
-    create_pod(&client, "low-b", "sched-kube", "1", Some("low")).await;
-    eventually(Duration::from_secs(30), "the low pods bound", || {
-        let client = client.clone();
-        async move {
-            let all = pods(&client).await;
-            (all.values().filter(|p| node_of(p).is_some()).count() == 2).then_some(())
-        }
-    })
-    .await;
+    let running = n1_full_of_low_pods(&server, &client, "preempt").await;
     let uid = |all: &BTreeMap<String, Pod>, n: &str| all[n].metadata.uid.clone().unwrap();
     let before = pods(&client).await;
     let low_a = uid(&before, "low-a");
@@ -549,41 +533,7 @@ async fn a_refused_binding_takes_the_pod_out_of_its_claims_reserved_for() {
 
     let (server, client) = server().await;
     create_node(&client, "n1", "4").await;
-    create_dynamic(
-        Api::all_with(client.clone(), &dra_resource("DeviceClass", "deviceclasses")),
-        serde_json::json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
-        }),
-    )
-    .await;
-    create_dynamic(
-        Api::all_with(
-            client.clone(),
-            &dra_resource("ResourceSlice", "resourceslices"),
-        ),
-        serde_json::json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "n1-gpus"},
-            "spec": {"driver": "gpu.example.com", "nodeName": "n1",
-                     "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": "gpu-0"}]},
-        }),
-    )
-    .await;
-    let claims_api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NS,
-        &dra_resource("ResourceClaim", "resourceclaims"),
-    );
-    create_dynamic(claims_api.clone(), serde_json::json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "gpu", "namespace": NS},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
-    }))
-    .await;
+    let claims_api = one_gpu_and_a_claim(&client, "n1", "gpu").await;
     refuse_bindings_of(&client, "refused").await;
 
     // Every state of the claim, in order, from before the scheduler starts.
@@ -778,23 +728,7 @@ async fn a_preemptor_clears_lower_priority_nominations_to_its_node() {
         .create(&PostParams::default(), &mid)
         .await
         .unwrap();
-    create_node(&client, "n1", "2").await;
-    let scheduler = KubeScheduler::new(
-        scheduler_client(&server).await,
-        Options::new(config("unnominate"), "replica-a"),
-    )
-    .unwrap();
-    let running = Running::start(scheduler);
-    create_pod(&client, "low-a", "sched-kube", "1", Some("low")).await;
-    create_pod(&client, "low-b", "sched-kube", "1", Some("low")).await;
-    eventually(Duration::from_secs(30), "the low pods bound", || {
-        let client = client.clone();
-        async move {
-            let all = pods(&client).await;
-            (all.values().filter(|p| node_of(p).is_some()).count() == 2).then_some(())
-        }
-    })
-    .await;
+    let running = n1_full_of_low_pods(&server, &client, "unnominate").await;
     create_pod(&client, "mid", "sched-kube", "2", Some("mid")).await;
     eventually(Duration::from_secs(30), "mid nominated to n1", || {
         let client = client.clone();

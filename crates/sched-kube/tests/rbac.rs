@@ -39,41 +39,7 @@ fn resource(api_version: &str, kind: &str) -> (ApiResource, bool) {
 /// A DeviceClass, a slice of one GPU on n2, a claim for it and a pod using the claim;
 /// returns the claims' API.
 async fn dra_pod(admin: &kube::Client) -> Api<DynamicObject> {
-    create_dynamic(
-        Api::all_with(admin.clone(), &dra_resource("DeviceClass", "deviceclasses")),
-        serde_json::json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
-        }),
-    )
-    .await;
-    create_dynamic(
-        Api::all_with(
-            admin.clone(),
-            &dra_resource("ResourceSlice", "resourceslices"),
-        ),
-        serde_json::json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "n2-gpus"},
-            "spec": {"driver": "gpu.example.com", "nodeName": "n2",
-                     "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": "gpu-0"}]},
-        }),
-    )
-    .await;
-    let claims: Api<DynamicObject> = Api::namespaced_with(
-        admin.clone(),
-        NS,
-        &dra_resource("ResourceClaim", "resourceclaims"),
-    );
-    create_dynamic(claims.clone(), serde_json::json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": "gpu", "namespace": NS},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
-    }))
-    .await;
+    let claims = one_gpu_and_a_claim(admin, "n2", "gpu").await;
     let mut p = pod_json("gpu", "sched-kube", "100m", None, &[]);
     p.spec.as_mut().unwrap().resource_claims = Some(vec![
         serde_json::from_value(serde_json::json!({"name": "gpu", "resourceClaimName": "gpu"}))

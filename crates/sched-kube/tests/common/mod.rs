@@ -260,3 +260,71 @@ pub async fn create_dynamic(api: Api<kube::api::DynamicObject>, json: serde_json
     let o: kube::api::DynamicObject = serde_json::from_value(json).unwrap();
     api.create(&PostParams::default(), &o).await.unwrap();
 }
+
+/// A DeviceClass `gpu.example.com`, a ResourceSlice of one GPU (`gpu-0`) on `node` and the
+/// claim `claim` in [`NS`] for one GPU of that class; returns the claims' API.
+pub async fn one_gpu_and_a_claim(
+    client: &Client,
+    node: &str,
+    claim: &str,
+) -> Api<kube::api::DynamicObject> {
+    create_dynamic(
+        Api::all_with(client.clone(), &dra_resource("DeviceClass", "deviceclasses")),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
+        }),
+    )
+    .await;
+    create_dynamic(
+        Api::all_with(
+            client.clone(),
+            &dra_resource("ResourceSlice", "resourceslices"),
+        ),
+        serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpus")},
+            "spec": {"driver": "gpu.example.com", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}]},
+        }),
+    )
+    .await;
+    let claims: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &dra_resource("ResourceClaim", "resourceclaims"),
+    );
+    create_dynamic(claims.clone(), serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": claim, "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+    }))
+    .await;
+    claims
+}
+
+/// Node n1 of 2 CPUs, a scheduler holding the Lease `lease` as `replica-a`, and the pods
+/// `low-a` and `low-b` (priority class `low`, 1 CPU each) bound there.
+pub async fn n1_full_of_low_pods(server: &KubeApiServer, client: &Client, lease: &str) -> Running {
+    create_node(client, "n1", "2").await;
+    let scheduler = sched_kube::KubeScheduler::new(
+        scheduler_client(server).await,
+        sched_kube::Options::new(config(lease), "replica-a"),
+    )
+    .unwrap();
+    let running = Running::start(scheduler);
+    create_pod(client, "low-a", "sched-kube", "1", Some("low")).await;
+    create_pod(client, "low-b", "sched-kube", "1", Some("low")).await;
+    eventually(Duration::from_secs(30), "the low pods bound", || {
+        let client = client.clone();
+        async move {
+            let all = pods(&client).await;
+            (all.values().filter(|p| node_of(p).is_some()).count() == 2).then_some(())
+        }
+    })
+    .await;
+    running
+}
