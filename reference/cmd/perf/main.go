@@ -415,9 +415,12 @@ func (r *runner) remove(pod *v1.Pod) error {
 		for {
 			_, err := claims.Get(pod.Namespace, name)
 			gone := err != nil
+			// The claim tracker refuses a listing that raced with an informer event
+			// ("conflicting concurrent modification"); kube's PreFilter asks again, and so
+			// does this loop.
 			allocated, lerr := claims.ListAllAllocatedDevices()
 			if lerr != nil {
-				return lerr
+				gone = false
 			}
 			for _, d := range devices {
 				if allocated.Has(d) {
@@ -428,6 +431,9 @@ func (r *runner) remove(pod *v1.Pod) error {
 				break
 			}
 			if time.Now().After(deadline) {
+				if lerr != nil {
+					return fmt.Errorf("%s: claim %s: listing kube's allocated devices: %w", key, name, lerr)
+				}
 				return fmt.Errorf("%s: claim %s still in kube's DRA manager a minute after its deletion", key, name)
 			}
 			time.Sleep(50 * time.Microsecond)
