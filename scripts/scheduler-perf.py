@@ -22,15 +22,18 @@ first.
 5000-node variants (1000 nodes for PreemptionBasic, which has no 5000) with all measured pods.
 kube's DRA workloads (dra/performance-config.yaml) run at their largest, 5000pods_500nodes, and
 with --short at `fast` (2 nodes, 10 pods); the steady-state one at empty_500nodes (--short: fast),
-each measured pod deleted with its claim once placed, on both sides.
+each measured pod deleted with its claim once placed, on both sides. Unschedulable (kube's
+misc/performance-config.yaml) adds pod churn: every 200 ms of a side's own scheduling time, a
+pod that fits no node enters and is scheduled, its time counted in the next measured pod's.
 
 Both sides record each measured pod's node. After the table, a line per workload where the
 sides differ in what fits (unschedulable pods, preemptions, victims) and, for a DRA workload,
 how many measured pods each side placed, how many on the same node as kube's (kube breaks
 score ties at random), the largest number of measured pods on one node, and the claims each
-side wrote. With --check, a DRA workload where the placed counts or the claims written differ
-makes the exit status 1.
-Exit status: 0, or 1 when a run fails (its output is shown) or a --check fails.
+side wrote; for a workload with churn, how many churn pods entered on each side. With --check,
+a DRA workload where the placed counts or the claims written differ makes the exit status 1.
+Exit status: 0, or 1 when a run fails (its output is shown), a side's clock went past the churn
+pods exported, or a --check fails.
 """
 import argparse
 import json
@@ -59,6 +62,9 @@ FULL = [
     "SchedulingInTreePVs/5000Nodes",
     "SchedulingCSIPVs/5000Nodes",
     "PreemptionBasic/1000Nodes",
+    # Pod churn: an unschedulable high-priority pod every 200 ms of each side's scheduling
+    # time beside the measured pods (see reference/cmd/perf: churner).
+    "Unschedulable/5kNodes/100Init/1kPods",
     # kube's dra/performance-config.yaml (DynamicResourceAllocation): the largest workloads.
     "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
     "SchedulingWithResourceClaim/5000pods_500nodes",
@@ -77,7 +83,7 @@ SHORT_MEASURE = 200
 
 def short_list():
     return [w.rsplit("/", 1)[0] + "/500Nodes" if "/5000Nodes" in w else w for w in FULL
-            if "/5000Nodes" in w] + ["PreemptionBasic/1000Nodes"] + DRA_SHORT
+            if "/5000Nodes" in w] + ["PreemptionBasic/1000Nodes", "Unschedulable/500Nodes/10Init/1kPods"] + DRA_SHORT
 
 
 def run(cmd, **kw):
@@ -110,7 +116,9 @@ def stats(t):
     total = sum(n)
     return {"median": median, "p99": p99, "rate": len(n) / (total / 1e9) if total else 0.0,
             "pods": len(n), "unschedulable": t.get("unschedulable", 0),
-            "preemptions": t.get("preemptions", 0), "victims": t.get("victims", 0)}
+            "preemptions": t.get("preemptions", 0), "victims": t.get("victims", 0),
+            "churn": t.get("churnPods", 0), "churn placed": t.get("churnPlaced", 0),
+            "churn exhausted": t.get("churnExhausted", False)}
 
 
 def agreement(kube, ours):
@@ -205,6 +213,7 @@ def main():
     rows = [head]
     notes = []
     failed = []
+    exhausted = []
     for w, r in results.items():
         ours = r["rounds"]["sched-core"]
         row = [w, str(r["meta"]["nodes"])]
@@ -227,6 +236,14 @@ def main():
         elif k1 and (k1["preemptions"] or k1["unschedulable"]):
             notes.append(f"{w}: both sides: {k1['unschedulable']} unschedulable, {k1['preemptions']} preemptions, "
                          f"{k1['victims']} victims")
+        if any(s and s.get("churn exhausted") for side in r["rounds"].values() for s in side):
+            notes.append(f"{w}: a side's clock went past the churn pods exported (churn.json): not comparable")
+            exhausted.append(w)
+        if r["meta"].get("churn") and k1 and o1:
+            c = r["meta"]["churn"]
+            notes.append(f"{w}: churn pods entered (every {c['intervalMillis']} ms of each side's scheduling time, "
+                         f"counted in the next measured pod's time): kube {k1['churn']} ({k1['churn placed']} placed), "
+                         f"sched-core {o1['churn']} ({o1['churn placed']} placed)")
         a = r["agree"]
         if r["meta"].get("featureGates", {}).get("DynamicResourceAllocation"):
             notes.append(f"{w}: placed {a['kube placed']} of {a['pods']} measured pods (kube) and "
@@ -247,6 +264,9 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    if exhausted:
+        sys.stderr.write(f"scheduler-perf: churn pods ran out: {', '.join(exhausted)}\n")
+        sys.exit(1)
     if args.check and failed:
         sys.stderr.write(f"scheduler-perf: the sides place a different number of pods: {', '.join(failed)}\n")
         sys.exit(1)

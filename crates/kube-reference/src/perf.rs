@@ -13,7 +13,9 @@
 //! confirmed in the engine's snapshot by [`Scheduler::finish_binding`], with their allocations
 //! and the pod in `reservedFor`, as kube's PreBind writes them (untimed on both sides). In a
 //! steady-state workload ([`WorkloadMeta::steady_state`]) each placed measured pod is then
-//! deleted with its claims, untimed, on both sides. Each
+//! deleted with its claims, untimed, on both sides. With pod churn ([`WorkloadMeta::churn`],
+//! kube's `churn` op), churn pods enter on each side's own clock and are scheduled and timed
+//! as the measured pods, their time counted in the next measured pod's. Each
 //! measured pod's node is recorded ([`Timings::placements`]) so that the two sides can be
 //! compared.
 
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use sched_core::config::Registry;
-use sched_core::model::{Pod, PodKey};
+use sched_core::model::{Pod, PodKey, Role, load_file};
 use sched_core::scheduler::{ClusterEvent, ObjectKey, QueueName, Scheduler, Step};
 use sched_core::snapshot::Snapshot;
 
@@ -52,6 +54,26 @@ pub struct WorkloadMeta {
     /// left it.
     #[serde(default)]
     pub steady_state: bool,
+    /// Pods entering while the measured pods are scheduled (kube's churn op of pods), if
+    /// any; the pods are in [`CHURN_FILE`].
+    #[serde(default)]
+    pub churn: Option<ChurnMeta>,
+}
+
+/// The file of a case folder holding its churn pods, in the order they enter.
+pub const CHURN_FILE: &str = "churn.json";
+
+/// `workload.json`'s `churn`: every `interval_millis` of a side's scheduling time, the next
+/// `pods_per_tick` pods of [`CHURN_FILE`] enter; the file holds `ticks` ticks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChurnMeta {
+    /// Milliseconds between two ticks (kube's `intervalMilliseconds`).
+    pub interval_millis: u64,
+    /// Pods entering at each tick (one per template).
+    pub pods_per_tick: usize,
+    /// Ticks the file holds.
+    pub ticks: usize,
 }
 
 /// The timings of one side on one workload (the JSON both `perf time` and [`run`] write).
@@ -87,6 +109,44 @@ pub struct Timings {
     /// and `reservedFor`).
     #[serde(default)]
     pub claims_written: usize,
+    /// Churn pods that entered while the measured pods were scheduled.
+    #[serde(default)]
+    pub churn_pods: usize,
+    /// How many of them were placed.
+    #[serde(default)]
+    pub churn_placed: usize,
+    /// The clock reached a tick past the last of the churn file's pods.
+    #[serde(default)]
+    pub churn_exhausted: bool,
+    /// Cycles of pods tried again while a later pod was being run, requeued by the events
+    /// the runs brought (with kube's queueing hints, a churn pod that fits no node is not
+    /// requeued by pods being bound). kube's side runs no queue: 0 there.
+    #[serde(default)]
+    pub requeued_cycles: usize,
+}
+
+/// How [`run_with`] runs a workload.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// Percentage of nodes to score where the configuration sets none (0: adaptive).
+    pub percentage: u32,
+    /// Measured pods to run at most (all with `None`).
+    pub measure: Option<usize>,
+    /// The churn interval instead of the workload's (tests: a tiny one lets the churn pods
+    /// in deterministically, all of them after the first measured pod).
+    pub churn_interval: Option<Duration>,
+}
+
+impl RunOptions {
+    /// Options with `percentage` and `measure`, the workload's churn interval.
+    pub fn new(percentage: u32, measure: Option<usize>) -> RunOptions {
+        RunOptions {
+            percentage,
+            measure,
+            churn_interval: None,
+        }
+    }
 }
 
 /// A workload that could not be run.
@@ -130,6 +190,8 @@ struct Driver {
     victims: usize,
     /// ResourceClaims the binds wrote.
     claims_written: usize,
+    /// Cycles of other pods than the one being run (requeued ones).
+    requeued_cycles: usize,
 }
 
 /// How one pod's scheduling went.
@@ -171,6 +233,7 @@ impl Driver {
                             timed,
                         });
                     }
+                    self.requeued_cycles += 1;
                 }
                 Step::Preempt { victims, .. } => {
                     self.preemptions += 1;
@@ -183,7 +246,7 @@ impl Driver {
                 Step::Unschedulable { pod, .. } if pod == key => {
                     return Ok(PodRun { node: None, timed });
                 }
-                Step::Unschedulable { .. } => {}
+                Step::Unschedulable { .. } => self.requeued_cycles += 1,
                 Step::Idle { until: Some(t) }
                     if self.sched.queue().position(&key) == Some(QueueName::Backoff) =>
                 {
@@ -201,6 +264,65 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+/// kube's churn op of pods on the side's own clock, as `perf time` runs it: the summed time
+/// of the measured and churn pods since the first measured pod. Whenever that clock passes the
+/// next tick (every `interval_millis`, the first one interval in, as kube's ticker), the
+/// tick's pods enter and are scheduled at once (kube's churn pods outrank the measured ones),
+/// their time counted in the next measured pod's. Binding and the API are left out of the
+/// clock on both sides, so both see fewer ticks than a live run would.
+struct Churner {
+    meta: Option<ChurnMeta>,
+    /// [`RunOptions::churn_interval`].
+    interval: Option<Duration>,
+    pods: std::vec::IntoIter<Pod>,
+    clock: Duration,
+    ticks: usize,
+    entered: usize,
+    placed: usize,
+    exhausted: bool,
+}
+
+impl Churner {
+    fn new(meta: Option<ChurnMeta>, interval: Option<Duration>, pods: Vec<Pod>) -> Churner {
+        Churner {
+            meta,
+            interval,
+            pods: pods.into_iter(),
+            clock: Duration::ZERO,
+            ticks: 0,
+            entered: 0,
+            placed: 0,
+            exhausted: false,
+        }
+    }
+
+    /// Schedules the churn pods whose tick the clock has reached; their time.
+    fn due(&mut self, driver: &mut Driver) -> Result<Duration, PerfError> {
+        let Some(meta) = &self.meta else {
+            return Ok(Duration::ZERO);
+        };
+        let interval = Duration::from_millis(meta.interval_millis);
+        let mut spent = Duration::ZERO;
+        let interval = self.interval.unwrap_or(interval);
+        while self.clock >= interval * u32::try_from(self.ticks + 1).unwrap_or(u32::MAX) {
+            if self.ticks >= meta.ticks {
+                // The file's pods are all in: the run says so (the script refuses it).
+                self.exhausted = true;
+                break;
+            }
+            for pod in self.pods.by_ref().take(meta.pods_per_tick) {
+                let r = driver.run(pod)?;
+                self.entered += 1;
+                self.placed += usize::from(r.node.is_some());
+                spent += r.timed;
+                self.clock += r.timed;
+            }
+            self.ticks += 1;
+        }
+        Ok(spent)
     }
 }
 
@@ -224,6 +346,12 @@ fn steady_state_deletions(pod: &Pod) -> Vec<ClusterEvent> {
 /// configuration sets none (0: adaptive), one thread, at most `measure` measured pods (all
 /// with `None`).
 pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timings, PerfError> {
+    run_with(dir, &RunOptions::new(percentage, measure))
+}
+
+/// [`run`] with [`RunOptions`].
+pub fn run_with(dir: &Path, options: &RunOptions) -> Result<Timings, PerfError> {
+    let (percentage, measure) = (options.percentage, options.measure);
     let meta = read_meta(dir)?;
     let case = Case::read(dir).map_err(|e| PerfError::Read(e.to_string()))?;
     let mut config = case.configuration();
@@ -243,11 +371,22 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
         preemptions: 0,
         victims: 0,
         claims_written: 0,
+        requeued_cycles: 0,
     };
     let nodes = cluster.nodes.len();
     for event in ClusterEvent::listing(&mut cluster) {
         driver.sched.apply(event, driver.now);
     }
+    let churn_pods = match &meta.churn {
+        Some(_) => {
+            let path = dir.join(CHURN_FILE);
+            load_file(&path, Role::Pods)
+                .map_err(|e| PerfError::Read(e.to_string()))?
+                .pods
+        }
+        None => Vec::new(),
+    };
+    let mut churn = Churner::new(meta.churn.clone(), options.churn_interval, churn_pods);
     let mut pending = cluster.pending.into_iter();
     let start = Instant::now();
     for pod in pending.by_ref().take(meta.init_pods) {
@@ -257,6 +396,7 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
     let init_seconds = start.elapsed().as_secs_f64();
     driver.preemptions = 0;
     driver.victims = 0;
+    driver.requeued_cycles = 0;
     let mut timings = Timings {
         side: "sched-core".into(),
         workload: format!("{}/{}", meta.test_case, meta.workload),
@@ -270,7 +410,9 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
     for pod in pending.take(measure.unwrap_or(usize::MAX)) {
         driver.now += CLOCK_STEP;
         let gone = meta.steady_state.then(|| steady_state_deletions(&pod));
+        let before = churn.due(&mut driver)?;
         let r = driver.run(pod)?;
+        churn.clock += r.timed;
         if let (Some(events), Some(_)) = (gone, &r.node) {
             for e in events {
                 driver.sched.apply(e, driver.now);
@@ -278,7 +420,7 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
         }
         timings
             .nanos
-            .push(u64::try_from(r.timed.as_nanos()).unwrap_or(u64::MAX));
+            .push(u64::try_from((before + r.timed).as_nanos()).unwrap_or(u64::MAX));
         if r.node.is_none() {
             timings.unschedulable += 1;
         }
@@ -287,5 +429,9 @@ pub fn run(dir: &Path, percentage: u32, measure: Option<usize>) -> Result<Timing
     timings.preemptions = driver.preemptions;
     timings.victims = driver.victims;
     timings.claims_written = driver.claims_written;
+    timings.churn_pods = churn.entered;
+    timings.churn_placed = churn.placed;
+    timings.churn_exhausted = churn.exhausted;
+    timings.requeued_cycles = driver.requeued_cycles;
     Ok(timings)
 }

@@ -1,13 +1,15 @@
-//! The benchmark peer's sched-core side on kube's DRA scheduler_perf workloads
-//! (`dra/performance-config.yaml` of kube v1.34.4), exported by `reference/cmd/perf export`
-//! into `tests/data/perf/<TestCase>_<workload>/`, each beside `kube.json`: what
-//! `perf time` (kube-scheduler v1.34.4 in process, parallelism 1) answered on that folder.
+//! The benchmark peer's sched-core side on kube's scheduler_perf workloads, exported by
+//! `reference/cmd/perf export` into `tests/data/perf/<TestCase>_<workload>/`, each beside
+//! `kube.json`: what `perf time` (kube-scheduler v1.34.4 in process, parallelism 1) answered
+//! on that folder. On kube's DRA workloads (`dra/performance-config.yaml` of kube v1.34.4),
 //! sched-core must place every measured pod on the node kube chose, leave the same pods
-//! unschedulable and write as many claims.
+//! unschedulable and write as many claims; on a workload with pod churn, let the same churn
+//! pods in and place as many of them.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use kube_reference::perf::{Timings, run};
+use kube_reference::perf::{RunOptions, Timings, run, run_with};
 
 fn folder(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,9 +21,14 @@ fn folder(name: &str) -> PathBuf {
 fn both(name: &str) -> (Timings, Timings) {
     let dir = folder(name);
     let ours = run(&dir, 0, None).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let text = std::fs::read_to_string(dir.join("kube.json")).unwrap_or_else(|e| panic!("{e}"));
-    let kube: Timings = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    (ours, kube)
+    (ours, kube_timings(name))
+}
+
+/// kube's recorded timings on the folder `name`.
+fn kube_timings(name: &str) -> Timings {
+    let text = std::fs::read_to_string(folder(name).join("kube.json"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn assert_agree(name: &str, ours: &Timings, kube: &Timings) {
@@ -78,4 +85,35 @@ fn steady_state_frees_each_pods_devices_as_kube_does() {
     assert_agree(name, &ours, &kube);
     assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 30]);
     assert_eq!(ours.claims_written, 30);
+}
+
+/// `Unschedulable/5Nodes/1Init/10Pods_QueueingHintsEnabled` (kube's misc workload with pod
+/// churn: every 200 ms a priority-10 pod asking for 9 CPUs, which no 4-CPU node holds), its
+/// churn file cut to 20 ticks. Both sides ran it with a 1 ns churn interval (kube's
+/// `perf time -churn-interval 1ns`): every churn pod enters after the first measured pod, so
+/// both let in all 20, place none, and say the file ran out. kube tries each churn pod once
+/// (its queueing hints do not requeue a pod NodeResourcesFit rejected as unresolvable when
+/// other pods are bound); sched-core's queue must not try them again either while the
+/// measured pods bind.
+#[test]
+fn churn_pods_enter_and_stay_unschedulable_as_in_kube() {
+    let name = "Unschedulable_5Nodes_1Init_10Pods_QueueingHintsEnabled";
+    let dir = folder(name);
+    let mut options = RunOptions::new(0, None);
+    options.churn_interval = Some(Duration::from_nanos(1));
+    let ours = run_with(&dir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let kube = kube_timings(name);
+    assert_eq!((kube.churn_pods, kube.churn_placed), (20, 0), "kube.json");
+    assert_eq!(
+        (ours.churn_pods, ours.churn_placed, ours.churn_exhausted),
+        (kube.churn_pods, kube.churn_placed, kube.churn_exhausted)
+    );
+    assert_eq!(ours.requeued_cycles, 0, "churn pods tried again");
+    // kube breaks score ties at random: every measured pod placed, on both sides.
+    assert_eq!(ours.unschedulable, kube.unschedulable);
+    assert_eq!(ours.placements.len(), 10);
+    assert!(ours.placements.iter().all(|n| !n.is_empty()), "{:?}", ours.placements);
+    // At the workload's own 200 ms, ten pods take far less: no churn pod enters.
+    let plain = run(&dir, 0, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!((plain.churn_pods, plain.churn_exhausted), (0, false));
 }

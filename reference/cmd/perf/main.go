@@ -3,12 +3,13 @@
 //
 //	perf list   -scheduler-perf DIR
 //	perf export -scheduler-perf DIR -out DIR TESTCASE/WORKLOAD...
-//	perf time   [-parallelism N] [-percentage P] [-measure N] -out FILE CASE_DIR
+//	perf time   [-parallelism N] [-percentage P] [-measure N] [-churn-interval D] -out FILE CASE_DIR
 //
 // DIR is test/integration/scheduler_perf of the k8s.io/kubernetes module (`go list -m -f
 // '{{.Dir}}' k8s.io/kubernetes` in reference/). `export` writes each workload as a case folder
 // (OUT/TESTCASE_WORKLOAD: nodes.json, objects.json, pods.json with the init pods then the
-// measured pods, config.yaml when the test case names one, workload.json), the objects kube's
+// measured pods, config.yaml when the test case names one, churn.json for pod churn,
+// workload.json), the objects kube's
 // scheduler_perf creates, in its order. `time` runs kube-scheduler on such a folder: the init
 // pods untimed, then each measured pod timed through one scheduling cycle as kube's
 // schedulingCycle runs it (SchedulePod, then assume, Reserve and Permit on the node found).
@@ -19,7 +20,10 @@
 // claims' allocations and reservedFor, as in a live run, so later pods see those devices in
 // use. In a steady-state workload (workload.json's steadyState), each placed measured pod then
 // leaves kube's cache and its claims are deleted through the API, untimed, as scheduler_perf
-// deletes each pod once scheduled and kube's resourceclaim controller its claims. The timings
+// deletes each pod once scheduled and kube's resourceclaim controller its claims. A workload
+// with pod churn (workload.json's churn, the pods in churn.json) lets the churn pods in on the
+// side's own clock, scheduled and timed as the measured pods, their time counted in the next
+// measured pod's (see churner). The timings
 // (and each measured pod's node) go to FILE as JSON, for scripts/scheduler-perf.py.
 package main
 
@@ -52,7 +56,7 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
   perf list   -scheduler-perf DIR
   perf export -scheduler-perf DIR -out DIR TESTCASE/WORKLOAD...
-  perf time   [-parallelism N] [-percentage P] [-measure N] -out FILE CASE_DIR
+  perf time   [-parallelism N] [-percentage P] [-measure N] [-churn-interval D] -out FILE CASE_DIR
 `)
 	os.Exit(2)
 }
@@ -159,6 +163,66 @@ type Timings struct {
 	Placements []string `json:"placements"`
 	// ResourceClaims written for placed pods (init and measured), by PreBind.
 	ClaimsWritten int `json:"claimsWritten"`
+	// Churn pods that entered while the measured pods were scheduled, and how many of them
+	// were placed.
+	ChurnPods   int `json:"churnPods"`
+	ChurnPlaced int `json:"churnPlaced"`
+	// The clock reached a tick past the last of churn.json's pods.
+	ChurnExhausted bool `json:"churnExhausted"`
+}
+
+// churner reproduces kube's churn op of pods (mode create) on the side's own clock: the
+// measured pods' and churn pods' summed cycle times since the first measured pod. Whenever
+// that clock passes the next tick (every IntervalMillis, the first one interval in, as kube's
+// ticker), the tick's pods enter and are scheduled at once (kube's churn pods outrank the
+// measured ones: priority 10), and their time counts in the next measured pod's. The clock
+// leaves out binding and the API, which kube's wall clock in scheduler_perf has: fewer
+// ticks than a live run, for either side.
+type churner struct {
+	meta      *perf.ChurnMeta
+	pods      []*v1.Pod
+	clock     time.Duration
+	next      int // ticks entered
+	entered   int
+	placed    int
+	exhausted bool
+}
+
+func newChurner(meta *perf.ChurnMeta, pods []*v1.Pod) *churner {
+	return &churner{meta: meta, pods: pods}
+}
+
+// due schedules the churn pods whose tick the clock has reached, returning their time.
+func (c *churner) due(r *runner) (time.Duration, error) {
+	if c.meta == nil {
+		return 0, nil
+	}
+	interval := time.Duration(c.meta.IntervalMillis) * time.Millisecond
+	if c.meta.Interval > 0 {
+		interval = c.meta.Interval
+	}
+	var spent time.Duration
+	for c.clock >= time.Duration(c.next+1)*interval {
+		if c.next >= c.meta.Ticks {
+			// The file's pods are all in: the run says so (the script refuses it).
+			c.exhausted = true
+			break
+		}
+		for _, p := range c.pods[c.next*c.meta.PodsPerTick : (c.next+1)*c.meta.PodsPerTick] {
+			o, err := r.schedule(p)
+			if err != nil {
+				return 0, err
+			}
+			c.entered++
+			if o.placed {
+				c.placed++
+			}
+			spent += o.timed
+			c.clock += o.timed
+		}
+		c.next++
+	}
+	return spent, nil
 }
 
 func timeCase(args []string) error {
@@ -167,6 +231,7 @@ func timeCase(args []string) error {
 	percentage := fs.Int("percentage", 0, "percentage of nodes to score where the configuration sets none (0: adaptive, as scheduler_perf runs)")
 	measure := fs.Int("measure", 0, "time at most this many measured pods (0: all)")
 	out := fs.String("out", "", "the timings file")
+	churnInterval := fs.Duration("churn-interval", 0, "the churn interval instead of the workload's (tests: a tiny one lets every churn pod in after the first measured pod)")
 	_ = fs.Parse(args)
 	if *out == "" || fs.NArg() != 1 {
 		usage()
@@ -175,6 +240,10 @@ func timeCase(args []string) error {
 	meta, err := perf.ReadMeta(dir)
 	if err != nil {
 		return err
+	}
+	if meta.Churn != nil && *churnInterval > 0 {
+		meta.Churn.IntervalMillis = 0
+		meta.Churn.Interval = *churnInterval
 	}
 	// Gates v1.34 has locked (SchedulerQueueingHints is GA) keep their value: they decide how
 	// pods are requeued, which a cycle timed here does not do.
@@ -188,8 +257,27 @@ func timeCase(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Churn pods are in kube's informers from the start, pending, as the API server would
+	// hold them once created: a cycle (and preemption, which reads the pod from its lister)
+	// then sees them as in a live run.
+	objects := c.Objects()
+	var churn []*v1.Pod
+	if meta.Churn != nil {
+		list, err := kube.ReadList(filepath.Join(dir, perf.ChurnFile))
+		if err != nil {
+			return err
+		}
+		for i, obj := range list {
+			p, ok := obj.(*v1.Pod)
+			if !ok {
+				return fmt.Errorf("%s: items[%d]: a %T, not a pod", perf.ChurnFile, i, obj)
+			}
+			churn = append(churn, p)
+			objects = append(objects, p)
+		}
+	}
 	pct := int32(*percentage)
-	inst, err := kube.Start(c.Config, c.Objects(), kube.Options{Percentage: &pct, Parallelism: int32(*parallelism), Verbosity: 2})
+	inst, err := kube.Start(c.Config, objects, kube.Options{Percentage: &pct, Parallelism: int32(*parallelism), Verbosity: 2})
 	if err != nil {
 		return err
 	}
@@ -226,12 +314,18 @@ func timeCase(args []string) error {
 		measured = measured[:*measure]
 	}
 	r.preemptions, r.victims = 0, 0
+	ch := newChurner(meta.Churn, churn)
 	for _, p := range measured {
+		before, err := ch.due(r)
+		if err != nil {
+			return err
+		}
 		o, err := r.schedule(p)
 		if err != nil {
 			return err
 		}
-		t.Nanos = append(t.Nanos, o.timed.Nanoseconds())
+		ch.clock += o.timed
+		t.Nanos = append(t.Nanos, (before + o.timed).Nanoseconds())
 		t.Placements = append(t.Placements, o.node)
 		if !o.placed {
 			t.Unschedulable++
@@ -243,6 +337,7 @@ func timeCase(args []string) error {
 	}
 	t.Preemptions, t.Victims = r.preemptions, r.victims
 	t.ClaimsWritten = r.claimsWritten
+	t.ChurnPods, t.ChurnPlaced, t.ChurnExhausted = ch.entered, ch.placed, ch.exhausted
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -48,7 +48,24 @@ type Built struct {
 	// The measured pods come from a steady-state op: each is deleted, with the claims made
 	// for it, once placed, so the cluster stays as the init ops left it.
 	SteadyState bool
+	// A churn op of pods in mode create, if the workload has one.
+	Churn *ChurnPods
 }
+
+// ChurnPods is a churn op of mode create whose templates are all pods: every IntervalMillis,
+// one pod of each template enters the cluster while the measured pods are scheduled.
+type ChurnPods struct {
+	IntervalMillis int64
+	// Ticks at most (kube's Number; 0: no limit).
+	Limit int
+	// The pods of one tick, as the templates give them (namespace set, no name).
+	Templates []*v1.Pod
+}
+
+// churnTicksMin is how many ticks of churn pods the export writes at least (churn.json): time
+// decides how many each side schedules, 200 ticks stand for 40 s of scheduling at kube's
+// 200 ms interval. Workloads with more measured pods get one tick per 10 measured pods.
+const churnTicksMin = 200
 
 type builder struct {
 	tc        *TestCase
@@ -167,6 +184,12 @@ func (b *builder) op(index int, o Op) error {
 			b.out.Unsupported = append(b.out.Unsupported, o.Opcode)
 		}
 		return nil
+	case "churn":
+		var op Churn
+		if err := decode(o, &op); err != nil {
+			return err
+		}
+		return b.churn(index, &op)
 	case "barrier", "sleep":
 		// Sequential scheduling already waits for every pod.
 		return nil
@@ -320,6 +343,69 @@ func (b *builder) createNamespaces(op *CreateNamespaces) error {
 	return nil
 }
 
+// churn keeps a churn op of mode create whose templates are all pods (kube's Unschedulable and
+// PreemptionAsync); any other churn (recreate, nodes, services) is named as not reproduced.
+func (b *builder) churn(index int, op *Churn) error {
+	if op.Mode != "create" {
+		b.out.Unsupported = append(b.out.Unsupported, "churn (mode "+op.Mode+")")
+		return nil
+	}
+	if b.out.Churn != nil {
+		b.out.Unsupported = append(b.out.Unsupported, "a second churn op")
+		return nil
+	}
+	namespace := fmt.Sprintf("namespace-%d", index)
+	if op.Namespace != nil {
+		namespace = *op.Namespace
+	}
+	c := &ChurnPods{IntervalMillis: op.IntervalMilliseconds, Limit: op.Number}
+	if c.IntervalMillis == 0 {
+		c.IntervalMillis = 500
+	}
+	for _, path := range op.TemplatePaths {
+		data, err := os.ReadFile(b.tc.path(path))
+		if err != nil {
+			return err
+		}
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal(data, &head); err != nil {
+			return fmt.Errorf("churn template %s: %w", path, err)
+		}
+		if head.Kind != "Pod" {
+			b.out.Unsupported = append(b.out.Unsupported, "churn of "+head.Kind)
+			return nil
+		}
+		pod := &v1.Pod{}
+		if err := yaml.UnmarshalStrict(data, pod); err != nil {
+			return fmt.Errorf("churn template %s: %w", path, err)
+		}
+		pod.Namespace = namespace
+		c.Templates = append(c.Templates, pod)
+	}
+	b.namespace(namespace, nil)
+	b.out.Churn = c
+	return nil
+}
+
+// churnPods lists the churn pods the export writes: one of each template per tick, named
+// after the template's generateName and the tick.
+func (c *ChurnPods) pods(measured int) []*v1.Pod {
+	ticks := max(churnTicksMin, measured/10)
+	if c.Limit > 0 {
+		ticks = min(ticks, c.Limit)
+	}
+	var out []*v1.Pod
+	for tick := 0; tick < ticks; tick++ {
+		for _, t := range c.Templates {
+			pod := t.DeepCopy()
+			pod.Name = fmt.Sprintf("%s%06d", pod.GenerateName, tick)
+			legacyscheme.Scheme.Default(pod)
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
 // makeBasePod is kube's base pod (scheduler_perf util.go) when no template is named.
 func makeBasePod() *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-"}, Spec: testutils.MakePodSpec()}
@@ -457,11 +543,27 @@ type Meta struct {
 	// Each measured pod is deleted with the claims made for it once placed (kube's
 	// steady-state createPods).
 	SteadyState bool `json:"steadyState"`
+	// Pods entering while the measured pods are scheduled (kube's churn op), if any; the
+	// pods themselves are in churn.json.
+	Churn *ChurnMeta `json:"churn,omitempty"`
 }
 
+// ChurnMeta is workload.json's churn: every IntervalMillis of a side's scheduling time, the
+// next PodsPerTick pods of churn.json enter; the file holds Ticks ticks.
+type ChurnMeta struct {
+	IntervalMillis int64 `json:"intervalMillis"`
+	PodsPerTick    int   `json:"podsPerTick"`
+	Ticks          int   `json:"ticks"`
+	// Interval, when set, replaces IntervalMillis (perf time's -churn-interval; not written).
+	Interval time.Duration `json:"-"`
+}
+
+// ChurnFile is the file of a case folder holding its churn pods, in the order they enter.
+const ChurnFile = "churn.json"
+
 // Write writes the workload as a case folder: nodes.json, objects.json, pods.json (init pods,
-// then measured pods, all pending), config.yaml when the test case names one, and
-// workload.json (Meta).
+// then measured pods, all pending), config.yaml when the test case names one, churn.json when
+// it has pod churn, and workload.json (Meta).
 func (built *Built) Write(dir, file, kubeVersion string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -495,6 +597,19 @@ func (built *Built) Write(dir, file, kubeVersion string) error {
 		InitPods: built.InitPods, MeasuredPods: built.MeasuredPods, Nodes: len(built.Nodes),
 		FeatureGates: built.FeatureGates, Unsupported: built.Unsupported, KubeVersion: kubeVersion,
 		SteadyState: built.SteadyState,
+	}
+	churnPath := filepath.Join(dir, ChurnFile)
+	_ = os.Remove(churnPath)
+	if c := built.Churn; c != nil {
+		pods := c.pods(built.MeasuredPods)
+		list := make([]runtime.Object, 0, len(pods))
+		for _, p := range pods {
+			list = append(list, p)
+		}
+		if err := writeList(churnPath, list); err != nil {
+			return err
+		}
+		meta.Churn = &ChurnMeta{IntervalMillis: c.IntervalMillis, PodsPerTick: len(c.Templates), Ticks: len(pods) / len(c.Templates)}
 	}
 	if meta.Unsupported == nil {
 		meta.Unsupported = []string{}

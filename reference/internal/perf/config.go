@@ -111,6 +111,18 @@ type CreatePods struct {
 	PersistentVolumeClaimTemplatePath *string
 }
 
+// Churn is kube's churnOp: objects from the TemplatePaths (static YAML), one of each every
+// IntervalMilliseconds (default 500), Number times at most (0: no limit) in mode create; in mode
+// recreate the objects of Number ticks back are deleted as new ones come.
+type Churn struct {
+	Opcode               string
+	Mode                 string
+	Number               int
+	IntervalMilliseconds int64
+	Namespace            *string
+	TemplatePaths        []string
+}
+
 // CreateAny is kube's createAny: objects from a text template (Index and Count), in a
 // namespace or cluster-scoped.
 type CreateAny struct {
