@@ -22,9 +22,10 @@ first.
 5000-node variants (1000 nodes for PreemptionBasic, which has no 5000) with all measured pods.
 kube's DRA workloads (dra/performance-config.yaml) run at their largest, 5000pods_500nodes, and
 with --short at `fast` (2 nodes, 10 pods); the steady-state one at empty_500nodes (--short: fast),
-each measured pod deleted with its claim once placed, on both sides. Unschedulable (kube's
-misc/performance-config.yaml) adds pod churn: every 200 ms of a side's own scheduling time, a
-pod that fits no node enters and is scheduled, its time counted in the next measured pod's.
+each measured pod deleted with its claim once placed, on both sides. Unschedulable and
+PreemptionAsync (kube's misc/performance-config.yaml) add pod churn: every 200 ms of a side's
+own scheduling time, a high-priority pod enters (one that fits no node; one that preempts) and
+is scheduled, its time counted in the next measured pod's.
 
 Both sides record each measured pod's node. After the table, a line per workload where the
 sides differ in what fits (unschedulable pods, preemptions, victims) and, for a DRA workload,
@@ -65,6 +66,8 @@ FULL = [
     # Pod churn: an unschedulable high-priority pod every 200 ms of each side's scheduling
     # time beside the measured pods (see reference/cmd/perf: churner).
     "Unschedulable/5kNodes/100Init/1kPods",
+    # ... and a pod every 200 ms that preempts three low-priority pods to fit.
+    "PreemptionAsync/5000Nodes_AsyncPreemptionEnabled",
     # kube's dra/performance-config.yaml (DynamicResourceAllocation): the largest workloads.
     "SchedulingWithResourceClaimTemplate/5000pods_500nodes",
     "SchedulingWithResourceClaim/5000pods_500nodes",
@@ -83,7 +86,8 @@ SHORT_MEASURE = 200
 
 def short_list():
     return [w.rsplit("/", 1)[0] + "/500Nodes" if "/5000Nodes" in w else w for w in FULL
-            if "/5000Nodes" in w] + ["PreemptionBasic/1000Nodes", "Unschedulable/500Nodes/10Init/1kPods"] + DRA_SHORT
+            if "/5000Nodes" in w] + ["PreemptionBasic/1000Nodes", "Unschedulable/500Nodes/10Init/1kPods",
+                                          "PreemptionAsync/500Nodes"] + DRA_SHORT
 
 
 def run(cmd, **kw):

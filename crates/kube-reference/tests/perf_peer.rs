@@ -117,3 +117,28 @@ fn churn_pods_enter_and_stay_unschedulable_as_in_kube() {
     let plain = run(&dir, 0, None).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!((plain.churn_pods, plain.churn_exhausted), (0, false));
 }
+
+/// `PreemptionAsync/5Nodes_QueueingHintsEnabled` (kube's misc workload with preempting churn:
+/// five 4-CPU nodes, each holding four low-priority pods of 0.9 CPU; every 200 ms a
+/// priority-10 pod asking for 3 CPUs), its churn file cut to 8 ticks, both sides at a 1 ns
+/// churn interval. kube placed five churn pods, each preempting three pods on its own node
+/// (15 victims), left the other three unschedulable, then placed the five measured pods.
+#[test]
+fn preempting_churn_pods_place_and_preempt_as_in_kube() {
+    let name = "PreemptionAsync_5Nodes_QueueingHintsEnabled";
+    let mut options = RunOptions::new(0, None);
+    options.churn_interval = Some(Duration::from_nanos(1));
+    let ours = run_with(&folder(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let kube = kube_timings(name);
+    assert_eq!(
+        (kube.churn_pods, kube.churn_placed, kube.preemptions, kube.victims),
+        (8, 5, 5, 15),
+        "kube.json"
+    );
+    assert_eq!(
+        (ours.churn_pods, ours.churn_placed, ours.preemptions, ours.victims),
+        (kube.churn_pods, kube.churn_placed, kube.preemptions, kube.victims)
+    );
+    assert_eq!(ours.unschedulable, kube.unschedulable);
+    assert!(ours.placements.iter().all(|n| !n.is_empty()), "{:?}", ours.placements);
+}
