@@ -112,7 +112,11 @@ fn churn_pods_enter_and_stay_unschedulable_as_in_kube() {
     // kube breaks score ties at random: every measured pod placed, on both sides.
     assert_eq!(ours.unschedulable, kube.unschedulable);
     assert_eq!(ours.placements.len(), 10);
-    assert!(ours.placements.iter().all(|n| !n.is_empty()), "{:?}", ours.placements);
+    assert!(
+        ours.placements.iter().all(|n| !n.is_empty()),
+        "{:?}",
+        ours.placements
+    );
     // At the workload's own 200 ms, ten pods take far less: no churn pod enters.
     let plain = run(&dir, 0, None).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!((plain.churn_pods, plain.churn_exhausted), (0, false));
@@ -131,14 +135,33 @@ fn preempting_churn_pods_place_and_preempt_as_in_kube() {
     let ours = run_with(&folder(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
     let kube = kube_timings(name);
     assert_eq!(
-        (kube.churn_pods, kube.churn_placed, kube.preemptions, kube.victims),
+        (
+            kube.churn_pods,
+            kube.churn_placed,
+            kube.preemptions,
+            kube.victims
+        ),
         (8, 5, 5, 15),
         "kube.json"
     );
     assert_eq!(
-        (ours.churn_pods, ours.churn_placed, ours.preemptions, ours.victims),
-        (kube.churn_pods, kube.churn_placed, kube.preemptions, kube.victims)
+        (
+            ours.churn_pods,
+            ours.churn_placed,
+            ours.preemptions,
+            ours.victims
+        ),
+        (
+            kube.churn_pods,
+            kube.churn_placed,
+            kube.preemptions,
+            kube.victims
+        )
     );
     assert_eq!(ours.unschedulable, kube.unschedulable);
-    assert!(ours.placements.iter().all(|n| !n.is_empty()), "{:?}", ours.placements);
+    assert!(
+        ours.placements.iter().all(|n| !n.is_empty()),
+        "{:?}",
+        ours.placements
+    );
 }
