@@ -974,10 +974,11 @@ fn csi_limits_long_driver_names() {
     let other = format!("{}.example.org", "x".repeat(INLINE_NAME));
     assert!(matches!(DriverName::new(&long), DriverName::Heap(_)));
     assert_ne!(DriverName::new(&long), DriverName::new(&other));
-    assert_eq!(
-        DriverName::new(EBS_CSI),
-        DriverName::new(&EBS_CSI.to_string())
-    );
+    let owned: String = EBS_CSI.chars().collect();
+    assert_eq!(DriverName::new(EBS_CSI), DriverName::new(&owned));
+    // The length is part of the value: a trailing zero byte is not padding.
+    assert_ne!(DriverName::new("ebs"), DriverName::new("ebs\0"));
+    assert_ne!(DriverName::new(EBS_CSI), DriverName::new(&EBS_CSI[1..]));
     let node = attached(&long, 1, &[], fingerprint);
     assert!(!node.exceeds(&new_csi(&long, &["a"], fingerprint)));
     assert!(node.exceeds(&new_csi(&long, &["a", "b"], fingerprint)));
