@@ -352,20 +352,47 @@ impl NodeVolumeLimits {
 /// node fails.
 #[derive(Debug, Default)]
 pub struct CsiLimitsState {
-    /// The pod's unique volumes `(id, driver)`, sorted by driver, on a node without a CSINode
-    /// (in-tree volumes are not migrated there) and on one with.
-    new_plain: Vec<(String, String)>,
-    new_migrated: Vec<(String, String)>,
+    /// The pod's unique volumes per driver, on a node without a CSINode (in-tree volumes are
+    /// not migrated there) and on one with.
+    new_plain: Vec<NewVolumes>,
+    new_migrated: Vec<NewVolumes>,
     reject: Option<Reason>,
 }
 
-/// `unique` as a list sorted by driver.
-fn unique_sorted(list: &[Attachable], csi_node: Option<&CsiNode>) -> Vec<(String, String)> {
+/// The pod's unique volumes of one CSI driver: the driver's name as a node's [`Attached`]
+/// keeps it, and each volume's id (`driver/handle`, as `unique` keys it) with its
+/// fingerprint, computed once per pod.
+#[derive(Debug)]
+struct NewVolumes {
+    driver: DriverName,
+    ids: Vec<(u64, String)>,
+}
+
+/// `unique` per driver, each volume id with its fingerprint under `fp`.
+fn new_volumes(
+    list: &[Attachable],
+    csi_node: Option<&CsiNode>,
+    fp: fn(&str) -> u64,
+) -> Vec<NewVolumes> {
     let mut map = HashMap::new();
     unique(list, csi_node, &mut map);
     let mut v: Vec<(String, String)> = map.into_iter().collect();
     v.sort_unstable_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
-    v
+    v.chunk_by(|a, b| a.1 == b.1)
+        .map(|run| NewVolumes {
+            driver: DriverName::new(&run[0].1),
+            ids: run.iter().map(|(id, _)| (fp(id), id.clone())).collect(),
+        })
+        .collect()
+}
+
+/// The fingerprint of a volume id (`driver/handle`) that [`Attached`] keeps of the volumes a
+/// node's pods attach: equal ids have equal fingerprints; different ids rarely do, and an
+/// equal fingerprint is confirmed against the id itself, so a collision costs a lookup and
+/// never changes an answer.
+fn fingerprint(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x5eed_c51f_1a75).hash_one(id)
 }
 
 fn counts_for_limits(v: &Volume, v1_34: bool) -> bool {
@@ -397,9 +424,9 @@ impl Predicate for NodeVolumeLimits {
             st.reject = Some(r);
         }
         // `unique` reads only whether the node has a CSINode: both answers, once per pod.
-        st.new_plain = unique_sorted(&volumes, None);
+        st.new_plain = new_volumes(&volumes, None, fingerprint);
         let any_csi_node = CsiNode::default();
-        st.new_migrated = unique_sorted(&volumes, Some(&any_csi_node));
+        st.new_migrated = new_volumes(&volumes, Some(&any_csi_node), fingerprint);
         // As kube, a pod with claims runs the filter even when none of them counts (each node
         // then passes at once).
         Ok(Prepared::Run(st))
@@ -421,7 +448,7 @@ impl Predicate for NodeVolumeLimits {
         // The node's limits and the volumes its pods attach: derived from the node, its pods
         // and the storage objects only, so kept in the node's memo until one changes.
         let storage = cx.snapshot().storage();
-        let compute = || Attached::of(storage, node, v1_34);
+        let compute = || Attached::of(storage, node, v1_34, fingerprint);
         let slot = MEMO_CSI + usize::from(v1_34);
         let local;
         let attached = match node.info().memo(slot, compute) {
@@ -431,30 +458,13 @@ impl Predicate for NodeVolumeLimits {
                 &local
             }
         };
-        if attached.limited.is_empty() {
-            return Ok(());
-        }
         let new = if attached.has_csi_node {
             &st.new_migrated
         } else {
             &st.new_plain
         };
-        // Per driver (the list is sorted by driver): the new volumes not attached already.
-        for run in new.chunk_by(|a, b| a.1 == b.1) {
-            let driver = run[0].1.as_str();
-            let Some(d) = attached.limited.iter().find(|d| d.driver == driver) else {
-                continue;
-            };
-            let n = if attached.ids.is_empty() {
-                run.len()
-            } else {
-                run.iter()
-                    .filter(|(id, _)| !attached.ids.contains_key(id))
-                    .count()
-            } as i64;
-            if n > 0 && d.count + n > d.limit {
-                return Err(Reason::MaxVolumeCount);
-            }
+        if attached.exceeds(new) {
+            return Err(Reason::MaxVolumeCount);
         }
         Ok(())
     }
@@ -467,26 +477,94 @@ const MEMO_CSI: usize = 0;
 const MEMO_IN_TREE: usize = 2;
 
 /// A node's limited CSI drivers with their limits and how many unique volumes its pods attach
-/// of each, whether it has a CSINode, and the unique volumes its pods attach (volume handle
-/// to CSI driver). The filter reads it for every node it visits: the drivers are a short list
-/// searched in place (a node has a few), not maps whose probes would each miss the cache.
+/// of each, whether it has a CSINode, and the unique volumes its pods attach (volume id to CSI
+/// driver). The filter reads it for every node it visits, so what it reads there is kept in
+/// place rather than behind pointers (each of which would miss the cache): the first
+/// [`INLINE_DRIVERS`] limited drivers with their names (when short), and the fingerprints of
+/// the first [`INLINE_IDS`] volume ids, sorted. Only a volume of the pod whose fingerprint the
+/// node has is looked up in `ids` (the exact answer: two ids may share a fingerprint).
 #[derive(Debug)]
 struct Attached {
-    limited: Vec<DriverUse>,
     has_csi_node: bool,
+    fingerprints: Few<u64, INLINE_IDS>,
+    limited: Few<DriverUse, INLINE_DRIVERS>,
     ids: HashMap<String, String>,
 }
 
+/// How many limited drivers and volume id fingerprints [`Attached`] keeps in place (a node
+/// with more keeps them on the heap).
+const INLINE_DRIVERS: usize = 2;
+const INLINE_IDS: usize = 6;
+
 /// A CSI driver with a limit on a node, and the unique volumes of it the node's pods attach.
-#[derive(Debug)]
+#[derive(Clone, Debug, Default)]
 struct DriverUse {
-    driver: String,
+    driver: DriverName,
     limit: i64,
     count: i64,
 }
 
+/// How many bytes of a CSI driver's name [`DriverName`] keeps in place.
+const INLINE_NAME: usize = 38;
+
+/// A CSI driver's name, in place when it has at most [`INLINE_NAME`] bytes (the zero bytes
+/// after it part of the value), on the heap otherwise: two names are equal exactly when
+/// their strings are, and comparing short ones reads no other memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DriverName {
+    Inline { len: u8, bytes: [u8; INLINE_NAME] },
+    Heap(Box<str>),
+}
+
+impl Default for DriverName {
+    fn default() -> Self {
+        DriverName::new("")
+    }
+}
+
+impl DriverName {
+    fn new(name: &str) -> DriverName {
+        if name.len() > INLINE_NAME {
+            return DriverName::Heap(name.into());
+        }
+        let mut bytes = [0; INLINE_NAME];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        DriverName::Inline {
+            len: name.len() as u8,
+            bytes,
+        }
+    }
+}
+
+/// Up to `N` values in place, more on the heap.
+#[derive(Debug)]
+enum Few<T, const N: usize> {
+    Inline { len: u8, items: [T; N] },
+    Heap(Box<[T]>),
+}
+
+impl<T: Clone + Default, const N: usize> Few<T, N> {
+    fn from_vec(v: Vec<T>) -> Self {
+        if v.len() > N {
+            return Few::Heap(v.into_boxed_slice());
+        }
+        Few::Inline {
+            len: v.len() as u8,
+            items: std::array::from_fn(|i| v.get(i).cloned().unwrap_or_default()),
+        }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Few::Inline { len, items } => &items[..usize::from(*len)],
+            Few::Heap(items) => items,
+        }
+    }
+}
+
 impl Attached {
-    fn of(storage: &StorageIndex, node: NodeRef<'_>, v1_34: bool) -> Attached {
+    /// The node's `Attached`, its volume ids fingerprinted by `fp` (the pod's must be too).
+    fn of(storage: &StorageIndex, node: NodeRef<'_>, v1_34: bool, fp: fn(&str) -> u64) -> Attached {
         let csi_node = storage.csi_node(&node.node().metadata.name);
         let mut ids = HashMap::new();
         let mut list = Vec::new();
@@ -496,19 +574,67 @@ impl Attached {
             let _ = attachables(storage, p.pod(), false, v1_34, &mut list);
             unique(&list, csi_node, &mut ids);
         }
-        let limited = csi_limits(node.node(), csi_node)
+        Attached::new(
+            csi_node.is_some(),
+            csi_limits(node.node(), csi_node),
+            ids,
+            fp,
+        )
+    }
+
+    fn new(
+        has_csi_node: bool,
+        limits: HashMap<String, i64>,
+        ids: HashMap<String, String>,
+        fp: fn(&str) -> u64,
+    ) -> Attached {
+        let limited = limits
             .into_iter()
             .map(|(driver, limit)| DriverUse {
                 count: ids.values().filter(|d| **d == driver).count() as i64,
-                driver,
+                driver: DriverName::new(&driver),
                 limit,
             })
             .collect();
+        let mut fingerprints: Vec<u64> = ids.keys().map(|id| fp(id)).collect();
+        fingerprints.sort_unstable();
+        fingerprints.dedup();
         Attached {
-            limited,
-            has_csi_node: csi_node.is_some(),
+            has_csi_node,
+            fingerprints: Few::from_vec(fingerprints),
+            limited: Few::from_vec(limited),
             ids,
         }
+    }
+
+    /// Whether the node's pods attach the volume `id`, whose fingerprint is `fp`.
+    fn has(&self, fp: u64, id: &str) -> bool {
+        let fps = self.fingerprints.as_slice();
+        let maybe = if fps.len() <= INLINE_IDS {
+            fps.contains(&fp)
+        } else {
+            fps.binary_search(&fp).is_ok()
+        };
+        maybe && self.ids.contains_key(id)
+    }
+
+    /// Whether the pod's volumes `new` (for this node's CSINode or its absence) take a
+    /// limited driver over its limit: per driver, the volumes not attached already.
+    fn exceeds(&self, new: &[NewVolumes]) -> bool {
+        let limited = self.limited.as_slice();
+        if limited.is_empty() {
+            return false;
+        }
+        for nv in new {
+            let Some(d) = limited.iter().find(|d| d.driver == nv.driver) else {
+                continue;
+            };
+            let n = nv.ids.iter().filter(|(fp, id)| !self.has(*fp, id)).count() as i64;
+            if n > 0 && d.count + n > d.limit {
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -910,3 +910,77 @@ fn ebs_limits() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// The pod's CSI volumes of `driver` with these handles, as `prepare` keeps them (on a node
+/// without a CSINode), fingerprinted by `fp`.
+fn new_csi(driver: &str, handles: &[&str], fp: fn(&str) -> u64) -> Vec<NewVolumes> {
+    let list: Vec<Attachable> = handles
+        .iter()
+        .map(|h| Attachable::Csi {
+            driver: driver.to_string(),
+            handle: h.to_string(),
+        })
+        .collect();
+    new_volumes(&list, None, fp)
+}
+
+/// A node's `Attached` with one limited driver and the volumes of these handles attached.
+fn attached(driver: &str, limit: i64, handles: &[&str], fp: fn(&str) -> u64) -> Attached {
+    let limits = HashMap::from([(driver.to_string(), limit)]);
+    let ids = handles
+        .iter()
+        .map(|h| (format!("{driver}/{h}"), driver.to_string()))
+        .collect();
+    Attached::new(false, limits, ids, fp)
+}
+
+/// Every volume id has the same fingerprint: a volume of the pod whose fingerprint the node
+/// has is still counted as new unless the node attaches that very volume.
+#[test]
+fn csi_limits_exact_under_fingerprint_collisions() {
+    let same: fn(&str) -> u64 = |_| 7;
+    let node = attached(EBS_CSI, 2, &["a"], same);
+    assert_eq!(node.fingerprints.as_slice(), &[7]);
+    // "b" shares "a"'s fingerprint but is new: 1 + 1 fits, 1 + 2 does not.
+    assert!(!node.exceeds(&new_csi(EBS_CSI, &["b"], same)));
+    assert!(node.exceeds(&new_csi(EBS_CSI, &["b", "c"], same)));
+    // "a" is attached already: one new volume.
+    assert!(!node.exceeds(&new_csi(EBS_CSI, &["a", "b"], same)));
+    assert!(node.has(7, &format!("{EBS_CSI}/a")));
+    assert!(!node.has(7, &format!("{EBS_CSI}/b")));
+    // Another driver is not limited on the node.
+    assert!(!node.exceeds(&new_csi(GCE_CSI, &["b", "c", "d"], same)));
+
+    // More ids than kept in place (sorted on the heap, searched), colliding or not.
+    let many: Vec<String> = (0..INLINE_IDS + 4).map(|i| format!("v{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let limit = many.len() as i64 + 2;
+    for fp in [same, fingerprint as fn(&str) -> u64] {
+        let node = attached(EBS_CSI, limit, &many, fp);
+        assert!(!node.exceeds(&new_csi(EBS_CSI, &["v0", "v3", "x", "y"], fp)));
+        assert!(node.exceeds(&new_csi(EBS_CSI, &["v0", "x", "y", "z"], fp)));
+        assert!(!node.exceeds(&new_csi(EBS_CSI, &many, fp)));
+    }
+    let node = attached(EBS_CSI, limit, &many, fingerprint);
+    assert_eq!(node.fingerprints.as_slice().len(), many.len());
+    assert!(matches!(node.fingerprints, Few::Heap(_)));
+}
+
+/// Driver names longer than kept in place compare whole: one sharing the first
+/// `INLINE_NAME` bytes is another driver.
+#[test]
+fn csi_limits_long_driver_names() {
+    let long = format!("{}.example.com", "x".repeat(INLINE_NAME));
+    let other = format!("{}.example.org", "x".repeat(INLINE_NAME));
+    assert!(matches!(DriverName::new(&long), DriverName::Heap(_)));
+    assert_ne!(DriverName::new(&long), DriverName::new(&other));
+    let owned: String = EBS_CSI.chars().collect();
+    assert_eq!(DriverName::new(EBS_CSI), DriverName::new(&owned));
+    // The length is part of the value: a trailing zero byte is not padding.
+    assert_ne!(DriverName::new("ebs"), DriverName::new("ebs\0"));
+    assert_ne!(DriverName::new(EBS_CSI), DriverName::new(&EBS_CSI[1..]));
+    let node = attached(&long, 1, &[], fingerprint);
+    assert!(!node.exceeds(&new_csi(&long, &["a"], fingerprint)));
+    assert!(node.exceeds(&new_csi(&long, &["a", "b"], fingerprint)));
+    assert!(!node.exceeds(&new_csi(&other, &["a", "b"], fingerprint)));
+}
