@@ -69,6 +69,7 @@ trait DynPredicate: Send + Sync {
     ) -> Option<String>;
     fn explain(&self, code: u32) -> Cow<'static, str>;
     fn volume_binder(&self) -> Option<VolumeBinderId>;
+    fn may_error(&self) -> bool;
     fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String>;
 }
 
@@ -125,6 +126,10 @@ impl<P: Predicate> DynPredicate for P {
 
     fn volume_binder(&self) -> Option<VolumeBinderId> {
         Predicate::volume_binder(self, SEALED)
+    }
+
+    fn may_error(&self) -> bool {
+        Predicate::may_error(self, SEALED)
     }
 
     fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String> {
@@ -211,6 +216,11 @@ impl BoxPredicate {
     /// The volume binder of a built-in VolumeBinding.
     pub(crate) fn volume_binder(&self) -> Option<VolumeBinderId> {
         self.0.volume_binder()
+    }
+
+    /// The plugin's [`Predicate::may_error`].
+    pub(crate) fn may_error(&self) -> bool {
+        self.0.may_error()
     }
 
     /// The plugin's PreEnqueue ([`Predicate::pre_enqueue`]).
@@ -405,6 +415,10 @@ impl DynPredicate for Renamed<BoxPredicate> {
 
     fn volume_binder(&self) -> Option<VolumeBinderId> {
         self.inner.volume_binder()
+    }
+
+    fn may_error(&self) -> bool {
+        self.inner.may_error()
     }
 
     fn pre_enqueue(&self, pod: &Pod, snapshot: &Snapshot) -> Result<(), String> {

@@ -181,6 +181,16 @@ pub trait Predicate: Send + Sync + 'static {
         None
     }
 
+    /// Whether `filter` may return a reason for which [`Reason::is_error`] holds (built-ins
+    /// only; sealed). The filter pass may run a later predicate before this one on a node only
+    /// when no predicate before it may give an error, since kube fails the attempt on the first
+    /// error a node's filters give in order.
+    #[doc(hidden)]
+    fn may_error(&self, seal: Sealed) -> bool {
+        let _ = seal;
+        false
+    }
+
     /// kube's PreEnqueue: `Err(message)` keeps the pod out of scheduling (it is not
     /// attempted, so it gets no FitError) until an event may change the answer. The default
     /// lets every pod in.

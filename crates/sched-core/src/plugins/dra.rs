@@ -25,11 +25,13 @@
 use std::sync::Arc;
 
 use crate::dra::allocator::{self, Allocator, Features, Outcome, TargetNode};
+use crate::fast_path::Sealed;
 use crate::framework::{
     CycleContext, DraProblem, PluginError, PluginErrorKind, Predicate, Prepared, Reason, Rejection,
 };
 use crate::model::{
-    AllocationResult, Node, NodeSelector, Pod, ResourceClaim, ResourceClaimConsumerReference,
+    AllocationResult, Node, NodeSelector, NodeSelectorOperator, Pod, ResourceClaim,
+    ResourceClaimConsumerReference,
 };
 use crate::snapshot::{DraIndex, FilterAnswer, FilterAnswers, NodeRef};
 
@@ -59,8 +61,59 @@ impl DynamicResources {
 pub struct DraState {
     to_allocate: Vec<Arc<ResourceClaim>>,
     on_nodes: Vec<NodeSelector>,
+    /// The node that the allocated claims whose node selector names one node
+    /// ([`pinned_name`]) allow, when there are such claims.
+    pinned: Option<PinnedNode>,
     /// The index's kept Filter answers for `to_allocate`, when it keeps them.
     answers: Option<FilterAnswers>,
+}
+
+/// The nodes that allocated claims whose node selectors are `metadata.name In [name]` allow:
+/// the node of that name (none when two claims name different nodes), and a node without a
+/// name (whose `matchFields` kube ignores).
+#[derive(Debug)]
+struct PinnedNode {
+    /// The name the claims name, or `None` when they name different nodes.
+    name: Option<String>,
+    /// The snapshot index of the node so named.
+    index: Option<u32>,
+    /// The snapshot index of a node with an empty name.
+    unnamed: Option<u32>,
+}
+
+impl PinnedNode {
+    /// Whether the node with snapshot index `index` and name `name` is allowed.
+    fn allows(&self, name: &str) -> bool {
+        name.is_empty() || self.name.as_deref() == Some(name)
+    }
+
+    /// [`PinnedNode::allows`] by snapshot index.
+    fn allows_index(&self, index: u32) -> bool {
+        Some(index) == self.index || Some(index) == self.unnamed
+    }
+}
+
+/// The one node name an allocation's node selector allows, when it is a single term of a
+/// single `metadata.name In [name]` field requirement (what kube's allocator writes for a
+/// device of a node-local slice): the selector matches exactly the node of that name (and a
+/// node without a name, as `selector_matches` reads it).
+fn pinned_name(selector: &NodeSelector) -> Option<&str> {
+    let mut terms = selector
+        .node_selector_terms
+        .iter()
+        .filter(|t| !(t.match_expressions.is_empty() && t.match_fields.is_empty()));
+    let term = terms.next()?;
+    if terms.next().is_some() || !term.match_expressions.is_empty() {
+        return None;
+    }
+    let [field] = term.match_fields.as_slice() else {
+        return None;
+    };
+    let [value] = field.values.as_slice() else {
+        return None;
+    };
+    (field.key == "metadata.name" && field.operator == NodeSelectorOperator::In)
+        .then_some(value.as_str())
 }
 
 impl Predicate for DynamicResources {
@@ -94,7 +147,6 @@ impl Predicate for DynamicResources {
         }
         let mut state = DraState::default();
         for claim in claims {
-            let key = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
             match &claim.status.allocation {
                 Some(allocation) => {
                     if !can_be_reserved(&claim) && !is_reserved_for(&claim, pod) {
@@ -102,10 +154,14 @@ impl Predicate for DynamicResources {
                     }
                     if let Some(selector) = &allocation.node_selector {
                         check_node_selector(selector)?;
-                        state.on_nodes.push(selector.clone());
+                        match pinned_name(selector) {
+                            Some(name) => pin(&mut state.pinned, name, cx.snapshot()),
+                            None => state.on_nodes.push(selector.clone()),
+                        }
                     }
                 }
                 None => {
+                    let key = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
                     if dra.has_pending(&claim.metadata.namespace, &claim.metadata.name) {
                         return Ok(reject(format!(
                             "resource claim {key} is in the process of being allocated"
@@ -146,13 +202,45 @@ impl Predicate for DynamicResources {
         }
         let target = TargetNode::from(node);
         if state
-            .on_nodes
-            .iter()
-            .any(|s| !allocator::node_selector_matches(s, target).unwrap_or(false))
+            .pinned
+            .as_ref()
+            .is_some_and(|p| !p.allows(target.name))
+            || state
+                .on_nodes
+                .iter()
+                .any(|s| !allocator::node_selector_matches(s, target).unwrap_or(false))
         {
             return Err(Reason::DynamicResources(DraProblem::ClaimNotOnNode));
         }
         Ok(())
+    }
+
+    /// `filter` per node; a pod whose every claim is allocated, each on one named node,
+    /// compares snapshot indices only.
+    fn filter_batch(
+        &self,
+        cx: &CycleContext<'_>,
+        state: &DraState,
+        nodes: &[u32],
+        out: &mut [Result<(), Reason>],
+    ) {
+        if let Some(pinned) = &state.pinned
+            && state.to_allocate.is_empty()
+            && state.on_nodes.is_empty()
+        {
+            for (o, &i) in out.iter_mut().zip(nodes) {
+                *o = if pinned.allows_index(i) {
+                    Ok(())
+                } else {
+                    Err(Reason::DynamicResources(DraProblem::ClaimNotOnNode))
+                };
+            }
+            return;
+        }
+        let snapshot = cx.snapshot();
+        for (o, &i) in out.iter_mut().zip(nodes) {
+            *o = self.filter(cx, state, snapshot.node(i as usize));
+        }
     }
 
     /// The allocator's error on `node` (kube's Filter `Error` status: the attempt fails).
@@ -166,6 +254,11 @@ impl Predicate for DynamicResources {
         allocate(cx.snapshot().dra(), self.features, node.node(), &claims)
             .err()
             .map(|e| e.to_string())
+    }
+
+    /// The allocator's errors (a selector's CEL runtime error) are Filter errors.
+    fn may_error(&self, _: Sealed) -> bool {
+        true
     }
 }
 
@@ -429,6 +522,26 @@ fn can_be_reserved(claim: &ResourceClaim) -> bool {
 }
 
 /// kube's `nodeaffinity.NewNodeSelector` checks on an allocation's node selector.
+/// Adds a claim allocated on the node named `name` to the pod's pinned node.
+fn pin(pinned: &mut Option<PinnedNode>, name: &str, snapshot: &crate::snapshot::Snapshot) {
+    match pinned {
+        Some(p) => {
+            if p.name.as_deref() != Some(name) {
+                p.name = None;
+                p.index = None;
+            }
+        }
+        None => {
+            let index = |n: &str| snapshot.index_of(n).map(|i| i as u32);
+            *pinned = Some(PinnedNode {
+                name: Some(name.to_owned()),
+                index: index(name),
+                unnamed: index(""),
+            });
+        }
+    }
+}
+
 fn check_node_selector(selector: &NodeSelector) -> Result<(), PluginError> {
     let probe = std::collections::BTreeMap::new();
     let node = TargetNode {
@@ -633,6 +746,7 @@ mod tests {
                         answers: index.filter_answers(Features::V1_34, &claims),
                         to_allocate: claims,
                         on_nodes: Vec::new(),
+                        pinned: None,
                     };
                     for node in &nodes {
                         let kept = filter_answer(&index, Features::V1_34, node, &state);
@@ -640,6 +754,84 @@ mod tests {
                         prop_assert_eq!(kept, fresh, "spec {} on {}", spec, node.metadata.name);
                     }
                 }
+            }
+        }
+    }
+
+    fn requirement() -> impl Strategy<Value = crate::model::NodeSelectorRequirement> {
+        (
+            prop_oneof![3 => Just("metadata.name"), 1 => Just("metadata.uid")],
+            prop_oneof![3 => Just(NodeSelectorOperator::In), 1 => Just(NodeSelectorOperator::NotIn)],
+            prop::collection::vec(prop_oneof![Just("n0"), Just("n1"), Just("n2"), Just("")], 0..3),
+        )
+            .prop_map(|(key, operator, values)| crate::model::NodeSelectorRequirement {
+                key: key.into(),
+                operator,
+                values: values.into_iter().map(String::from).collect(),
+            })
+    }
+
+    fn selector() -> impl Strategy<Value = NodeSelector> {
+        let term = (
+            prop::collection::vec(requirement(), 0..3),
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(match_fields, zone)| crate::model::NodeSelectorTerm {
+                match_fields,
+                match_expressions: if zone {
+                    vec![crate::model::NodeSelectorRequirement {
+                        key: "zone".into(),
+                        operator: NodeSelectorOperator::In,
+                        values: vec!["a".into()],
+                    }]
+                } else {
+                    Vec::new()
+                },
+            });
+        let pinned = prop_oneof![Just("n0"), Just("n1"), Just("n2"), Just("n9"), Just("")]
+            .prop_map(|name| {
+                serde_json::from_value(json!({"nodeSelectorTerms": [{"matchFields":
+                    [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}))
+                .unwrap()
+            });
+        prop_oneof![
+            1 => prop::collection::vec(term, 0..3)
+                .prop_map(|node_selector_terms| NodeSelector { node_selector_terms }),
+            2 => pinned,
+        ]
+    }
+
+    proptest! {
+        /// Allocations pinned to a node by name ([`pinned_name`], [`pin`]) allow, by name and
+        /// by snapshot index, exactly the nodes their selectors match.
+        #[test]
+        fn pinned_allocations_allow_what_their_selectors_match(
+            selectors in prop::collection::vec(selector(), 1..4),
+            at in 0usize..4,
+        ) {
+            let nodes: Vec<Node> = (0..3).map(node).collect();
+            let snapshot = crate::snapshot::Snapshot::from_objects(nodes.clone(), Vec::new()).unwrap();
+            let mut pinned = None;
+            let mut rest = Vec::new();
+            for s in &selectors {
+                match pinned_name(s) {
+                    Some(name) => pin(&mut pinned, name, &snapshot),
+                    None => rest.push(s),
+                }
+            }
+            let probe = std::collections::BTreeMap::new();
+            let target = match nodes.get(at) {
+                Some(n) => TargetNode::from(n),
+                // A node without a name (kube ignores matchFields for it).
+                None => TargetNode { name: "", labels: &probe },
+            };
+            let matches = |s: &NodeSelector| allocator::node_selector_matches(s, target).unwrap_or(false);
+            let expected = selectors.iter().all(matches);
+            let by_name = pinned.as_ref().is_none_or(|p: &PinnedNode| p.allows(target.name))
+                && rest.iter().all(|s| matches(s));
+            prop_assert_eq!(by_name, expected);
+            if let Some(p) = &pinned && rest.is_empty() && at < nodes.len() {
+                prop_assert_eq!(p.allows_index(at as u32), expected);
             }
         }
     }

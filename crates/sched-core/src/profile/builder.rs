@@ -74,6 +74,7 @@ pub struct ProfileBuilder {
     threads: usize,
     parallel_threshold: usize,
     fast_path: bool,
+    filter_lead: bool,
     seed: Option<u64>,
     version: KubeVersion,
 }
@@ -109,6 +110,7 @@ impl Default for ProfileBuilder {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             parallel_threshold: 2_000,
             fast_path: true,
+            filter_lead: true,
             seed: None,
             version: KubeVersion::default(),
         }
@@ -167,6 +169,17 @@ impl ProfileBuilder {
     /// and `score`: the decisions are the same, only slower (tests compare the two).
     pub fn fast_path(mut self, on: bool) -> Self {
         self.fast_path = on;
+        self
+    }
+
+    /// Whether the filter pass may run first, on every node, a predicate that rejected most
+    /// nodes of the nodes filtered before (DynamicResources for a pod whose claims are
+    /// allocated on one node, NodeResourcesFit for a large pod), leaving the reasons of the
+    /// nodes it rejects to be found in order only if no node fits; default on. Off, every
+    /// node runs the predicates in order: the decisions and explanations are the same, only
+    /// slower (tests compare the two).
+    pub fn filter_lead(mut self, on: bool) -> Self {
+        self.filter_lead = on;
         self
     }
 
@@ -249,6 +262,7 @@ impl ProfileBuilder {
             threads: self.threads,
             parallel_threshold: self.parallel_threshold,
             fast_path: self.fast_path,
+            filter_lead: self.filter_lead,
             pool,
             seed: self.seed,
             version: self.version,

@@ -157,6 +157,11 @@ pub(super) struct Scratch {
     pub(super) narrowed: Vec<u32>,
     /// The priorities' prepared forms of the cycle.
     pub(super) prepared: Vec<PreparedScoring>,
+    /// The predicate the filter pass runs first (see [`super::Profile::lead_position`]),
+    /// learned from the nodes it rejected and kept from cycle to cycle.
+    pub(super) lead: Option<u16>,
+    /// Failures per predicate index of the last batch (lead learning).
+    pub(super) lead_counts: Vec<u32>,
 }
 
 impl Scratch {

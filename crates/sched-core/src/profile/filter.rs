@@ -44,14 +44,78 @@ impl ChunkBuf {
         self.alive.extend_from_slice(&self.nodes);
         self.alive_pos.clear();
         self.alive_pos.extend(0..self.nodes.len() as u32);
+        self.filter_alive(predicates, active, None, cx);
+    }
+
+    /// Filters `self.nodes` into `self.out` led by the predicate at position `lead` of
+    /// `active` (see [`Profile::lead_position`]): it runs first, on every node. A node it
+    /// rejects is recorded with [`PENDING`] (its reason, the first failing predicate in order,
+    /// is computed only if no node fits: [`Profile::resolve_pending`]), unless the rejection
+    /// is a Filter error, whose node is checked in order at once (an earlier predicate may
+    /// reject it first, and then the error does not count). The nodes it passes go through
+    /// the other predicates in order, so they get exactly the first failing predicate's
+    /// reason. Feasible nodes are the same as [`ChunkBuf::filter`]'s: a node passes all the
+    /// predicates in any order or none. Returns how many nodes the lead rejected.
+    fn filter_led(
+        &mut self,
+        predicates: &[BoxPredicate],
+        active: &[(u16, ErasedState)],
+        lead: usize,
+        cx: &CycleContext<'_>,
+    ) -> usize {
+        let len = self.nodes.len();
+        self.out.clear();
+        self.out.resize(len, Ok(()));
+        self.res.clear();
+        self.res.resize(len, Ok(()));
+        let (pi, state) = &active[lead];
+        predicates[*pi as usize].filter_batch(cx, state, &self.nodes, &mut self.res);
+        self.alive.clear();
+        self.alive_pos.clear();
+        let mut rejected = 0;
+        for (k, (&node, r)) in self.nodes.iter().zip(&self.res).enumerate() {
+            match r {
+                Ok(()) => {
+                    self.alive.push(node);
+                    self.alive_pos.push(k as u32);
+                }
+                Err(r) if r.is_error() => {
+                    self.out[k] = Profile::check_node(predicates, active, false, cx, node as usize);
+                }
+                Err(_) => {
+                    self.out[k] = Err((PENDING, Reason::Custom(0)));
+                    rejected += 1;
+                }
+            }
+        }
+        self.filter_alive(predicates, active, Some(lead), cx);
+        rejected
+    }
+
+    /// Runs the predicates of `active` but the one at position `skip` in order on
+    /// `self.alive`, each on the nodes the ones before passed, recording each node's first
+    /// failure in `self.out` at its `alive_pos`.
+    fn filter_alive(
+        &mut self,
+        predicates: &[BoxPredicate],
+        active: &[(u16, ErasedState)],
+        skip: Option<usize>,
+        cx: &CycleContext<'_>,
+    ) {
+        let Some(last) = (0..active.len()).rev().find(|&j| Some(j) != skip) else {
+            return;
+        };
         for (j, (pi, state)) in active.iter().enumerate() {
+            if Some(j) == skip {
+                continue;
+            }
             if self.alive.is_empty() {
                 break;
             }
             self.res.clear();
             self.res.resize(self.alive.len(), Ok(()));
             predicates[*pi as usize].filter_batch(cx, state, &self.alive, &mut self.res);
-            if j + 1 == active.len() {
+            if j == last {
                 // The last predicate: record failures, no survivors to keep.
                 for (r, &at) in self.res.iter().zip(&self.alive_pos) {
                     if let Err(r) = *r {
@@ -76,6 +140,25 @@ impl ChunkBuf {
             }
             self.alive.truncate(kept);
             self.alive_pos.truncate(kept);
+        }
+    }
+
+    /// Runs [`ChunkBuf::filter_led`] when `lead` is set, else [`ChunkBuf::filter`]; returns
+    /// the lead's rejections (0 without a lead).
+    fn filter_maybe_led(
+        &mut self,
+        predicates: &[BoxPredicate],
+        active: &[(u16, ErasedState)],
+        lead: Option<usize>,
+        always_all: bool,
+        cx: &CycleContext<'_>,
+    ) -> usize {
+        match lead {
+            Some(j) => self.filter_led(predicates, active, j, cx),
+            None => {
+                self.filter(predicates, active, always_all, cx);
+                0
+            }
         }
     }
 }
@@ -338,8 +421,9 @@ impl Profile {
         })
     }
 
-    /// Gives the failures recorded by [`Profile::filter_fast`] their reasons: the first
-    /// failing predicate and its reason, from the predicates' `filter`.
+    /// Gives the failures recorded with [`PENDING`] (by [`Profile::filter_fast`] or a lead,
+    /// [`ChunkBuf::filter_led`]) their reasons: the first failing predicate and its reason,
+    /// from the predicates' `filter_batch` in order.
     pub(super) fn resolve_pending(
         &self,
         cache: &mut Cache,
@@ -347,23 +431,33 @@ impl Profile {
         active: &[(u16, ErasedState)],
     ) {
         let s = &mut cache.scratch;
+        let buf = &mut s.seq;
+        buf.nodes.clear();
+        buf.nodes
+            .extend(s.failures.iter().filter(|f| f.1 == PENDING).map(|f| f.0));
+        if buf.nodes.is_empty() {
+            return;
+        }
+        // In order, predicate by predicate, as the sequential pass filters.
+        buf.filter(&self.predicates, active, false, cx);
+        let mut answers = buf.out.iter();
         let mut kept = 0;
         for k in 0..s.failures.len() {
-            let (idx, pi, _) = s.failures[k];
-            if pi != PENDING {
-                s.failures[kept] = s.failures[k];
-                kept += 1;
-                continue;
-            }
-            match Self::check_node(&self.predicates, active, false, cx, idx as usize) {
-                Err((pi, r)) => {
-                    s.failures[kept] = (idx, pi, r);
-                    kept += 1;
+            let f = s.failures[k];
+            if f.1 == PENDING {
+                match answers.next() {
+                    Some(&Err((pi, r))) => s.failures[kept] = (f.0, pi, r),
+                    // Fast filters and leads match their predicates exactly (tested), so this
+                    // does not happen; were it to, the predicates' answer wins.
+                    _ => {
+                        s.feasible.push(f.0);
+                        continue;
+                    }
                 }
-                // Fast filters match their predicates exactly (tested), so this does not
-                // happen; were it to, the predicates' answer wins.
-                Ok(()) => s.feasible.push(idx),
+            } else {
+                s.failures[kept] = f;
             }
+            kept += 1;
         }
         s.failures.truncate(kept);
     }
@@ -445,17 +539,29 @@ impl Profile {
         }
         // Positions start..n, then 0..start, in batches filtered predicate by predicate.
         let buf = &mut s.seq;
+        let mut lead = self.lead_position(active, s.lead);
         let mut pos = 0;
         while pos < n {
             let needed = to_find - s.feasible.len();
             let len = needed.clamp(8, SEQ_BATCH).min(n - pos);
             fill_positions(&mut buf.nodes, start, pos, len, n);
-            buf.filter(
+            let rejected = buf.filter_maybe_led(
                 &self.predicates,
                 active,
+                lead,
                 self.always_check_all_predicates,
                 cx,
             );
+            let failed = buf.out.iter().filter_map(|o| o.err().map(|e| e.0));
+            self.learn_lead(
+                &mut s.lead,
+                &mut s.lead_counts,
+                active,
+                failed,
+                rejected,
+                len,
+            );
+            lead = self.lead_position(active, s.lead);
             for (&idx, o) in buf.nodes.iter().zip(&buf.out) {
                 pos += 1;
                 match *o {
@@ -498,6 +604,7 @@ impl Profile {
             f.store(0, Ordering::Relaxed);
         }
         let next = AtomicUsize::new(0);
+        let lead = self.lead_position(active, cache.scratch.lead);
         {
             let predicates = &self.predicates;
             let always_all = self.always_check_all_predicates;
@@ -525,7 +632,7 @@ impl Profile {
                     let lo = k * CHUNK;
                     let hi = (lo + CHUNK).min(n);
                     fill_positions(&mut buf.nodes, start, lo, hi - lo, n);
-                    buf.filter(predicates, active, always_all, cx);
+                    buf.filter_maybe_led(predicates, active, lead, always_all, cx);
                     let ok = buf.out.iter().filter(|o| o.is_ok()).count();
                     found[k].store(ok + 1, Ordering::Release);
                 }
@@ -560,6 +667,100 @@ impl Profile {
                 }
             }
         }
+        self.learn_from_failures(cache, active, n);
         n
+    }
+
+    /// [`Profile::learn_lead`] from the failures of a whole pass over `processed` nodes.
+    fn learn_from_failures(
+        &self,
+        cache: &mut Cache,
+        active: &[(u16, ErasedState)],
+        processed: usize,
+    ) {
+        let s = &mut cache.scratch;
+        let failed = s.failures.iter().map(|f| f.1);
+        let rejected = s.failures.iter().filter(|f| f.1 == PENDING).count();
+        self.learn_lead(
+            &mut s.lead,
+            &mut s.lead_counts,
+            active,
+            failed,
+            rejected,
+            processed,
+        );
+    }
+
+    /// The predicate the filter pass runs first on every node with `cache`, learned from the
+    /// nodes it rejected in earlier batches and cycles (see [`super::ProfileBuilder::filter_lead`]),
+    /// if any.
+    pub fn filter_lead(&self, cache: &Cache) -> Option<&str> {
+        let lead = cache.scratch.lead?;
+        Some(self.predicates.get(usize::from(lead))?.name())
+    }
+
+    /// The position in `active` of the predicate `lead` names, when the filter pass may run it
+    /// first on every node ([`ChunkBuf::filter_led`]): not when the profile was built without
+    /// ([`super::ProfileBuilder::filter_lead`]), not with alwaysCheckAllPredicates
+    /// (every failing predicate is reported), not when it comes first anyway, and not when a
+    /// predicate before it may give a Filter error ([`crate::framework::Predicate::may_error`]:
+    /// kube's in-order run would fail the attempt on a node the lead rejects).
+    pub(super) fn lead_position(
+        &self,
+        active: &[(u16, ErasedState)],
+        lead: Option<u16>,
+    ) -> Option<usize> {
+        let lead = lead?;
+        if !self.filter_lead || self.always_check_all_predicates {
+            return None;
+        }
+        let j = active.iter().position(|(pi, _)| *pi == lead)?;
+        let may_error = active[..j]
+            .iter()
+            .any(|(pi, _)| self.predicates[*pi as usize].may_error());
+        (j > 0 && !may_error).then_some(j)
+    }
+
+    /// Learns which predicate leads the filter pass from a batch of `len` nodes: a lead that
+    /// rejected (`rejected`) fewer than half of them is dropped; without one, the predicate
+    /// that was the first to fail on at least three quarters of them (`failed`: the failing
+    /// predicate of each failed node) leads from the next batch (and the next cycles) on.
+    /// Which predicate leads never changes an answer ([`ChunkBuf::filter_led`]), only the
+    /// work: a predicate late in the order that rejects most nodes (DynamicResources for a
+    /// pod whose claim is allocated on one node) then runs on every node alone.
+    fn learn_lead(
+        &self,
+        lead: &mut Option<u16>,
+        counts: &mut Vec<u32>,
+        active: &[(u16, ErasedState)],
+        failed: impl Iterator<Item = u16>,
+        rejected: usize,
+        len: usize,
+    ) {
+        if self.lead_position(active, *lead).is_some() {
+            if rejected * 2 < len {
+                *lead = None;
+            }
+            return;
+        }
+        if len < 8 || self.always_check_all_predicates {
+            return;
+        }
+        counts.clear();
+        counts.resize(self.predicates.len(), 0);
+        for pi in failed {
+            if let Some(c) = counts.get_mut(usize::from(pi)) {
+                *c += 1;
+            }
+        }
+        let Some((top, &most)) = counts.iter().enumerate().max_by_key(|(_, c)| **c) else {
+            return;
+        };
+        if most as usize * 4 >= len * 3 {
+            let candidate = Some(top as u16);
+            if self.lead_position(active, candidate).is_some() {
+                *lead = candidate;
+            }
+        }
     }
 }

@@ -211,6 +211,7 @@ pub struct Profile {
     threads: usize,
     parallel_threshold: usize,
     fast_path: bool,
+    filter_lead: bool,
     pool: Option<Arc<rayon::ThreadPool>>,
     seed: Option<u64>,
     version: KubeVersion,
@@ -231,6 +232,7 @@ impl fmt::Debug for Profile {
             )
             .field("threads", &self.threads)
             .field("fast_path", &self.fast_path)
+            .field("filter_lead", &self.filter_lead)
             .field("seed", &self.seed)
             .field("version", &self.version)
             .finish()
