@@ -21,8 +21,10 @@ first.
 --short runs the 500-node variants with 200 measured pods (what CI runs); the default is the
 5000-node variants (1000 nodes for PreemptionBasic, which has no 5000) with all measured pods.
 kube's DRA workloads (dra/performance-config.yaml) run at their largest, 5000pods_500nodes, and
-with --short at `fast` (2 nodes, 10 pods); the steady-state one at empty_500nodes (--short: fast),
-each measured pod deleted with its claim once placed, on both sides. Unschedulable and
+with --short at `fast` (2 nodes, 10 pods); the steady-state one at empty_500nodes, half_500nodes
+and full_500nodes (--short: fast), each measured pod deleted with its claim once placed, on both
+sides (half and full: the init claims allocated at export by kube's structured allocator, as
+kube's allocResourceClaims op does). Unschedulable and
 PreemptionAsync (kube's misc/performance-config.yaml) add pod churn: every 200 ms of a side's
 own scheduling time, a high-priority pod enters (one that fits no node; one that preempts) and
 is scheduled, its time counted in the next measured pod's.
@@ -74,6 +76,9 @@ FULL = [
     # Steady state: each measured pod deleted with its claim once placed (see
     # reference/internal/perf: 100 pods per second of kube's duration).
     "SteadyStateClusterResourceClaimTemplate/empty_500nodes",
+    # ... on devices half and all but ten taken by init claims (kube's allocResourceClaims).
+    "SteadyStateClusterResourceClaimTemplate/half_500nodes",
+    "SteadyStateClusterResourceClaimTemplate/full_500nodes",
 ]
 # Their smallest variants (2 nodes, 10 pods; 200 steady-state pods), which --short runs.
 DRA_SHORT = [

@@ -87,6 +87,30 @@ fn steady_state_frees_each_pods_devices_as_kube_does() {
     assert_eq!(ours.claims_written, 30);
 }
 
+/// `SteadyStateClusterResourceClaimTemplate/fast` with kube's `allocResourceClaims` op run
+/// on 5 init claims (as the `half_*` workloads run it, here on the one node's ten devices),
+/// its first 30 measured pods: the exporter allocated the five claims with kube's structured
+/// allocator, so each pod takes one of the five devices left, and kube placed all thirty.
+#[test]
+fn steady_state_on_half_allocated_devices_agrees_with_kube() {
+    let name = "SteadyStateClusterResourceClaimTemplate_fast_30pods_5allocated";
+    let (ours, kube) = both(name);
+    assert_agree(name, &ours, &kube);
+    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 30]);
+    assert_eq!(ours.claims_written, 30);
+}
+
+/// The same with all ten devices allocated to init claims (as the `full_*` workloads leave a
+/// cluster): no measured pod fits, on either side.
+#[test]
+fn steady_state_on_fully_allocated_devices_agrees_with_kube() {
+    let name = "SteadyStateClusterResourceClaimTemplate_fast_30pods_10allocated";
+    let (ours, kube) = both(name);
+    assert_agree(name, &ours, &kube);
+    assert_eq!(ours.unschedulable, 30);
+    assert_eq!(ours.claims_written, 0);
+}
+
 /// `Unschedulable/5Nodes/1Init/10Pods_QueueingHintsEnabled` (kube's misc workload with pod
 /// churn: every 200 ms a priority-10 pod asking for 9 CPUs, which no 4-CPU node holds), its
 /// churn file cut to 20 ticks. Both sides ran it with a 1 ns churn interval (kube's

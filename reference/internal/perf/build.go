@@ -42,8 +42,7 @@ type Built struct {
 	ConfigPath string
 	// Feature gates of the test case and the workload.
 	FeatureGates map[string]bool
-	// Ops this reproduction does not run (churn, allocResourceClaims of claims, ...), by
-	// op code.
+	// Ops this reproduction does not run (churn of nodes or services, ...), by op code.
 	Unsupported []string
 	// The measured pods come from a steady-state op: each is deleted, with the claims made
 	// for it, once placed, so the cluster stays as the init ops left it.
@@ -174,16 +173,11 @@ func (b *builder) op(index int, o Op) error {
 		}
 		return b.createResourceDriver(&op)
 	case "allocResourceClaims":
-		// kube allocates the claims of a namespace before the measured pods; with none there
-		// (the empty_* workloads), there is nothing to do.
 		var op AllocResourceClaims
 		if err := decode(o, &op); err != nil {
 			return err
 		}
-		if b.claimsIn(op.Namespace) > 0 {
-			b.out.Unsupported = append(b.out.Unsupported, o.Opcode)
-		}
-		return nil
+		return b.allocResourceClaims(&op)
 	case "churn":
 		var op Churn
 		if err := decode(o, &op); err != nil {

@@ -2,7 +2,9 @@ package perf
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,8 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
@@ -219,13 +226,92 @@ func (b *builder) claimsFromTemplates(pod *v1.Pod) error {
 	return nil
 }
 
-// claimsIn counts the ResourceClaims created so far in namespace.
-func (b *builder) claimsIn(namespace string) int {
-	n := 0
+// allocResourceClaims is kube's allocResourceClaimsOp (scheduler_perf dra.go, v1.34.4): each
+// claim of the namespace without an allocation is allocated by the structured allocator, with
+// the DRA features as the feature gates have them, on the first node of a shuffled order that
+// can take it, the claims allocated before it counting as devices in use. kube shuffles with
+// the global math/rand; here the shuffle is seeded, so that an export is reproducible. A claim
+// no node can take fails the export, as it fails kube's run.
+func (b *builder) allocResourceClaims(op *AllocResourceClaims) error {
+	var slices []*resourceapi.ResourceSlice
+	var classes deviceClasses
+	var claims []*resourceapi.ResourceClaim
 	for _, o := range b.out.Objects {
-		if c, ok := o.(*resourceapi.ResourceClaim); ok && c.Namespace == namespace {
-			n++
+		switch o := o.(type) {
+		case *resourceapi.ResourceSlice:
+			slices = append(slices, o)
+		case *resourceapi.DeviceClass:
+			classes = append(classes, o)
+		case *resourceapi.ResourceClaim:
+			claims = append(claims, o)
 		}
 	}
-	return n
+	gates := utilfeature.DefaultFeatureGate
+	allocatorFeatures := structured.Features{
+		PrioritizedList:      gates.Enabled(features.DRAPrioritizedList),
+		AdminAccess:          gates.Enabled(features.DRAAdminAccess),
+		DeviceTaints:         gates.Enabled(features.DRADeviceTaints),
+		PartitionableDevices: gates.Enabled(features.DRAPartitionableDevices),
+		ConsumableCapacity:   gates.Enabled(features.DRAConsumableCapacity),
+	}
+	celCache := cel.NewCache(10, cel.Features{EnableConsumableCapacity: allocatorFeatures.ConsumableCapacity})
+	nodes := append([]*v1.Node(nil), b.out.Nodes...)
+	rng := rand.New(rand.NewSource(1))
+	ctx := context.Background()
+	// The devices the claims allocated so far hold.
+	inUse := sets.New[structured.DeviceID]()
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			for _, r := range c.Status.Allocation.Devices.Results {
+				inUse.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			}
+		}
+	}
+claims:
+	for i, claim := range claims {
+		if claim.Namespace != op.Namespace || claim.Status.Allocation != nil {
+			continue
+		}
+		state := structured.AllocatedState{
+			AllocatedDevices:         inUse.Clone(),
+			AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+			AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+		}
+		allocator, err := structured.NewAllocator(ctx, allocatorFeatures, state, classes, slices, celCache)
+		if err != nil {
+			return fmt.Errorf("allocResourceClaims: claim %s/%s: %w", claim.Namespace, claim.Name, err)
+		}
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		for _, node := range nodes {
+			result, err := allocator.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
+			if err != nil {
+				return fmt.Errorf("allocResourceClaims: claim %s/%s on node %s: %w", claim.Namespace, claim.Name, node.Name, err)
+			}
+			if result != nil {
+				claim.Status.Allocation = &result[0]
+				for _, r := range result[0].Devices.Results {
+					inUse.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+				}
+				continue claims
+			}
+		}
+		return fmt.Errorf("allocResourceClaims: could not allocate claim %d out of %d (%s/%s)", i, len(claims), claim.Namespace, claim.Name)
+	}
+	return nil
+}
+
+// deviceClasses lists the DeviceClasses created so far for the structured allocator.
+type deviceClasses []*resourceapi.DeviceClass
+
+func (d deviceClasses) List() ([]*resourceapi.DeviceClass, error) {
+	return d, nil
+}
+
+func (d deviceClasses) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, c := range d {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("device class %q not found", name)
 }
