@@ -1314,6 +1314,68 @@ fn nominated_pods_hold_their_node_against_lower_priority_pods() {
     assert!(s.nominator().is_empty());
 }
 
+/// A pod nominated to a node is added there, for a pod of at most its priority, before
+/// InterPodAffinity's filter runs, even when no pod in the cluster matches the incoming pod's
+/// anti-affinity term yet: kube's PreFilter skips the plugin only for a pod without terms
+/// (and no pod with anti-affinity anywhere), so its AddPod counts the nominated pod, in the
+/// filter with nominated pods and in preemption's dry run alike (the recorded cases
+/// `nominated-pod-meets-anti-affinity` and `preemption-nominated-pod-meets-anti-affinity`
+/// hold kube v1.34.4's answers).
+#[test]
+fn a_nominated_pod_meets_the_pods_anti_affinity() {
+    let z = Duration::ZERO;
+    let profile = || {
+        v1_34(
+            ProfileBuilder::new()
+                .predicate(PodFitsResources::new())
+                .predicate(MatchInterPodAffinity::new()),
+        )
+    };
+    let anti = "node(s) didn't match pod anti-affinity rules";
+    for (request, first) in [
+        (SMALL, anti),
+        (LARGE, "Insufficient cpu, 1 Insufficient memory"),
+    ] {
+        let mut s = engine(
+            profile(),
+            vec![node("node1/zone1")],
+            vec![p("low").prio(LOW).req(LARGE).node("node1").obj()],
+        );
+        s.apply(
+            ClusterEvent::add(gated(
+                p("trainer")
+                    .prio(HIGH)
+                    .req(SMALL)
+                    .label("app", "trainer")
+                    .nominated("node1")
+                    .obj(),
+            )),
+            z,
+        );
+        s.apply(
+            ClusterEvent::add(
+                p("new")
+                    .prio(HIGH)
+                    .req(request)
+                    .anti_affinity_exists("app", "zone")
+                    .obj(),
+            ),
+            z,
+        );
+        match s.schedule_one(z) {
+            Step::Unschedulable { error, .. } => assert_eq!(
+                error.to_string(),
+                format!(
+                    "0/1 nodes are available: 1 {first}. preemption: 0/1 nodes are available: \
+                     1 {anti}."
+                ),
+                "request {request:?}"
+            ),
+            other => panic!("request {request:?}: {other:?}"),
+        }
+    }
+}
+
 /// The engine end to end: preemption respects PodDisruptionBudgets given as events, the
 /// preemptor waits while its victims terminate (not eligible to preempt again), then lands
 /// on its nominated node.

@@ -81,6 +81,7 @@ impl<P: Predicate> DynPredicate for P {
     fn prepare(&self, cx: &CycleContext<'_>) -> Result<PreparedFilter, PluginError> {
         Ok(match Predicate::prepare(self, cx)? {
             Prepared::Skip => Prepared::Skip,
+            Prepared::Pass => Prepared::Pass,
             Prepared::Run(s) => Prepared::Run(ErasedState::new(s)),
             Prepared::RunOn(s, nodes) => Prepared::RunOn(ErasedState::new(s), nodes),
             Prepared::Reject(r) => Prepared::Reject(r),

@@ -12,8 +12,16 @@ use crate::snapshot::{NodeInfo, NodeRef, VolumeBinderId};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Prepared<S> {
-    /// Every node passes: the pod gives this predicate nothing to check.
+    /// Every node passes: the pod gives this predicate nothing to check (kube's PreFilter
+    /// `Skip`). The skip holds for the whole cycle: where pods are added to a node later in
+    /// it (the pods nominated there, preemption's dry run), the predicate is still not run.
     Skip,
+    /// Every node passes on this snapshot, but the predicate does not skip the pod (kube runs
+    /// its Filter): nothing the pod asks is met by a pod in the cluster, though a pod added to
+    /// a node later in the cycle (one nominated there) may be. The profile treats it as
+    /// [`Prepared::Skip`] on the snapshot it was prepared on, and prepares the predicate again
+    /// where pods are added.
+    Pass,
     /// Run `filter` on each node, with this state.
     Run(S),
     /// Run `filter` with this state on the nodes of these names only (kube's

@@ -243,7 +243,7 @@ impl Profile {
             let prepared = p.prepare(&cx)?;
             skipped.push(matches!(prepared, Prepared::Skip));
             fast = match prepared {
-                Prepared::Skip => fast,
+                Prepared::Skip | Prepared::Pass => fast,
                 Prepared::Run(state) => fast.and_then(|f| Some(f.and(p.fast_filter(&cx, &state)?))),
                 Prepared::RunOn(..) | Prepared::Reject(_) => None,
             };
@@ -276,7 +276,7 @@ impl Profile {
                 continue;
             }
             match p.prepare(&cx)? {
-                Prepared::Skip => {}
+                Prepared::Skip | Prepared::Pass => {}
                 Prepared::Run(state) => prepared.push((i as u16, Some(state))),
                 Prepared::RunOn(state, names) => prepared.push((
                     i as u16,

@@ -33,7 +33,7 @@ impl Profile {
         let mut names: Option<BTreeSet<String>> = None;
         for (i, p) in self.predicates.iter().enumerate() {
             match p.prepare(cx)? {
-                Prepared::Skip => {}
+                Prepared::Skip | Prepared::Pass => {}
                 Prepared::Run(state) => active.push((i as u16, state)),
                 Prepared::RunOn(state, nodes) => {
                     active.push((i as u16, state));

@@ -272,9 +272,15 @@ impl Predicate for MatchInterPodAffinity {
             st.anti.keys = counted().filter_map(|t| t.topology_key).collect();
         }
         if affinity.is_empty() && st.anti.is_empty() && st.existing.is_empty() {
-            // Nothing can fail: no affinity terms, and no pod matches an anti-affinity term
-            // either way.
-            return Ok(Prepared::Skip);
+            // Nothing can fail here: no affinity terms, and no pod matches an anti-affinity
+            // term either way. kube's Skip when the pod has no required terms of its own (no
+            // existing pod's term matches it: kube counts none); else it runs the filter, and a
+            // pod nominated to a node may still match one of the pod's terms there.
+            return Ok(if aff_terms.is_empty() && anti_terms.is_empty() {
+                Prepared::Skip
+            } else {
+                Prepared::Pass
+            });
         }
         Ok(Prepared::Run(st))
     }

@@ -1161,3 +1161,37 @@ fn priority_is_constant_without_terms_anywhere() {
     assert!(c);
     assert_eq!(got, vec![0, 0]);
 }
+
+/// kube's PreFilter skips the plugin for the whole cycle only when the pod has no required
+/// terms and no existing pod's anti-affinity term matches it; a pod whose terms match no pod
+/// yet still runs the filter (`Pass` here: nothing fails on this snapshot, but the filter with
+/// nominated pods and preemption's dry run prepare it again).
+#[test]
+fn skip_only_where_kube_skips() {
+    use crate::framework::{CycleContext, Predicate, Prepared};
+    let nodes = vec![node("n1", &[("zone", "z1")])];
+    let running = pod()
+        .name("db")
+        .node("n1")
+        .labels(&[("app", "db")])
+        .req_anti(term_in("app", &["cache"], "zone"))
+        .build();
+    let snap = snapshot(nodes, vec![running]);
+    let p = MatchInterPodAffinity::new();
+    let prepared = |incoming: Pod| match p.prepare(&CycleContext::new(&incoming, &snap)) {
+        Ok(Prepared::Skip) => "skip",
+        Ok(Prepared::Pass) => "pass",
+        Ok(Prepared::Run(_)) => "run",
+        other => panic!("{other:?}"),
+    };
+    // No terms; the db pod's term does not match it.
+    assert_eq!(prepared(pod().labels(&[("app", "web")]).build()), "skip");
+    // No terms, but the db pod's term matches it.
+    assert_eq!(prepared(pod().labels(&[("app", "cache")]).build()), "run");
+    // Its anti-affinity term matches no pod.
+    let lonely = pod().req_anti(term_in("app", &["trainer"], "zone")).build();
+    assert_eq!(prepared(lonely), "pass");
+    // Its anti-affinity term matches the db pod.
+    let apart = pod().req_anti(term_in("app", &["db"], "zone")).build();
+    assert_eq!(prepared(apart), "run");
+}

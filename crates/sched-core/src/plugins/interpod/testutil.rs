@@ -163,7 +163,7 @@ pub(crate) fn run_filter(
 ) -> Result<(bool, Vec<Result<(), Reason>>), PluginError> {
     let cx = CycleContext::new(pod, snap);
     match p.prepare(&cx)? {
-        Prepared::Skip => Ok((true, vec![Ok(()); snap.len()])),
+        Prepared::Skip | Prepared::Pass => Ok((true, vec![Ok(()); snap.len()])),
         Prepared::Run(state) => Ok((
             false,
             (0..snap.len())

@@ -179,7 +179,7 @@ fn pre_filter(pod: &Pod, version: KubeVersion) -> PreFilter {
     let cx = CycleContext::for_version(pod, &snap, version);
     match MatchNodeSelector::new().prepare(&cx).unwrap() {
         Prepared::Skip => PreFilter::Skip,
-        Prepared::Run(_) => PreFilter::AllNodes,
+        Prepared::Run(_) | Prepared::Pass => PreFilter::AllNodes,
         Prepared::RunOn(_, names) => PreFilter::Nodes(names.into_iter().collect()),
         Prepared::Reject(r) => {
             assert_eq!(r.reason(), Reason::NodeSelectorMismatch);

@@ -93,7 +93,7 @@ pub(crate) fn filter_all(
 ) -> Vec<Result<(), Reason>> {
     let cx = CycleContext::new(pod, snap);
     let (state, names) = match p.prepare(&cx).unwrap() {
-        Prepared::Skip => return vec![Ok(()); snap.len()],
+        Prepared::Skip | Prepared::Pass => return vec![Ok(()); snap.len()],
         // Every node fails with the rejection's reason, as the profile reports it.
         Prepared::Reject(r) => return vec![Err(r.reason()); snap.len()],
         Prepared::Run(state) => (state, None),

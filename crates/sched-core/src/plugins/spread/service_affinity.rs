@@ -292,7 +292,7 @@ mod tests {
             let p = ServiceAffinity::new(c.labels.iter().map(|s| s.to_string()).collect());
             let cx = CycleContext::for_version(&c.pod, &snap, crate::framework::KubeVersion::V1_20);
             let got = match p.prepare(&cx).unwrap() {
-                Prepared::Skip => Ok(()),
+                Prepared::Skip | Prepared::Pass => Ok(()),
                 Prepared::Run(st) => p.filter(&cx, &st, snap.node(c.node)),
                 _ => unreachable!("ServiceAffinity neither narrows nor rejects"),
             };

@@ -458,7 +458,7 @@ fn run_filter_cases(cases: &[FilterCase]) -> (usize, Vec<String>) {
             Ok(Prepared::Run(st)) => (0..s.len())
                 .map(|i| code(&pl.filter(&cx, &st, s.node(i))))
                 .collect(),
-            Ok(_) => unreachable!("PodTopologySpread neither narrows nor rejects"),
+            Ok(_) => unreachable!("PodTopologySpread neither passes, narrows nor rejects"),
             Err(e) => {
                 failures.push(format!("{}: PreFilter error {e}", c.name));
                 continue;
@@ -1024,8 +1024,8 @@ fn run_state_cases(cases: &[StateCase]) -> (usize, Vec<String>) {
             (Prepared::Skip, None) => {}
             (Prepared::Skip, Some(_)) => failures.push(format!("{}: got Skip", c.name)),
             (Prepared::Run(_), None) => failures.push(format!("{}: want Skip", c.name)),
-            (Prepared::RunOn(..) | Prepared::Reject(_), _) => {
-                unreachable!("PodTopologySpread neither narrows nor rejects")
+            (Prepared::Pass | Prepared::RunOn(..) | Prepared::Reject(_), _) => {
+                unreachable!("PodTopologySpread neither passes, narrows nor rejects")
             }
             (Prepared::Run(st), Some(want)) => {
                 let view = st.view(&s);
@@ -2495,7 +2495,7 @@ fn filter_with(
                 .collect(),
             st.view(&s)[0].1.clone(),
         ),
-        _ => unreachable!("PodTopologySpread neither narrows nor rejects"),
+        _ => unreachable!("PodTopologySpread neither passes, narrows nor rejects"),
     }
 }
 

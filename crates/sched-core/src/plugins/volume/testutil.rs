@@ -121,7 +121,7 @@ pub(crate) fn run(
 ) -> (bool, Vec<Result<(), Reason>>) {
     let cx = CycleContext::for_version(pod, snap, version);
     match p.prepare(&cx).unwrap() {
-        Prepared::Skip => (true, vec![Ok(()); snap.len()]),
+        Prepared::Skip | Prepared::Pass => (true, vec![Ok(()); snap.len()]),
         Prepared::Run(state) => (
             false,
             (0..snap.len())
