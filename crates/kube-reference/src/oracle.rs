@@ -78,6 +78,11 @@ pub struct PodAnswer {
     pub tied: Vec<String>,
     /// Where kube put the pod (one of `tied`); the replay assumes the pod there.
     pub chosen: Option<String>,
+    /// The PersistentVolume VolumeBinding's Reserve assumed for each claim it bound there
+    /// (claim `namespace/name` -> PV name): kube takes the first of the smallest PVs that
+    /// fit in its assume cache's order (a Go map's), so the replay takes the same one. Set
+    /// for a placed pod; `None` otherwise and in older files.
+    pub volumes: Option<BTreeMap<String, String>>,
     /// How many nodes kube's search looked at (feasible plus rejected).
     pub evaluated_nodes: Option<usize>,
     /// Where kube's search for feasible nodes started in `meta.nodeOrder` (kube's

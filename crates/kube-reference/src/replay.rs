@@ -27,9 +27,10 @@
 //! pod's priority as if they ran there ([`Nominator`]).
 //!
 //! Then the pod is assumed on kube's `chosen` node, whatever sched-core would have picked, and
-//! VolumeBinding's and DynamicResources' reserve run for it as kube's Reserve does (the
-//! claims' allocations stay in flight: kube's oracle binds nothing), so both sides go on from
-//! the same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
+//! VolumeBinding's and DynamicResources' reserve run for it as kube's Reserve does (taking the
+//! PersistentVolumes kube's took where several of the smallest fit: kube picks among them in
+//! a Go map's order; the claims' allocations stay in flight: kube's oracle binds nothing), so
+//! both sides go on from the same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
 //! preemptor is not nominated. Each pod gets a [`PodResult`]: a [`Class`] and one line per
 //! difference.
 //!
@@ -41,7 +42,7 @@ use std::fmt;
 
 use sched_core::config::{ConfigError, DEFAULT_SCHEDULER_NAME, Registry};
 use sched_core::framework::KubeVersion;
-use sched_core::model::{Pod, PodDisruptionBudget, PodKey};
+use sched_core::model::{PersistentVolumeClaim, Pod, PodDisruptionBudget, PodKey};
 use sched_core::plugins::volume;
 use sched_core::profile::{BuildError, Cache, FitError, Profile, ScheduleError};
 use sched_core::scheduler::Nominator;
@@ -331,7 +332,7 @@ pub fn replay(case: &Case, oracle: &OracleFile) -> Result<Vec<PodResult>, Replay
                 .iter()
                 .find(|s| s.name == wanted)
                 .and_then(|s| s.profile.volume_binder());
-            if let Err(e) = assume(&mut snapshot, binder, pod, chosen) {
+            if let Err(e) = assume(&mut snapshot, binder, pod, chosen, answer.volumes.as_ref()) {
                 result.differ(Class::Error, e);
             }
         }
@@ -356,7 +357,11 @@ struct World<'a> {
 /// Places `pod` on `node` as kube did: assumed in the snapshot, then the VolumeBinding reserve
 /// of the pod's profile, for that profile's volume binder `binder` (the PersistentVolumes it
 /// matched there and the claims to provision: kube's volume binder of each profile has its own
-/// assume caches). A profile without VolumeBinding reserves no volumes. The pod's
+/// assume caches). Of the smallest PVs that fit a claim, kube takes the first its assume cache
+/// lists, in a Go map's order: with `kube_volumes` (what kube's Reserve took, claim -> PV)
+/// the replay takes the same ones, and it is a difference when they are not among those
+/// sched-core's VolumeBinding finds equally good, or when either side binds other claims.
+/// A profile without VolumeBinding reserves no volumes. The pod's
 /// ResourceClaims are then allocated on the node and kept in flight (DynamicResources'
 /// Reserve; kube's oracle runs no PreBind that would write them).
 fn assume(
@@ -364,6 +369,7 @@ fn assume(
     binder: Option<VolumeBinderId>,
     pod: &Pod,
     node: &str,
+    kube_volumes: Option<&BTreeMap<String, String>>,
 ) -> Result<(), String> {
     let mut placed = pod.clone();
     placed.spec.node_name = node.to_string();
@@ -371,12 +377,42 @@ fn assume(
         .assume(placed, node)
         .map_err(|e| format!("assuming the pod on kube's node {node}: {e}"))?;
     if let Some(binder) = binder {
-        volume::assume_volumes(snapshot, binder, pod, node, KubeVersion::V1_34).map_err(|r| {
-            format!(
-                "reserving the pod's volumes on kube's node {node}: VolumeBinding fails there \
-                 ({r:?})"
-            )
-        })?;
+        let pick = |claim: &PersistentVolumeClaim| {
+            kube_volumes
+                .and_then(|v| {
+                    v.get(&format!(
+                        "{}/{}",
+                        claim.metadata.namespace, claim.metadata.name
+                    ))
+                })
+                .map(String::as_str)
+        };
+        let assumed =
+            volume::assume_volumes_picking(snapshot, binder, pod, node, KubeVersion::V1_34, &pick)
+                .map_err(|r| {
+                    format!(
+                        "reserving the pod's volumes on kube's node {node}: VolumeBinding fails \
+                         there ({r:?})"
+                    )
+                })?;
+        if let Some(kube) = kube_volumes {
+            let ours: BTreeMap<String, String> = assumed
+                .bindings()
+                .iter()
+                .filter_map(|pv| {
+                    let c = pv.spec.claim_ref.as_ref()?;
+                    Some((
+                        format!("{}/{}", c.namespace, c.name),
+                        pv.metadata.name.clone(),
+                    ))
+                })
+                .collect();
+            if &ours != kube {
+                return Err(format!(
+                    "VolumeBinding's Reserve on {node}: kube bound {kube:?}, sched-core {ours:?}"
+                ));
+            }
+        }
     }
     // DynamicResources' Reserve: the claims' allocations stay in flight, as in kube's oracle,
     // which runs no PreBind (nor binds): a later pod sharing such a claim meets it "in the

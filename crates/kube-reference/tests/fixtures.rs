@@ -96,3 +96,51 @@ fn the_recorded_classes_are_the_replay_s_classes() {
         );
     }
 }
+
+/// kube took pv-b of two equally small PersistentVolumes for the first pod's claim (a Go map's
+/// order decides), which leaves the second pod's claim (it selects pv-b's labels) nothing:
+/// the replay follows kube's pick; without it, sched-core's own pick (pv-a) would leave the
+/// second pod a node; and a pick that is not one of the smallest PVs that fit is reported.
+#[test]
+fn the_replay_takes_the_persistent_volumes_kube_took() {
+    let dir = cases_dir("kube-v1.34.4").join("volume-binding-picks-among-equal-pvs");
+    let case = Case::read(&dir).unwrap();
+    let oracle = OracleFile::read(&dir.join("oracle.json")).unwrap();
+    let classes = |oracle: &OracleFile| -> Vec<(Class, Vec<String>)> {
+        replay(&case, oracle)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.class, r.details))
+            .collect()
+    };
+    assert_eq!(
+        oracle.pods[0].volumes.as_ref().unwrap()["default/first"],
+        "pv-b"
+    );
+    let got = classes(&oracle);
+    assert!(got.iter().all(|(c, _)| *c == Class::Exact), "{got:?}");
+
+    // Without kube's pick (an older file): sched-core binds pv-a, and p2 fits.
+    let mut unpicked = oracle.clone();
+    unpicked.pods[0].volumes = None;
+    let got = classes(&unpicked);
+    assert_eq!(got[0].0, Class::Exact);
+    assert_eq!(got[1].0, Class::Feasible, "{got:?}");
+
+    // A PV that is not among the smallest that fit (there is none of that name).
+    let mut wrong = oracle.clone();
+    wrong.pods[0].volumes = Some(
+        [("default/first".to_string(), "pv-z".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    let got = classes(&wrong);
+    assert_eq!(got[0].0, Class::Error, "{got:?}");
+    assert_eq!(
+        got[0].1,
+        [
+            "VolumeBinding's Reserve on node-1: kube bound {\"default/first\": \"pv-z\"}, \
+             sched-core {\"default/first\": \"pv-a\"}"
+        ]
+    );
+}

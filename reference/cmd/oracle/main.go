@@ -15,7 +15,9 @@
 // them, the totals, the tie set and kube's pick; or the FitError with every node's reasons),
 // then, for a pod that fits nowhere, the PostFilter plugins (preemption's nominated node and
 // the victims kube deleted, recorded without deleting them), and for a pod that fits, kube's
-// assume, Reserve and Permit on kube's pick before the next pod. Preemption is reported, not
+// assume, Reserve and Permit on kube's pick before the next pod (with the PersistentVolume
+// VolumeBinding's Reserve assumed for each claim: of the smallest that fit, kube takes the
+// first its assume cache lists, in a Go map's order). Preemption is reported, not
 // applied: victims stay and the preemptor is not nominated.
 package main
 
@@ -89,6 +91,7 @@ type podAnswer struct {
 	MaxTotal       *int64                `json:"maxTotal"`
 	Tied           []string              `json:"tied"`
 	Chosen         *string               `json:"chosen"`
+	Volumes        *map[string]string    `json:"volumes,omitempty"`
 	EvaluatedNodes *int                  `json:"evaluatedNodes,omitempty"`
 	StartIndex     *int                  `json:"startIndex,omitempty"`
 	NextStartIndex *int                  `json:"nextStartIndex,omitempty"`
@@ -290,6 +293,11 @@ func schedule(inst *kube.Instance, fw framework.Framework, rec *filterRecorder, 
 		msg := err.Error()
 		a.Error = &msg
 	}
+	volumes := inst.Capture.TakeVolumes(kube.PodKey(pod))
+	if volumes == nil {
+		volumes = map[string]string{}
+	}
+	a.Volumes = &volumes
 	return a, nil
 }
 

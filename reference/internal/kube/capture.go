@@ -11,8 +11,10 @@ import (
 
 // Capture is a logr sink that takes kube's own structured log lines where they carry what
 // kube decided and returns nothing else: per-node scores (kube's prioritizeNodes logs each
-// score plugin's weighted score and each node's total at verbosity 10) and the progress of
-// asynchronous preemption. Reading kube's values from kube's own code path, rather than calling
+// score plugin's weighted score and each node's total at verbosity 10), the PersistentVolume
+// VolumeBinding's Reserve assumed for each claim (logged at verbosity 5: kube picks among the
+// smallest fitting PVs in the order its assume cache lists them, which is a Go map's) and the
+// progress of asynchronous preemption. Reading kube's values from kube's own code path, rather than calling
 // the plugins again beside it, keeps the oracle exactly what kube-scheduler does.
 type Capture struct {
 	mu sync.Mutex
@@ -24,7 +26,9 @@ type Capture struct {
 	started map[string]int
 	// preemptors whose async preemption finished
 	finished map[string]bool
-	changed  *sync.Cond
+	// pod (namespace/name) -> claim (namespace/name) -> PersistentVolume assumed for it
+	volumes map[string]map[string]string
+	changed *sync.Cond
 	// verbosity: log calls above this level are not made
 	verbosity int
 }
@@ -37,6 +41,7 @@ func NewCapture(verbosity int) *Capture {
 		totals:    map[string]int64{},
 		started:   map[string]int{},
 		finished:  map[string]bool{},
+		volumes:   map[string]map[string]string{},
 	}
 	c.changed = sync.NewCond(&c.mu)
 	return c
@@ -61,6 +66,16 @@ func (c *Capture) Scores() (map[string]map[string]int64, map[string]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.plugins, c.totals
+}
+
+// TakeVolumes returns the PersistentVolumes VolumeBinding's Reserve assumed for the pod's
+// claims (claim namespace/name -> PV name) since the last call for it, and forgets them.
+func (c *Capture) TakeVolumes(pod string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.volumes[pod]
+	delete(c.volumes, pod)
+	return v
 }
 
 // WaitPreemption waits until the asynchronous preemption kube started for the preemptor has
@@ -108,6 +123,16 @@ func (c *Capture) info(msg string, kv []any) {
 		c.mu.Lock()
 		c.totals[node] = score
 		c.mu.Unlock()
+	case "AssumePodVolumes: GetBindVolumeToClaim":
+		pod := objectKey(value(kv, "pod"))
+		claim := objectKey(value(kv, "PVC"))
+		pv := objectName(value(kv, "PV"))
+		c.mu.Lock()
+		if c.volumes[pod] == nil {
+			c.volumes[pod] = map[string]string{}
+		}
+		c.volumes[pod][claim] = pv
+		c.mu.Unlock()
 	case "Start the preemption asynchronously":
 		n, _ := value(kv, "numVictims").(int)
 		c.mu.Lock()
@@ -137,6 +162,14 @@ func objectKey(v any) string {
 		return r.Namespace + "/" + r.Name
 	case fmt.Stringer:
 		return r.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// objectName is the name of a cluster-scoped object's reference.
+func objectName(v any) string {
+	if r, ok := v.(klog.ObjectRef); ok {
+		return r.Name
 	}
 	return fmt.Sprint(v)
 }

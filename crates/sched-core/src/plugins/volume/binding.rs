@@ -372,13 +372,16 @@ fn volume_mode(m: &str) -> &str {
 /// kube's `FindMatchingVolume` on the scheduler path (a node given, delay binding) over the
 /// PVs as the binder sees them, `chosen` excluded: the PV pre-bound to the claim (its
 /// `claimRef` names it) if it fits the node, else none at all; or the smallest available PV
-/// of the claim's class whose labels match the claim's selector and that fits.
+/// of the claim's class whose labels match the claim's selector and that fits. Of several
+/// such PVs of the smallest size, the one named `prefer` if it is one of them, else the first
+/// (kube takes the first in its assume cache's order, a Go map's).
 fn find_matching(
     pvs: Pvs<'_>,
     candidates: &[PvRef],
     claim: &PersistentVolumeClaim,
     node: &Node,
     chosen: &[Option<PvRef>],
+    prefer: Option<&str>,
 ) -> Option<PvRef> {
     let requested = claim.requested_storage();
     let class = claim.class();
@@ -425,7 +428,9 @@ fn find_matching(
         {
             continue;
         }
-        if best.is_none_or(|(_, s)| s > size) {
+        if best.is_none_or(|(_, s)| s > size)
+            || (prefer == Some(pv.metadata.name.as_str()) && best.is_some_and(|(_, s)| s == size))
+        {
             best = Some((r, size));
         }
     }
@@ -555,12 +560,18 @@ impl Predicate for VolumeBinding {
 
 /// What binding the pod's unbound claims on a node takes (kube's `PodVolumes`): claims matched
 /// to PVs (`static_bindings`: claim index in the state, the PV) and claims to provision, in
-/// kube's order.
-#[derive(Debug, Default)]
-struct Decisions {
+/// kube's order. `pick`, when set, names the PV to take for a claim among the smallest that
+/// fit ([`assume_volumes_picking`]).
+#[derive(Default)]
+struct Decisions<'a> {
     static_bindings: Vec<(usize, PvRef)>,
     provisions: Vec<usize>,
+    pick: Option<Pick<'a>>,
 }
+
+/// Which PersistentVolume to take for a claim where several of the smallest fit equally
+/// well: its name, or `None` for the first in the binder's order.
+pub type Pick<'a> = &'a dyn Fn(&PersistentVolumeClaim) -> Option<&'a str>;
 
 /// How many claims to match a node filters without allocating.
 const INLINE_CLAIMS: usize = 8;
@@ -613,10 +624,12 @@ fn decide(
         heap.resize(n, None);
         &mut heap
     };
+    let pick = out.as_ref().and_then(|d| d.pick);
     for (m, &k) in st.to_match.iter().enumerate() {
         let u = &st.unbound[k];
         let (chosen, rest) = matched.split_at_mut(m);
-        rest[0] = find_matching(pvs, &u.candidates, &u.claim, node, chosen);
+        let prefer = pick.and_then(|f| f(&u.claim));
+        rest[0] = find_matching(pvs, &u.candidates, &u.claim, node, chosen, prefer);
     }
     let matched = &*matched;
     // kube provisions the claims given a node, then those no PV was found for.
@@ -745,6 +758,25 @@ pub fn assume_volumes(
     node: &str,
     version: KubeVersion,
 ) -> Result<AssumedVolumes, Reason> {
+    assume_volumes_picking(snapshot, binder, pod, node, version, &|_| None)
+}
+
+/// [`assume_volumes`] where, of the smallest PersistentVolumes that fit a claim, `pick` may
+/// name the one to take (a name that is not one of them changes nothing). kube-scheduler
+/// takes the first in the order its assume cache lists them, a Go map's, so the same cluster
+/// may see it take any of them; sched-core takes the first in its own order unless told.
+/// Which PVs were taken is in [`AssumedVolumes::bindings`].
+///
+/// # Errors
+/// As [`assume_volumes`].
+pub fn assume_volumes_picking<'a>(
+    snapshot: &mut Snapshot,
+    binder: VolumeBinderId,
+    pod: &crate::model::Pod,
+    node: &str,
+    version: KubeVersion,
+    pick: Pick<'a>,
+) -> Result<AssumedVolumes, Reason> {
     let v1_34 = version >= KubeVersion::V1_34;
     let Some(info) = snapshot.get(node) else {
         return Ok(AssumedVolumes::default());
@@ -754,7 +786,10 @@ pub fn assume_volumes(
         None => return Ok(AssumedVolumes::default()),
         Some(st) => st,
     };
-    let mut d = Decisions::default();
+    let mut d = Decisions {
+        pick: Some(pick),
+        ..Decisions::default()
+    };
     let conflicts = decide(storage, binder, &st, info.node(), Some(&mut d));
     if conflicts != 0 {
         return Err(Reason::VolumeBinding(VolumeBindingConflicts(conflicts)));

@@ -16,7 +16,9 @@ mod zone;
 #[cfg(test)]
 mod testutil;
 
-pub use binding::{AssumedVolumes, VolumeBinding, assume_volumes, forget_volumes};
+pub use binding::{
+    AssumedVolumes, Pick, VolumeBinding, assume_volumes, assume_volumes_picking, forget_volumes,
+};
 pub use limits::{InTreeVolumeLimits, NodeVolumeLimits};
 pub use restrictions::VolumeRestrictions;
 pub use zone::VolumeZone;
