@@ -40,16 +40,21 @@ fn assert_agree(name: &str, ours: &Timings, kube: &Timings) {
     assert_eq!(ours.claims_written, kube.claims_written, "{name}");
 }
 
+/// Both sides on folder `name` agree, and placed all `pods` measured pods on the one node
+/// with devices, each writing its claim.
+fn all_on_the_device_node(name: &str, pods: usize) {
+    let (ours, kube) = both(name);
+    assert_agree(name, &ours, &kube);
+    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; pods]);
+    assert_eq!(ours.claims_written, pods);
+}
+
 /// `SchedulingWithResourceClaimTemplate/fast`: one node without the test driver, one with ten
 /// devices, ten pods each with a claim made from the template (as kube's resourceclaim
 /// controller makes it). kube put all ten on the node with devices.
 #[test]
 fn claim_template_fast_agrees_with_kube() {
-    let name = "SchedulingWithResourceClaimTemplate_fast";
-    let (ours, kube) = both(name);
-    assert_agree(name, &ours, &kube);
-    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 10]);
-    assert_eq!(ours.claims_written, 10);
+    all_on_the_device_node("SchedulingWithResourceClaimTemplate_fast", 10);
 }
 
 /// The same folder with an eleventh pod and claim: the node's ten devices are taken by the
@@ -68,11 +73,7 @@ fn claim_template_beyond_the_devices_agrees_with_kube() {
 /// them with an allocation).
 #[test]
 fn shared_claims_fast_agrees_with_kube() {
-    let name = "SchedulingWithResourceClaim_fast";
-    let (ours, kube) = both(name);
-    assert_agree(name, &ours, &kube);
-    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 10]);
-    assert_eq!(ours.claims_written, 10);
+    all_on_the_device_node("SchedulingWithResourceClaim_fast", 10);
 }
 
 /// `SteadyStateClusterResourceClaimTemplate/fast`, its first 30 measured pods: each pod is
@@ -80,11 +81,7 @@ fn shared_claims_fast_agrees_with_kube() {
 /// with ten devices takes all thirty, one after another. kube placed all thirty there.
 #[test]
 fn steady_state_frees_each_pods_devices_as_kube_does() {
-    let name = "SteadyStateClusterResourceClaimTemplate_fast_30pods";
-    let (ours, kube) = both(name);
-    assert_agree(name, &ours, &kube);
-    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 30]);
-    assert_eq!(ours.claims_written, 30);
+    all_on_the_device_node("SteadyStateClusterResourceClaimTemplate_fast_30pods", 30);
 }
 
 /// `SteadyStateClusterResourceClaimTemplate/fast` with kube's `allocResourceClaims` op run
@@ -93,11 +90,10 @@ fn steady_state_frees_each_pods_devices_as_kube_does() {
 /// allocator, so each pod takes one of the five devices left, and kube placed all thirty.
 #[test]
 fn steady_state_on_half_allocated_devices_agrees_with_kube() {
-    let name = "SteadyStateClusterResourceClaimTemplate_fast_30pods_5allocated";
-    let (ours, kube) = both(name);
-    assert_agree(name, &ours, &kube);
-    assert_eq!(ours.placements, vec!["scheduler-perf-dra-00001"; 30]);
-    assert_eq!(ours.claims_written, 30);
+    all_on_the_device_node(
+        "SteadyStateClusterResourceClaimTemplate_fast_30pods_5allocated",
+        30,
+    );
 }
 
 /// The same with all ten devices allocated to init claims (as the `full_*` workloads leave a
