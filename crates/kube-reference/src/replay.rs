@@ -30,8 +30,8 @@
 //! VolumeBinding's and DynamicResources' reserve run for it as kube's Reserve does (taking the
 //! PersistentVolumes kube's took where several of the smallest fit: kube picks among them in
 //! a Go map's order; the claims' allocations stay in flight: kube's oracle binds nothing), so
-//! both sides go on from the same cluster. Preemption is recorded, not applied, on both sides: the victims stay and the
-//! preemptor is not nominated. Each pod gets a [`PodResult`]: a [`Class`] and one line per
+//! both sides go on from the same cluster. Preemption is recorded, not applied, on both
+//! sides: the victims stay and the preemptor is not nominated. Each pod gets a [`PodResult`]: a [`Class`] and one line per
 //! difference.
 //!
 //! The same function serves the recorded fixtures (`tests/fixtures.rs`) and generated cases.

@@ -839,3 +839,50 @@ fn the_informer_s_versions_replace_assumed_ones() {
     assert!(snap.storage().pv_seen_by(binder, "pv-node1a").is_none());
     assert!(snap.storage().assumed_pvs(binder).is_empty());
 }
+
+/// Of two PVs of the smallest size that fits, a pick takes the one it names (kube takes either,
+/// in its assume cache's order); a pick that names a larger PV, or none, changes nothing.
+#[test]
+fn a_pick_chooses_among_the_smallest_pvs_only() {
+    let taken = |pvs: Vec<PersistentVolume>, pick: Option<&'static str>| {
+        let pod = test_pod(&[unbound_pvc()]);
+        let mut snap = test_snapshot(vec![unbound_pvc()], pvs, None);
+        let binder = VolumeBinding::new().binder();
+        let by_name = move |_: &PersistentVolumeClaim| pick;
+        let assumed = assume_volumes_picking(
+            &mut snap,
+            binder,
+            &pod,
+            "node1",
+            KubeVersion::V1_34,
+            &by_name,
+        )
+        .unwrap();
+        let names: Vec<String> = assumed
+            .bindings()
+            .iter()
+            .map(|pv| pv.metadata.name.clone())
+            .collect();
+        let seen = snap.storage().pv_seen_by(binder, &names[0]).cloned();
+        assert_eq!(
+            seen.and_then(|pv| pv.spec.claim_ref).map(|r| r.name),
+            Some("unbound-pvc".to_string())
+        );
+        names
+    };
+    // pv-node1a and kube's pvNode1c (named pv-node1b) are both 5G.
+    assert_eq!(taken(vec![pv_node1a(), pv_node1c()], None), ["pv-node1a"]);
+    assert_eq!(
+        taken(vec![pv_node1a(), pv_node1c()], Some("pv-node1b")),
+        ["pv-node1b"]
+    );
+    assert_eq!(
+        taken(vec![pv_node1c(), pv_node1a()], Some("pv-node1a")),
+        ["pv-node1a"]
+    );
+    // pv-node1b of 10G is larger: the pick is not one of the smallest.
+    assert_eq!(
+        taken(vec![pv_node1a(), pv_node1b()], Some("pv-node1b")),
+        ["pv-node1a"]
+    );
+}
