@@ -88,7 +88,30 @@ fn redis_once(persist: bool) -> Result<OwnServer, String> {
         port,
     };
     server.wait_ready(Duration::from_secs(10))?;
+    // What accepted the connection may be another process that took the port first.
+    redis_pong(port)?;
     Ok(server)
+}
+
+/// Whether the server on `port` answers a Redis PING.
+fn redis_pong(port: u16) -> Result<(), String> {
+    use std::io::{Read as _, Write as _};
+    let failed = |e: std::io::Error| format!("redis-server on port {port} does not answer: {e}");
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(failed)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(failed)?;
+    stream.write_all(b"PING\r\n").map_err(failed)?;
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).map_err(failed)?;
+    if &reply == b"+PONG\r\n" {
+        Ok(())
+    } else {
+        Err(format!(
+            "the server on port {port} is not redis-server: it answered {:?}",
+            String::from_utf8_lossy(&reply)
+        ))
+    }
 }
 
 /// A single-member `etcd` on free ports, killed (SIGKILL) on stop; its data survives.

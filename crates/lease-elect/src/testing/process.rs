@@ -213,17 +213,30 @@ pub fn free_port() -> u16 {
 
 /// Waits until something accepts TCP connections on 127.0.0.1:`port`, at most `limit`.
 ///
+/// A connection to itself does not count: with nothing listening on a port of the ephemeral
+/// range (where [`free_port`] finds ports), Linux may pick that very port as the source and
+/// connect the socket to itself, which also holds the port so the server cannot bind it.
+///
 /// # Errors
 /// When nothing accepted within `limit`.
 pub fn wait_for_port(port: u16, limit: Duration) -> io::Result<()> {
     let start = Instant::now();
     loop {
         match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) if is_self_connection(&stream) => {
+                drop(stream);
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Ok(_) => return Ok(()),
             Err(e) if start.elapsed() >= limit => return Err(e),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
+}
+
+/// Whether a TCP connection is a socket connected to itself (TCP simultaneous open).
+fn is_self_connection(stream: &std::net::TcpStream) -> bool {
+    matches!((stream.local_addr(), stream.peer_addr()), (Ok(l), Ok(p)) if l == p)
 }
 
 /// Finds `program` in `PATH` (or checks it when it contains a `/`).
@@ -374,4 +387,29 @@ pub fn postgres_command(settings: &[&str]) -> Result<Option<(ServerCommand, u16)
         command = command.user(uid, gid);
     }
     Ok(Some((command, port)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_connected_to_itself_is_not_a_server() {
+        use socket2::{Domain, Socket, Type};
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+        socket
+            .bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
+            .expect("bind");
+        let own = socket.local_addr().unwrap().as_socket().unwrap();
+        // Nothing listens on `own`; connecting to it from itself is a simultaneous open.
+        socket.connect(&own.into()).expect("self-connect");
+        let stream: std::net::TcpStream = socket.into();
+        assert!(is_self_connection(&stream));
+
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = listener.local_addr().unwrap().port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        assert!(!is_self_connection(&client));
+        wait_for_port(port, Duration::from_secs(1)).expect("a listener answers");
+    }
 }
