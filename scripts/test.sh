@@ -19,7 +19,9 @@ export CI="${CI:-1}"
 # A one-off build gains nothing from incremental state, which is a third of a test build's size.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the script had run when it began.
+started=$(date +%s)
+step() { printf '\n==> [%4d s] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 
 step "building kube v1.34.4 from reference/ (kube-scheduler oracle, benchmark peer, kube-apiserver, etcd)"
 # shellcheck source=scripts/reference.sh
