@@ -398,7 +398,12 @@ mod tests {
         use socket2::{Domain, Socket, Type};
         let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
         socket
-            .bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
+            .bind(
+                &"127.0.0.1:0"
+                    .parse::<std::net::SocketAddr>()
+                    .unwrap()
+                    .into(),
+            )
             .expect("bind");
         let own = socket.local_addr().unwrap().as_socket().unwrap();
         // Nothing listens on `own`; connecting to it from itself is a simultaneous open.
